@@ -1,0 +1,77 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import http from 'node:http';
+import { load, report, startBareServer, startStratus } from './lib.ts';
+
+const OBJECTS = 10_000;
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
+
+function post(port: number, path: string, body: string, agent: http.Agent): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent, headers: { host: 'config.localhost', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Config benchmark: 10,000 config objects, then random reads with 10 % patches through the
+ * public port (gateway routing + config service + store), beside a bare node:http server.
+ */
+export async function run(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'stratus-bench-'));
+  const stratus = await startStratus([], { DATA_DIR: dataDir, DATABASE_URL: process.env.DATABASE_URL });
+  try {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+    const started = Date.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (next < OBJECTS) {
+          const i = next++;
+          const body = JSON.stringify({ id: `cfg-${i}`, entries: { 'feature.enabled': i % 2 === 0, 'service.name': `svc-${i}`, 'limits.rps': i, 'owner.team': 'platform' } });
+          const status = await post(stratus.port, '/v0/configs', body, agent);
+          if (status !== 201) throw new Error(`seeding cfg-${i} answered ${status}`);
+        }
+      }),
+    );
+    agent.destroy();
+    console.log(`seeded ${OBJECTS} config objects in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+    const sample = JSON.stringify({ id: 'cfg-1', entries: { 'feature.enabled': false, 'service.name': 'svc-1', 'limits.rps': 1, 'owner.team': 'platform' } });
+    const bare = await startBareServer(sample);
+    let baseline;
+    try {
+      baseline = await load('bare node:http, fixed JSON', { url: `http://127.0.0.1:${bare.port}/`, duration: DURATION_S });
+    } finally {
+      await bare.stop();
+    }
+
+    let counter = 0;
+    const mixed = await load('config via gateway: 90% GET, 10% PATCH', {
+      url: `http://127.0.0.1:${stratus.port}`,
+      duration: DURATION_S,
+      headers: { host: 'config.localhost', 'content-type': 'application/json' },
+      requests: [
+        {
+          setupRequest: (request) => {
+            const id = `cfg-${Math.floor(Math.random() * OBJECTS)}`;
+            counter++;
+            if (counter % 10 === 0) {
+              return { ...request, method: 'PATCH', path: `/v0/configs/${id}`, body: JSON.stringify({ 'limits.rps': counter, 'bench.touched': true }) };
+            }
+            return { ...request, method: 'GET', path: `/v0/configs/${id}`, body: undefined };
+          },
+        },
+      ],
+    });
+    report(`config benchmark (${process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}, 50 connections, ${DURATION_S} s each)`, baseline, [mixed]);
+  } finally {
+    await stratus.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}

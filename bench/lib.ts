@@ -1,0 +1,107 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+export interface LoadResult {
+  name: string;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+export type AutocannonOptions = autocannon.Options;
+
+/** Runs autocannon against loopback for a bounded time and summarises it. */
+export async function load(name: string, options: AutocannonOptions): Promise<LoadResult> {
+  const result = await autocannon({ connections: 50, duration: 10, ...options });
+  return {
+    name,
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+  };
+}
+
+/** Prints the figures beside the baseline measured in the same run, with each ratio. */
+export function report(title: string, baseline: LoadResult, results: LoadResult[]): void {
+  const rows = [baseline, ...results].map((r) => ({
+    scenario: r.name,
+    'req/s': Math.round(r.requestsPerSecond),
+    'p50 ms': r.p50,
+    'p99 ms': r.p99,
+    'errors+non2xx': r.errors + r.non2xx,
+    'ratio to baseline': (r.requestsPerSecond / baseline.requestsPerSecond).toFixed(3),
+  }));
+  console.log(`\n${title}`);
+  console.table(rows);
+}
+
+const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+
+export interface Child {
+  readonly port: number;
+  readonly internalPort: number;
+  stop(): Promise<void>;
+}
+
+function waitForPorts(child: ChildProcess, pattern: RegExp): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`no ready line in 60 s:\n${output}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = pattern.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        child.stdout?.off('data', onData);
+        resolve(match);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) => reject(new Error(`exited with ${code}:\n${output}`)));
+  });
+}
+
+function stopper(child: ChildProcess): () => Promise<void> {
+  const kill = () => child.kill('SIGKILL');
+  process.once('exit', kill);
+  return () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+      setTimeout(kill, 5_000).unref();
+      process.off('exit', kill);
+    });
+}
+
+/** `stratus serve` in its own process, so the load generator does not share its event loop. */
+export async function startStratus(args: string[], env: Record<string, string | undefined>): Promise<Child> {
+  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', CLI, 'serve', '--port', '0', '--internal-port', '0', '--host', '127.0.0.1', ...args], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const match = await waitForPorts(child, /public port (\d+) .*internal port (\d+)/);
+  return { port: Number(match[1]), internalPort: Number(match[2]), stop: stopper(child) };
+}
+
+/** The baseline: a bare `node:http` server answering a fixed JSON body, in its own process. */
+export async function startBareServer(body: string): Promise<Child> {
+  const script = `
+    const http = require('node:http');
+    const body = ${JSON.stringify(body)};
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }); res.end(body); });
+    });
+    server.listen(0, '127.0.0.1', () => console.log('bare port ' + server.address().port));
+  `;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const match = await waitForPorts(child, /bare port (\d+)/);
+  return { port: Number(match[1]), internalPort: 0, stop: stopper(child) };
+}

@@ -1,0 +1,14 @@
+// `npm run bench -- <service>`: runs bench/<service>.ts, which prints its figures beside a
+// baseline measured in the same run.
+const BENCHMARKS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
+  config: () => import('./config.ts'),
+};
+
+const name = process.argv[2];
+const loadBenchmark = name ? BENCHMARKS[name] : undefined;
+if (!loadBenchmark) {
+  console.error(`usage: npm run bench -- <${Object.keys(BENCHMARKS).join('|')}>`);
+  process.exit(2);
+}
+const benchmark = await loadBenchmark();
+await benchmark.run();

@@ -1,0 +1,103 @@
+import { parseArgs } from 'node:util';
+import { loadSettings, SettingsError, type FlagValues } from './config.ts';
+import { VERSION } from './core/version.ts';
+import { createLogger, migrateAll, startPlatform } from './platform.ts';
+
+const USAGE = `Usage: stratus <command> [options]
+
+Commands:
+  serve      run the gateway and services (all available services unless --services)
+  migrate    apply every service's database migrations and exit
+  version    print the version
+
+Options (each also settable by environment variable or stratus.config.json):
+  --services a,b,…      services to run in this process            SERVICES
+  --port N              public port (0 picks a free one)           PORT (8080)
+  --host ADDR           address the public port binds              HOST (0.0.0.0)
+  --internal-port N     internal port on 127.0.0.1 (0 = free one)  INTERNAL_PORT (8081)
+  --domain NAME         hosts are <name>.<domain>                  DOMAIN (localhost)
+  --data-dir PATH       embedded store directory                   DATA_DIR (./data)
+  --database-url URL    PostgreSQL instead of the embedded store   DATABASE_URL
+  --log-level LEVEL     fatal|error|warn|info|debug|trace|silent   LOG_LEVEL (info)
+  --config PATH         JSON config file (default ./stratus.config.json)
+`;
+
+const FLAG_NAMES = {
+  services: 'services',
+  port: 'port',
+  host: 'host',
+  'internal-port': 'internalPort',
+  domain: 'domain',
+  'data-dir': 'dataDir',
+  'database-url': 'databaseUrl',
+  'log-level': 'logLevel',
+  config: 'config',
+} as const;
+
+function parseFlags(args: string[]): FlagValues {
+  const { values } = parseArgs({
+    args,
+    options: Object.fromEntries(Object.keys(FLAG_NAMES).map((name) => [name, { type: 'string' as const }])),
+    strict: true,
+    allowPositionals: false,
+  });
+  const flags: FlagValues = {};
+  for (const [name, key] of Object.entries(FLAG_NAMES)) {
+    const value = values[name];
+    if (typeof value === 'string') flags[key] = value;
+  }
+  return flags;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(USAGE);
+    return command ? 0 : 2;
+  }
+  if (command === 'version' || command === '--version') {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  if (command !== 'serve' && command !== 'migrate') {
+    process.stderr.write(`stratus: unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  const settings = loadSettings(parseFlags(rest));
+  if (command === 'migrate') {
+    const applied = await migrateAll(settings);
+    process.stdout.write(applied.length > 0 ? `applied ${applied.length} migrations:\n${applied.map((m) => `  ${m}\n`).join('')}` : 'database is up to date\n');
+    return 0;
+  }
+  const logger = createLogger(settings);
+  const platform = await startPlatform(settings, logger);
+  const where = settings.databaseUrl ? 'PostgreSQL' : `SQLite in ${settings.dataDir}`;
+  process.stdout.write(
+    `stratus ${VERSION} ready: public port ${platform.publicPort} (${settings.host}), internal port ${platform.internalPort} (127.0.0.1); ` +
+      `services ${platform.services.join(',')}; store ${where}\n`,
+  );
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info({ signal }, 'shutting down');
+      platform.close().then(resolve, (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        resolve();
+      });
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+  });
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof SettingsError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`stratus: ${(error as Error).message}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`stratus: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,178 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+/** Every service a Stratus process can run; the gateway is always there. */
+export const SERVICE_NAMES = ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+export interface AuthProviderSettings {
+  name: string;
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+}
+
+export interface Settings {
+  /** Public port (0 picks a free one). */
+  port: number;
+  /** Address the public port binds; all interfaces by default. */
+  host: string;
+  /** Internal port, always bound to 127.0.0.1 (0 picks a free one). */
+  internalPort: number;
+  domain: string;
+  dataDir: string;
+  /** Unset: SQLite under dataDir. */
+  databaseUrl: string | undefined;
+  adminEmail: string | undefined;
+  adminPassword: string | undefined;
+  signup: 'open' | 'closed';
+  cookieSecure: boolean;
+  authProviders: AuthProviderSettings[];
+  schedulerApiKeys: string[];
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Services that run in this process; null = every available one. */
+  services: ServiceName[] | null;
+  /** SQLite durability: FULL survives power loss, NORMAL only a process crash. */
+  sqliteSynchronous: 'FULL' | 'NORMAL';
+}
+
+export class SettingsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SettingsError';
+  }
+}
+
+/** CLI flags as parsed by the CLI (`--port 0` → `{ port: '0' }`). */
+export type FlagValues = Partial<Record<SettingKey | 'config', string>>;
+
+type SettingKey = Exclude<keyof Settings, 'authProviders'>;
+
+/** Each setting: its environment variable and how to read a text value. */
+const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: string) => Settings[K]; fallback: Settings[K] } } = {
+  port: { env: 'PORT', parse: (t, f) => port(t, f), fallback: 8080 },
+  host: { env: 'HOST', parse: (t, f) => nonEmpty(t, f), fallback: '0.0.0.0' },
+  internalPort: { env: 'INTERNAL_PORT', parse: (t, f) => port(t, f), fallback: 8081 },
+  domain: { env: 'DOMAIN', parse: (t, f) => domain(t, f), fallback: 'localhost' },
+  dataDir: { env: 'DATA_DIR', parse: (t, f) => nonEmpty(t, f), fallback: './data' },
+  databaseUrl: { env: 'DATABASE_URL', parse: (t, f) => databaseUrl(t, f), fallback: undefined },
+  adminEmail: { env: 'ADMIN_EMAIL', parse: (t, f) => nonEmpty(t, f), fallback: undefined },
+  adminPassword: { env: 'ADMIN_PASSWORD', parse: (t, f) => nonEmpty(t, f), fallback: undefined },
+  signup: { env: 'SIGNUP', parse: (t, f) => oneOf(t, f, ['open', 'closed'] as const), fallback: 'closed' },
+  cookieSecure: { env: 'COOKIE_SECURE', parse: (t, f) => bool(t, f), fallback: true },
+  schedulerApiKeys: { env: 'SCHEDULER_API_KEYS', parse: (t) => list(t), fallback: [] },
+  logLevel: { env: 'LOG_LEVEL', parse: (t, f) => oneOf(t, f, ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const), fallback: 'info' },
+  services: { env: 'SERVICES', parse: (t, f) => services(t, f), fallback: null },
+  sqliteSynchronous: { env: 'SQLITE_SYNCHRONOUS', parse: (t, f) => oneOf(t, f, ['FULL', 'NORMAL'] as const), fallback: 'FULL' },
+};
+
+/**
+ * Settings from CLI flags, then environment variables, then the JSON config file
+ * (`stratus.config.json` in the working directory, or `--config PATH`), then defaults (DESIGN §2).
+ * Throws SettingsError with a message that names the source of a bad value.
+ */
+export function loadSettings(flags: FlagValues = {}, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Settings {
+  const file = readConfigFile(flags.config, cwd);
+  const settings = {} as Record<SettingKey, unknown>;
+  for (const key of Object.keys(SETTINGS) as SettingKey[]) {
+    const spec = SETTINGS[key];
+    const flag = flags[key];
+    const envValue = env[spec.env];
+    const fileValue = file.values[key];
+    if (flag !== undefined) settings[key] = spec.parse(flag, `--${kebab(key)}`);
+    else if (envValue !== undefined && envValue !== '') settings[key] = spec.parse(envValue, spec.env);
+    else if (fileValue !== undefined) settings[key] = spec.parse(fileText(fileValue, key, file.path), `${file.path}: ${key}`);
+    else settings[key] = spec.fallback;
+  }
+  return { ...(settings as Omit<Settings, 'authProviders'>), authProviders: file.providers };
+}
+
+function readConfigFile(explicit: string | undefined, cwd: string): { path: string; values: Record<string, unknown>; providers: AuthProviderSettings[] } {
+  const path = resolve(cwd, explicit ?? 'stratus.config.json');
+  if (!existsSync(path)) {
+    if (explicit) throw new SettingsError(`config file ${path} does not exist`);
+    return { path, values: {}, providers: [] };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new SettingsError(`config file ${path} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new SettingsError(`config file ${path} must hold a JSON object`);
+  const { auth, ...values } = parsed as Record<string, unknown>;
+  for (const key of Object.keys(values)) {
+    if (!(key in SETTINGS)) throw new SettingsError(`config file ${path}: unknown setting "${key}" (known: ${[...Object.keys(SETTINGS), 'auth'].join(', ')})`);
+  }
+  return { path, values, providers: providers(auth, path) };
+}
+
+function providers(auth: unknown, path: string): AuthProviderSettings[] {
+  if (auth === undefined) return [];
+  const list = (auth as { providers?: unknown } | null)?.providers;
+  if (typeof auth !== 'object' || auth === null || !Array.isArray(list)) throw new SettingsError(`${path}: auth must be {"providers":[…]}`);
+  return list.map((entry: unknown, i) => {
+    const p = entry as Record<string, unknown> | null;
+    for (const field of ['name', 'issuer', 'clientId', 'clientSecret']) {
+      if (typeof p?.[field] !== 'string' || p[field] === '') throw new SettingsError(`${path}: auth.providers[${i}].${field} must be a non-empty string`);
+    }
+    const provider = p as unknown as AuthProviderSettings;
+    return { name: provider.name, issuer: provider.issuer, clientId: provider.clientId, clientSecret: provider.clientSecret };
+  });
+}
+
+function fileText(value: unknown, key: string, path: string): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join(',');
+  throw new SettingsError(`${path}: ${key} has an unsupported value`);
+}
+
+const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+function port(text: string, from: string): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value > 65535) throw new SettingsError(`${from}: "${text}" is not a port number (0–65535)`);
+  return value;
+}
+
+function nonEmpty(text: string, from: string): string {
+  if (text.trim() === '') throw new SettingsError(`${from} must not be empty`);
+  return text;
+}
+
+function domain(text: string, from: string): string {
+  const value = text.toLowerCase();
+  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(value)) throw new SettingsError(`${from}: "${text}" is not a domain name`);
+  return value;
+}
+
+function databaseUrl(text: string, from: string): string {
+  if (!/^postgres(ql)?:\/\//.test(text)) throw new SettingsError(`${from} must be a postgres:// URL`);
+  return text;
+}
+
+function oneOf<T extends string>(text: string, from: string, values: readonly T[]): T {
+  const match = values.find((v) => v.toLowerCase() === text.toLowerCase());
+  if (!match) throw new SettingsError(`${from}: "${text}" must be one of ${values.join(', ')}`);
+  return match;
+}
+
+function bool(text: string, from: string): boolean {
+  if (/^(true|1|yes|on)$/i.test(text)) return true;
+  if (/^(false|0|no|off)$/i.test(text)) return false;
+  throw new SettingsError(`${from}: "${text}" must be true or false`);
+}
+
+function list(text: string): string[] {
+  return text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
+
+function services(text: string, from: string): ServiceName[] {
+  const names = list(text);
+  if (names.length === 0) throw new SettingsError(`${from} names no service`);
+  for (const name of names) {
+    if (!(SERVICE_NAMES as readonly string[]).includes(name)) throw new SettingsError(`${from}: unknown service "${name}" (known: ${SERVICE_NAMES.join(', ')})`);
+  }
+  return [...new Set(names)] as ServiceName[];
+}

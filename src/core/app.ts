@@ -1,0 +1,173 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse, Server } from 'node:http';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Ajv, type Options as AjvOptions } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
+import { HttpError, defaultCode, envelope } from './errors.ts';
+
+/** A service's Fastify instance: TypeBox schemas give validation, types and OpenAPI at once. */
+export type ServiceApp = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+export const MiB = 1024 * 1024;
+
+export interface ServiceAppOptions {
+  /** Service name: OpenAPI title and log field. */
+  name: string;
+  /** The platform version, for the OpenAPI document. */
+  version: string;
+  description?: string;
+  logger: FastifyBaseLogger;
+  /** JSON body limit; 10 MiB by default (DESIGN §4). */
+  bodyLimit?: number;
+  /**
+   * Parse bodies as JSON whatever their Content-Type (the config and key services accept
+   * `curl -d` bodies). When false only `application/json` and `+json` types are JSON.
+   */
+  jsonForAnyContentType?: boolean;
+  /** Serve the generated OpenAPI document at this path (default `/openapi.json`; null = not served). */
+  openapiPath?: string | null;
+}
+
+// ajv-formats ships CommonJS with `exports.default`; under NodeNext the default import is the module.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+
+function makeAjv(options: AjvOptions): Ajv {
+  const ajv = new Ajv({ strict: false, allErrors: false, useDefaults: true, removeAdditional: false, ...options });
+  addFormats(ajv);
+  return ajv;
+}
+
+/**
+ * Builds a service app with the overrides of DESIGN §6: unknown fields and wrong types in bodies
+ * are 400s (no `removeAdditional`, no body coercion), JSON errors are envelopes, a known path with
+ * another method is a real 405, params can be long, and every error leaves as the envelope.
+ */
+export async function createServiceApp(options: ServiceAppOptions): Promise<ServiceApp> {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    // The gateway writes the access log; services do not log each request again.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: options.bodyLimit ?? 10 * MiB,
+    routerOptions: { maxParamLength: 8192 },
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    // Long uploads and streams are cut by idle timeouts at the listener, never by a request timeout.
+    requestTimeout: 0,
+    return503OnClosing: false,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Bodies: exact types, no silent fixes. Query strings and params arrive as text and are coerced.
+  const bodyAjv = makeAjv({ coerceTypes: false });
+  const paramAjv = makeAjv({ coerceTypes: 'array' });
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema));
+  app.setSchemaErrorFormatter((errors, dataVar) => {
+    const first = errors[0];
+    if (!first) return new Error(`${dataVar} is invalid`);
+    const where = `${dataVar}${first.instancePath.replace(/\//g, '.')}`;
+    if (first.keyword === 'additionalProperties') {
+      return new Error(`${where} has an unknown field '${String((first.params as { additionalProperty?: string }).additionalProperty)}'`);
+    }
+    return new Error(`${where} ${first.message ?? 'is invalid'}`);
+  });
+
+  installJsonParser(app, options.jsonForAnyContentType ?? true);
+  installMethodNotAllowed(app);
+  installErrorHandler(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: `Stratus ${options.name}`, version: options.version, description: options.description },
+      components: {
+        securitySchemes: {
+          // What the gateway injects for an authenticated caller; routes that need identity name it.
+          gatewayIdentity: { type: 'apiKey', in: 'header', name: 'X-Gateway-Authentication', description: 'Identity JSON injected by the gateway' },
+        },
+      },
+    },
+  });
+  const openapiPath = options.openapiPath === undefined ? '/openapi.json' : options.openapiPath;
+  if (openapiPath) {
+    app.get(openapiPath, { schema: { hide: true } }, async () => app.swagger());
+  }
+  return app;
+}
+
+function installJsonParser(app: ServiceApp, anyContentType: boolean): void {
+  const parse = (_req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim().length === 0) return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (error) {
+      done(new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(error as Error).message}`));
+    }
+  };
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
+  app.addContentTypeParser(/^application\/[^;]*\+json/, { parseAs: 'string' }, parse);
+  if (anyContentType) app.addContentTypeParser('*', { parseAs: 'string' }, parse);
+}
+
+/** Answers 405 (with `Allow`) when the path exists under another method, 404 otherwise. */
+function installMethodNotAllowed(app: ServiceApp): void {
+  const known = FindMyWay({ maxParamLength: 8192, ignoreTrailingSlash: false });
+  const noop = () => {};
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      try {
+        known.on(method as HTTPMethod, route.url, noop);
+      } catch {
+        // The same path and method registered twice with constraints: one entry is enough here.
+      }
+    }
+  });
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = (['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const).filter((m) => m !== request.method && known.find(m, path) !== null);
+    if (allowed.length > 0) {
+      void reply
+        .code(405)
+        .header('allow', allowed.join(', '))
+        .send(envelope(405, 'method_not_allowed', `method ${request.method} is not allowed on ${path}`));
+      return;
+    }
+    void reply.code(404).send(envelope(404, 'not_found', `no route for ${request.method} ${path}`));
+  });
+}
+
+function installErrorHandler(app: ServiceApp): void {
+  app.setErrorHandler((error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof HttpError) {
+      void reply.code(error.status).headers(error.headers).send(envelope(error.status, error.code, error.message));
+      return;
+    }
+    if ('validation' in error && error.validation) {
+      void reply.code(400).send(envelope(400, 'validation_error', error.message));
+      return;
+    }
+    switch (error.code) {
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        void reply.code(413).send(envelope(413, 'payload_too_large', 'request body is too large'));
+        return;
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        void reply.code(415).send(envelope(415, 'unsupported_media_type', error.message));
+        return;
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      case 'FST_ERR_CTP_INVALID_JSON_BODY':
+        void reply.code(400).send(envelope(400, 'invalid_json', 'request body is not valid JSON'));
+        return;
+    }
+    const status = typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status === 500) {
+      request.log.error({ err: error }, 'unhandled error');
+      void reply.code(500).send(envelope(500, 'internal_error', 'internal error'));
+      return;
+    }
+    void reply.code(status).send(envelope(status, defaultCode(status), error.message));
+  });
+}

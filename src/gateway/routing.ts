@@ -1,0 +1,95 @@
+import { isIP } from 'node:net';
+import type { ServiceName } from '../config.ts';
+
+/** Platform host names in the order the gateway lists them (gateway.md §1, §4.2). */
+export const PLATFORM_HOSTS = ['api', 'gateway', 'auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'] as const;
+export type PlatformHost = (typeof PLATFORM_HOSTS)[number];
+
+/** Where a request goes. */
+export type RouteTarget =
+  | { kind: 'service'; service: ServiceName }
+  | { kind: 'gateway' }
+  /** A project host `<slug>.<domain>`: the lambda service scoped to that project (if it exists). */
+  | { kind: 'project'; slug: string }
+  /** The host matches nothing: 404 `no_route`. */
+  | { kind: 'no_route' }
+  /** `api.<domain>` with a path that no prefix claims: 404 `not_found`. */
+  | { kind: 'no_prefix' };
+
+type ApiTarget = ServiceName | 'gateway';
+
+/** Path prefixes of `api.<domain>` (DESIGN §2), longest first so the longest prefix wins. */
+const API_PREFIXES: readonly (readonly [string, ApiTarget])[] = (
+  [
+    ['/v0/apikeys', 'apikeys'],
+    ['/v0/projects', 'apikeys'],
+    ['/api/v0', 'lambda'],
+    ['/run/', 'lambda'],
+    ['/mux/', 'lambda'],
+    ['/ongoing', 'lambda'],
+    ['/me', 'lambda'],
+    ['/openapi', 'lambda'],
+    ['/schedulers', 'scheduler'],
+    ['/v0/configs', 'config'],
+    ['/v1/config', 'config'],
+    ['/v1/buckets', 'files'],
+    ['/v1/loggers', 'logs'],
+    ['/v1/ingest', 'logs'],
+    ['/v1/databases', 'docdb'],
+    ['/v1/debug', 'docdb'],
+    ['/doc', 'docdb'],
+    ['/release', 'docdb'],
+    ['/v1', 'docdb'],
+    ['/version', 'gateway'],
+    ['/v0/', 'gateway'],
+    ['/openapi.json', 'gateway'],
+    ['/v2/', 'run'],
+  ] as const
+)
+  .slice()
+  .sort((a, b) => b[0].length - a[0].length);
+
+/**
+ * The service a path on `api.<domain>` belongs to. A prefix matches at a segment boundary
+ * (`/me` matches `/me` and `/me/x`, not `/messages`); prefixes ending in `/` match what follows.
+ */
+export function routeApiPath(path: string): ApiTarget | null {
+  for (const [prefix, target] of API_PREFIXES) {
+    if (!path.startsWith(prefix)) continue;
+    const next = path.charAt(prefix.length);
+    if (prefix.endsWith('/') || next === '' || next === '/' || next === '?' || next === '.' || next === ':') return target;
+  }
+  return null;
+}
+
+/** The host name without port, lower-cased; IPv6 literals keep their brackets off. */
+export function hostName(hostHeader: string | undefined): string {
+  if (!hostHeader) return '';
+  const host = hostHeader.trim().toLowerCase();
+  if (host.startsWith('[')) {
+    const end = host.indexOf(']');
+    return end > 0 ? host.slice(1, end) : host;
+  }
+  const colon = host.indexOf(':');
+  return (colon >= 0 ? host.slice(0, colon) : host).replace(/\.$/, '');
+}
+
+const SERVICE_HOSTS = new Set<string>(PLATFORM_HOSTS.filter((h) => h !== 'api' && h !== 'gateway'));
+
+/** Resolves Host + path to a target (DESIGN §2). Project slugs are checked by the caller. */
+export function resolveRoute(hostHeader: string | undefined, path: string, domain: string): RouteTarget {
+  const host = hostName(hostHeader);
+  let label: string | null = null;
+  if (host === domain || isIP(host) !== 0) label = 'api';
+  else if (host.endsWith(`.${domain}`)) label = host.slice(0, -(domain.length + 1));
+  if (label === null || label === '' || label.includes('.')) return { kind: 'no_route' };
+
+  if (label === 'api') {
+    const target = routeApiPath(path);
+    if (target === null) return { kind: 'no_prefix' };
+    return target === 'gateway' ? { kind: 'gateway' } : { kind: 'service', service: target };
+  }
+  if (label === 'gateway') return { kind: 'gateway' };
+  if (SERVICE_HOSTS.has(label)) return { kind: 'service', service: label as ServiceName };
+  return { kind: 'project', slug: label };
+}

@@ -1,0 +1,47 @@
+import { sql } from 'kysely';
+import type { MigrationSet } from '../../store/migrate.ts';
+
+/**
+ * Tables of the apikeys service. `seq` is the creation order lists follow; it is the integer key
+ * (SQLite only auto-numbers its rowid alias), so the public ids are unique columns instead.
+ * Scopes and owners are JSON text so they come back exactly as stored, key order included.
+ */
+export const apikeysMigrations: MigrationSet = {
+  owner: 'apikeys',
+  migrations: [
+    {
+      name: '001_keys_and_projects',
+      async up(db, dialect) {
+        const seq = dialect === 'postgres' ? sql`seq bigserial primary key` : sql`seq integer primary key autoincrement`;
+        await sql`create table apikeys_keys (
+          ${seq},
+          key text not null unique,
+          owner text not null,
+          name text not null,
+          secret_hash text not null,
+          scopes text not null,
+          created_at text not null
+        )`.execute(db);
+        await sql`create index apikeys_keys_owner on apikeys_keys (owner, seq)`.execute(db);
+
+        await sql`create table apikeys_projects (
+          ${seq},
+          id text not null unique,
+          name text not null,
+          slug text not null,
+          owners text not null,
+          created_at text not null,
+          constraint apikeys_projects_slug_unique unique (slug)
+        )`.execute(db);
+        // Who owns what, for "my projects" queries without parsing JSON in SQL; written in the same
+        // transaction as `owners`, and gone with the project.
+        await sql`create table apikeys_project_owners (
+          project_id text not null references apikeys_projects (id) on delete cascade,
+          user_id text not null,
+          primary key (project_id, user_id)
+        )`.execute(db);
+        await sql`create index apikeys_project_owners_user on apikeys_project_owners (user_id)`.execute(db);
+      },
+    },
+  ],
+};

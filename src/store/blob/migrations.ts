@@ -1,0 +1,47 @@
+import { sql } from 'kysely';
+import { columnTypes, type MigrationSet } from '../migrate.ts';
+
+/**
+ * Tables of the PostgreSQL blob store. They are created on SQLite too (one migration set serves
+ * both databases), where they stay empty: embedded mode keeps blobs in a directory.
+ *
+ * - `stratus_blobs`: one row per complete blob; a blob exists exactly when its row does.
+ * - `stratus_blob_chunks`: the content in fixed-size pieces, keyed by blob hash (or by an upload's
+ *   temporary key while it is being written).
+ * - `stratus_blob_uploads`: uploads in progress, so chunks orphaned by a crash can be swept.
+ */
+export const blobMigrations: MigrationSet = {
+  owner: 'store',
+  migrations: [
+    {
+      name: 'blob_001_tables',
+      async up(db, dialect) {
+        const t = columnTypes(dialect);
+        await db.schema
+          .createTable('stratus_blobs')
+          .addColumn('sha256', 'text', (c) => c.primaryKey())
+          .addColumn('size', t.bigint, (c) => c.notNull())
+          .addColumn('chunk_size', 'integer', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('stratus_blob_chunks')
+          .addColumn('sha256', 'text', (c) => c.notNull())
+          .addColumn('seq', 'integer', (c) => c.notNull())
+          .addColumn('data', t.blob, (c) => c.notNull())
+          .addPrimaryKeyConstraint('stratus_blob_chunks_pk', ['sha256', 'seq'])
+          .execute();
+        await db.schema
+          .createTable('stratus_blob_uploads')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .execute();
+        if (dialect === 'postgres') {
+          // Blob content is mostly already compressed (images, archives, image layers): skip
+          // PostgreSQL's attempt to compress every chunk and store it out of line as is.
+          await sql`alter table stratus_blob_chunks alter column data set storage external`.execute(db);
+        }
+      },
+    },
+  ],
+};

@@ -1,0 +1,207 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type pg from 'pg';
+import {
+  BlobDigestMismatchError,
+  BlobNotFoundError,
+  BlobTooLargeError,
+  checkPutOptions,
+  isSha256,
+  readSource,
+  resolveRange,
+  type BlobInfo,
+  type BlobPutOptions,
+  type BlobRange,
+  type BlobStore,
+} from './types.ts';
+
+export interface PostgresBlobStoreOptions {
+  /** Bytes per stored chunk for new blobs (existing blobs keep the size they were written with). */
+  chunkSize?: number;
+  /** Chunks fetched per query when reading. */
+  readBatch?: number;
+}
+
+const DEFAULT_CHUNK_SIZE = 256 * 1024;
+const DEFAULT_READ_BATCH = 4;
+/** Temp keys cannot collide with a blob: a blob key is 64 hex characters, never with a colon. */
+const UPLOAD_KEY_PREFIX = 'upload:';
+/** An upload this old was abandoned by a crashed process; its chunks are swept. */
+const STALE_UPLOAD_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Blobs in PostgreSQL (tables from `blobMigrations`), so that every instance sees every blob.
+ * Content is written in fixed-size chunks as it streams in. The hash is known only at the end, so
+ * chunks are first written under a temporary upload key and then, in one statement, either renamed
+ * to the hash (new blob) or dropped (already stored). Each chunk is its own short query: a slow
+ * upload never holds a pooled connection or a transaction open while it waits on the network.
+ */
+export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStoreOptions = {}): BlobStore {
+  const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
+  const readBatch = options.readBatch ?? DEFAULT_READ_BATCH;
+  if (!Number.isSafeInteger(chunkSize) || chunkSize < 1) throw new TypeError('chunkSize must be a positive integer');
+  if (!Number.isSafeInteger(readBatch) || readBatch < 1) throw new TypeError('readBatch must be a positive integer');
+  let swept: Promise<void> | undefined;
+
+  return {
+    async put(source, putOptions: BlobPutOptions = {}): Promise<BlobInfo> {
+      checkPutOptions(putOptions);
+      const { maxBytes, expectedSha256, signal } = putOptions;
+      signal?.throwIfAborted();
+      swept ??= sweepStaleUploads(pool);
+      await swept;
+
+      const uploadId = randomUUID();
+      const tempKey = UPLOAD_KEY_PREFIX + uploadId;
+      await pool.query('insert into stratus_blob_uploads (id, created_at) values ($1, $2)', [uploadId, new Date().toISOString()]);
+      let committed = false;
+      try {
+        const hash = createHash('sha256');
+        let size = 0;
+        let seq = 0;
+        // One reusable chunk buffer: the query has sent its parameters by the time it resolves.
+        const buffer = Buffer.allocUnsafe(chunkSize);
+        let filled = 0;
+        const flush = async (bytes: Buffer) => {
+          await pool.query('insert into stratus_blob_chunks (sha256, seq, data) values ($1, $2, $3)', [tempKey, seq, bytes]);
+          seq += 1;
+        };
+
+        for await (const chunk of readSource(source, signal)) {
+          size += chunk.byteLength;
+          if (maxBytes !== undefined && size > maxBytes) throw new BlobTooLargeError(maxBytes);
+          hash.update(chunk);
+          let offset = 0;
+          while (offset < chunk.byteLength) {
+            const n = Math.min(chunkSize - filled, chunk.byteLength - offset);
+            buffer.set(chunk.subarray(offset, offset + n), filled);
+            filled += n;
+            offset += n;
+            if (filled === chunkSize) {
+              await flush(buffer);
+              filled = 0;
+            }
+          }
+        }
+        if (filled > 0) await flush(buffer.subarray(0, filled));
+
+        const sha256 = hash.digest('hex');
+        if (expectedSha256 !== undefined && sha256 !== expectedSha256) {
+          throw new BlobDigestMismatchError(expectedSha256, sha256);
+        }
+        signal?.throwIfAborted();
+        // One statement, hence atomic: claim the hash; if it was free, the temp chunks become the
+        // blob's, otherwise (already stored, or a concurrent identical upload won) they are dropped.
+        // ON CONFLICT waits for a concurrent claim of the same hash to commit or roll back.
+        await pool.query(
+          `with claimed as (
+             insert into stratus_blobs (sha256, size, chunk_size, created_at) values ($1, $2, $3, $4)
+             on conflict (sha256) do nothing
+             returning sha256
+           ),
+           moved as (
+             update stratus_blob_chunks set sha256 = $1
+             where sha256 = $5 and exists (select 1 from claimed)
+           ),
+           dropped as (
+             delete from stratus_blob_chunks where sha256 = $5 and not exists (select 1 from claimed)
+           ),
+           done as (
+             delete from stratus_blob_uploads where id = $6
+           )
+           select count(*) from claimed`,
+          [sha256, size, chunkSize, new Date().toISOString(), tempKey, uploadId],
+        );
+        committed = true;
+        return { sha256, size };
+      } finally {
+        if (!committed) await discardUpload(pool, uploadId).catch(() => {});
+      }
+    },
+
+    async stat(sha256) {
+      if (!isSha256(sha256)) return null;
+      const result = await pool.query<{ size: number | string }>('select size from stratus_blobs where sha256 = $1', [sha256]);
+      const row = result.rows[0];
+      return row ? { sha256, size: Number(row.size) } : null;
+    },
+
+    async get(sha256, range?: BlobRange) {
+      if (!isSha256(sha256)) return null;
+      const result = await pool.query<{ size: number | string; chunk_size: number }>(
+        'select size, chunk_size from stratus_blobs where sha256 = $1',
+        [sha256],
+      );
+      const row = result.rows[0];
+      if (!row) return null;
+      const bytes = resolveRange(range, Number(row.size));
+      if (bytes === null) return Readable.from([]);
+      // Bytes, not objects: the stream buffers about one chunk ahead of its reader.
+      return Readable.from(readChunks(pool, sha256, row.chunk_size, bytes, readBatch), {
+        objectMode: false,
+        highWaterMark: row.chunk_size,
+      });
+    },
+
+    async delete(sha256) {
+      if (!isSha256(sha256)) return false;
+      // One statement removes the row and the content atomically.
+      const result = await pool.query<{ n: number | string }>(
+        `with removed as (delete from stratus_blobs where sha256 = $1 returning sha256),
+              content as (delete from stratus_blob_chunks where sha256 = $1)
+         select count(*) as n from removed`,
+        [sha256],
+      );
+      return Number(result.rows[0]?.n ?? 0) > 0;
+    },
+  };
+}
+
+/** Yields the bytes of `range`, fetching only the chunks that overlap it, `batch` per query. */
+async function* readChunks(
+  pool: pg.Pool,
+  sha256: string,
+  chunkSize: number,
+  range: BlobRange,
+  batch: number,
+): AsyncGenerator<Buffer, void, undefined> {
+  const first = Math.floor(range.start / chunkSize);
+  const last = Math.floor(range.end / chunkSize);
+  for (let from = first; from <= last; from += batch) {
+    const to = Math.min(from + batch - 1, last);
+    const result = await pool.query<{ seq: number; data: Buffer }>(
+      'select seq, data from stratus_blob_chunks where sha256 = $1 and seq between $2 and $3 order by seq',
+      [sha256, from, to],
+    );
+    // Missing chunks mean the blob was deleted while it was being read.
+    if (result.rows.length !== to - from + 1) throw new BlobNotFoundError(sha256);
+    for (const [i, row] of result.rows.entries()) {
+      if (row.seq !== from + i) throw new BlobNotFoundError(sha256);
+      const base = row.seq * chunkSize;
+      const start = Math.max(range.start - base, 0);
+      const end = Math.min(range.end - base + 1, row.data.length);
+      yield row.data.subarray(start, end);
+    }
+  }
+}
+
+async function discardUpload(pool: pg.Pool, uploadId: string): Promise<void> {
+  await pool.query(
+    `with upload as (delete from stratus_blob_uploads where id = $1)
+     delete from stratus_blob_chunks where sha256 = $2`,
+    [uploadId, UPLOAD_KEY_PREFIX + uploadId],
+  );
+}
+
+/** Best effort, once per store: removes chunks of uploads abandoned by a crash long ago. */
+async function sweepStaleUploads(pool: pg.Pool): Promise<void> {
+  try {
+    await pool.query(
+      `with stale as (delete from stratus_blob_uploads where created_at < $1 returning id)
+       delete from stratus_blob_chunks where sha256 in (select $2 || id from stale)`,
+      [new Date(Date.now() - STALE_UPLOAD_MS).toISOString(), UPLOAD_KEY_PREFIX],
+    );
+  } catch {
+    // A sweep failure must never fail an upload.
+  }
+}

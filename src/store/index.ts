@@ -1,0 +1,61 @@
+import { join, resolve } from 'node:path';
+import type { Settings } from '../config.ts';
+import { openPostgres, openSqlite, type SqlConnection } from './db.ts';
+import { migrate, type MigrationSet } from './migrate.ts';
+import type { BlobStore } from './blob/types.ts';
+import { createDirectoryBlobStore } from './blob/directory.ts';
+import { createPostgresBlobStore } from './blob/postgres.ts';
+import { blobMigrations } from './blob/migrations.ts';
+import type { Notifier } from './notifier/types.ts';
+import { createMemoryNotifier } from './notifier/memory.ts';
+import { createPostgresNotifier, notifierChannel } from './notifier/postgres.ts';
+
+/** Everything a service may keep state in. Services reach it only through their repository. */
+export interface Store {
+  readonly sql: SqlConnection;
+  readonly blobs: BlobStore;
+  readonly notifier: Notifier;
+  close(): Promise<void>;
+}
+
+export type StoreSettings = Pick<Settings, 'dataDir' | 'databaseUrl' | 'sqliteSynchronous'>;
+
+/** The store's own migrations (blob tables); services bring theirs. */
+export const storeMigrations: MigrationSet = blobMigrations;
+
+/**
+ * SQLite file + blob directory + in-process notifier under `dataDir`, or, with `databaseUrl`,
+ * PostgreSQL for all three so that every instance sees the same state (DESIGN §6).
+ */
+export async function openStore(settings: StoreSettings): Promise<Store> {
+  const dataDir = resolve(settings.dataDir);
+  if (!settings.databaseUrl) {
+    const sql = openSqlite(join(dataDir, 'stratus.db'), { synchronous: settings.sqliteSynchronous });
+    const notifier = createMemoryNotifier();
+    return {
+      sql,
+      blobs: createDirectoryBlobStore(join(dataDir, 'blobs')),
+      notifier,
+      async close() {
+        await notifier.close();
+        await sql.close();
+      },
+    };
+  }
+  const sql = await openPostgres(settings.databaseUrl);
+  if (!sql.pool || !sql.pgConfig) throw new Error('PostgreSQL connection without a pool');
+  const notifier = await createPostgresNotifier(sql.pgConfig, { channel: notifierChannel(sql.schema) });
+  return {
+    sql,
+    blobs: createPostgresBlobStore(sql.pool),
+    notifier,
+    async close() {
+      await notifier.close();
+      await sql.close();
+    },
+  };
+}
+
+export async function migrateStore(store: Store, sets: readonly MigrationSet[]): Promise<string[]> {
+  return migrate(store.sql, [storeMigrations, ...sets]);
+}

@@ -1,0 +1,65 @@
+import { sql } from 'kysely';
+import type { RootDb, SqlConnection, SqlDialect } from './db.ts';
+
+/**
+ * One schema change. `up` runs inside a transaction; it gets the dialect so that it can choose
+ * column types where SQLite and PostgreSQL differ (see `columnTypes`).
+ */
+export interface Migration {
+  readonly name: string;
+  up(db: RootDb, dialect: SqlDialect): Promise<void>;
+}
+
+/** The migrations one owner (a service, or the store itself) applies, in order. */
+export interface MigrationSet {
+  readonly owner: string;
+  readonly migrations: readonly Migration[];
+}
+
+/** Column types that differ between the two databases. */
+export function columnTypes(dialect: SqlDialect) {
+  return {
+    /** Large binary values. */
+    blob: dialect === 'postgres' ? 'bytea' : 'blob',
+    /** 64-bit integers (milliseconds, byte counts). */
+    bigint: 'bigint',
+    /** Auto-incrementing 64-bit key. */
+    serial: dialect === 'postgres' ? 'bigserial' : 'integer',
+  } as const;
+}
+
+// An arbitrary constant: every instance migrating the same PostgreSQL database takes this lock so
+// two processes starting at once do not apply the same migration twice.
+const PG_MIGRATION_LOCK = 7_316_420_021;
+
+/**
+ * Applies every migration not yet recorded in `stratus_migrations`, owner by owner, each in its
+ * own transaction. Returns the names it applied (`owner/name`).
+ */
+export async function migrate(connection: SqlConnection, sets: readonly MigrationSet[]): Promise<string[]> {
+  const { db, dialect } = connection;
+  await db.schema
+    .createTable('stratus_migrations')
+    .ifNotExists()
+    .addColumn('owner', 'text', (c) => c.notNull())
+    .addColumn('name', 'text', (c) => c.notNull())
+    .addColumn('applied_at', 'text', (c) => c.notNull())
+    .addPrimaryKeyConstraint('stratus_migrations_pk', ['owner', 'name'])
+    .execute();
+
+  const applied: string[] = [];
+  for (const set of sets) {
+    for (const migration of set.migrations) {
+      const done = await db.transaction().execute(async (trx) => {
+        if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(${PG_MIGRATION_LOCK})`.execute(trx);
+        const existing = await sql<{ name: string }>`select name from stratus_migrations where owner = ${set.owner} and name = ${migration.name}`.execute(trx);
+        if (existing.rows.length > 0) return false;
+        await migration.up(trx, dialect);
+        await sql`insert into stratus_migrations (owner, name, applied_at) values (${set.owner}, ${migration.name}, ${new Date().toISOString()})`.execute(trx);
+        return true;
+      });
+      if (done) applied.push(`${set.owner}/${migration.name}`);
+    }
+  }
+  return applied;
+}

@@ -1,0 +1,172 @@
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import {
+  decodeEnvelope,
+  encodeEnvelope,
+  reportHandlerError,
+  TopicRegistry,
+  type Notifier,
+  type NotifierOptions,
+} from './types.ts';
+
+export interface PostgresNotifierOptions extends NotifierOptions {
+  /** The one LISTEN channel every topic travels on; see `notifierChannel`. At most 63 bytes. */
+  channel: string;
+  /** First reconnect delay after the listening connection is lost; doubles per failed attempt. */
+  reconnectDelayMs?: number;
+  /** Upper bound of the reconnect delay. */
+  maxReconnectDelayMs?: number;
+}
+
+/** PostgreSQL truncates identifiers past 63 bytes and `pg_notify` rejects longer channel names. */
+const MAX_CHANNEL_BYTES = 63;
+
+/**
+ * The channel for a database schema: `stratus` for `public`, `stratus_<schema>` otherwise, so that
+ * deployments (and test schemas) sharing one PostgreSQL database never see each other's traffic.
+ * A name that would be too long is shortened with a hash suffix to stay unique.
+ */
+export function notifierChannel(schema: string): string {
+  if (schema === 'public') return 'stratus';
+  const name = `stratus_${schema}`;
+  if (Buffer.byteLength(name, 'utf8') <= MAX_CHANNEL_BYTES) return name;
+  const digest = createHash('sha256').update(schema).digest('hex').slice(0, 16);
+  return `stratus_${schema.replace(/[^A-Za-z0-9_]/g, '_').slice(0, MAX_CHANNEL_BYTES - 8 - 17)}_${digest}`;
+}
+
+/**
+ * Cross-instance notifications over PostgreSQL LISTEN/NOTIFY. One dedicated connection listens on
+ * one channel for all topics (payload `{"t":topic,"m":message}`); publishing goes through a small
+ * separate pool so it keeps working while the listener reconnects. When the listener's connection
+ * drops, notifications sent meanwhile are lost for good, so after reconnecting it calls every
+ * `onResync` handler and subscribers reload what they cache.
+ *
+ * Resolves once the first LISTEN is in place; rejects when the database cannot be reached then.
+ */
+export async function createPostgresNotifier(
+  config: pg.ClientConfig | pg.PoolConfig,
+  options: PostgresNotifierOptions,
+): Promise<Notifier> {
+  const { channel } = options;
+  if (typeof channel !== 'string' || channel === '' || channel.includes('\0') || Buffer.byteLength(channel, 'utf8') > MAX_CHANNEL_BYTES) {
+    throw new TypeError(`notifier channel must be 1 to ${MAX_CHANNEL_BYTES} bytes without NUL`);
+  }
+  const initialDelay = options.reconnectDelayMs ?? 200;
+  const maxDelay = Math.max(options.maxReconnectDelayMs ?? 5000, initialDelay);
+  const listenSql = `LISTEN ${quoteIdentifier(channel)}`;
+  const registry = new TopicRegistry(options.onHandlerError ?? reportHandlerError);
+
+  // `allowExitOnIdle`: an idle publishing connection must not keep the process alive on its own.
+  const publisher = new pg.Pool({ ...config, max: 2, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+  publisher.on('error', () => {}); // an idle client that dies is replaced on next use
+
+  let listener: pg.Client | null = null;
+  let closed = false;
+  let closing: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let connecting: Promise<void> | undefined;
+  let delay = initialDelay;
+
+  const connectListener = async (): Promise<pg.Client> => {
+    // Keepalive so a silently dead peer (network partition) is noticed instead of waiting forever.
+    const client = new pg.Client({ ...config, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+    // Always handled: an 'error' event without a listener would crash the process.
+    client.on('error', () => lost(client));
+    client.on('end', () => lost(client));
+    client.on('notification', (notification) => {
+      if (closed || notification.channel !== channel) return;
+      const envelope = decodeEnvelope(notification.payload ?? '');
+      if (envelope) registry.deliver(envelope.topic, envelope.message);
+    });
+    try {
+      await client.connect();
+      await client.query(listenSql);
+    } catch (error) {
+      client.removeAllListeners('notification');
+      await client.end().catch(() => {});
+      throw error;
+    }
+    return client;
+  };
+
+  // Reacts once per connection: only the current listener's loss schedules a reconnect.
+  const lost = (client: pg.Client) => {
+    if (client !== listener || closed) return;
+    listener = null;
+    client.removeAllListeners('notification');
+    client.end().catch(() => {});
+    scheduleReconnect();
+  };
+
+  const scheduleReconnect = () => {
+    if (closed || timer !== undefined || connecting !== undefined) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      connecting = (async () => {
+        try {
+          const client = await connectListener();
+          if (closed) {
+            client.removeAllListeners('notification');
+            await client.end().catch(() => {});
+            return;
+          }
+          listener = client;
+          delay = initialDelay;
+          registry.resync();
+        } catch {
+          delay = Math.min(delay * 2, maxDelay);
+          connecting = undefined;
+          scheduleReconnect();
+        } finally {
+          connecting = undefined;
+        }
+      })();
+    }, delay);
+    // A process with nothing else to do may exit while waiting to reconnect.
+    timer.unref();
+  };
+
+  try {
+    listener = await connectListener();
+  } catch (error) {
+    await publisher.end().catch(() => {});
+    throw error;
+  }
+
+  return {
+    async publish(topic, message) {
+      if (closed) throw new Error('notifier is closed');
+      const payload = encodeEnvelope(topic, message);
+      await publisher.query('select pg_notify($1, $2)', [channel, payload]);
+    },
+    subscribe(topic, handler) {
+      if (closed) return () => {};
+      return registry.subscribe(topic, handler);
+    },
+    onResync(handler) {
+      if (closed) return () => {};
+      return registry.onResync(handler);
+    },
+    close() {
+      closing ??= (async () => {
+        closed = true;
+        if (timer !== undefined) clearTimeout(timer);
+        timer = undefined;
+        await connecting;
+        const client = listener;
+        listener = null;
+        if (client) {
+          client.removeAllListeners('notification');
+          await client.end().catch(() => {});
+        }
+        await publisher.end().catch(() => {});
+        registry.clear();
+      })();
+      return closing;
+    },
+  };
+}
+
+function quoteIdentifier(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}

@@ -1,0 +1,73 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadSettings, SettingsError } from '../src/config.ts';
+
+describe('settings', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'stratus-settings-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('has the documented defaults', () => {
+    const s = loadSettings({}, {}, dir);
+    assert.equal(s.port, 8080);
+    assert.equal(s.internalPort, 8081);
+    assert.equal(s.domain, 'localhost');
+    assert.equal(s.dataDir, './data');
+    assert.equal(s.databaseUrl, undefined);
+    assert.equal(s.signup, 'closed');
+    assert.equal(s.cookieSecure, true);
+    assert.equal(s.services, null);
+    assert.equal(s.sqliteSynchronous, 'FULL');
+  });
+
+  it('takes flags over env over the config file over defaults', () => {
+    const file = join(dir, 'precedence.json');
+    writeFileSync(file, JSON.stringify({ port: 7000, internalPort: 7001, domain: 'file.test', logLevel: 'warn' }));
+    const s = loadSettings({ config: file, port: '9000' }, { PORT: '8000', INTERNAL_PORT: '8001' }, dir);
+    assert.equal(s.port, 9000);
+    assert.equal(s.internalPort, 8001);
+    assert.equal(s.domain, 'file.test');
+    assert.equal(s.logLevel, 'warn');
+  });
+
+  it('reads stratus.config.json from the working directory, with SSO providers', () => {
+    const cwd = mkdtempSync(join(dir, 'cwd-'));
+    writeFileSync(join(cwd, 'stratus.config.json'), JSON.stringify({ signup: 'open', services: ['config', 'apikeys'], auth: { providers: [{ name: 'idp', issuer: 'https://idp.test', clientId: 'c', clientSecret: 's' }] } }));
+    const s = loadSettings({}, {}, cwd);
+    assert.equal(s.signup, 'open');
+    assert.deepEqual(s.services, ['config', 'apikeys']);
+    assert.deepEqual(s.authProviders, [{ name: 'idp', issuer: 'https://idp.test', clientId: 'c', clientSecret: 's' }]);
+  });
+
+  it('parses lists and booleans from the environment', () => {
+    const s = loadSettings({}, { SCHEDULER_API_KEYS: 'a, b,,c', COOKIE_SECURE: 'false', SERVICES: 'config' }, dir);
+    assert.deepEqual(s.schedulerApiKeys, ['a', 'b', 'c']);
+    assert.equal(s.cookieSecure, false);
+    assert.deepEqual(s.services, ['config']);
+  });
+
+  it('rejects bad values with messages that name their source', () => {
+    const cases: [Parameters<typeof loadSettings>[0], NodeJS.ProcessEnv, RegExp][] = [
+      [{ port: 'abc' }, {}, /--port: "abc" is not a port/],
+      [{}, { PORT: '70000' }, /PORT: "70000"/],
+      [{}, { DATABASE_URL: 'mysql://x' }, /DATABASE_URL must be a postgres/],
+      [{}, { SIGNUP: 'maybe' }, /SIGNUP: "maybe" must be one of open, closed/],
+      [{ services: 'config,nope' }, {}, /unknown service "nope"/],
+      [{}, { COOKIE_SECURE: 'perhaps' }, /COOKIE_SECURE/],
+      [{ domain: 'bad domain' }, {}, /--domain/],
+      [{ config: join(dir, 'missing.json') }, {}, /does not exist/],
+    ];
+    for (const [flags, env, message] of cases) assert.throws(() => loadSettings(flags, env, dir), (e: unknown) => e instanceof SettingsError && message.test(e.message));
+  });
+
+  it('rejects a config file with unknown keys or bad JSON', () => {
+    const unknown = join(dir, 'unknown.json');
+    writeFileSync(unknown, '{"prot": 1}');
+    assert.throws(() => loadSettings({ config: unknown }, {}, dir), /unknown setting "prot"/);
+    const broken = join(dir, 'broken.json');
+    writeFileSync(broken, '{');
+    assert.throws(() => loadSettings({ config: broken }, {}, dir), /not valid JSON/);
+  });
+});
