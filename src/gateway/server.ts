@@ -86,13 +86,16 @@ export interface Listener {
   close(): Promise<void>;
 }
 
+const IDLE_TIMEOUT_MS = 5 * 60_000;
+
 /**
  * Starts a listener. No request timeout (long uploads and streams), an idle timeout instead;
  * `close()` waits briefly for in-flight requests, then cuts what is left (open streams).
  */
 export async function listen(handler: http.RequestListener, port: number, host: string): Promise<Listener> {
   const server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, handler);
-  server.timeout = 0;
+  // A connection with no traffic either way for this long is closed; streams send heartbeats.
+  server.timeout = IDLE_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -33,6 +33,31 @@ export function columnTypes(dialect: SqlDialect) {
 const PG_MIGRATION_LOCK = 7_316_420_021;
 
 /**
+ * Runs `work` in a transaction that holds the migration lock: an advisory lock on PostgreSQL, and
+ * on SQLite `BEGIN IMMEDIATE`, which takes the write lock up front (a deferred transaction that
+ * reads first fails with SQLITE_BUSY instead of waiting when another process migrates too).
+ */
+async function inMigrationTransaction<T>(connection: SqlConnection, work: (db: RootDb) => Promise<T>): Promise<T> {
+  if (connection.dialect === 'postgres') {
+    return connection.db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(${PG_MIGRATION_LOCK})`.execute(trx);
+      return work(trx);
+    });
+  }
+  return connection.db.connection().execute(async (db) => {
+    await sql`begin immediate`.execute(db);
+    try {
+      const result = await work(db);
+      await sql`commit`.execute(db);
+      return result;
+    } catch (error) {
+      await sql`rollback`.execute(db);
+      throw error;
+    }
+  });
+}
+
+/**
  * Applies every migration not yet recorded in `stratus_migrations`, owner by owner, each in its
  * own transaction. Returns the names it applied (`owner/name`).
  */
@@ -50,8 +75,7 @@ export async function migrate(connection: SqlConnection, sets: readonly Migratio
   const applied: string[] = [];
   for (const set of sets) {
     for (const migration of set.migrations) {
-      const done = await db.transaction().execute(async (trx) => {
-        if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(${PG_MIGRATION_LOCK})`.execute(trx);
+      const done = await inMigrationTransaction(connection, async (trx) => {
         const existing = await sql<{ name: string }>`select name from stratus_migrations where owner = ${set.owner} and name = ${migration.name}`.execute(trx);
         if (existing.rows.length > 0) return false;
         await migration.up(trx, dialect);

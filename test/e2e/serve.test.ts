@@ -104,10 +104,13 @@ describe('stratus serve --services: each service starts alone', () => {
     const database = await createTestDatabase();
     try {
       const env = { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl };
-      const first = await runCli(['migrate'], env);
+      // Two instances starting together: both succeed and each migration is applied once.
+      const [first, racing] = await Promise.all([runCli(['migrate'], env), runCli(['migrate'], env)]);
       assert.equal(first.code, 0, first.output);
-      assert.match(first.output, /config\/001_/);
-      assert.match(first.output, /apikeys\//);
+      assert.equal(racing.code, 0, racing.output);
+      const output = first.output + racing.output;
+      assert.equal(output.match(/config\/001_/g)?.length, 1, output);
+      assert.equal(output.match(/apikeys\/001_/g)?.length, 1, output);
       const second = await runCli(['migrate'], env);
       assert.equal(second.code, 0);
       assert.match(second.output, /up to date/);

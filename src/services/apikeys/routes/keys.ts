@@ -47,7 +47,7 @@ export function registerKeyRoutes(app: ServiceApp, { repository, events }: KeyRo
         key,
         owner: identity.user.id,
         name: request.body.name,
-        secretHash: await hash(secret, { cost: SECRET_HASH_COST }),
+        secretHash: await hash(secret, SECRET_HASH_COST),
         scopes,
         createdAt: rfc3339(),
       });

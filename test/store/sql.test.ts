@@ -1,0 +1,132 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import type { SqlConnection } from '../../src/store/db.ts';
+import { columnTypes, migrate, type MigrationSet } from '../../src/store/migrate.ts';
+import { createTestDatabase, testDialect, type TestDatabase } from '../helpers/database.ts';
+
+// The SQL port's contract: the same behaviour from SQLite and PostgreSQL (the suite runs on the
+// one `npm test` or `npm run test:pg` selects).
+describe(`SQL connection and migrations (${testDialect})`, () => {
+  let database: TestDatabase;
+  let connection: SqlConnection;
+  let applied = 0;
+
+  const sample: MigrationSet = {
+    owner: 'contract',
+    migrations: [
+      {
+        name: '001_items',
+        async up(db, dialect) {
+          applied++;
+          const t = columnTypes(dialect);
+          await sql`create table contract_items (${sql.raw(`seq ${t.serial === 'bigserial' ? 'bigserial primary key' : 'integer primary key autoincrement'}`)}, name text not null unique, size ${sql.raw(t.bigint)} not null, data ${sql.raw(t.blob)})`.execute(db);
+        },
+      },
+      {
+        name: '002_index',
+        async up(db) {
+          applied++;
+          await sql`create index contract_items_size on contract_items (size)`.execute(db);
+        },
+      },
+    ],
+  };
+
+  before(async () => {
+    database = await createTestDatabase();
+    connection = await database.connect();
+  });
+
+  after(async () => {
+    await connection.close();
+    await database.cleanup();
+  });
+
+  it('applies each migration once, in order, and records it', async () => {
+    assert.deepEqual(await migrate(connection, [sample]), ['contract/001_items', 'contract/002_index']);
+    assert.deepEqual(await migrate(connection, [sample]), []);
+    assert.equal(applied, 2);
+  });
+
+  it('lets several instances migrate at once without applying anything twice', async () => {
+    const late: MigrationSet = {
+      owner: 'contract',
+      migrations: [
+        ...sample.migrations,
+        {
+          name: '003_column',
+          async up(db) {
+            applied++;
+            await sql`alter table contract_items add column note text`.execute(db);
+          },
+        },
+      ],
+    };
+    const others = await Promise.all([database.connect(), database.connect()]);
+    try {
+      // better-sqlite3 is synchronous: connections in one process cannot wait for each other, so
+      // on SQLite they take turns here (the e2e suite races two `stratus migrate` processes).
+      const results =
+        testDialect === 'postgres'
+          ? await Promise.all([migrate(connection, [late]), ...others.map((c) => migrate(c, [late]))])
+          : [await migrate(connection, [late]), await migrate(others[0]!, [late]), await migrate(others[1]!, [late])];
+      assert.equal(results.flat().filter((name) => name === 'contract/003_column').length, 1);
+      assert.equal(applied, 3);
+    } finally {
+      await Promise.all(others.map((c) => c.close()));
+    }
+  });
+
+  it('rolls a failed migration back whole and does not record it', async () => {
+    const broken: MigrationSet = {
+      owner: 'contract-broken',
+      migrations: [
+        {
+          name: '001_half',
+          async up(db) {
+            await sql`create table contract_half (id text)`.execute(db);
+            await sql`this is not sql`.execute(db);
+          },
+        },
+      ],
+    };
+    await assert.rejects(migrate(connection, [broken]));
+    await assert.rejects(sql`select * from contract_half`.execute(connection.db));
+    assert.deepEqual(await migrate(connection, [{ owner: 'contract-broken', migrations: [] }]), []);
+  });
+
+  it('returns 64-bit integers as numbers and blobs as bytes', async () => {
+    const big = 2 ** 40 + 3;
+    await sql`insert into contract_items (name, size, data) values (${'big'}, ${big}, ${Buffer.from([1, 2, 3])})`.execute(connection.db);
+    const row = (await sql<{ size: number; data: Uint8Array; n: number }>`select size, data, (select count(*) from contract_items) as n from contract_items where name = ${'big'}`.execute(connection.db)).rows[0];
+    assert.equal(row?.size, big);
+    assert.equal(typeof row?.n, 'number');
+    assert.deepEqual([...(row?.data ?? [])], [1, 2, 3]);
+  });
+
+  it('rolls a failed transaction back and keeps reused statements fresh', async () => {
+    const count = async () => Number((await sql<{ n: number }>`select count(*) as n from contract_items`.execute(connection.db)).rows[0]?.n);
+    const before = await count();
+    await assert.rejects(
+      connection.db.transaction().execute(async (trx) => {
+        await sql`insert into contract_items (name, size) values (${'tx-1'}, ${1})`.execute(trx);
+        await sql`insert into contract_items (name, size) values (${'big'}, ${1})`.execute(trx); // duplicate name
+      }),
+    );
+    assert.equal(await count(), before);
+    await sql`insert into contract_items (name, size) values (${'fresh'}, ${1})`.execute(connection.db);
+    assert.equal(await count(), before + 1, 'the same statement text sees the new row');
+  });
+
+  it('sees writes from another connection at once', async () => {
+    const other = await database.connect();
+    try {
+      await sql`insert into contract_items (name, size) values (${'from-other'}, ${7})`.execute(other.db);
+      const rows = (await sql<{ size: number }>`select size from contract_items where name = ${'from-other'}`.execute(connection.db)).rows;
+      assert.deepEqual(rows, [{ size: 7 }]);
+    } finally {
+      await other.close();
+    }
+  });
+});
