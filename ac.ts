@@ -1,3 +1,4 @@
 import autocannon from 'autocannon';
-const r = await autocannon({ url: 'http://127.0.0.1:' + process.argv[2] + process.argv[3], connections: Number(process.argv[4]), duration: 3, headers: { host: 'config.localhost' } });
-console.log(process.argv[3], process.argv[4], r.requests.average, r.latency.p50, r.latency.p99, r.latency.average);
+const [port, path, conns, method] = process.argv.slice(2);
+const r = await autocannon({ url: 'http://127.0.0.1:' + port + path, method: (method ?? 'GET') as 'GET', body: method === 'PATCH' ? '{"y":2}' : undefined, connections: Number(conns), duration: 4, headers: { host: 'config.localhost', 'content-type': 'application/json' } });
+console.log(path, conns, method ?? 'GET', Math.round(r.requests.average), r.latency.p50, r.latency.p99, r.non2xx);

@@ -95,9 +95,11 @@ export async function startBareServer(body: string): Promise<Child> {
   const script = `
     const http = require('node:http');
     const body = ${JSON.stringify(body)};
+    const length = Buffer.byteLength(body);
     const server = http.createServer((req, res) => {
       req.resume();
-      req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }); res.end(body); });
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': length });
+      res.end(body);
     });
     server.listen(0, '127.0.0.1', () => console.log('bare port ' + server.address().port));
   `;

@@ -6,6 +6,8 @@ import type { IncomingMessage } from 'node:http';
  */
 export function removeRequestHeaders(req: IncomingMessage, names: readonly string[]): void {
   const lower = names.map((n) => n.toLowerCase());
+  // Most requests carry none of them: leave rawHeaders untouched then.
+  if (lower.every((name) => req.headers[name] === undefined)) return;
   for (const name of lower) delete req.headers[name];
   const raw = req.rawHeaders;
   let write = 0;

@@ -130,3 +130,74 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
     }
   });
 });
+
+describe('direct SQLite access (group commit)', { skip: testDialect !== 'sqlite' && 'SQLite only' }, () => {
+  let database: TestDatabase;
+  let connection: SqlConnection;
+
+  before(async () => {
+    database = await createTestDatabase();
+    connection = await database.connect();
+    await sql`create table direct_items (name text primary key)`.execute(connection.db);
+  });
+
+  after(async () => {
+    await connection.close();
+    await database.cleanup();
+  });
+
+  const names = async () => (await sql<{ name: string }>`select name from direct_items order by name`.execute(connection.db)).rows.map((r) => r.name);
+
+  it('runs the writes of one turn together and answers each only after their commit', async () => {
+    const direct = connection.direct!;
+    const events: string[] = [];
+    const writes = ['g1', 'g2', 'g3'].map((name) =>
+      direct
+        .write((prepare) => {
+          events.push(`work ${name}`);
+          prepare('insert into direct_items (name) values (?)').run(name);
+          return name;
+        })
+        .then((value) => events.push(`done ${value}`)),
+    );
+    await Promise.all(writes);
+    assert.deepEqual(events, ['work g1', 'work g2', 'work g3', 'done g1', 'done g2', 'done g3']);
+    assert.deepEqual(await names(), ['g1', 'g2', 'g3']);
+  });
+
+  it('undoes only the write that failed', async () => {
+    const direct = connection.direct!;
+    const results = await Promise.allSettled([
+      direct.write((prepare) => prepare('insert into direct_items (name) values (?)').run('f1')),
+      direct.write((prepare) => {
+        prepare('insert into direct_items (name) values (?)').run('f2');
+        throw new Error('changed my mind');
+      }),
+      direct.write((prepare) => prepare('insert into direct_items (name) values (?)').run('g1')), // duplicate
+      direct.write((prepare) => prepare('insert into direct_items (name) values (?)').run('f3')),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'rejected', 'fulfilled'],
+    );
+    assert.deepEqual(await names(), ['f1', 'f3', 'g1', 'g2', 'g3']);
+  });
+
+  it('waits for an open Kysely transaction instead of joining it', async () => {
+    const direct = connection.direct!;
+    let queued: Promise<unknown> | undefined;
+    await assert.rejects(
+      connection.db.transaction().execute(async (trx) => {
+        await sql`insert into direct_items (name) values (${'k-rolled-back'})`.execute(trx);
+        assert.equal(direct.run(() => 1), undefined, 'run declines while the transaction is open');
+        queued = direct.write((prepare) => prepare('insert into direct_items (name) values (?)').run('k-direct'));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        throw new Error('roll back');
+      }),
+    );
+    await queued;
+    const all = await names();
+    assert.ok(all.includes('k-direct'), 'the direct write committed on its own');
+    assert.ok(!all.includes('k-rolled-back'));
+  });
+});

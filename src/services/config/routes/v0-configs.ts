@@ -3,7 +3,7 @@ import type { ServiceApp } from '../../../core/app.ts';
 import { conflict, notFound, validationError } from '../../../core/errors.ts';
 import { newId } from '../../../core/ids.ts';
 import { patchOf, withoutNulls } from '../entries.ts';
-import type { ConfigRepository } from '../repository.ts';
+import type { ConfigObject, ConfigRepository } from '../repository.ts';
 import { CONFIG_ID_PATTERN, configObject, createBody, errors, idParams, patchBody } from '../schemas.ts';
 
 const ID_PATTERN = new RegExp(CONFIG_ID_PATTERN);
@@ -29,10 +29,11 @@ export function registerV0Configs(app: ServiceApp, repository: ConfigRepository)
   app.get(
     '/v0/configs/:id',
     { schema: { tags, summary: 'Get a config object', params: idParams, response: { 200: configObject, ...errors } } },
-    async (request) => {
-      const object = ID_PATTERN.test(request.params.id) ? await repository.get(request.params.id) : null;
-      if (!object) throw notFound('config not found');
-      return object;
+    async (request, reply) => {
+      const json = ID_PATTERN.test(request.params.id) ? await repository.getJson(request.params.id) : null;
+      if (json === null) throw notFound('config not found');
+      // Already JSON text: Fastify sends a string with a JSON content type as it is.
+      return reply.type('application/json; charset=utf-8').send(json as unknown as ConfigObject);
     },
   );
 
