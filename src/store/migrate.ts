@@ -23,8 +23,8 @@ export function columnTypes(dialect: SqlDialect) {
     blob: dialect === 'postgres' ? 'bytea' : 'blob',
     /** 64-bit integers (milliseconds, byte counts). */
     bigint: 'bigint',
-    /** Auto-incrementing 64-bit key. */
-    serial: dialect === 'postgres' ? 'bigserial' : 'integer',
+    /** An auto-numbered integer primary key (SQLite numbers only its rowid alias), for creation order. */
+    serialPrimaryKey: dialect === 'postgres' ? 'bigserial primary key' : 'integer primary key autoincrement',
   } as const;
 }
 

@@ -20,7 +20,7 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
         async up(db, dialect) {
           applied++;
           const t = columnTypes(dialect);
-          await sql`create table contract_items (${sql.raw(`seq ${t.serial === 'bigserial' ? 'bigserial primary key' : 'integer primary key autoincrement'}`)}, name text not null unique, size ${sql.raw(t.bigint)} not null, data ${sql.raw(t.blob)})`.execute(db);
+          await sql`create table contract_items (${sql.raw(`seq ${t.serialPrimaryKey}`)}, name text not null unique, size ${sql.raw(t.bigint)} not null, data ${sql.raw(t.blob)})`.execute(db);
         },
       },
       {

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { MigrationSet } from '../../store/migrate.ts';
+import { columnTypes, type MigrationSet } from '../../store/migrate.ts';
 
 /**
  * Tables of the apikeys service. `seq` is the creation order lists follow; it is the integer key
@@ -12,7 +12,7 @@ export const apikeysMigrations: MigrationSet = {
     {
       name: '001_keys_and_projects',
       async up(db, dialect) {
-        const seq = dialect === 'postgres' ? sql`seq bigserial primary key` : sql`seq integer primary key autoincrement`;
+        const seq = sql.raw(`seq ${columnTypes(dialect).serialPrimaryKey}`);
         await sql`create table apikeys_keys (
           ${seq},
           key text not null unique,
