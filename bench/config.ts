@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
 import type autocannon from 'autocannon';
-import { load, report, startBareServer, startStratus } from './lib.ts';
+import { benchDatabaseUrl, load, report, startBareServer, startStratus } from './lib.ts';
 
 const OBJECTS = 10_000;
 
@@ -29,7 +29,8 @@ function post(port: number, path: string, body: string, agent: http.Agent): Prom
  */
 export async function run(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'stratus-bench-'));
-  const stratus = await startStratus([], { DATA_DIR: dataDir, DATABASE_URL: process.env.DATABASE_URL });
+  const database = await benchDatabaseUrl();
+  const stratus = await startStratus([], { DATA_DIR: dataDir, DATABASE_URL: database.url });
   try {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
     const started = Date.now();
@@ -74,6 +75,7 @@ export async function run(): Promise<void> {
     report(`config benchmark (${process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}, 50 connections, ${DURATION_S} s each)`, baseline, [mixed]);
   } finally {
     await stratus.stop();
+    await database.drop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
+import pg from 'pg';
 
 export interface LoadResult {
   name: string;
@@ -106,4 +108,27 @@ export async function startBareServer(body: string): Promise<Child> {
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
   const match = await waitForPorts(child, /bare port (\d+)/);
   return { port: Number(match[1]), internalPort: 0, stop: stopper(child) };
+}
+
+/**
+ * A PostgreSQL schema of its own for one benchmark run (dropped by `drop`), so runs neither see
+ * nor leave data in the database DATABASE_URL names. Without DATABASE_URL: the embedded store.
+ */
+export async function benchDatabaseUrl(): Promise<{ url: string | undefined; drop(): Promise<void> }> {
+  const base = process.env.DATABASE_URL;
+  if (!base) return { url: undefined, drop: async () => {} };
+  const schema = `bench_${randomBytes(4).toString('hex')}`;
+  const run = async (statement: string) => {
+    const client = new pg.Client({ connectionString: base });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await run(`create schema ${schema}`);
+  const url = new URL(base);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return { url: url.toString(), drop: () => run(`drop schema ${schema} cascade`) };
 }
