@@ -50,7 +50,7 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-function waitForPorts(child: ChildProcess, pattern: RegExp): Promise<RegExpExecArray> {
+export function waitForPorts(child: ChildProcess, pattern: RegExp): Promise<RegExpExecArray> {
   return new Promise((resolve, reject) => {
     let output = '';
     const timer = setTimeout(() => reject(new Error(`no ready line in 60 s:\n${output}`)), 60_000);
@@ -69,7 +69,7 @@ function waitForPorts(child: ChildProcess, pattern: RegExp): Promise<RegExpExecA
   });
 }
 
-function stopper(child: ChildProcess): () => Promise<void> {
+export function stopper(child: ChildProcess): () => Promise<void> {
   const kill = () => child.kill('SIGKILL');
   process.once('exit', kill);
   return () =>

@@ -2,19 +2,23 @@ import { parseArgs } from 'node:util';
 import { loadSettings, SettingsError, type FlagValues } from './config.ts';
 import { VERSION } from './core/version.ts';
 import { createLogger, migrateAll, startPlatform } from './platform.ts';
+import { runUsersCommand, USERS_OPTIONS } from './services/auth/cli.ts';
 
 const USAGE = `Usage: stratus <command> [options]
 
 Commands:
   serve      run the gateway and services (all available services unless --services)
   migrate    apply every service's database migrations and exit
+  users add --email EMAIL --password PASSWORD [--nick NICK]
+             create a user (\`--password -\` reads it from stdin) and print its id
   version    print the version
 
 Options (each also settable by environment variable or stratus.config.json):
   --services a,b,…      services to run in this process            SERVICES
   --port N              public port (0 picks a free one)           PORT (8080)
   --host ADDR           address the public port binds              HOST (0.0.0.0)
-  --internal-port N     internal port on 127.0.0.1 (0 = free one)  INTERNAL_PORT (8081)
+  --internal-port N     internal port (0 = free one)               INTERNAL_PORT (8081)
+  --internal-host ADDR  address the internal port binds            INTERNAL_HOST (127.0.0.1)
   --domain NAME         hosts are <name>.<domain>                  DOMAIN (localhost)
   --data-dir PATH       embedded store directory                   DATA_DIR (./data)
   --database-url URL    PostgreSQL instead of the embedded store   DATABASE_URL
@@ -27,6 +31,7 @@ const FLAG_NAMES = {
   port: 'port',
   host: 'host',
   'internal-port': 'internalPort',
+  'internal-host': 'internalHost',
   domain: 'domain',
   'data-dir': 'dataDir',
   'database-url': 'databaseUrl',
@@ -34,19 +39,20 @@ const FLAG_NAMES = {
   config: 'config',
 } as const;
 
-function parseFlags(args: string[]): FlagValues {
-  const { values } = parseArgs({
-    args,
-    options: Object.fromEntries(Object.keys(FLAG_NAMES).map((name) => [name, { type: 'string' as const }])),
-    strict: true,
-    allowPositionals: false,
-  });
+const SETTINGS_OPTIONS = Object.fromEntries(Object.keys(FLAG_NAMES).map((name) => [name, { type: 'string' as const }]));
+
+function flagValues(values: Record<string, string | boolean | undefined>): FlagValues {
   const flags: FlagValues = {};
   for (const [name, key] of Object.entries(FLAG_NAMES)) {
     const value = values[name];
     if (typeof value === 'string') flags[key] = value;
   }
   return flags;
+}
+
+function parseFlags(args: string[]): FlagValues {
+  const { values } = parseArgs({ args, options: SETTINGS_OPTIONS, strict: true, allowPositionals: false });
+  return flagValues(values);
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -58,6 +64,11 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'version' || command === '--version') {
     process.stdout.write(`${VERSION}\n`);
     return 0;
+  }
+  if (command === 'users') {
+    const { values, positionals } = parseArgs({ args: rest, options: { ...SETTINGS_OPTIONS, ...USERS_OPTIONS }, strict: true, allowPositionals: true });
+    const { email, password, nick } = values as { email?: string; password?: string; nick?: string };
+    return runUsersCommand({ positionals, email, password, nick }, loadSettings(flagValues(values)));
   }
   if (command !== 'serve' && command !== 'migrate') {
     process.stderr.write(`stratus: unknown command "${command}"\n\n${USAGE}`);
@@ -73,7 +84,7 @@ async function main(argv: string[]): Promise<number> {
   const platform = await startPlatform(settings, logger);
   const where = settings.databaseUrl ? 'PostgreSQL' : `SQLite in ${settings.dataDir}`;
   process.stdout.write(
-    `stratus ${VERSION} ready: public port ${platform.publicPort} (${settings.host}), internal port ${platform.internalPort} (127.0.0.1); ` +
+    `stratus ${VERSION} ready: public port ${platform.publicPort} (${settings.host}), internal port ${platform.internalPort} (${settings.internalHost}); ` +
       `services ${platform.services.join(',')}; store ${where}\n`,
   );
   await new Promise<void>((resolve) => {

@@ -12,13 +12,28 @@ export interface AuthProviderSettings {
   clientSecret: string;
 }
 
+/** A route policy rule from the config file (`gateway.routes`), checked before the defaults. */
+export interface RoutePolicyRule {
+  /** Host label (`files`, `api`, a project slug) or `*` for any host. */
+  host: string;
+  /** Path prefix, matched at a segment boundary. */
+  prefix: string;
+  auth: 'require' | 'optional';
+}
+
 export interface Settings {
   /** Public port (0 picks a free one). */
   port: number;
   /** Address the public port binds; all interfaces by default. */
   host: string;
-  /** Internal port, always bound to 127.0.0.1 (0 picks a free one). */
+  /** Internal port (0 picks a free one). */
   internalPort: number;
+  /**
+   * Address the internal port binds: 127.0.0.1 by default. A scale-out deployment whose gateways
+   * reach services on other machines binds it to a private interface instead; it trusts identity
+   * headers as sent, so it must never be reachable from outside.
+   */
+  internalHost: string;
   domain: string;
   dataDir: string;
   /** Unset: SQLite under dataDir. */
@@ -34,6 +49,12 @@ export interface Settings {
   services: ServiceName[] | null;
   /** SQLite durability: FULL survives power loss, NORMAL only a process crash. */
   sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** Services that run in another process: name → base URL (`UPSTREAM_<NAME>` or `upstreams`). */
+  upstreams: Partial<Record<ServiceName, string>>;
+  /** Extra route policies (config file `gateway.routes`), checked before the built-in defaults. */
+  routePolicies: RoutePolicyRule[];
+  /** Seconds to wait for a remote upstream's response headers before answering 504. */
+  upstreamTimeoutSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -46,13 +67,14 @@ export class SettingsError extends Error {
 /** CLI flags as parsed by the CLI (`--port 0` → `{ port: '0' }`). */
 export type FlagValues = Partial<Record<SettingKey | 'config', string>>;
 
-type SettingKey = Exclude<keyof Settings, 'authProviders'>;
+type SettingKey = Exclude<keyof Settings, 'authProviders' | 'upstreams' | 'routePolicies'>;
 
 /** Each setting: its environment variable and how to read a text value. */
 const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: string) => Settings[K]; fallback: Settings[K] } } = {
   port: { env: 'PORT', parse: (t, f) => port(t, f), fallback: 8080 },
   host: { env: 'HOST', parse: (t, f) => nonEmpty(t, f), fallback: '0.0.0.0' },
   internalPort: { env: 'INTERNAL_PORT', parse: (t, f) => port(t, f), fallback: 8081 },
+  internalHost: { env: 'INTERNAL_HOST', parse: (t, f) => nonEmpty(t, f), fallback: '127.0.0.1' },
   domain: { env: 'DOMAIN', parse: (t, f) => domain(t, f), fallback: 'localhost' },
   dataDir: { env: 'DATA_DIR', parse: (t, f) => nonEmpty(t, f), fallback: './data' },
   databaseUrl: { env: 'DATABASE_URL', parse: (t, f) => databaseUrl(t, f), fallback: undefined },
@@ -64,6 +86,7 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
   logLevel: { env: 'LOG_LEVEL', parse: (t, f) => oneOf(t, f, ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const), fallback: 'info' },
   services: { env: 'SERVICES', parse: (t, f) => services(t, f), fallback: null },
   sqliteSynchronous: { env: 'SQLITE_SYNCHRONOUS', parse: (t, f) => oneOf(t, f, ['FULL', 'NORMAL'] as const), fallback: 'FULL' },
+  upstreamTimeoutSeconds: { env: 'UPSTREAM_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 30 },
 };
 
 /**
@@ -84,14 +107,70 @@ export function loadSettings(flags: FlagValues = {}, env: NodeJS.ProcessEnv = pr
     else if (fileValue !== undefined) settings[key] = spec.parse(fileText(fileValue, key, file.path), `${file.path}: ${key}`);
     else settings[key] = spec.fallback;
   }
-  return { ...(settings as Omit<Settings, 'authProviders'>), authProviders: file.providers };
+  return {
+    ...(settings as Omit<Settings, 'authProviders' | 'upstreams' | 'routePolicies'>),
+    authProviders: file.providers,
+    upstreams: upstreams(file.upstreams, env, file.path),
+    routePolicies: file.routePolicies,
+  };
 }
 
-function readConfigFile(explicit: string | undefined, cwd: string): { path: string; values: Record<string, unknown>; providers: AuthProviderSettings[] } {
+/** `UPSTREAM_<NAME>=url` overrides the config file's `upstreams: {name: url}`. */
+function upstreams(fromFile: unknown, env: NodeJS.ProcessEnv, path: string): Partial<Record<ServiceName, string>> {
+  const result: Partial<Record<ServiceName, string>> = {};
+  if (fromFile !== undefined) {
+    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) throw new SettingsError(`${path}: upstreams must be an object of service name → URL`);
+    for (const [name, url] of Object.entries(fromFile)) {
+      if (!(SERVICE_NAMES as readonly string[]).includes(name)) throw new SettingsError(`${path}: upstreams: unknown service "${name}"`);
+      result[name as ServiceName] = upstreamUrl(url, `${path}: upstreams.${name}`);
+    }
+  }
+  for (const name of SERVICE_NAMES) {
+    const value = env[`UPSTREAM_${name.toUpperCase()}`];
+    if (value) result[name] = upstreamUrl(value, `UPSTREAM_${name.toUpperCase()}`);
+  }
+  return result;
+}
+
+function upstreamUrl(value: unknown, from: string): string {
+  if (typeof value !== 'string') throw new SettingsError(`${from} must be a URL string`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new SettingsError(`${from}: "${value}" is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SettingsError(`${from} must be an http(s) URL`);
+  return url.origin;
+}
+
+function routePolicies(gateway: unknown, path: string): RoutePolicyRule[] {
+  if (gateway === undefined) return [];
+  const routes = (gateway as { routes?: unknown } | null)?.routes;
+  if (typeof gateway !== 'object' || gateway === null || !Array.isArray(routes)) throw new SettingsError(`${path}: gateway must be {"routes":[…]}`);
+  return routes.map((entry: unknown, i) => {
+    const rule = entry as Record<string, unknown> | null;
+    const where = `${path}: gateway.routes[${i}]`;
+    if (typeof rule?.host !== 'string' || rule.host === '') throw new SettingsError(`${where}.host must be a host label or "*"`);
+    if (typeof rule.prefix !== 'string' || !rule.prefix.startsWith('/')) throw new SettingsError(`${where}.prefix must be a path starting with /`);
+    if (rule.auth !== 'require' && rule.auth !== 'optional') throw new SettingsError(`${where}.auth must be "require" or "optional"`);
+    return { host: rule.host.toLowerCase(), prefix: rule.prefix, auth: rule.auth };
+  });
+}
+
+interface ConfigFile {
+  path: string;
+  values: Record<string, unknown>;
+  providers: AuthProviderSettings[];
+  upstreams: unknown;
+  routePolicies: RoutePolicyRule[];
+}
+
+function readConfigFile(explicit: string | undefined, cwd: string): ConfigFile {
   const path = resolve(cwd, explicit ?? 'stratus.config.json');
   if (!existsSync(path)) {
     if (explicit) throw new SettingsError(`config file ${path} does not exist`);
-    return { path, values: {}, providers: [] };
+    return { path, values: {}, providers: [], upstreams: undefined, routePolicies: [] };
   }
   let parsed: unknown;
   try {
@@ -100,11 +179,11 @@ function readConfigFile(explicit: string | undefined, cwd: string): { path: stri
     throw new SettingsError(`config file ${path} is not valid JSON: ${(error as Error).message}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new SettingsError(`config file ${path} must hold a JSON object`);
-  const { auth, ...values } = parsed as Record<string, unknown>;
+  const { auth, upstreams, gateway, ...values } = parsed as Record<string, unknown>;
   for (const key of Object.keys(values)) {
-    if (!(key in SETTINGS)) throw new SettingsError(`config file ${path}: unknown setting "${key}" (known: ${[...Object.keys(SETTINGS), 'auth'].join(', ')})`);
+    if (!(key in SETTINGS)) throw new SettingsError(`config file ${path}: unknown setting "${key}" (known: ${[...Object.keys(SETTINGS), 'auth', 'upstreams', 'gateway'].join(', ')})`);
   }
-  return { path, values, providers: providers(auth, path) };
+  return { path, values, providers: providers(auth, path), upstreams, routePolicies: routePolicies(gateway, path) };
 }
 
 function providers(auth: unknown, path: string): AuthProviderSettings[] {
@@ -133,6 +212,12 @@ const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}
 function port(text: string, from: string): number {
   const value = Number(text);
   if (!/^\d+$/.test(text) || value > 65535) throw new SettingsError(`${from}: "${text}" is not a port number (0–65535)`);
+  return value;
+}
+
+function positiveNumber(text: string, from: string): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw new SettingsError(`${from}: "${text}" must be a positive number`);
   return value;
 }
 

@@ -6,18 +6,32 @@ import type { ServiceApp } from './core/app.ts';
 import type { ServiceDefinition } from './core/service.ts';
 import { VERSION } from './core/version.ts';
 import { buildGatewayApp } from './gateway/app.ts';
-import { createGatewayHandler, listen, type Listener, type ProjectLookup } from './gateway/server.ts';
+import { Authenticator } from './gateway/authenticate.ts';
+import { ApiKeyVerifier } from './gateway/keys.ts';
+import { createPolicy } from './gateway/policy.ts';
+import { ProjectDirectory } from './gateway/projects.ts';
+import { createUpstreamProxy, type UpstreamProxy } from './gateway/proxy.ts';
+import { createGatewayHandler, listen, type Listener } from './gateway/server.ts';
+import { GatewayStats } from './gateway/stats.ts';
 import { AVAILABLE_SERVICES } from './services/index.ts';
-import { findProjectBySlug } from './services/apikeys/repository.ts';
+import { apikeysService } from './services/apikeys/index.ts';
+import { authService } from './services/auth/index.ts';
+import { OidcProviders } from './services/auth/oidc.ts';
 import { migrateStore, openStore, type Store } from './store/index.ts';
 
 export interface RunningPlatform {
   readonly publicPort: number;
   readonly internalPort: number;
   readonly services: readonly ServiceName[];
+  /** Services this process reaches in other processes. */
+  readonly remote: readonly ServiceName[];
   readonly store: Store;
+  readonly keys: ApiKeyVerifier;
   close(): Promise<void>;
 }
+
+/** The gateway reads keys, projects, sessions and users, so their tables exist wherever it runs. */
+const GATEWAY_MIGRATIONS = [apikeysService.migrations, authService.migrations];
 
 /** The service definitions a process runs: `--services`, or every available one. */
 export function selectServices(settings: Pick<Settings, 'services'>): ServiceDefinition[] {
@@ -37,7 +51,7 @@ export function createLogger(settings: Pick<Settings, 'logLevel'>): FastifyBaseL
 export async function migrateAll(settings: Settings): Promise<string[]> {
   const store = await openStore(settings);
   try {
-    return await migrateStore(store, [...AVAILABLE_SERVICES.values()].map((s) => s.migrations));
+    return await migrateStore(store, [...new Set([...GATEWAY_MIGRATIONS, ...[...AVAILABLE_SERVICES.values()].map((s) => s.migrations)])]);
   } finally {
     await store.close();
   }
@@ -51,36 +65,54 @@ export async function startPlatform(settings: Settings, logger: FastifyBaseLogge
   const definitions = selectServices(settings);
   const store = await openStore(settings);
   const apps = new Map<ServiceName, ServiceApp>();
+  const upstreams = new Map<ServiceName, UpstreamProxy>();
   const listeners: Listener[] = [];
+  const closers: (() => void)[] = [];
   let gateway: ServiceApp | null = null;
   const close = async () => {
     await Promise.all(listeners.map((l) => l.close()));
     await Promise.all([...apps.values(), ...(gateway ? [gateway] : [])].map((app) => app.close()));
+    await Promise.all([...upstreams.values()].map((proxy) => proxy.close()));
+    for (const stop of closers) stop();
     await store.close();
   };
   try {
-    await migrateStore(store, definitions.map((d) => d.migrations));
+    const sets = [...GATEWAY_MIGRATIONS, ...definitions.map((d) => d.migrations)];
+    await migrateStore(store, [...new Set(sets)]);
     for (const definition of definitions) {
       const app = await definition.build({ settings, store, logger: logger.child({ service: definition.name }), version: VERSION });
       await app.ready();
       apps.set(definition.name, app);
     }
-    gateway = await buildGatewayApp({ version: VERSION, logger: logger.child({ service: 'gateway' }) });
+    // A service running here is served here; the others go to their configured URL, if any.
+    const upstreamUrls: Partial<Record<ServiceName, string>> = {};
+    for (const [name, url] of Object.entries(settings.upstreams) as [ServiceName, string][]) {
+      if (apps.has(name)) continue;
+      upstreamUrls[name] = url;
+      upstreams.set(name, createUpstreamProxy(url, { headersTimeoutMs: settings.upstreamTimeoutSeconds * 1000 }));
+    }
+    const stats = new GatewayStats();
+    gateway = await buildGatewayApp({ version: VERSION, logger: logger.child({ service: 'gateway' }), domain: settings.domain, connection: store.sql, stats, services: apps, upstreamUrls });
     await gateway.ready();
-    // Project hosts are read from the shared projects table, whichever process runs the apikeys service.
-    const projects: ProjectLookup = (slug) => findProjectBySlug(store.sql, slug);
-    const options = { domain: settings.domain, services: apps, gateway, projects, logger };
-    listeners.push(await listen(createGatewayHandler(options, false), settings.port, settings.host));
-    listeners.push(await listen(createGatewayHandler(options, true), settings.internalPort, '127.0.0.1'));
+
+    const keys = new ApiKeyVerifier(store.sql, store.notifier);
+    const projects = new ProjectDirectory(store.sql, store.notifier);
+    closers.push(() => keys.close(), () => projects.close());
+    const authenticator = new Authenticator(store.sql, keys, new OidcProviders(settings.authProviders), settings);
+    const options = { domain: settings.domain, services: apps, upstreams, gateway, projects, policy: createPolicy(settings.routePolicies), stats, logger };
+    listeners.push(await listen(createGatewayHandler({ ...options, authenticator }, false), settings.port, settings.host));
+    listeners.push(await listen(createGatewayHandler({ ...options, authenticator: null }, true), settings.internalPort, settings.internalHost));
+    return {
+      publicPort: listeners[0]!.port,
+      internalPort: listeners[1]!.port,
+      services: [...apps.keys()],
+      remote: [...upstreams.keys()],
+      store,
+      keys,
+      close,
+    };
   } catch (error) {
     await close().catch(() => {});
     throw error;
   }
-  return {
-    publicPort: listeners[0]!.port,
-    internalPort: listeners[1]!.port,
-    services: [...apps.keys()],
-    store,
-    close,
-  };
 }

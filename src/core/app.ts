@@ -16,6 +16,8 @@ export const MiB = 1024 * 1024;
 export interface ServiceAppOptions {
   /** Service name: OpenAPI title and log field. */
   name: string;
+  /** OpenAPI title; `Stratus <name>` by default. */
+  title?: string;
   /** The platform version, for the OpenAPI document. */
   version: string;
   description?: string;
@@ -80,7 +82,7 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
-      info: { title: `Stratus ${options.name}`, version: options.version, description: options.description },
+      info: { title: options.title ?? `Stratus ${options.name}`, version: options.version, description: options.description },
       components: {
         securitySchemes: {
           // What the gateway injects for an authenticated caller; routes that need identity name it.

@@ -1,19 +1,124 @@
+import { STATUS_CODES } from 'node:http';
 import { Type } from 'typebox';
+import { request as undiciRequest } from 'undici';
 import type { FastifyBaseLogger } from 'fastify';
+import { SERVICE_NAMES, type ServiceName } from '../config.ts';
 import { createServiceApp, type ServiceApp } from '../core/app.ts';
+import { requireIdentity } from '../core/identity.ts';
+import type { SqlConnection } from '../store/db.ts';
+import { listAllProjects } from '../services/apikeys/index.ts';
+import { PLATFORM_HOSTS } from './routing.ts';
+import type { GatewayStats } from './stats.ts';
 
-/** The gateway's own endpoints on `gateway.<domain>` (and `/version`, `/v0/`, `/openapi.json` on `api.<domain>`). */
-export async function buildGatewayApp(options: { version: string; logger: FastifyBaseLogger }): Promise<ServiceApp> {
+export interface GatewayAppOptions {
+  version: string;
+  logger: FastifyBaseLogger;
+  domain: string;
+  connection: SqlConnection;
+  stats: GatewayStats;
+  /** Service apps in this process (filled in once they are built). */
+  services: ReadonlyMap<ServiceName, ServiceApp>;
+  /** Base URLs of services in other processes. */
+  upstreamUrls: Readonly<Partial<Record<ServiceName, string>>>;
+}
+
+const PROBE_TIMEOUT_MS = 2_000;
+const PROBE_PATH = '/openapi.json';
+
+const statusRow = Type.Object({ id: Type.String(), name: Type.String(), host: Type.String(), status: Type.Integer(), statusText: Type.String() });
+const statsRow = Type.Object({
+  host: Type.String(),
+  served_requests: Type.Integer(),
+  serving_time: Type.String({ description: 'Go duration' }),
+  latency_avg: Type.String({ description: 'Go duration' }),
+  uptime: Type.String({ description: 'Go duration' }),
+  start_timestamp: Type.String({ description: 'RFC 3339 UTC' }),
+});
+const errorBody = Type.Object({ error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }) });
+
+/**
+ * The gateway's own endpoints on `gateway.<domain>` (and `/version`, `/v0/…`, `/openapi.json` on
+ * `api.<domain>`): version, routing table, statistics, health of every backend, a protected
+ * test endpoint and the OpenAPI document (gateway.md §4).
+ */
+export async function buildGatewayApp(options: GatewayAppOptions): Promise<ServiceApp> {
+  const { domain, services, upstreamUrls, connection, stats } = options;
   const app = await createServiceApp({
     name: 'gateway',
+    title: 'Stratus API Gateway',
+    openapiPath: null,
     version: options.version,
     logger: options.logger,
-    description: 'The Stratus gateway: routing by virtual host and path.',
+    description: 'The Stratus gateway: routing by virtual host and path, authentication, statistics and health.',
   });
+
   app.get(
     '/version',
-    { schema: { summary: 'The running Stratus version (plain text)', produces: ['text/plain'], response: { 200: Type.String() } } },
+    { schema: { summary: 'The running Stratus version (plain text)', produces: ['text/plain'], response: { 200: Type.String({ description: 'The version, e.g. 0.1.0' }) } } },
     async (_request, reply) => reply.type('text/plain; charset=utf-8').send(options.version),
+  );
+
+  app.get(
+    '/v0/virtualhosts',
+    { schema: { summary: 'Host names the gateway serves: platform hosts, then project hosts', response: { 200: Type.Array(Type.String(), { description: 'Host names without ports' }) } } },
+    async () => [...PLATFORM_HOSTS.map((h) => `${h}.${domain}`), ...(await listAllProjects(connection)).map((p) => `${p.slug}.${domain}`)],
+  );
+
+  app.get(
+    '/v0/stats',
+    { schema: { summary: 'Traffic statistics of this gateway instance', response: { 200: Type.Array(statsRow, { description: 'Rows *, -noroute-, then each host in order of first request' }) } } },
+    async () => stats.rows(),
+  );
+
+  /** Probes a service with GET /openapi.json: in process without a socket, remote over HTTP. */
+  const probe = async (service: ServiceName): Promise<number> => {
+    const app = services.get(service);
+    if (app) {
+      const timeout = new Promise<number>((resolve) => setTimeout(() => resolve(504), PROBE_TIMEOUT_MS).unref());
+      const answer = app.inject({ method: 'GET', url: PROBE_PATH, headers: { host: `${service}.${domain}` } }).then((r) => r.statusCode, () => 500);
+      return Promise.race([answer, timeout]);
+    }
+    const url = upstreamUrls[service];
+    if (!url) return 503;
+    try {
+      const response = await undiciRequest(`${url}${PROBE_PATH}`, { headers: { host: `${service}.${domain}` }, headersTimeout: PROBE_TIMEOUT_MS, bodyTimeout: PROBE_TIMEOUT_MS });
+      await response.body.dump();
+      return response.statusCode;
+    } catch (error) {
+      return (error as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' ? 504 : 502;
+    }
+  };
+  const row = (id: string, name: string, host: string, status: number) => ({ id, name, host, status, statusText: `${status} ${STATUS_CODES[status] ?? ''}`.trim() });
+
+  app.get(
+    '/v0/status',
+    {
+      schema: {
+        summary: 'Health of every backend service, then of every project host',
+        description: `Each service is probed with GET ${PROBE_PATH} (${PROBE_TIMEOUT_MS} ms timeout, all in parallel); a project host's status is that of the lambda service that serves it. 503 = not running anywhere known, 502 = unreachable, 504 = no answer in time.`,
+        response: { 200: Type.Array(statusRow, { description: 'One row per service, then one per project' }) },
+      },
+    },
+    async () => {
+      const names = SERVICE_NAMES;
+      const [statuses, projects] = await Promise.all([Promise.all(names.map(probe)), listAllProjects(connection)]);
+      const lambda = statuses[names.indexOf('lambda')] ?? 503;
+      return [...names.map((name, i) => row(name, name, `${name}.${domain}`, statuses[i] ?? 503)), ...projects.map((p) => row(p.id, p.name, `${p.slug}.${domain}`, lambda))];
+    },
+  );
+
+  app.get(
+    '/v0/secret',
+    { schema: { summary: 'Protected test endpoint: OK for any authenticated caller', produces: ['text/plain'], response: { 200: Type.String({ description: 'OK' }), 401: errorBody } } },
+    async (request, reply) => {
+      requireIdentity(request);
+      return reply.type('text/plain; charset=utf-8').send('OK');
+    },
+  );
+
+  // Listed in its own document, as gateway.md §4.6 asks.
+  app.get('/openapi.json', { schema: { summary: 'This OpenAPI document', response: { 200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.0.3 document' }) } } }, async () =>
+    app.swagger(),
   );
   return app;
 }

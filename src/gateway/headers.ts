@@ -1,19 +1,24 @@
 import type { IncomingMessage } from 'node:http';
 
 /**
- * Removes headers from both `req.headers` and `req.rawHeaders`: Fastify and user code read
- * either, so a forged value must be gone from both (DESIGN §6).
+ * Removes headers (names given in lower case) from both `req.headers` and `req.rawHeaders`:
+ * Fastify and user code read either, so a forged value must be gone from both (DESIGN §6).
  */
 export function removeRequestHeaders(req: IncomingMessage, names: readonly string[]): void {
-  const lower = names.map((n) => n.toLowerCase());
-  // Most requests carry none of them: leave rawHeaders untouched then.
-  if (lower.every((name) => req.headers[name] === undefined)) return;
-  for (const name of lower) delete req.headers[name];
+  // Most requests carry none of them: leave rawHeaders untouched then (this runs on every request).
+  let present = false;
+  for (const name of names) {
+    if (req.headers[name] !== undefined) {
+      present = true;
+      delete req.headers[name];
+    }
+  }
+  if (!present) return;
   const raw = req.rawHeaders;
   let write = 0;
   for (let read = 0; read + 1 < raw.length; read += 2) {
     const name = raw[read] as string;
-    if (lower.includes(name.toLowerCase())) continue;
+    if (names.includes(name.toLowerCase())) continue;
     raw[write] = name;
     raw[write + 1] = raw[read + 1] as string;
     write += 2;
@@ -21,9 +26,9 @@ export function removeRequestHeaders(req: IncomingMessage, names: readonly strin
   raw.length = write;
 }
 
-/** Sets a header in both `req.headers` and `req.rawHeaders`, replacing any previous value. */
+/** Sets a header (name in lower case) in both `req.headers` and `req.rawHeaders`, replacing any previous value. */
 export function setRequestHeader(req: IncomingMessage, name: string, value: string): void {
-  removeRequestHeaders(req, [name]);
-  req.headers[name.toLowerCase()] = value;
+  if (req.headers[name] !== undefined) removeRequestHeaders(req, [name]);
+  req.headers[name] = value;
   req.rawHeaders.push(name, value);
 }

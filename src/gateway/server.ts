@@ -1,82 +1,227 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ServiceName } from '../config.ts';
 import type { ServiceApp } from '../core/app.ts';
 import { envelope } from '../core/errors.ts';
 import { IDENTITY_HEADER, PROJECT_HEADER } from '../core/identity.ts';
+import { SESSION_COOKIE } from '../services/auth/cookies.ts';
+import { Authenticator, type AuthOutcome, type Credential } from './authenticate.ts';
 import { removeRequestHeaders, setRequestHeader } from './headers.ts';
-import { resolveRoute } from './routing.ts';
-
-/** Looks up a project host's slug; null when no project has it. */
-export type ProjectLookup = (slug: string) => Promise<{ id: string; slug: string } | null>;
+import type { RoutePolicy } from './policy.ts';
+import type { ProjectRef } from './projects.ts';
+import type { UpstreamProxy } from './proxy.ts';
+import { hostName, resolveRoute } from './routing.ts';
+import type { GatewayStats } from './stats.ts';
 
 export interface GatewayOptions {
   domain: string;
   /** Service apps running in this process, already `ready()`. */
   services: ReadonlyMap<ServiceName, ServiceApp>;
+  /** Services running in other processes. */
+  upstreams: ReadonlyMap<ServiceName, UpstreamProxy>;
   gateway: ServiceApp;
-  projects: ProjectLookup | null;
+  projects: { bySlug(slug: string): Promise<ProjectRef | null> };
+  policy: (hostLabel: string, path: string) => RoutePolicy;
+  /** Public port only: the authentication step. */
+  authenticator: Authenticator | null;
+  stats: GatewayStats;
   logger: FastifyBaseLogger;
 }
 
 /** Client-sent identity headers that never pass the public port (decisions §2). */
 const FORGEABLE_HEADERS = [IDENTITY_HEADER, PROJECT_HEADER];
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'upgrade'];
+const CREDENTIAL_HEADERS: Record<Credential, readonly string[]> = {
+  api_key: ['api-key', 'api-secret'],
+  basic: ['authorization'],
+  bearer_session: ['authorization'],
+  bearer_jwt: ['authorization'],
+  cookie: [],
+};
 
-function sendError(res: ServerResponse, status: number, code: string, message: string): void {
+function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const body = JSON.stringify(envelope(status, code, message));
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }
 
 /**
- * The request handler shared by both listeners. `trusted` is the internal port: identity headers
- * pass as sent. On the public port they are stripped first, whatever the route.
+ * Removes hop-by-hop headers and any header the client named in `Connection`. Transfer-Encoding
+ * stays: Node has already decoded the body, and Fastify reads the header to know one is coming.
+ */
+function removeHopByHop(req: IncomingMessage): void {
+  const connection = req.headers.connection;
+  if (connection) {
+    const named = connection.split(',').map((n) => n.trim().toLowerCase()).filter((n) => n !== '' && n !== 'transfer-encoding');
+    removeRequestHeaders(req, [...HOP_BY_HOP, ...named]);
+  } else {
+    removeRequestHeaders(req, HOP_BY_HOP);
+  }
+}
+
+/** Drops `stratus_session` from the Cookie header so no backend (or lambda) sees a session token. */
+function removeSessionCookie(req: IncomingMessage): void {
+  const cookie = req.headers.cookie;
+  if (!cookie || !cookie.includes(SESSION_COOKIE)) return;
+  const kept = cookie
+    .split(';')
+    .map((part) => part.trim())
+    .filter((part) => part !== '' && !part.startsWith(`${SESSION_COOKIE}=`));
+  if (kept.length > 0) setRequestHeader(req, 'cookie', kept.join('; '));
+  else removeRequestHeaders(req, ['cookie']);
+}
+
+const ANONYMOUS: AuthOutcome = { kind: 'anonymous' };
+const LOG_LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
+
+interface Exchange {
+  start: bigint;
+  host: string | null;
+  upstream: string;
+  upstreamMs?: number;
+  outcome?: AuthOutcome;
+  project?: ProjectRef | null;
+}
+
+/**
+ * The request handler shared by both listeners. `trusted` is the internal port: no
+ * authentication step, identity headers pass as sent. On the public port client-sent identity
+ * headers are stripped first, whatever the route, and the gateway's own are injected.
  */
 export function createGatewayHandler(options: GatewayOptions, trusted: boolean) {
-  const { domain, services, gateway, projects, logger } = options;
+  const { domain, services, upstreams, gateway, projects, policy, authenticator, stats, logger } = options;
+  const accessLog = logger.child({ component: 'access' });
+  const logAccess = LOG_LEVELS[logger.level] !== undefined && LOG_LEVELS[logger.level]! <= LOG_LEVELS.info!;
 
-  const dispatch = (app: ServiceApp, req: IncomingMessage, res: ServerResponse) => app.routing(req, res);
-
-  const serviceOrUnavailable = (service: ServiceName, req: IncomingMessage, res: ServerResponse) => {
-    const app = services.get(service);
-    if (app) dispatch(app, req, res);
-    else sendError(res, 503, 'service_unavailable', `the ${service} service is not running on this instance`);
+  const finish = (req: IncomingMessage, res: ServerResponse, exchange: Exchange) => {
+    const servingNs = Number(process.hrtime.bigint() - exchange.start);
+    stats.record(exchange.host, servingNs);
+    if (!logAccess) return;
+    const identity = exchange.outcome?.kind === 'authenticated' ? exchange.outcome.identity : null;
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    // The query string is left out: it may carry tokens.
+    accessLog.info({
+      duration_ms: Math.round(servingNs / 1e4) / 100,
+      client: req.socket.remoteAddress,
+      method: req.method,
+      host: exchange.host ?? hostName(req.headers.host),
+      path: query >= 0 ? url.slice(0, query) : url,
+      status: res.statusCode,
+      aborted: !res.writableFinished || undefined,
+      auth: identity?.auth?.method ?? (trusted ? 'internal' : 'anonymous'),
+      user: identity?.user.id,
+      project: exchange.project?.id,
+      upstream: exchange.upstream,
+      upstream_ms: exchange.upstreamMs,
+      request_id: res.getHeader('x-request-id'),
+      user_agent: req.headers['user-agent'],
+    });
   };
 
-  const routeProject = async (slug: string, req: IncomingMessage, res: ServerResponse) => {
-    const project = projects ? await projects(slug) : null;
-    if (!project) return sendError(res, 404, 'no_route', `no route for host ${req.headers.host ?? ''}`);
-    setRequestHeader(req, PROJECT_HEADER, project.id);
-    serviceOrUnavailable('lambda', req, res);
+  const dispatch = (service: ServiceName | 'gateway', req: IncomingMessage, res: ServerResponse, exchange: Exchange) => {
+    if (service === 'gateway') {
+      exchange.upstream = 'gateway';
+      return gateway.routing(req, res);
+    }
+    const app = services.get(service);
+    if (app) {
+      exchange.upstream = `inproc:${service}`;
+      return app.routing(req, res);
+    }
+    const proxy = upstreams.get(service);
+    if (proxy) {
+      exchange.upstream = service;
+      void proxy.forward(req, res, {
+        onUpstreamHeaders: (elapsedMs) => {
+          exchange.upstreamMs = elapsedMs;
+        },
+      });
+      return;
+    }
+    exchange.upstream = 'none';
+    sendError(res, 503, 'service_unavailable', `the ${service} service is not running on this instance`);
+  };
+
+  /** The identity step's result applied: 401s, then header rewriting and dispatch. */
+  const forward = (req: IncomingMessage, res: ServerResponse, exchange: Exchange, rule: RoutePolicy, service: ServiceName | 'gateway', project: ProjectRef | null, outcome: AuthOutcome) => {
+    exchange.outcome = outcome;
+    if (outcome.kind === 'rejected') return sendError(res, 401, 'unauthorized', outcome.message);
+    if (outcome.kind === 'anonymous' && rule === 'require') return sendError(res, 401, 'unauthorized', 'authentication required');
+    if (outcome.kind === 'authenticated') {
+      removeRequestHeaders(req, CREDENTIAL_HEADERS[outcome.credential]);
+      setRequestHeader(req, IDENTITY_HEADER, JSON.stringify(outcome.identity));
+      if (outcome.setCookie) res.appendHeader('set-cookie', outcome.setCookie);
+    }
+    removeSessionCookie(req);
+    if (project) setRequestHeader(req, PROJECT_HEADER, project.id);
+    removeHopByHop(req);
+    const requestId = randomUUID();
+    setRequestHeader(req, 'x-request-id', requestId);
+    res.setHeader('x-request-id', requestId);
+    setRequestHeader(req, 'x-forwarded-for', req.socket.remoteAddress ?? '');
+    setRequestHeader(req, 'x-forwarded-proto', 'http');
+    setRequestHeader(req, 'x-forwarded-host', req.headers.host ?? '');
+    dispatch(service, req, res, exchange);
+  };
+
+  /** Everything after the route is known: policy, authentication (async only with credentials), dispatch. */
+  const admit = (req: IncomingMessage, res: ServerResponse, exchange: Exchange, label: string, path: string, service: ServiceName | 'gateway', project: ProjectRef | null): void => {
+    const rule = policy(label, path);
+    if (trusted) {
+      if (rule === 'require' && req.headers[IDENTITY_HEADER] === undefined) return sendError(res, 401, 'unauthorized', 'authentication required');
+      if (project) setRequestHeader(req, PROJECT_HEADER, project.id);
+      if (req.headers['x-request-id'] === undefined) setRequestHeader(req, 'x-request-id', randomUUID());
+      return dispatch(service, req, res, exchange);
+    }
+    if (!authenticator || !Authenticator.hasCredentials(req)) return forward(req, res, exchange, rule, service, project, ANONYMOUS);
+    authenticator
+      .authenticate(req, { host: exchange.host ?? '', project })
+      .then((outcome) => forward(req, res, exchange, rule, service, project, outcome))
+      .catch(fail(res));
+  };
+
+  const fail = (res: ServerResponse) => (error: unknown) => {
+    logger.error({ err: error }, 'gateway request failed');
+    sendError(res, 500, 'internal_error', 'internal error');
   };
 
   return (req: IncomingMessage, res: ServerResponse): void => {
+    const exchange: Exchange = { start: process.hrtime.bigint(), host: null, upstream: 'none' };
+    res.once('close', () => finish(req, res, exchange));
     if (!trusted) removeRequestHeaders(req, FORGEABLE_HEADERS);
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query >= 0 ? url.slice(0, query) : url;
     const target = resolveRoute(req.headers.host, path, domain);
-    switch (target.kind) {
-      case 'service':
-        return serviceOrUnavailable(target.service, req, res);
-      case 'gateway':
-        return dispatch(gateway, req, res);
-      case 'project':
-        routeProject(target.slug, req, res).catch((error: unknown) => {
-          logger.error({ err: error }, 'project host lookup failed');
-          sendError(res, 500, 'internal_error', 'internal error');
-        });
-        return;
-      case 'no_route':
-        return sendError(res, 404, 'no_route', `no route for host ${req.headers.host ?? ''}`);
-      case 'no_prefix':
-        return sendError(res, 404, 'not_found', `no route for ${req.method ?? 'GET'} ${path}`);
+    if (target.kind === 'no_route') return sendError(res, 404, 'no_route', `no route for host ${req.headers.host ?? ''}`);
+    const host = hostName(req.headers.host);
+    exchange.host = host;
+    if (target.kind === 'no_prefix') return sendError(res, 404, 'not_found', `no route for ${req.method ?? 'GET'} ${path}`);
+    const label = target.kind === 'project' ? target.slug : host === domain || !host.endsWith(`.${domain}`) ? 'api' : host.slice(0, -(domain.length + 1));
+
+    if (target.kind === 'project') {
+      projects
+        .bySlug(target.slug)
+        .then((project) => {
+          exchange.project = project;
+          if (!project) {
+            exchange.host = null;
+            return sendError(res, 404, 'no_route', `no route for host ${req.headers.host ?? ''}`);
+          }
+          admit(req, res, exchange, label, path, 'lambda', project);
+        })
+        .catch(fail(res));
+      return;
     }
+    const service = target.kind === 'gateway' ? 'gateway' : target.service;
+    admit(req, res, exchange, label, path, service, null);
   };
 }
 

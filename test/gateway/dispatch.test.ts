@@ -5,6 +5,9 @@ import type { ServiceName } from '../../src/config.ts';
 import { createServiceApp, type ServiceApp } from '../../src/core/app.ts';
 import { buildGatewayApp } from '../../src/gateway/app.ts';
 import { createGatewayHandler, listen, type Listener } from '../../src/gateway/server.ts';
+import { createPolicy } from '../../src/gateway/policy.ts';
+import { GatewayStats } from '../../src/gateway/stats.ts';
+import { openSqlite } from '../../src/store/db.ts';
 import { openNdjson } from '../../src/core/stream.ts';
 import { request } from '../helpers/http.ts';
 
@@ -30,15 +33,16 @@ describe('gateway dispatch over real sockets', () => {
   before(async () => {
     const logger = pino({ level: 'silent' });
     const echo = await echoApp();
-    const gateway = await buildGatewayApp({ version: '9.9.9', logger });
-    await gateway.ready();
-    apps.push(echo, gateway);
     const services = new Map<ServiceName, ServiceApp>([
       ['config', echo],
       ['lambda', echo],
     ]);
-    const projects = async (slug: string) => (slug === 'my-project' ? { id: 'project-1', slug } : null);
-    const options = { domain: 'localhost', services, gateway, projects, logger };
+    const stats = new GatewayStats();
+    const gateway = await buildGatewayApp({ version: '9.9.9', logger, domain: 'localhost', connection: openSqlite(':memory:'), stats, services, upstreamUrls: {} });
+    await gateway.ready();
+    apps.push(echo, gateway);
+    const projects = { bySlug: async (slug: string) => (slug === 'my-project' ? { id: 'project-1', slug } : null) };
+    const options = { domain: 'localhost', services, upstreams: new Map(), gateway, projects, policy: createPolicy([]), authenticator: null, stats, logger };
     publicPort = await listen(createGatewayHandler(options, false), 0, '127.0.0.1');
     internalPort = await listen(createGatewayHandler(options, true), 0, '127.0.0.1');
   });

@@ -1,0 +1,67 @@
+import type { SqlConnection } from '../store/db.ts';
+import type { Notifier } from '../store/notifier/types.ts';
+import { findProjectBySlug, PROJECTS_CHANGED_TOPIC } from '../services/apikeys/index.ts';
+
+export interface ProjectRef {
+  id: string;
+  slug: string;
+}
+
+const MAX_ENTRIES = 10_000;
+
+/**
+ * Project hosts by slug, cached (misses included, so unknown hosts cost no query each time). A
+ * project created or deleted on any instance invalidates its slug through the notifier; after a
+ * notifier reconnect everything is dropped, since changes may have been missed.
+ */
+export class ProjectDirectory {
+  private readonly cache = new Map<string, ProjectRef | null>();
+  private readonly unsubscribe: (() => void)[] = [];
+  /** Bumped on every invalidation, so a lookup that raced a change is not cached. */
+  private generation = 0;
+
+  constructor(
+    private readonly connection: SqlConnection,
+    notifier: Notifier,
+  ) {
+    this.unsubscribe.push(
+      notifier.subscribe(PROJECTS_CHANGED_TOPIC, (message) => {
+        try {
+          const { slug } = JSON.parse(message) as { slug?: unknown };
+          if (typeof slug === 'string') this.invalidate(slug);
+          else this.clear();
+        } catch {
+          this.clear();
+        }
+      }),
+      notifier.onResync(() => this.clear()),
+    );
+  }
+
+  async bySlug(slug: string): Promise<ProjectRef | null> {
+    const cached = this.cache.get(slug);
+    if (cached !== undefined) return cached;
+    const generation = this.generation;
+    const project = await findProjectBySlug(this.connection, slug);
+    const ref = project ? { id: project.id, slug: project.slug } : null;
+    if (generation === this.generation) {
+      if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value as string);
+      this.cache.set(slug, ref);
+    }
+    return ref;
+  }
+
+  invalidate(slug: string): void {
+    this.generation++;
+    this.cache.delete(slug);
+  }
+
+  clear(): void {
+    this.generation++;
+    this.cache.clear();
+  }
+
+  close(): void {
+    for (const stop of this.unsubscribe) stop();
+  }
+}

@@ -1,0 +1,65 @@
+import { createServiceApp } from '../../core/app.ts';
+import type { ServiceDefinition } from '../../core/service.ts';
+import { ensureBootstrapAdmin } from './bootstrap.ts';
+import { authMigrations } from './migrations.ts';
+import { registerMeRoute } from './routes/me.ts';
+import { registerSessionRoutes } from './routes/session.ts';
+import { registerSignupRoute } from './routes/signup.ts';
+import { registerSsoRoutes } from './routes/sso.ts';
+import { startSweeper } from './sweeper.ts';
+import { LoginThrottle } from './throttle.ts';
+
+// What the gateway and the single sign-on code use.
+export { SESSION_COOKIE, clearSessionCookie, cookieDomain, readSessionCookie, sessionCookie } from './cookies.ts';
+export { loginResponse, loginResponseSchema, startSession, type LoginResponse } from './login.ts';
+export {
+  SESSION_LIFETIME_MS,
+  createSession,
+  createUser,
+  deleteSession,
+  extendSession,
+  findSessionByToken,
+  findUserByEmail,
+  findUserById,
+  findUserByIdentity,
+  linkIdentity,
+  saveSsoState,
+  takeSsoState,
+  updateUserProfile,
+  type Session,
+  type User,
+} from './repository.ts';
+export { authMigrations } from './migrations.ts';
+
+/** Users, password login, sessions and single sign-on (gateway.md §5), on `auth.<domain>`. */
+export const authService: ServiceDefinition = {
+  name: 'auth',
+  migrations: authMigrations,
+  async build({ settings, store, logger, version }) {
+    const connection = store.sql;
+    await ensureBootstrapAdmin(connection, settings, logger);
+
+    const app = await createServiceApp({
+      name: 'auth',
+      version,
+      logger,
+      description: 'Users, password login, sessions (stratus_session cookie or bearer token) and OpenID Connect single sign-on.',
+      // `curl -d` sends form-encoded bodies; they are JSON here whatever the Content-Type.
+      jsonForAnyContentType: true,
+    });
+    app.get('/version', { schema: { summary: 'Service version (plain text)', produces: ['text/plain'] } }, async (_request, reply) =>
+      reply.type('text/plain; charset=utf-8').send(version),
+    );
+
+    await registerSessionRoutes(app, { connection, settings, throttle: new LoginThrottle(connection) });
+    registerMeRoute(app, { connection });
+    registerSignupRoute(app, { connection, settings });
+    await registerSsoRoutes(app, { connection, settings, logger });
+
+    const stopSweeper = startSweeper(connection, logger);
+    app.addHook('onClose', async () => {
+      await stopSweeper();
+    });
+    return app;
+  },
+};

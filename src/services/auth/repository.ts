@@ -1,0 +1,345 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { sql, type Generated, type Kysely } from 'kysely';
+import { conflict } from '../../core/errors.ts';
+import { newId, rfc3339 } from '../../core/ids.ts';
+import type { SqlConnection } from '../../store/db.ts';
+import { hashPassword, normaliseEmail } from './credentials.ts';
+
+type AuthTables = {
+  auth_users: {
+    seq: Generated<number>;
+    id: string;
+    email: string;
+    nick: string | null;
+    picture: string | null;
+    password_hash: string | null;
+    created_at: string;
+  };
+  auth_identities: { provider: string; subject: string; user_id: string; created_at: string };
+  auth_sessions: { id: string; token_hash: string; user_id: string; created_at: number; expires_at: number; last_seen_at: number };
+  auth_sso_states: { state_hash: string; provider: string; nonce: string; verifier: string; redirect: string; expires_at: number };
+  auth_login_failures: { email: string; failures: number; window_started_at: number };
+};
+
+/** The user record (gateway.md §5); members the platform does not know are absent. */
+export interface User {
+  id: string;
+  email: string;
+  nick?: string;
+  picture?: string;
+  created_at: string;
+}
+
+/** A server-side session; times are Unix milliseconds. The token itself is never stored. */
+export interface Session {
+  id: string;
+  userId: string;
+  createdAt: number;
+  expiresAt: number;
+  lastSeenAt: number;
+}
+
+/** 7 days, sliding (gateway.md §3.5). */
+export const SESSION_LIFETIME_MS = 7 * 24 * 3600 * 1000;
+
+/** Longer values are not tokens this service issued (a token is 43 characters); they are not looked up. */
+const MAX_TOKEN_LENGTH = 512;
+
+const tables = (connection: SqlConnection): Kysely<AuthTables> => connection.db.withTables<AuthTables>();
+
+/** SHA-256 hex: how session tokens and SSO states are stored and looked up. */
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('hex');
+}
+
+type UserRow = { id: string; email: string; nick: string | null; picture: string | null; created_at: string };
+
+const USER_COLUMNS = ['id', 'email', 'nick', 'picture', 'created_at'] as const;
+
+/** Key order as documented (id, email, nick, picture, created_at); unknown members left out. */
+function toUser(row: UserRow): User {
+  return {
+    id: row.id,
+    email: row.email,
+    ...(row.nick !== null && { nick: row.nick }),
+    ...(row.picture !== null && { picture: row.picture }),
+    created_at: row.created_at,
+  };
+}
+
+type SessionRow = { id: string; user_id: string; created_at: number; expires_at: number; last_seen_at: number };
+
+function toSession(row: SessionRow): Session {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    createdAt: Number(row.created_at),
+    expiresAt: Number(row.expires_at),
+    lastSeenAt: Number(row.last_seen_at),
+  };
+}
+
+/** True when `error` is the UNIQUE constraint on the user email refusing a row (SQLite or PostgreSQL). */
+function isEmailConflict(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, constraint, message } = error as { code?: unknown; constraint?: unknown; message?: unknown };
+  if (code === '23505') return constraint === 'auth_users_email_unique';
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' && typeof message === 'string' && message.includes('auth_users.email');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Users
+
+/**
+ * Creates a user. The email is stored normalised; a password is stored only as a bcrypt hash
+ * (cost 10), and a user created without one (single sign-on) cannot log in with a password.
+ * Throws HttpError 409 `conflict` when a user already has that email.
+ */
+export async function createUser(
+  connection: SqlConnection,
+  input: { email: string; password?: string; nick?: string; picture?: string },
+): Promise<User> {
+  const email = normaliseEmail(input.email);
+  const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+  const row = {
+    id: newId('user'),
+    email,
+    nick: input.nick ?? null,
+    picture: input.picture ?? null,
+    password_hash: passwordHash,
+    created_at: rfc3339(),
+  };
+  try {
+    await tables(connection).insertInto('auth_users').values(row).execute();
+  } catch (error) {
+    if (isEmailConflict(error)) throw conflict(`a user with email ${email} already exists`);
+    throw error;
+  }
+  return toUser(row);
+}
+
+export async function findUserById(connection: SqlConnection, id: string): Promise<User | null> {
+  const row = await tables(connection).selectFrom('auth_users').select(USER_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row ? toUser(row) : null;
+}
+
+/** The user with this email (normalised before the lookup) and its password hash (null for SSO-only users). */
+export async function findUserByEmail(connection: SqlConnection, email: string): Promise<(User & { passwordHash: string | null }) | null> {
+  const row = await tables(connection)
+    .selectFrom('auth_users')
+    .select([...USER_COLUMNS, 'password_hash'])
+    .where('email', '=', normaliseEmail(email))
+    .executeTakeFirst();
+  return row ? { ...toUser(row), passwordHash: row.password_hash } : null;
+}
+
+/** Sets the given profile fields; fields left undefined keep their value. */
+export async function updateUserProfile(connection: SqlConnection, userId: string, fields: { nick?: string; picture?: string }): Promise<void> {
+  const changes: { nick?: string; picture?: string } = {};
+  if (fields.nick !== undefined) changes.nick = fields.nick;
+  if (fields.picture !== undefined) changes.picture = fields.picture;
+  if (Object.keys(changes).length === 0) return;
+  await tables(connection).updateTable('auth_users').set(changes).where('id', '=', userId).execute();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Single sign-on identities
+
+export async function findUserByIdentity(connection: SqlConnection, provider: string, subject: string): Promise<User | null> {
+  const row = await tables(connection)
+    .selectFrom('auth_identities as i')
+    .innerJoin('auth_users as u', 'u.id', 'i.user_id')
+    .select(['u.id', 'u.email', 'u.nick', 'u.picture', 'u.created_at'])
+    .where('i.provider', '=', provider)
+    .where('i.subject', '=', subject)
+    .executeTakeFirst();
+  return row ? toUser(row) : null;
+}
+
+/**
+ * Links (provider, subject) to the user. Linking the same pair to the same user again is a no-op;
+ * a pair already linked to another user is a 409 `conflict` (a subject is one person).
+ */
+export async function linkIdentity(connection: SqlConnection, provider: string, subject: string, userId: string): Promise<void> {
+  const db = tables(connection);
+  await db
+    .insertInto('auth_identities')
+    .values({ provider, subject, user_id: userId, created_at: rfc3339() })
+    .onConflict((oc) => oc.columns(['provider', 'subject']).doNothing())
+    .execute();
+  const row = await db.selectFrom('auth_identities').select(['user_id']).where('provider', '=', provider).where('subject', '=', subject).executeTakeFirst();
+  if (row && row.user_id !== userId) throw conflict(`this ${provider} account is already linked to another user`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions
+
+/**
+ * Starts a session for the user. The token (32 random bytes, base64url) is returned once and
+ * only its SHA-256 is stored; the session's public id is a UUID v4.
+ */
+export async function createSession(connection: SqlConnection, userId: string, now: number = Date.now()): Promise<{ token: string; session: Session }> {
+  const token = randomBytes(32).toString('base64url');
+  const row: SessionRow & { token_hash: string } = {
+    id: randomUUID(),
+    token_hash: sha256Hex(token),
+    user_id: userId,
+    created_at: now,
+    expires_at: now + SESSION_LIFETIME_MS,
+    last_seen_at: now,
+  };
+  await tables(connection).insertInto('auth_sessions').values(row).execute();
+  return { token, session: toSession(row) };
+}
+
+type SessionUserRow = SessionRow & { email: string; nick: string | null; picture: string | null; user_created_at: string };
+
+const SESSION_BY_TOKEN_SQL = `select s.id, s.user_id, s.created_at, s.expires_at, s.last_seen_at,
+  u.email, u.nick, u.picture, u.created_at as user_created_at
+  from auth_sessions s join auth_users u on u.id = s.user_id
+  where s.token_hash = ? and s.expires_at > ?`;
+
+/**
+ * The live session a token stands for, with its user; null when the token is unknown or the
+ * session has expired. On SQLite this runs synchronously (it is the gateway's per-request path).
+ */
+export async function findSessionByToken(connection: SqlConnection, token: string, now: number = Date.now()): Promise<{ session: Session; user: User } | null> {
+  if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) return null;
+  const tokenHash = sha256Hex(token);
+  const direct = connection.direct?.run((prepare) => prepare(SESSION_BY_TOKEN_SQL).get(tokenHash, now) as SessionUserRow | undefined);
+  const row = direct
+    ? direct.value
+    : await tables(connection)
+        .selectFrom('auth_sessions as s')
+        .innerJoin('auth_users as u', 'u.id', 's.user_id')
+        .select(['s.id', 's.user_id', 's.created_at', 's.expires_at', 's.last_seen_at', 'u.email', 'u.nick', 'u.picture', 'u.created_at as user_created_at'])
+        .where('s.token_hash', '=', tokenHash)
+        .where('s.expires_at', '>', now)
+        .executeTakeFirst();
+  if (!row) return null;
+  return {
+    session: toSession(row),
+    user: toUser({ id: row.user_id, email: row.email, nick: row.nick, picture: row.picture, created_at: row.user_created_at }),
+  };
+}
+
+/**
+ * Sliding expiry: a live session now expires SESSION_LIFETIME_MS after `now` and was last seen
+ * at `now`. Null when the session is unknown or already expired (an expired session stays dead).
+ */
+export async function extendSession(connection: SqlConnection, sessionId: string, now: number = Date.now()): Promise<Session | null> {
+  const row = await tables(connection)
+    .updateTable('auth_sessions')
+    .set({ expires_at: now + SESSION_LIFETIME_MS, last_seen_at: now })
+    .where('id', '=', sessionId)
+    .where('expires_at', '>', now)
+    .returning(['id', 'user_id', 'created_at', 'expires_at', 'last_seen_at'])
+    .executeTakeFirst();
+  return row ? toSession(row) : null;
+}
+
+/** Deletes the session (logout); its token fails everywhere at once. False when it did not exist. */
+export async function deleteSession(connection: SqlConnection, sessionId: string): Promise<boolean> {
+  const result = await tables(connection).deleteFrom('auth_sessions').where('id', '=', sessionId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** Removes sessions that have expired; returns how many. */
+export async function deleteExpiredSessions(connection: SqlConnection, now: number = Date.now()): Promise<number> {
+  const result = await tables(connection).deleteFrom('auth_sessions').where('expires_at', '<=', now).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Single sign-on states
+
+/** Stores a login attempt's state (only its SHA-256), nonce, PKCE verifier and redirect target. */
+export async function saveSsoState(
+  connection: SqlConnection,
+  state: { state: string; provider: string; nonce: string; verifier: string; redirect: string; expiresAt: number },
+): Promise<void> {
+  await tables(connection)
+    .insertInto('auth_sso_states')
+    .values({
+      state_hash: sha256Hex(state.state),
+      provider: state.provider,
+      nonce: state.nonce,
+      verifier: state.verifier,
+      redirect: state.redirect,
+      expires_at: state.expiresAt,
+    })
+    .execute();
+}
+
+/**
+ * Takes a state for its callback: single use (the row is deleted by the same statement that reads
+ * it, so two concurrent callbacks cannot both get it); null when unknown, used or expired.
+ */
+export async function takeSsoState(
+  connection: SqlConnection,
+  state: string,
+  now: number = Date.now(),
+): Promise<{ provider: string; nonce: string; verifier: string; redirect: string } | null> {
+  if (state.length === 0 || state.length > MAX_TOKEN_LENGTH) return null;
+  const row = await tables(connection)
+    .deleteFrom('auth_sso_states')
+    .where('state_hash', '=', sha256Hex(state))
+    .returning(['provider', 'nonce', 'verifier', 'redirect', 'expires_at'])
+    .executeTakeFirst();
+  if (!row || Number(row.expires_at) <= now) return null;
+  return { provider: row.provider, nonce: row.nonce, verifier: row.verifier, redirect: row.redirect };
+}
+
+/** Removes SSO states that have expired unused; returns how many. */
+export async function deleteExpiredSsoStates(connection: SqlConnection, now: number = Date.now()): Promise<number> {
+  const result = await tables(connection).deleteFrom('auth_sso_states').where('expires_at', '<=', now).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failed-login throttling (counters shared by every instance through the database)
+
+/** The counter of one email's current window. */
+export interface LoginAttempts {
+  attempts: number;
+  windowStartedAt: number;
+}
+
+/** The email's (normalised) counter, or null when there is none. Expired windows are returned as stored. */
+export async function findLoginAttempts(connection: SqlConnection, email: string): Promise<LoginAttempts | null> {
+  const row = await tables(connection)
+    .selectFrom('auth_login_failures')
+    .select(['failures', 'window_started_at'])
+    .where('email', '=', normaliseEmail(email))
+    .executeTakeFirst();
+  return row ? { attempts: Number(row.failures), windowStartedAt: Number(row.window_started_at) } : null;
+}
+
+/**
+ * Counts one attempt for the email, atomically (one upsert, so concurrent attempts on any number
+ * of instances are all counted). A window older than `windowMs` starts over at 1.
+ */
+export async function recordLoginAttempt(connection: SqlConnection, email: string, windowMs: number, now: number = Date.now()): Promise<LoginAttempts> {
+  const key = normaliseEmail(email);
+  const cutoff = now - windowMs;
+  const result = await sql<{ failures: number | string; window_started_at: number | string }>`
+    insert into auth_login_failures (email, failures, window_started_at) values (${key}, 1, ${now})
+    on conflict (email) do update set
+      failures = case when auth_login_failures.window_started_at <= ${cutoff} then 1 else auth_login_failures.failures + 1 end,
+      window_started_at = case when auth_login_failures.window_started_at <= ${cutoff} then cast(${now} as bigint) else auth_login_failures.window_started_at end
+    returning failures, window_started_at`.execute(connection.db);
+  const row = result.rows[0];
+  if (!row) throw new Error('login attempt upsert returned no row');
+  return { attempts: Number(row.failures), windowStartedAt: Number(row.window_started_at) };
+}
+
+/** Forgets the email's counter (after a successful login). */
+export async function clearLoginAttempts(connection: SqlConnection, email: string): Promise<void> {
+  await tables(connection).deleteFrom('auth_login_failures').where('email', '=', normaliseEmail(email)).execute();
+}
+
+/** Removes counters whose window started at or before `before`; returns how many. */
+export async function deleteLoginAttemptsBefore(connection: SqlConnection, before: number): Promise<number> {
+  const result = await tables(connection).deleteFrom('auth_login_failures').where('window_started_at', '<=', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -1,0 +1,291 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { Settings } from '../../../config.ts';
+import type { ServiceApp } from '../../../core/app.ts';
+import { HttpError, forbidden, notFound, unauthorized, validationError } from '../../../core/errors.ts';
+import type { SqlConnection } from '../../../store/db.ts';
+import { sessionCookie } from '../cookies.ts';
+import { loginResponseSchema, startSession } from '../login.ts';
+import { InvalidTokenError, OidcProviders, ProviderError, UnknownProviderError, linkOrCreateUser, type ProviderSettings } from '../oidc.ts';
+import { createSession, saveSsoState, takeSsoState, type User } from '../repository.ts';
+import { errorResponse } from '../schemas.ts';
+
+/**
+ * Single sign-on with OpenID Connect providers (gateway.md §5.5–§5.8):
+ *
+ * - `GET /v0/sso/{provider}/login?redirect=` → 302 to the provider (code flow, state, nonce, PKCE S256);
+ * - `GET /v0/sso/{provider}/callback?code&state` → exchanges the code, validates the ID token,
+ *   finds or creates the user, sets the session cookie, 302 to the stored redirect target;
+ * - `POST /v0/sso/{provider}/token {id_token}` → for a console that ran the flow itself.
+ *
+ * The redirect URI sent to the provider is `<scheme>://auth.<domain>[:port]/v0/sso/{provider}/callback`,
+ * the scheme from `X-Forwarded-Proto` (set by the gateway) else `http`, the port the browser used
+ * (from `X-Forwarded-Host`, else `Host`) unless it is the scheme's default.
+ */
+
+/** A login attempt must come back within 10 minutes (gateway.md §5.6). */
+export const SSO_STATE_TTL_MS = 10 * 60 * 1000;
+
+const REDIRECT_MAX_LENGTH = 2048;
+
+export interface SsoRoutesDeps {
+  connection: SqlConnection;
+  settings: Settings;
+  logger: FastifyBaseLogger;
+  /** Share one provider cache (discovery, JWKS) with other users; built from `settings.authProviders` when absent. */
+  providers?: OidcProviders;
+}
+
+const providerParams = Type.Object({ provider: Type.String({ description: 'The configured provider name' }) }, { additionalProperties: false });
+
+const loginQuery = Type.Object(
+  {
+    redirect: Type.Optional(
+      Type.String({
+        maxLength: REDIRECT_MAX_LENGTH,
+        description: 'Where the browser goes after signing in: a path (on the console host) or an http(s) URL on the platform domain or a subdomain. Default: the console.',
+      }),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+const callbackQuery = Type.Object(
+  {
+    code: Type.Optional(Type.String({ maxLength: 4096, description: 'Authorization code' })),
+    state: Type.Optional(Type.String({ maxLength: 512, description: 'The state sent with the login redirect' })),
+    error: Type.Optional(Type.String({ maxLength: 256, description: 'OAuth error from the provider (e.g. access_denied)' })),
+    error_description: Type.Optional(Type.String({ maxLength: 4096 })),
+    iss: Type.Optional(Type.String({ maxLength: 2048, description: 'Issuer of the authorization response (RFC 9207); must be the provider when present' })),
+  },
+  // Providers add members of their own (session_state, scope, authuser…).
+  { additionalProperties: true },
+);
+
+const tokenBody = Type.Object(
+  { id_token: Type.String({ minLength: 1, maxLength: 16384, description: 'An ID token issued by the provider to its configured client id' }) },
+  { additionalProperties: false },
+);
+
+const redirectResponse = (description: string) => Type.Null({ description });
+
+const b64url = (bytes: Buffer) => bytes.toString('base64url');
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  return text?.split(',')[0]?.trim() || undefined;
+}
+
+/** Scheme and port the browser used, as the gateway reports them (`X-Forwarded-*`) or the request shows. */
+function browserOrigin(request: FastifyRequest): { scheme: 'http' | 'https'; port: string | null } {
+  const scheme = firstHeader(request.headers['x-forwarded-proto'])?.toLowerCase() === 'https' ? 'https' : 'http';
+  const host = firstHeader(request.headers['x-forwarded-host']) ?? firstHeader(request.headers.host) ?? '';
+  const port = /:(\d{1,5})$/.exec(host)?.[1] ?? null;
+  const isDefault = port === null || (scheme === 'http' && port === '80') || (scheme === 'https' && port === '443');
+  return { scheme, port: isDefault ? null : String(Number(port)) };
+}
+
+function platformOrigin(request: FastifyRequest, name: string, domain: string): string {
+  const { scheme, port } = browserOrigin(request);
+  return `${scheme}://${name}.${domain}${port ? `:${port}` : ''}`;
+}
+
+function callbackUri(request: FastifyRequest, provider: string, domain: string): string {
+  return `${platformOrigin(request, 'auth', domain)}/v0/sso/${encodeURIComponent(provider)}/callback`;
+}
+
+/**
+ * The absolute URL to send the browser to after signing in. A path (one leading `/`) is taken on
+ * the console host, since `auth.<domain>` serves no pages; an absolute URL must be http(s) on the
+ * domain or one of its subdomains, without credentials. Anything else is a 400.
+ */
+export function redirectTarget(raw: string | undefined, consoleOrigin: string, domain: string): string {
+  if (raw === undefined || raw === '') return `${consoleOrigin}/`;
+  const invalid = () => validationError(`redirect must be a path starting with a single / or an http(s) URL on ${domain} or a subdomain of it`);
+  // Backslashes and control characters make browsers and URL parsers disagree (`/\evil.example`).
+  if (raw.length > REDIRECT_MAX_LENGTH || /[\\\p{Cc}]/u.test(raw)) throw invalid();
+  if (raw.startsWith('/')) {
+    if (raw.startsWith('//')) throw invalid();
+    const url = new URL(raw, consoleOrigin);
+    if (url.origin !== consoleOrigin) throw invalid();
+    return url.href;
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw invalid();
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid();
+  if (url.username !== '' || url.password !== '') throw invalid();
+  const host = url.hostname.toLowerCase().replace(/\.$/, '');
+  if (host !== domain && !host.endsWith(`.${domain}`)) throw invalid();
+  return url.href;
+}
+
+/** Maps the OIDC layer's errors to the service's HTTP errors; anything else passes unchanged. */
+function httpError(error: unknown, logger: FastifyBaseLogger, provider: string): unknown {
+  if (error instanceof UnknownProviderError) return notFound(error.message);
+  if (error instanceof ProviderError) {
+    logger.warn({ provider, reason: error.message }, 'single sign-on provider failure');
+    return new HttpError(502, 'provider_error', error.message);
+  }
+  if (error instanceof InvalidTokenError) return new HttpError(401, 'invalid_token', `ID token rejected: ${error.message}`);
+  return error;
+}
+
+export function registerSsoRoutes(app: ServiceApp, deps: SsoRoutesDeps): void {
+  const { connection, settings, logger } = deps;
+  const providers = deps.providers ?? new OidcProviders(settings.authProviders);
+  const tags = ['single sign-on'];
+  const domain = settings.domain;
+
+  const providerNamed = (name: string): ProviderSettings => {
+    const provider = providers.get(name);
+    if (!provider) throw notFound(`unknown single sign-on provider '${name.slice(0, 100)}'`);
+    return provider;
+  };
+
+  /** Finds or creates the user of a verified token; 403 when none may be used. */
+  const userFor = async (provider: ProviderSettings, claims: Parameters<typeof linkOrCreateUser>[2]): Promise<User> => {
+    const outcome = await linkOrCreateUser(connection, provider, claims, settings);
+    if (!outcome.user) {
+      logger.info({ provider: provider.name, reason: outcome.reason }, 'single sign-on refused: no account for the identity');
+      throw forbidden(outcome.message);
+    }
+    if (outcome.created || outcome.linked) {
+      logger.info({ provider: provider.name, userId: outcome.user.id, created: outcome.created }, 'single sign-on identity linked');
+    }
+    return outcome.user;
+  };
+
+  app.get(
+    '/v0/sso/:provider/login',
+    {
+      // No implicit HEAD: it would create a state (login) or spend one and the code (callback).
+      exposeHeadRoute: false,
+      schema: {
+        tags,
+        summary: 'Start signing in with a provider: 302 to its authorization endpoint (code flow with state, nonce and PKCE S256)',
+        params: providerParams,
+        querystring: loginQuery,
+        response: {
+          302: redirectResponse('Redirect to the provider; Location carries response_type=code, client_id, redirect_uri, scope, state, nonce, code_challenge, code_challenge_method=S256'),
+          400: errorResponse,
+          404: errorResponse,
+          502: errorResponse,
+        },
+      },
+    },
+    async (request, reply) => {
+      const provider = providerNamed(request.params.provider);
+      const redirect = redirectTarget(request.query.redirect, platformOrigin(request, 'console', domain), domain);
+      let authorizationEndpoint: string;
+      try {
+        authorizationEndpoint = (await providers.discover(provider.name)).authorization_endpoint;
+      } catch (error) {
+        throw httpError(error, logger, provider.name);
+      }
+      const state = b64url(randomBytes(32));
+      const nonce = b64url(randomBytes(32));
+      const verifier = b64url(randomBytes(32));
+      await saveSsoState(connection, { state, provider: provider.name, nonce, verifier, redirect, expiresAt: Date.now() + SSO_STATE_TTL_MS });
+      const location = new URL(authorizationEndpoint);
+      const query: Record<string, string> = {
+        response_type: 'code',
+        client_id: provider.clientId,
+        redirect_uri: callbackUri(request, provider.name, domain),
+        scope: 'openid email profile',
+        state,
+        nonce,
+        code_challenge: b64url(createHash('sha256').update(verifier).digest()),
+        code_challenge_method: 'S256',
+      };
+      for (const [name, value] of Object.entries(query)) location.searchParams.set(name, value);
+      return reply.header('cache-control', 'no-store').redirect(location.href, 302);
+    },
+  );
+
+  app.get(
+    '/v0/sso/:provider/callback',
+    {
+      // No implicit HEAD: it would create a state (login) or spend one and the code (callback).
+      exposeHeadRoute: false,
+      schema: {
+        tags,
+        summary: 'Where the provider sends the browser back: validates state and ID token, starts a session, 302 to the redirect target',
+        params: providerParams,
+        querystring: callbackQuery,
+        response: {
+          302: redirectResponse('Signed in: Set-Cookie stratus_session, Location is the redirect target given to /login'),
+          400: errorResponse,
+          401: errorResponse,
+          403: errorResponse,
+          404: errorResponse,
+          502: errorResponse,
+        },
+      },
+    },
+    async (request, reply) => {
+      const provider = providerNamed(request.params.provider);
+      const { code, state, error } = request.query;
+      const stored = state ? await takeSsoState(connection, state) : null;
+      if (!stored || stored.provider !== provider.name) {
+        throw new HttpError(400, 'invalid_state', 'unknown, used or expired sign-in state; start the sign-in again');
+      }
+      if (error !== undefined) {
+        const reason = /^[\w.-]{1,64}$/.test(error) ? ` (${error})` : '';
+        throw unauthorized(`the identity provider did not sign you in${reason}`);
+      }
+      const iss = request.query.iss;
+      if (iss !== undefined && iss.replace(/\/$/, '') !== provider.issuer.replace(/\/$/, '')) {
+        throw unauthorized('the authorization response comes from another issuer');
+      }
+      if (!code) throw validationError('querystring must have code or error');
+
+      let user: User;
+      try {
+        const { idToken } = await providers.exchangeCode(provider.name, { code, redirectUri: callbackUri(request, provider.name, domain), verifier: stored.verifier });
+        const { claims } = await providers.verifyIdToken(idToken, { provider: provider.name, nonce: stored.nonce });
+        user = await userFor(provider, claims);
+      } catch (caught) {
+        throw httpError(caught, logger, provider.name);
+      }
+      const { token } = await createSession(connection, user.id);
+      return reply
+        .header('set-cookie', sessionCookie(token, settings))
+        .header('cache-control', 'no-store')
+        .header('referrer-policy', 'no-referrer')
+        .redirect(stored.redirect, 302);
+    },
+  );
+
+  app.post(
+    '/v0/sso/:provider/token',
+    {
+      // Unknown providers answer 404 before the body is looked at.
+      onRequest: async (request) => {
+        providerNamed((request.params as { provider: string }).provider);
+      },
+      schema: {
+        tags,
+        summary: 'Sign in with an ID token the caller obtained from the provider itself; sets the stratus_session cookie',
+        params: providerParams,
+        body: tokenBody,
+        response: { 200: loginResponseSchema, 400: errorResponse, 401: errorResponse, 403: errorResponse, 404: errorResponse, 502: errorResponse },
+      },
+    },
+    async (request, reply) => {
+      const provider = providerNamed(request.params.provider);
+      let user: User;
+      try {
+        const { claims } = await providers.verifyIdToken(request.body.id_token, { provider: provider.name });
+        user = await userFor(provider, claims);
+      } catch (caught) {
+        throw httpError(caught, logger, provider.name);
+      }
+      return startSession(reply, connection, user, settings);
+    },
+  );
+}

@@ -1,0 +1,248 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { extendSession, findSessionByToken, type User } from '../../src/services/auth/repository.ts';
+import { startHarness, type Harness } from './harness.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+type Identity = { user: { id: string; email?: string; nick?: string }; auth: { method: string; key?: string; host_metadata?: string }; session?: { id: string }; project?: { id: string; slug: string } };
+
+describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
+  let h: Harness;
+  let ada: User;
+  let key: { key: string; secret: string };
+
+  before(async () => {
+    h = await startHarness();
+    ada = await h.user('ada@example.com');
+    key = await h.createKey(ada, { name: 'plain' });
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  const identityOf = (headers: Record<string, string>) => {
+    const raw = headers['x-gateway-authentication'];
+    return raw === undefined ? undefined : (JSON.parse(raw) as Identity);
+  };
+  const basic = (k: string, s: string) => `Basic ${Buffer.from(`${k}:${s}`).toString('base64')}`;
+
+  describe('API keys', () => {
+    it('injects the key owner as identity and removes the key headers', async () => {
+      const res = await h.call({ path: '/v1/anything', headers: { 'api-key': key.key, 'api-secret': key.secret } });
+      assert.equal(res.status, 200);
+      const seen = h.seen(res);
+      const identity = identityOf(seen.headers);
+      assert.deepEqual(identity, { user: { id: ada.id, nick: 'ada', email: 'ada@example.com' }, auth: { method: 'api_key', key: key.key } });
+      assert.equal(seen.headers['api-key'], undefined);
+      assert.equal(seen.headers['api-secret'], undefined);
+      assert.ok(!seen.rawHeaders.includes(key.secret), 'the secret never reaches a backend');
+    });
+
+    it('rejects a known key with a wrong secret on an optional route, and does not cache it', async () => {
+      const before = h.keys.verifications;
+      const wrong = await h.call({ path: '/x', headers: { 'api-key': key.key, 'api-secret': '00000000-0000-4000-8000-000000000000' } });
+      assert.equal(wrong.status, 401);
+      assert.equal(wrong.json<{ error: { code: string } }>().error.code, 'unauthorized');
+      const again = await h.call({ path: '/x', headers: { 'api-key': key.key, 'api-secret': '00000000-0000-4000-8000-000000000000' } });
+      assert.equal(again.status, 401);
+      assert.equal(h.keys.verifications, before + 2, 'each wrong secret is verified again, never served from a cache');
+    });
+
+    it('caches a success: the same pair is verified once', async () => {
+      const fresh = await h.createKey(ada, { name: 'cached' });
+      const before = h.keys.verifications;
+      for (let i = 0; i < 5; i++) assert.equal((await h.call({ path: '/x', headers: { 'api-key': fresh.key, 'api-secret': fresh.secret } })).status, 200);
+      assert.equal(h.keys.verifications, before + 1);
+    });
+
+    it('costs one bcrypt verification for 1,000 concurrent requests with one valid key', async () => {
+      const burst = await h.createKey(ada, { name: 'burst' });
+      const before = h.keys.verifications;
+      const statuses = await Promise.all(Array.from({ length: 1000 }, () => h.call({ path: '/x', headers: { 'api-key': burst.key, 'api-secret': burst.secret } }).then((r) => r.status)));
+      assert.ok(statuses.every((s) => s === 200));
+      assert.equal(h.keys.verifications, before + 1);
+    });
+
+    it('passes an unknown key anonymously with its headers on an optional route, 401 on a require route', async () => {
+      const headers = { 'api-key': '11111111-1111-4111-8111-111111111111', 'api-secret': '22222222-2222-4222-8222-222222222222' };
+      const res = await h.call({ path: '/v1/databases', host: 'docdb.localhost', headers });
+      assert.equal(res.status, 200);
+      const seen = h.seen(res);
+      assert.equal(seen.headers['x-gateway-authentication'], undefined);
+      assert.equal(seen.headers['api-key'], headers['api-key']);
+      assert.equal(seen.headers['api-secret'], headers['api-secret']);
+      const required = await h.call({ path: '/v0/apikeys', host: 'api.localhost', headers });
+      assert.equal(required.status, 401);
+    });
+
+    it('treats only one of the two key headers as no credentials', async () => {
+      const res = await h.call({ path: '/x', headers: { 'api-key': key.key } });
+      assert.equal(res.status, 200);
+      assert.equal(h.seen(res).headers['x-gateway-authentication'], undefined);
+      assert.equal(h.seen(res).headers['api-key'], key.key);
+      assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { 'api-secret': key.secret } })).status, 401);
+    });
+
+    it('applies scopes: projects and host rules, with the matched rule as host_metadata', async () => {
+      const project = await h.createProject(ada, 'scoped-project');
+      const projectKey = await h.createKey(ada, { name: 'project only', scopes: [{ projects: [project.id] }] });
+      const hostKey = await h.createKey(ada, { name: 'host only', scopes: [{ host_rules: { 'CONFIG.localhost': '{"tier":"gold"}' } }] });
+      const both = await h.createKey(ada, { name: 'both', scopes: [{ projects: [project.id], host_rules: { 'scoped-project.localhost': '{}' } }] });
+
+      // Project scope: valid on the project host only.
+      const onProject = await h.call({ path: '/page', host: 'scoped-project.localhost', headers: { 'api-key': projectKey.key, 'api-secret': projectKey.secret } });
+      assert.equal(onProject.status, 200);
+      const projectIdentity = identityOf(h.seen(onProject).headers);
+      assert.deepEqual(projectIdentity?.project, { id: project.id, slug: 'scoped-project' });
+      assert.equal(h.seen(onProject).headers['x-project-id'], project.id);
+      const offProject = await h.call({ path: '/x', host: 'config.localhost', headers: { 'api-key': projectKey.key, 'api-secret': projectKey.secret } });
+      assert.equal(offProject.status, 401, 'a project-scoped key fails outside project hosts');
+
+      // Host rule: case-insensitive host match, metadata passed on.
+      const onHost = await h.call({ path: '/x', host: 'config.localhost:8080', headers: { 'api-key': hostKey.key, 'api-secret': hostKey.secret } });
+      assert.equal(onHost.status, 200);
+      assert.equal(identityOf(h.seen(onHost).headers)?.auth.host_metadata, '{"tier":"gold"}');
+      assert.equal((await h.call({ path: '/x', host: 'docdb.localhost', headers: { 'api-key': hostKey.key, 'api-secret': hostKey.secret } })).status, 401);
+
+      // Both in one scope: both must match.
+      assert.equal((await h.call({ path: '/', host: 'scoped-project.localhost', headers: { 'api-key': both.key, 'api-secret': both.secret } })).status, 200);
+      assert.equal((await h.call({ path: '/x', host: 'config.localhost', headers: { 'api-key': both.key, 'api-secret': both.secret } })).status, 401);
+    });
+
+    it('accepts the Basic form and removes it; failing Basic credentials pass anonymously on optional routes only', async () => {
+      const ok = await h.call({ path: '/x', headers: { authorization: basic(key.key, key.secret) } });
+      assert.equal(identityOf(h.seen(ok).headers)?.auth.method, 'api_key');
+      assert.equal(h.seen(ok).headers.authorization, undefined);
+      const wrong = basic(key.key, 'not-the-secret');
+      const anonymous = await h.call({ path: '/v2/', host: 'config.localhost', headers: { authorization: wrong } });
+      assert.equal(anonymous.status, 200, 'failed Basic credentials pass on, so the registry can send its own challenge');
+      assert.equal(h.seen(anonymous).headers.authorization, wrong);
+      assert.equal(h.seen(anonymous).headers['x-gateway-authentication'], undefined);
+      assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { authorization: wrong } })).status, 401);
+    });
+
+    it('stops a revoked key at once', async () => {
+      const doomed = await h.createKey(ada, { name: 'doomed' });
+      const headers = { 'api-key': doomed.key, 'api-secret': doomed.secret };
+      assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers })).status, 200);
+      const revoke = await h.call({ method: 'DELETE', path: `/v0/apikeys/${doomed.key}`, host: 'api.localhost', headers });
+      assert.equal(revoke.status, 200);
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers })).status, 401);
+      const optional = await h.call({ path: '/x', headers });
+      assert.equal(h.seen(optional).headers['x-gateway-authentication'], undefined, 'a revoked key is an unknown key');
+    });
+  });
+
+  describe('sessions', () => {
+    it('authenticates the cookie, passes the session id and strips the token from Cookie', async () => {
+      const token = await h.session(ada);
+      const res = await h.call({ path: '/x', headers: { cookie: `theme=dark; stratus_session=${token}; lang=en` } });
+      const seen = h.seen(res);
+      const identity = identityOf(seen.headers);
+      assert.equal(identity?.auth.method, 'session');
+      assert.equal(identity?.user.id, ada.id);
+      assert.match(identity?.session?.id ?? '', UUID);
+      assert.equal(seen.headers.cookie, 'theme=dark; lang=en');
+      assert.ok(!JSON.stringify(seen).includes(token), 'no backend sees the session token');
+    });
+
+    it('authenticates a bearer session token and removes it', async () => {
+      const token = await h.session(ada);
+      const res = await h.call({ path: '/x', headers: { authorization: `Bearer ${token}` } });
+      const seen = h.seen(res);
+      assert.equal(identityOf(seen.headers)?.auth.method, 'bearer');
+      assert.equal(seen.headers.authorization, undefined);
+    });
+
+    it('passes unknown cookies and bearer values anonymously on optional routes, 401 on require routes', async () => {
+      const cookie = await h.call({ path: '/x', headers: { cookie: 'stratus_session=nope' } });
+      assert.equal(cookie.status, 200);
+      assert.equal(h.seen(cookie).headers['x-gateway-authentication'], undefined);
+      const bearer = await h.call({ path: '/schedulers', host: 'config.localhost', headers: { authorization: 'Bearer scheduler-key-123' } });
+      assert.equal(h.seen(bearer).headers.authorization, 'Bearer scheduler-key-123', 'the scheduler reads its own keys from it');
+      assert.equal(h.seen(bearer).headers['x-gateway-authentication'], undefined);
+      for (const headers of [{ cookie: 'stratus_session=nope' }, { authorization: 'Bearer nope' }, {}] as Record<string, string>[]) {
+        assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers })).status, 401);
+      }
+    });
+
+    it('slides the expiry of a session not used for an hour and re-issues the cookie', async () => {
+      const token = await h.session(ada);
+      const found = await findSessionByToken(h.store.sql, token);
+      await extendSession(h.store.sql, found!.session.id, Date.now() - 2 * 3600_000);
+      const res = await h.call({ path: '/x', headers: { cookie: `stratus_session=${token}` } });
+      assert.match(String(res.headers['set-cookie']), /stratus_session=.*Max-Age=604800/);
+      const after = await findSessionByToken(h.store.sql, token);
+      assert.ok(after!.session.expiresAt > Date.now() + 7 * 24 * 3600_000 - 60_000);
+      const quiet = await h.call({ path: '/x', headers: { cookie: `stratus_session=${token}` } });
+      assert.equal(quiet.headers['set-cookie'], undefined, 'a fresh session is not rewritten on every request');
+    });
+
+    it('ends a session on logout, everywhere at once', async () => {
+      const token = await h.session(ada);
+      const logout = await h.call({ method: 'POST', path: '/v0/logout', host: 'auth.localhost', headers: { cookie: `stratus_session=${token}` } });
+      assert.equal(logout.status, 204);
+      assert.match(String(logout.headers['set-cookie']), /stratus_session=;.*Max-Age=0/);
+      assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { cookie: `stratus_session=${token}` } })).status, 401);
+    });
+
+    it('logs in through the gateway and uses the cookie it sets', async () => {
+      await h.user('grace@example.com');
+      const login = await h.call({ method: 'POST', path: '/v0/login', host: 'auth.localhost', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'grace@example.com', password: 'correct horse battery' }) });
+      assert.equal(login.status, 200);
+      const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+      const me = await h.call({ path: '/v0/me', host: 'auth.localhost', headers: { cookie } });
+      assert.equal(me.status, 200);
+      assert.equal(me.json<{ email: string }>().email, 'grace@example.com');
+    });
+  });
+
+  describe('headers the gateway manages', () => {
+    it('replaces X-Request-Id with a fresh UUID, echoes it, and sets X-Forwarded-*', async () => {
+      const res = await h.call({ path: '/x', host: 'config.localhost:8080', headers: { 'x-request-id': 'client-chosen', 'x-forwarded-for': '203.0.113.9' } });
+      const seen = h.seen(res);
+      assert.match(seen.headers['x-request-id']!, UUID);
+      assert.equal(res.headers['x-request-id'], seen.headers['x-request-id']);
+      assert.equal(seen.headers['x-forwarded-for'], '127.0.0.1');
+      assert.equal(seen.headers['x-forwarded-proto'], 'http');
+      assert.equal(seen.headers['x-forwarded-host'], 'config.localhost:8080');
+    });
+
+    it('strips hop-by-hop headers and those named in Connection', async () => {
+      const res = await h.call({ path: '/x', headers: { connection: 'keep-alive, x-private', 'x-private': 'secret', te: 'trailers', 'keep-alive': 'timeout=5', 'proxy-authorization': 'Basic abc', 'x-kept': 'yes' } });
+      const seen = h.seen(res);
+      for (const name of ['connection', 'x-private', 'te', 'keep-alive', 'proxy-authorization']) assert.equal(seen.headers[name], undefined, name);
+      assert.equal(seen.headers['x-kept'], 'yes');
+    });
+
+    it('on the internal port trusts the caller but keeps require routes closed without identity', async () => {
+      const trusted = await h.callInternal({ path: '/v0/secret', host: 'gateway.localhost', headers: { 'x-gateway-authentication': JSON.stringify({ user: { id: 'svc' } }) } });
+      assert.equal(trusted.status, 200);
+      assert.equal((await h.callInternal({ path: '/v0/secret', host: 'gateway.localhost' })).status, 401);
+      const passed = await h.callInternal({ path: '/x', headers: { 'x-gateway-authentication': '{"user":{"id":"svc"}}', 'api-key': key.key, 'api-secret': 'wrong' } });
+      assert.equal(passed.status, 200, 'no authentication step on the internal port');
+      assert.equal(h.seen(passed).headers['x-gateway-authentication'], '{"user":{"id":"svc"}}');
+    });
+
+    it('writes one access-log line per request without secrets or query strings', async () => {
+      const before = h.accessLog.length;
+      await h.call({ path: '/logged?token=supersecret', headers: { 'api-key': key.key, 'api-secret': key.secret, 'user-agent': 'test-agent' } });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const lines = h.accessLog.slice(before);
+      assert.equal(lines.length, 1);
+      const line = lines[0]!;
+      assert.equal(line.method, 'GET');
+      assert.equal(line.host, 'config.localhost');
+      assert.equal(line.path, '/logged');
+      assert.equal(line.status, 200);
+      assert.equal(line.auth, 'api_key');
+      assert.equal(line.user, ada.id);
+      assert.equal(line.upstream, 'inproc:config');
+      assert.equal(line.user_agent, 'test-agent');
+      assert.equal(typeof line.duration_ms, 'number');
+      assert.ok(!JSON.stringify(line).includes(key.secret));
+      assert.ok(!JSON.stringify(line).includes('supersecret'));
+    });
+  });
+});

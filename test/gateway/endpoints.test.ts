@@ -1,0 +1,87 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startHarness, type Harness } from './harness.ts';
+
+const GO_DURATION = /^(0s|\d+(\.\d+)?(ns|µs|ms|s)|(\d+h)?(\d+m)?\d+(\.\d+)?s)$/;
+
+describe('gateway endpoints (gateway.md §4)', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness();
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  it('lists the platform hosts, then project hosts in creation order', async () => {
+    const ada = await h.user('vh@example.com');
+    await h.createProject(ada, 'zeta');
+    await h.createProject(ada, 'alpha');
+    const res = await h.call({ path: '/v0/virtualhosts', host: 'gateway.localhost' });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json(), [
+      ...['api', 'gateway', 'auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'].map((h) => `${h}.localhost`),
+      'zeta.localhost',
+      'alpha.localhost',
+    ]);
+  });
+
+  it('counts requests per host, with * and -noroute- first and Go durations', async () => {
+    await h.call({ path: '/x', host: 'docdb.localhost' });
+    await h.call({ path: '/', host: 'nowhere.example' });
+    await h.call({ path: '/', host: 'nowhere.example' });
+    const rows = (await h.call({ path: '/v0/stats', host: 'api.localhost' })).json<{ host: string; served_requests: number; serving_time: string; latency_avg: string; uptime: string; start_timestamp: string }[]>();
+    assert.equal(rows[0]!.host, '*');
+    assert.equal(rows[1]!.host, '-noroute-');
+    assert.equal(rows[1]!.served_requests, 2);
+    const hosts = rows.slice(2).map((r) => r.host);
+    assert.ok(hosts.indexOf('gateway.localhost') < hosts.indexOf('docdb.localhost'), 'hosts in order of first request');
+    const total = rows.slice(1).reduce((n, r) => n + r.served_requests, 0);
+    assert.equal(rows[0]!.served_requests, total, '* counts every completed request');
+    for (const row of rows) {
+      for (const field of ['serving_time', 'latency_avg', 'uptime'] as const) assert.match(row[field], GO_DURATION, `${row.host} ${field}: ${row[field]}`);
+      assert.match(row.start_timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    }
+  });
+
+  it('probes every backend service and project host', async () => {
+    const rows = (await h.call({ path: '/v0/status', host: 'gateway.localhost' })).json<{ id: string; name: string; host: string; status: number; statusText: string }[]>();
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    assert.deepEqual(rows.slice(0, 11).map((r) => r.id), ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console']);
+    assert.deepEqual(byId.get('apikeys'), { id: 'apikeys', name: 'apikeys', host: 'apikeys.localhost', status: 200, statusText: '200 OK' });
+    assert.equal(byId.get('scheduler')?.status, 503, 'not running anywhere this gateway knows');
+    assert.equal(byId.get('scheduler')?.statusText, '503 Service Unavailable');
+    const project = rows.find((r) => r.host === 'zeta.localhost');
+    assert.ok(project?.id.startsWith('project-'));
+    assert.equal(project?.name, 'zeta');
+  });
+
+  it('protects /v0/secret', async () => {
+    assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost' })).status, 401);
+    const ada = await h.user('secret@example.com');
+    const res = await h.call({ path: '/v0/secret', host: 'api.localhost', headers: { cookie: `stratus_session=${await h.session(ada)}` } });
+    assert.equal(res.status, 200);
+    assert.match(String(res.headers['content-type']), /^text\/plain/);
+    assert.equal(res.text, 'OK');
+  });
+
+  it('describes itself in OpenAPI 3.0.3', async () => {
+    const doc = (await h.call({ path: '/openapi.json', host: 'api.localhost' })).json<{ openapi: string; info: { title: string; version: string }; paths: Record<string, { get?: { summary?: string; responses: Record<string, { description?: string }> } }> }>();
+    assert.equal(doc.openapi, '3.0.3');
+    assert.equal(doc.info.title, 'Stratus API Gateway');
+    for (const path of ['/version', '/v0/virtualhosts', '/v0/stats', '/v0/status', '/v0/secret', '/openapi.json']) {
+      const get = doc.paths[path]?.get;
+      assert.ok(get, path);
+      assert.ok(get.summary, `${path} summary`);
+      assert.ok(get.responses['200']?.description, `${path} 200 description`);
+    }
+  });
+
+  it('answers /version in plain text on api and gateway hosts', async () => {
+    for (const host of ['api.localhost', 'gateway.localhost', '127.0.0.1']) {
+      const res = await h.call({ path: '/version', host });
+      assert.equal(res.status, 200);
+      assert.match(res.text, /^\d+\.\d+\.\d+$/);
+    }
+  });
+});
