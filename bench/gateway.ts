@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import http from 'node:http';
-import { load, report, startStratus, waitForPorts, stopper, type Child } from './lib.ts';
+import { interleaved, report, startStratus, waitForPorts, stopper, type Child } from './lib.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP_S = 3;
+const ROUNDS = 2;
 
 async function startStandalone(service: string, dataDir: string): Promise<Child> {
   const script = fileURLToPath(new URL('./standalone-service.ts', import.meta.url));
@@ -51,16 +52,17 @@ export async function run(): Promise<void> {
     if (created.status !== 201) throw new Error(`creating the bench key answered ${created.status}: ${created.body}`);
     const { key, secret } = JSON.parse(created.body) as { key: string; secret: string };
 
-    const scenario = async (name: string, port: number, headers: Record<string, string>) => {
-      const options = { url: `http://127.0.0.1:${port}/version`, headers: { host: 'config.localhost', ...headers } };
-      await load('warm-up', { ...options, duration: WARMUP_S });
-      return load(name, { ...options, duration: DURATION_S });
-    };
-    const a = await scenario('(a) bare config app, GET /version', bare.port, {});
-    const b = await scenario('(b) via gateway, anonymous', gateway.port, {});
-    const c = await scenario('(c) via gateway, API key', gateway.port, { 'api-key': key, 'api-secret': secret });
-    const d = await scenario('(d) via gateway to a remote upstream', front.port, {});
-    report(`gateway benchmark (50 connections, ${DURATION_S} s each, ratios to (a))`, a, [b, c, d]);
+    const scenario = (name: string, port: number, headers: Record<string, string>) => ({ name, options: { url: `http://127.0.0.1:${port}/version`, headers: { host: 'config.localhost', ...headers } } });
+    const [a, ...rest] = await interleaved(
+      [
+        scenario('(a) bare config app, GET /version', bare.port, {}),
+        scenario('(b) via gateway, anonymous', gateway.port, {}),
+        scenario('(c) via gateway, API key', gateway.port, { 'api-key': key, 'api-secret': secret }),
+        scenario('(d) via gateway to a remote upstream', front.port, {}),
+      ],
+      { rounds: ROUNDS, roundSeconds: DURATION_S / ROUNDS, warmupSeconds: WARMUP_S },
+    );
+    report(`gateway benchmark (50 connections, ${DURATION_S} s each in ${ROUNDS} interleaved rounds, ratios to (a))`, a!, rest);
   } finally {
     for (const child of children.reverse()) await child.stop();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });

@@ -2,17 +2,17 @@ import type { IncomingMessage } from 'node:http';
 import type { Settings } from '../config.ts';
 import type { Identity } from '../core/identity.ts';
 import type { SqlConnection } from '../store/db.ts';
-import { extendSession, findSessionByToken, findUserById, type User } from '../services/auth/repository.ts';
+import { extendSession, findSessionByToken, type User } from '../services/auth/repository.ts';
 import { readSessionCookie, sessionCookie } from '../services/auth/cookies.ts';
 import { resolveUser, type OidcProviders } from '../services/auth/oidc.ts';
-import { matchScopes, type ApiKeyVerifier } from './keys.ts';
+import { ApiKeyVerifier, matchScopes, type VerifiedKey } from './keys.ts';
 
 /** Which presented credential produced the identity; the gateway strips it before forwarding. */
 export type Credential = 'api_key' | 'basic' | 'bearer_session' | 'bearer_jwt' | 'cookie';
 
 export type AuthOutcome =
   | { kind: 'anonymous' }
-  | { kind: 'authenticated'; identity: Identity; credential: Credential; setCookie?: string }
+  | { kind: 'authenticated'; identity: Identity; credential: Credential; setCookie?: string; identityJson?: string }
   /** A credential the gateway recognises failed: 401 whatever the route's policy. */
   | { kind: 'rejected'; message: string };
 
@@ -24,7 +24,6 @@ export interface RequestScope {
 
 /** A session's expiry slides at most this often (each extension is a write and a new cookie). */
 const SESSION_REFRESH_MS = 60 * 60 * 1000;
-const USER_CACHE_MS = 60_000;
 
 const ANONYMOUS: AuthOutcome = { kind: 'anonymous' };
 
@@ -43,8 +42,6 @@ function userRef(user: User): Identity['user'] {
  * decides); recognised ones that fail verification reject it.
  */
 export class Authenticator {
-  private readonly users = new Map<string, { user: User | null; expiresAt: number }>();
-
   constructor(
     private readonly connection: SqlConnection,
     private readonly keys: ApiKeyVerifier,
@@ -58,12 +55,26 @@ export class Authenticator {
     return h['api-key'] !== undefined || h.authorization !== undefined || (h.cookie !== undefined && h.cookie.includes('stratus_session'));
   }
 
-  async authenticate(req: IncomingMessage, scope: RequestScope): Promise<AuthOutcome> {
-    const headers = req.headers;
-    const apiKey = single(headers['api-key']);
-    const apiSecret = single(headers['api-secret']);
+  /**
+   * Synchronous when the request carries an API key whose check is cached (the common case for
+   * machine traffic), so that path costs no promise chain; otherwise a promise.
+   */
+  authenticate(req: IncomingMessage, scope: RequestScope): AuthOutcome | Promise<AuthOutcome> {
+    const apiKey = single(req.headers['api-key']);
+    const apiSecret = single(req.headers['api-secret']);
+    let hash: string | undefined;
     if (apiKey && apiSecret) {
-      const outcome = await this.withKey(apiKey, apiSecret, scope, 'api_key');
+      hash = ApiKeyVerifier.pairHash(apiKey, apiSecret);
+      const cached = this.keys.cached(hash);
+      if (cached) return this.keyOutcome(cached, scope, 'api_key');
+    }
+    return this.authenticateSlowly(req, scope, apiKey, apiSecret, hash);
+  }
+
+  private async authenticateSlowly(req: IncomingMessage, scope: RequestScope, apiKey: string | undefined, apiSecret: string | undefined, hash: string | undefined): Promise<AuthOutcome> {
+    const headers = req.headers;
+    if (apiKey && apiSecret) {
+      const outcome = await this.withKey(apiKey, apiSecret, scope, 'api_key', hash);
       if (outcome) return outcome;
     }
 
@@ -90,19 +101,29 @@ export class Authenticator {
   }
 
   /** null: the key is unknown (the caller goes on to other credentials). */
-  private async withKey(key: string, secret: string, scope: RequestScope, credential: 'api_key' | 'basic'): Promise<AuthOutcome | null> {
-    const check = await this.keys.check(key, secret);
+  private async withKey(key: string, secret: string, scope: RequestScope, credential: 'api_key' | 'basic', hash?: string): Promise<AuthOutcome | null> {
+    const check = await this.keys.check(key, secret, hash);
     if (check.status === 'unknown') return null;
     if (check.status === 'wrong_secret') return { kind: 'rejected', message: 'invalid API key secret' };
-    const match = matchScopes(check.key.scopes, scope.host, scope.project?.id ?? null);
+    return this.keyOutcome(check.key, scope, credential);
+  }
+
+  /** A verified key: its scopes decide (apikeys.md §2.3); the identity is the key's owner. */
+  private keyOutcome(verified: VerifiedKey, scope: RequestScope, credential: 'api_key' | 'basic'): AuthOutcome {
+    const match = matchScopes(verified.scopes, scope.host, scope.project?.id ?? null);
     if (!match.ok) return { kind: 'rejected', message: 'the API key is not valid for this host or project' };
-    const user = await this.user(check.key.owner);
     const identity: Identity = {
-      user: user ? userRef(user) : { id: check.key.owner },
-      auth: { method: 'api_key', key: check.key.key, ...(match.hostMetadata !== undefined ? { host_metadata: match.hostMetadata } : {}) },
+      user: verified.user,
+      auth: match.hostMetadata !== undefined ? { method: 'api_key', key: verified.key, host_metadata: match.hostMetadata } : { method: 'api_key', key: verified.key },
     };
-    if (scope.project) identity.project = scope.project;
-    return { kind: 'authenticated', identity, credential };
+    if (scope.project) {
+      identity.project = scope.project;
+      return { kind: 'authenticated', identity, credential };
+    }
+    // The same key outside projects without host metadata always has the same identity JSON.
+    if (match.hostMetadata !== undefined) return { kind: 'authenticated', identity, credential };
+    verified.plainIdentityJson ??= JSON.stringify(identity);
+    return { kind: 'authenticated', identity, credential, identityJson: verified.plainIdentityJson };
   }
 
   /** Basic credentials that fail for any reason leave the request anonymous (gateway.md §3.2). */
@@ -146,14 +167,6 @@ export class Authenticator {
     return { kind: 'authenticated', identity, credential, ...(setCookie ? { setCookie } : {}) };
   }
 
-  private async user(id: string): Promise<User | null> {
-    const cached = this.users.get(id);
-    if (cached && cached.expiresAt > Date.now()) return cached.user;
-    const user = await findUserById(this.connection, id);
-    if (this.users.size >= 10_000) this.users.clear();
-    this.users.set(id, { user, expiresAt: Date.now() + USER_CACHE_MS });
-    return user;
-  }
 }
 
 function single(value: string | string[] | undefined): string | undefined {

@@ -3,11 +3,17 @@ import { verify } from '@node-rs/bcrypt';
 import type { SqlConnection } from '../store/db.ts';
 import type { Notifier } from '../store/notifier/types.ts';
 import { findApiKey, KEY_REVOKED_TOPIC, type Scope } from '../services/apikeys/index.ts';
+import { findUserById } from '../services/auth/repository.ts';
+import type { Identity } from '../core/identity.ts';
 
 export interface VerifiedKey {
   key: string;
   owner: string;
   scopes: Scope[];
+  /** The owner as the identity JSON shows it (looked up once per verification). */
+  user: Identity['user'];
+  /** The identity JSON for requests outside projects when no host rule applies, built once. */
+  plainIdentityJson?: string;
 }
 
 export type KeyCheck = { status: 'unknown' } | { status: 'wrong_secret' } | { status: 'ok'; key: VerifiedKey };
@@ -55,13 +61,23 @@ export class ApiKeyVerifier {
     );
   }
 
-  async check(key: string, secret: string): Promise<KeyCheck> {
-    const hash = createHash('sha256').update(key).update('\0').update(secret).digest('hex');
+  /** The cache key of a pair: a SHA-256 of key and secret, never the secret itself. */
+  static pairHash(key: string, secret: string): string {
+    return createHash('sha256').update(`${key}\0${secret}`).digest('base64');
+  }
+
+  /** A cached success for the pair, synchronously, or undefined (then `check` it). */
+  cached(hash: string): VerifiedKey | undefined {
     const cached = this.cache.get(hash);
-    if (cached) {
-      if (cached.expiresAt > Date.now()) return { status: 'ok', key: cached.key };
-      this.drop(hash, cached.key.key);
-    }
+    if (!cached) return undefined;
+    if (cached.expiresAt > Date.now()) return cached.key;
+    this.drop(hash, cached.key.key);
+    return undefined;
+  }
+
+  async check(key: string, secret: string, hash = ApiKeyVerifier.pairHash(key, secret)): Promise<KeyCheck> {
+    const hit = this.cached(hash);
+    if (hit) return { status: 'ok', key: hit };
     let pending = this.inFlight.get(hash);
     if (!pending) {
       pending = this.verify(hash, key, secret).finally(() => this.inFlight.delete(hash));
@@ -76,7 +92,12 @@ export class ApiKeyVerifier {
     if (!stored) return { status: 'unknown' };
     this.verifications++;
     if (!(await verify(secret, stored.secretHash))) return { status: 'wrong_secret' };
-    const verified: VerifiedKey = { key: stored.key, owner: stored.owner, scopes: stored.scopes };
+    const owner = await findUserById(this.connection, stored.owner);
+    const user: Identity['user'] = { id: stored.owner };
+    if (owner?.nick) user.nick = owner.nick;
+    if (owner?.email) user.email = owner.email;
+    if (owner?.picture) user.picture = owner.picture;
+    const verified: VerifiedKey = { key: stored.key, owner: stored.owner, scopes: stored.scopes, user };
     if ((this.revocations.get(key) ?? 0) === generation) this.remember(hash, verified);
     return { status: 'ok', key: verified };
   }

@@ -120,7 +120,7 @@ export function createGatewayHandler(options: GatewayOptions, trusted: boolean) 
       project: exchange.project?.id,
       upstream: exchange.upstream,
       upstream_ms: exchange.upstreamMs,
-      request_id: res.getHeader('x-request-id'),
+      request_id: req.headers['x-request-id'],
       user_agent: req.headers['user-agent'],
     });
   };
@@ -156,15 +156,14 @@ export function createGatewayHandler(options: GatewayOptions, trusted: boolean) 
     if (outcome.kind === 'anonymous' && rule === 'require') return sendError(res, 401, 'unauthorized', 'authentication required');
     if (outcome.kind === 'authenticated') {
       removeRequestHeaders(req, CREDENTIAL_HEADERS[outcome.credential]);
-      setRequestHeader(req, IDENTITY_HEADER, JSON.stringify(outcome.identity));
+      setRequestHeader(req, IDENTITY_HEADER, outcome.identityJson ?? JSON.stringify(outcome.identity));
       if (outcome.setCookie) res.appendHeader('set-cookie', outcome.setCookie);
     }
     removeSessionCookie(req);
     if (project) setRequestHeader(req, PROJECT_HEADER, project.id);
     removeHopByHop(req);
-    const requestId = randomUUID();
-    setRequestHeader(req, 'x-request-id', requestId);
-    res.setHeader('x-request-id', requestId);
+    // The service echoes it in its reply (src/core/app.ts); the proxy passes the upstream's on.
+    setRequestHeader(req, 'x-request-id', randomUUID());
     setRequestHeader(req, 'x-forwarded-for', req.socket.remoteAddress ?? '');
     setRequestHeader(req, 'x-forwarded-proto', 'http');
     setRequestHeader(req, 'x-forwarded-host', req.headers.host ?? '');
@@ -181,10 +180,9 @@ export function createGatewayHandler(options: GatewayOptions, trusted: boolean) 
       return dispatch(service, req, res, exchange);
     }
     if (!authenticator || !Authenticator.hasCredentials(req)) return forward(req, res, exchange, rule, service, project, ANONYMOUS);
-    authenticator
-      .authenticate(req, { host: exchange.host ?? '', project })
-      .then((outcome) => forward(req, res, exchange, rule, service, project, outcome))
-      .catch(fail(res));
+    const outcome = authenticator.authenticate(req, { host: exchange.host ?? '', project });
+    if (!(outcome instanceof Promise)) return forward(req, res, exchange, rule, service, project, outcome);
+    outcome.then((result) => forward(req, res, exchange, rule, service, project, result)).catch(fail(res));
   };
 
   const fail = (res: ServerResponse) => (error: unknown) => {

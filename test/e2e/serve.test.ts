@@ -154,3 +154,30 @@ describe('durability: acknowledged writes survive SIGKILL and restart', () => {
     }
   });
 });
+
+describe('sessions across a restart', () => {
+  it('keeps a session through SIGKILL and restart, and logout ends it', async () => {
+    const database = await createTestDatabase();
+    const env = { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl, ADMIN_EMAIL: 'admin@example.com', ADMIN_PASSWORD: 'a long enough password' };
+    let server = await serve([], env);
+    try {
+      const login = await request(server.publicPort, { method: 'POST', path: '/v0/login', host: 'auth.localhost', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: 'a long enough password' }) });
+      assert.equal(login.status, 200, login.text);
+      const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+      const { token } = login.json<{ token: string }>();
+      assert.equal((await request(server.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers: { cookie } })).status, 200);
+      await server.kill();
+
+      server = await serve([], env);
+      assert.equal((await request(server.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers: { cookie } })).status, 200, 'the cookie works after a restart');
+      assert.equal((await request(server.publicPort, { path: '/v0/secret', host: 'api.localhost', headers: { authorization: `Bearer ${token}` } })).status, 200, 'so does the token');
+      const logout = await request(server.publicPort, { method: 'POST', path: '/v0/logout', host: 'auth.localhost', headers: { cookie } });
+      assert.equal(logout.status, 204);
+      assert.equal((await request(server.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers: { cookie } })).status, 401);
+      assert.equal((await request(server.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers: { authorization: `Bearer ${token}` } })).status, 401);
+    } finally {
+      await server.stop();
+      await database.cleanup();
+    }
+  });
+});

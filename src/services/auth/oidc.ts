@@ -412,8 +412,10 @@ const isConflict = (error: unknown) => error instanceof HttpError && error.statu
  *    claims when they changed;
  * 2. else a user with the same email is linked, only when the claims say `email_verified: true`;
  *    that user's missing `nick`/`picture` are filled in, present ones are kept;
- * 3. else, only when `SIGNUP=open` and the claims carry an email, a new user is created (no
- *    password) and linked; an unverified email that belongs to an existing user is refused;
+ * 3. else, only when `SIGNUP=open` and the claims carry an email the provider marks verified, a
+ *    new user is created (no password) and linked. An unverified email is never enough: an
+ *    account made from someone else's address would later capture that person's verified sign-in
+ *    (account pre-takeover);
  * 4. otherwise no user (the caller answers 403).
  */
 export async function linkOrCreateUser(conn: SqlConnection, provider: ProviderSettings, claims: JWTPayload, settings: Pick<Settings, 'signup'>): Promise<ResolveOutcome> {
@@ -440,6 +442,7 @@ export async function linkOrCreateUser(conn: SqlConnection, provider: ProviderSe
 
   if (settings.signup !== 'open') return { user: null, reason: 'signup_closed', message: 'no account for this identity; sign-up is closed' };
   if (email === '') return { user: null, reason: 'no_email', message: 'the provider did not share an email address, which a new account needs' };
+  if (!verified) return { user: null, reason: 'email_unverified', message: 'the provider does not mark this email as verified, which a new account needs' };
 
   let user: User;
   try {

@@ -307,7 +307,7 @@ describe('resolveUser (user linking)', { timeout: 60_000 }, () => {
 
   test('a new subject creates a user with profile fields when signup is open, once', async () => {
     const conn = open.store.sql;
-    const claims = { sub: 'new-1', email: 'New.One@Example.com', email_verified: false, name: 'New One', picture: 'https://example.com/n.png' };
+    const claims = { sub: 'new-1', email: 'New.One@Example.com', email_verified: true, name: 'New One', picture: 'https://example.com/n.png' };
     const first = await linkOrCreateUser(conn, provider, claims, open.settings);
     assert.ok(first.user);
     assert.equal(first.created, true);
@@ -321,7 +321,7 @@ describe('resolveUser (user linking)', { timeout: 60_000 }, () => {
 
   test('an existing link wins and refreshes nick and picture', async () => {
     const conn = open.store.sql;
-    const user = await resolveUser(conn, provider, { sub: 'refresh-1', email: 'refresh@example.com', name: 'Old' }, open.settings);
+    const user = await resolveUser(conn, provider, { sub: 'refresh-1', email: 'refresh@example.com', email_verified: true, name: 'Old' }, open.settings);
     assert.ok(user);
     const again = await resolveUser(conn, provider, { sub: 'refresh-1', email: 'changed@example.com', nickname: 'newnick', picture: 'https://example.com/new.png' }, open.settings);
     assert.equal(again?.id, user.id);
@@ -371,10 +371,17 @@ describe('resolveUser (user linking)', { timeout: 60_000 }, () => {
     assert.equal(await findUserByIdentity(closed.store.sql, 'test', 'stranger'), null);
   });
 
+  test('an unverified email never creates an account (no pre-takeover)', async () => {
+    const outcome = await linkOrCreateUser(open.store.sql, provider, { sub: 'unverified-1', email: 'victim@example.com', email_verified: false }, open.settings);
+    assert.equal(outcome.user, null);
+    assert.equal(outcome.user === null && outcome.reason, 'email_unverified');
+    assert.equal(await findUserByIdentity(open.store.sql, 'test', 'unverified-1'), null);
+  });
+
   test('the same subject at another provider is another identity', async () => {
     const conn = open.store.sql;
-    const a = await resolveUser(conn, provider, { sub: 'shared-sub', email: 'shared-a@example.com' }, open.settings);
-    const b = await resolveUser(conn, { ...provider, name: 'other' }, { sub: 'shared-sub', email: 'shared-b@example.com' }, open.settings);
+    const a = await resolveUser(conn, provider, { sub: 'shared-sub', email: 'shared-a@example.com', email_verified: true }, open.settings);
+    const b = await resolveUser(conn, { ...provider, name: 'other' }, { sub: 'shared-sub', email: 'shared-b@example.com', email_verified: true }, open.settings);
     assert.ok(a && b);
     assert.notEqual(a.id, b.id);
   });
