@@ -6,6 +6,7 @@ import { extendSession, findSessionByToken, type User } from '../services/auth/r
 import { readSessionCookie, sessionCookie } from '../services/auth/cookies.ts';
 import { resolveUser, type OidcProviders } from '../services/auth/oidc.ts';
 import { ApiKeyVerifier, matchScopes, type VerifiedKey } from './keys.ts';
+import { cookieAllowed } from './origins.ts';
 
 /** Which presented credential produced the identity; the gateway strips it before forwarding. */
 export type Credential = 'api_key' | 'basic' | 'bearer_session' | 'bearer_jwt' | 'cookie';
@@ -93,7 +94,7 @@ export class Authenticator {
     }
 
     const token = readSessionCookie(headers.cookie);
-    if (token) {
+    if (token && cookieAllowed(req, this.settings.domain)) {
       const outcome = await this.withSession(token, 'cookie');
       if (outcome) return outcome;
     }

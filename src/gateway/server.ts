@@ -9,6 +9,7 @@ import { IDENTITY_HEADER, PROJECT_HEADER } from '../core/identity.ts';
 import { SESSION_COOKIE } from '../services/auth/cookies.ts';
 import { Authenticator, type AuthOutcome, type Credential } from './authenticate.ts';
 import { removeRequestHeaders, setRequestHeader } from './headers.ts';
+import { applyCors } from './origins.ts';
 import type { RoutePolicy } from './policy.ts';
 import type { ProjectRef } from './projects.ts';
 import type { UpstreamProxy } from './proxy.ts';
@@ -172,6 +173,7 @@ export function createGatewayHandler(options: GatewayOptions, trusted: boolean) 
 
   /** Everything after the route is known: policy, authentication (async only with credentials), dispatch. */
   const admit = (req: IncomingMessage, res: ServerResponse, exchange: Exchange, label: string, path: string, service: ServiceName | 'gateway', project: ProjectRef | null): void => {
+    if (!trusted && req.headers.origin !== undefined && applyCors(req, res, domain)) return;
     const rule = policy(label, path);
     if (trusted) {
       if (rule === 'require' && req.headers[IDENTITY_HEADER] === undefined) return sendError(res, 401, 'unauthorized', 'authentication required');

@@ -202,6 +202,38 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
     });
   });
 
+  describe('browser protections', () => {
+    it('does not let a foreign page or a project host use the session cookie for state changes', async () => {
+      const token = await h.session(ada);
+      const create = (origin?: Record<string, string>) =>
+        h.call({ method: 'POST', path: '/v0/apikeys', host: 'api.localhost', headers: { cookie: `stratus_session=${token}`, 'content-type': 'application/json', ...origin }, body: '{"name":"csrf"}' });
+      assert.equal((await create({ origin: 'https://evil.example' })).status, 401);
+      assert.equal((await create({ origin: 'http://someones-project.localhost:8080' })).status, 401, 'project hosts serve user code');
+      assert.equal((await create({ origin: 'null' })).status, 401);
+      assert.equal((await create({ referer: 'http://evil.example/page' })).status, 401);
+      assert.equal((await create({ origin: 'http://console.localhost:8080' })).status, 201);
+      assert.equal((await create()).status, 201, 'non-browser clients send no Origin');
+      const read = await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { cookie: `stratus_session=${token}`, origin: 'https://evil.example' } });
+      assert.equal(read.status, 200, 'safe methods are not state changes');
+    });
+
+    it('answers CORS preflights from platform origins and marks their responses', async () => {
+      const preflight = await h.call({ method: 'OPTIONS', path: '/v0/apikeys', host: 'api.localhost', headers: { origin: 'http://console.localhost:8080', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+      assert.equal(preflight.status, 204);
+      assert.equal(preflight.headers['access-control-allow-origin'], 'http://console.localhost:8080');
+      assert.equal(preflight.headers['access-control-allow-credentials'], 'true');
+      assert.match(String(preflight.headers['access-control-allow-methods']), /POST/);
+      assert.equal(preflight.headers['access-control-allow-headers'], 'content-type');
+      const actual = await h.call({ path: '/x', headers: { origin: 'http://console.localhost:8080' } });
+      assert.equal(actual.headers['access-control-allow-origin'], 'http://console.localhost:8080');
+      assert.equal(actual.headers.vary, 'Origin');
+      const foreign = await h.call({ method: 'OPTIONS', path: '/x', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+      assert.equal(foreign.headers['access-control-allow-origin'], undefined);
+      const fromProject = await h.call({ path: '/x', headers: { origin: 'http://my-project.localhost' } });
+      assert.equal(fromProject.headers['access-control-allow-origin'], undefined);
+    });
+  });
+
   describe('headers the gateway manages', () => {
     it('replaces X-Request-Id with a fresh UUID, echoes it, and sets X-Forwarded-*', async () => {
       const res = await h.call({ path: '/x', host: 'config.localhost:8080', headers: { 'x-request-id': 'client-chosen', 'x-forwarded-for': '203.0.113.9' } });
