@@ -3,22 +3,10 @@ import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import type { SqlConnection } from '../../../src/store/db.ts';
 
-export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+export { assertError, UUID_V4 } from '../../helpers/envelope.ts';
 export const USER_ID = /^user-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 export const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 
-/** Asserts the error envelope and returns its message. */
-export function assertError(response: LightMyRequestResponse, status: number, code: string): string {
-  assert.equal(response.statusCode, status, `expected ${status} ${code}, got ${response.statusCode}: ${response.body}`);
-  assert.match(String(response.headers['content-type']), /^application\/json/);
-  const body = response.json() as { error: { status: number; code: string; message: string } };
-  assert.deepEqual(Object.keys(body), ['error']);
-  assert.equal(body.error.status, status);
-  assert.equal(body.error.code, code);
-  assert.equal(typeof body.error.message, 'string');
-  assert.ok(body.error.message.length > 0);
-  return body.error.message;
-}
 
 /** The single Set-Cookie header of a response (fails when there is none or several). */
 export function setCookieOf(response: LightMyRequestResponse): string {
