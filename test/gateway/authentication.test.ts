@@ -202,6 +202,34 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
     });
   });
 
+  describe('route policies (decisions §8)', () => {
+    it('requires credentials on every key-value node path but its health checks', async () => {
+      assert.equal((await h.call({ path: '/v1/collections', host: 'kv.localhost' })).status, 401);
+      for (const path of ['/healthz', '/livez', '/readyz', '/startupz', '/openapi.json']) assert.equal((await h.call({ path, host: 'kv.localhost' })).status, 200, path);
+      const withKey = await h.call({ path: '/v1/collections', host: 'kv.localhost', headers: { 'api-key': key.key, 'api-secret': key.secret } });
+      assert.equal(withKey.status, 200);
+    });
+
+    it('requires credentials for key and project management on api and apikeys hosts only', async () => {
+      assert.equal((await h.call({ path: '/v0/projects', host: 'api.localhost' })).status, 401);
+      assert.equal((await h.call({ path: '/v0/apikeys', host: 'apikeys.localhost' })).status, 401);
+      assert.equal((await h.call({ path: '/v0/apikeys', host: 'config.localhost' })).status, 200, 'other hosts leave it to their service');
+    });
+
+    it('applies configured rules before the defaults', async () => {
+      const custom = await startHarness({ routePolicies: [{ host: 'config', prefix: '/private', auth: 'require' }, { host: '*', prefix: '/v0/secret', auth: 'optional' }] });
+      try {
+        assert.equal((await custom.call({ path: '/private/x' })).status, 401);
+        assert.equal((await custom.call({ path: '/privateer' })).status, 200, 'prefixes match whole segments');
+        const secret = await custom.call({ path: '/v0/secret', host: 'gateway.localhost' });
+        assert.equal(secret.status, 401);
+        assert.match(secret.json<{ error: { message: string } }>().error.message, /X-Gateway-Authentication/, 'passed by the gateway, refused by the endpoint itself');
+      } finally {
+        await custom.close();
+      }
+    });
+  });
+
   describe('browser protections', () => {
     it('does not let a foreign page or a project host use the session cookie for state changes', async () => {
       const token = await h.session(ada);
