@@ -98,6 +98,7 @@ async function main(argv: string[]): Promise<number> {
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));
   });
+  await new Promise<void>((resolve) => logger.flush(() => resolve()));
   return 0;
 }
 

@@ -43,8 +43,12 @@ export function selectServices(settings: Pick<Settings, 'services'>): ServiceDef
   });
 }
 
-export function createLogger(settings: Pick<Settings, 'logLevel'>): FastifyBaseLogger {
-  return pino({ level: settings.logLevel, base: { pid: process.pid } });
+/**
+ * The process logger. Lines are written to stdout through a buffer (one write per few KiB rather
+ * than one per line: the access log writes a line per request); `flush()` before exiting.
+ */
+export function createLogger(settings: Pick<Settings, 'logLevel'>): pino.Logger {
+  return pino({ level: settings.logLevel, base: { pid: process.pid } }, pino.destination({ dest: 1, sync: false, minLength: 4096 }));
 }
 
 /** Applies every available service's migrations (`stratus migrate`). */
