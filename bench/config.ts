@@ -3,14 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
 import type autocannon from 'autocannon';
-import { benchDatabaseUrl, load, report, startBareServer, startStratus } from './lib.ts';
+import { benchDatabaseUrl, interleaved, report, startBareServer, startStratus } from './lib.ts';
 
 const OBJECTS = 10_000;
 
 type Request = autocannon.Request;
 const randomObject = () => Math.floor(Math.random() * OBJECTS);
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
-const WARMUP_S = 3;
+const WARMUP_S = 5;
+const ROUNDS = 2;
 
 function post(port: number, path: string, body: string, agent: http.Agent): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -50,29 +51,33 @@ export async function run(): Promise<void> {
 
     const sample = JSON.stringify({ id: 'cfg-1', entries: { 'feature.enabled': false, 'service.name': 'svc-1', 'limits.rps': 1, 'owner.team': 'platform' } });
     const bare = await startBareServer(sample);
-    let baseline;
-    try {
-      await load('warm-up', { url: `http://127.0.0.1:${bare.port}/`, duration: WARMUP_S });
-      baseline = await load('bare node:http, fixed JSON', { url: `http://127.0.0.1:${bare.port}/`, duration: DURATION_S });
-    } finally {
-      await bare.stop();
-    }
-
     // Each connection cycles through nine reads and one patch of random objects: 10 % patches.
     const read = { method: 'GET' as const, setupRequest: (request: Request) => ({ ...request, path: `/v0/configs/cfg-${randomObject()}` }) };
     const patch = {
       method: 'PATCH' as const,
       setupRequest: (request: Request) => ({ ...request, path: `/v0/configs/cfg-${randomObject()}`, body: JSON.stringify({ 'limits.rps': Date.now(), 'bench.touched': true }) }),
     };
-    const mixedLoad = {
-      url: `http://127.0.0.1:${stratus.port}`,
-      headers: { host: 'config.localhost', 'content-type': 'application/json' },
-      requests: [read, read, read, read, read, read, read, read, read, patch],
-    };
-    // Warm-up, not counted: JIT compilation and the WAL left by seeding settle first.
-    await load('warm-up', { ...mixedLoad, duration: WARMUP_S });
-    const mixed = await load('config via gateway: 90% GET, 10% PATCH', { ...mixedLoad, duration: DURATION_S });
-    report(`config benchmark (${process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}, 50 connections, ${DURATION_S} s each)`, baseline, [mixed]);
+    let baseline;
+    let mixed;
+    try {
+      [baseline, mixed] = await interleaved(
+        [
+          { name: 'bare node:http, fixed JSON', options: { url: `http://127.0.0.1:${bare.port}/` } },
+          {
+            name: 'config via gateway: 90% GET, 10% PATCH',
+            options: {
+              url: `http://127.0.0.1:${stratus.port}`,
+              headers: { host: 'config.localhost', 'content-type': 'application/json' },
+              requests: [read, read, read, read, read, read, read, read, read, patch],
+            },
+          },
+        ],
+        { rounds: ROUNDS, roundSeconds: DURATION_S / ROUNDS, warmupSeconds: WARMUP_S },
+      );
+    } finally {
+      await bare.stop();
+    }
+    report(`config benchmark (${process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}, 50 connections, ${DURATION_S} s each in ${ROUNDS} interleaved rounds)`, baseline!, [mixed!]);
   } finally {
     await stratus.stop();
     await database.drop();

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import http from 'node:http';
-import { interleaved, report, startStratus, waitForPorts, stopper, type Child } from './lib.ts';
+import { interleaved, report, spawnServer, startStratus, waitForPorts, stopper, type Child } from './lib.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP_S = 3;
@@ -12,7 +11,7 @@ const ROUNDS = 2;
 
 async function startStandalone(service: string, dataDir: string): Promise<Child> {
   const script = fileURLToPath(new URL('./standalone-service.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', script, service, dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnServer(['--no-node-snapshot', '--import', 'tsx', script, service, dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
   const match = await waitForPorts(child, /standalone port (\d+)/);
   return { port: Number(match[1]), internalPort: 0, stop: stopper(child) };
 }

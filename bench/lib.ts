@@ -1,8 +1,29 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import pg from 'pg';
+
+/**
+ * Servers under test run on CPU 0 and the load generator on CPU 1 (when the machine has two or
+ * more and `taskset` exists). Left to the scheduler, a server started by the load generator's
+ * process tends to share its core, and the figures swing by half from run to run.
+ */
+const PINNED = (() => {
+  if (availableParallelism() < 2 || process.env.BENCH_NO_PIN) return false;
+  try {
+    execFileSync('taskset', ['-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** Spawns a server process (pinned to CPU 0 when pinning is on). */
+export function spawnServer(args: string[], options: Parameters<typeof spawn>[2]): ChildProcess {
+  return PINNED ? spawn('taskset', ['-c', '0', process.execPath, ...args], options) : spawn(process.execPath, args, options);
+}
 
 export interface LoadResult {
   name: string;
@@ -60,7 +81,7 @@ export function report(title: string, baseline: LoadResult, results: LoadResult[
     'errors+non2xx': r.errors + r.non2xx,
     'ratio to baseline': (r.requestsPerSecond / baseline.requestsPerSecond).toFixed(3),
   }));
-  console.log(`\n${title}`);
+  console.log(`\n${title}${PINNED ? ' — servers on CPU 0, load generator on CPU 1' : ''}`);
   console.table(rows);
 }
 
@@ -82,6 +103,10 @@ export function waitForPorts(child: ChildProcess, pattern: RegExp): Promise<RegE
       if (match) {
         clearTimeout(timer);
         child.stdout?.off('data', onData);
+        // Keep draining: a child whose stdout pipe fills up would stall on its next log line.
+        child.stdout?.on('data', (more: Buffer) => {
+          if (process.env.BENCH_VERBOSE) process.stderr.write(more);
+        });
         resolve(match);
       }
     };
@@ -106,7 +131,7 @@ export function stopper(child: ChildProcess): () => Promise<void> {
 
 /** `stratus serve` in its own process, so the load generator does not share its event loop. */
 export async function startStratus(args: string[], env: Record<string, string | undefined>): Promise<Child> {
-  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', CLI, 'serve', '--port', '0', '--internal-port', '0', '--host', '127.0.0.1', ...args], {
+  const child = spawnServer(['--no-node-snapshot', '--import', 'tsx', CLI, 'serve', '--port', '0', '--internal-port', '0', '--host', '127.0.0.1', ...args], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -127,7 +152,7 @@ export async function startBareServer(body: string): Promise<Child> {
     });
     server.listen(0, '127.0.0.1', () => console.log('bare port ' + server.address().port));
   `;
-  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnServer(['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
   const match = await waitForPorts(child, /bare port (\d+)/);
   return { port: Number(match[1]), internalPort: 0, stop: stopper(child) };
 }

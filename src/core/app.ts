@@ -78,13 +78,6 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
     return new Error(`${where} ${first.message ?? 'is invalid'}`);
   });
 
-  // Echo the request id (the gateway's, when it came through the gateway). Set on the reply, not
-  // on the raw response beforehand, which would push Node's writeHead onto its slow merging path.
-  app.addHook('onRequest', (request, reply, done) => {
-    void reply.header('x-request-id', request.id);
-    done();
-  });
-
   installJsonParser(app, options.jsonForAnyContentType ?? true);
   installMethodNotAllowed(app);
   installErrorHandler(app);

@@ -80,8 +80,8 @@ const SERVICE_HOSTS = new Set<string>(PLATFORM_HOSTS.filter((h) => h !== 'api' &
 export function resolveRoute(hostHeader: string | undefined, path: string, domain: string): RouteTarget {
   const host = hostName(hostHeader);
   let label: string | null = null;
-  if (host === domain || isIP(host) !== 0) label = 'api';
-  else if (host.endsWith(`.${domain}`)) label = host.slice(0, -(domain.length + 1));
+  if (host.endsWith(`.${domain}`)) label = host.slice(0, -(domain.length + 1));
+  else if (host === domain || isIP(host) !== 0) label = 'api';
   if (label === null || label === '' || label.includes('.')) return { kind: 'no_route' };
 
   if (label === 'api') {

@@ -8,7 +8,7 @@ import { envelope } from '../core/errors.ts';
 import { IDENTITY_HEADER, PROJECT_HEADER } from '../core/identity.ts';
 import { SESSION_COOKIE } from '../services/auth/cookies.ts';
 import { Authenticator, type AuthOutcome, type Credential } from './authenticate.ts';
-import { removeRequestHeaders, setRequestHeader } from './headers.ts';
+import { addHeaderAtWriteHead, removeRequestHeaders, setRequestHeader, setRequestHeaders } from './headers.ts';
 import { applyCors } from './origins.ts';
 import type { RoutePolicy } from './policy.ts';
 import type { ProjectRef } from './projects.ts';
@@ -57,12 +57,16 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
  * stays: Node has already decoded the body, and Fastify reads the header to know one is coming.
  */
 function removeHopByHop(req: IncomingMessage): void {
-  const connection = req.headers.connection;
+  const headers = req.headers;
+  const connection = headers.connection;
   if (connection) {
     const named = connection.split(',').map((n) => n.trim().toLowerCase()).filter((n) => n !== '' && n !== 'transfer-encoding');
     removeRequestHeaders(req, [...HOP_BY_HOP, ...named]);
-  } else {
-    removeRequestHeaders(req, HOP_BY_HOP);
+    return;
+  }
+  // Without `Connection`, most requests carry none of these: check before doing anything else.
+  for (const name of HOP_BY_HOP) {
+    if (headers[name] !== undefined) return removeRequestHeaders(req, HOP_BY_HOP);
   }
 }
 
@@ -163,11 +167,9 @@ export function createGatewayHandler(options: GatewayOptions, trusted: boolean) 
     removeSessionCookie(req);
     if (project) setRequestHeader(req, PROJECT_HEADER, project.id);
     removeHopByHop(req);
-    // The service echoes it in its reply (src/core/app.ts); the proxy passes the upstream's on.
-    setRequestHeader(req, 'x-request-id', randomUUID());
-    setRequestHeader(req, 'x-forwarded-for', req.socket.remoteAddress ?? '');
-    setRequestHeader(req, 'x-forwarded-proto', 'http');
-    setRequestHeader(req, 'x-forwarded-host', req.headers.host ?? '');
+    const requestId = randomUUID();
+    addHeaderAtWriteHead(res, 'x-request-id', requestId);
+    setRequestHeaders(req, 'x-request-id', requestId, 'x-forwarded-for', req.socket.remoteAddress ?? '', 'x-forwarded-proto', 'http', 'x-forwarded-host', req.headers.host ?? '');
     dispatch(service, req, res, exchange);
   };
 

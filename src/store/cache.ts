@@ -1,32 +1,38 @@
 /**
- * A least-recently-used map of text values bounded by their total length, for read caches of
- * serialized records. Values are strings so that a hit can be sent without serializing again.
+ * A map of text values bounded by their total length, for read caches of serialized records.
+ * Values are strings so that a hit can be sent without serializing again. Eviction is "second
+ * chance" FIFO: a hit only sets a flag (no reordering on the read path, which runs on every
+ * request); when space is needed, the oldest entry is dropped unless it was hit since it was last
+ * considered, in which case it moves to the back once.
  */
 export class TextCache {
-  private readonly entries = new Map<string, string>();
+  private readonly entries = new Map<string, { value: string; hit: boolean }>();
   private size = 0;
 
   constructor(private readonly maxChars: number) {}
 
   get(key: string): string | undefined {
-    const value = this.entries.get(key);
-    if (value !== undefined) {
-      // Re-insert to mark as most recently used (Map keeps insertion order).
-      this.entries.delete(key);
-      this.entries.set(key, value);
-    }
-    return value;
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    entry.hit = true;
+    return entry.value;
   }
 
   set(key: string, value: string): void {
     this.delete(key);
     if (value.length > this.maxChars) return;
-    this.entries.set(key, value);
+    this.entries.set(key, { value, hit: false });
     this.size += value.length;
-    for (const [oldest, old] of this.entries) {
-      if (this.size <= this.maxChars) break;
-      this.entries.delete(oldest);
-      this.size -= old.length;
+    while (this.size > this.maxChars) {
+      const [oldestKey, oldest] = this.entries.entries().next().value as [string, { value: string; hit: boolean }];
+      this.entries.delete(oldestKey);
+      // The entry just set always stays; one read since it was last considered earns another round.
+      if (oldest.hit || oldestKey === key) {
+        oldest.hit = false;
+        this.entries.set(oldestKey, oldest);
+      } else {
+        this.size -= oldest.value.length;
+      }
     }
   }
 
@@ -34,7 +40,7 @@ export class TextCache {
     const old = this.entries.get(key);
     if (old === undefined) return;
     this.entries.delete(key);
-    this.size -= old.length;
+    this.size -= old.value.length;
   }
 
   get chars(): number {

@@ -69,6 +69,8 @@ function statementCache(database: Database.Database): (text: string) => Database
   };
 }
 
+const MIN_COMMIT_INTERVAL_MS = 1;
+
 interface QueuedWrite {
   work: (prepare: (sql: string) => Database.Statement) => unknown;
   resolve(value: unknown): void;
@@ -78,15 +80,24 @@ interface QueuedWrite {
 function directAccess(database: Database.Database, prepare: (text: string) => Database.Statement): DirectSqlite {
   let queue: QueuedWrite[] = [];
   let scheduled = false;
+  let lastCommit = 0;
 
   const flush = () => {
     scheduled = false;
+    lastCommit = performance.now();
     if (database.inTransaction) return schedule(true);
     const batch = queue;
     queue = [];
     const outcomes: { ok: boolean; value: unknown }[] = [];
     try {
       prepare('begin immediate').run();
+      if (batch.length === 1) {
+        // Alone in its transaction: a failure rolls the whole transaction back, no savepoint needed.
+        outcomes.push({ ok: true, value: batch[0]!.work(prepare) });
+        prepare('commit').run();
+        batch[0]!.resolve(outcomes[0]!.value);
+        return;
+      }
       for (const job of batch) {
         prepare('savepoint stratus_write').run();
         try {
@@ -111,12 +122,15 @@ function directAccess(database: Database.Database, prepare: (text: string) => Da
     });
   };
 
-  // Writes queued in one turn go together; a busy connection (an open Kysely transaction) is
+  // Writes queued in one turn go together. Commits (each an fsync) are at most one per
+  // millisecond: an idle store commits at once, a busy one lets writes gather for up to a
+  // millisecond so one fsync serves them all. A busy connection (an open Kysely transaction) is
   // retried a moment later, when that transaction has had the chance to finish.
   const schedule = (busy = false) => {
     if (scheduled) return;
     scheduled = true;
-    if (busy) setTimeout(flush, 1);
+    const wait = busy ? 1 : lastCommit + MIN_COMMIT_INTERVAL_MS - performance.now();
+    if (wait > 0) setTimeout(flush, wait);
     else setImmediate(flush);
   };
 

@@ -183,6 +183,19 @@ describe('direct SQLite access (group commit)', { skip: testDialect !== 'sqlite'
     assert.deepEqual(await names(), ['f1', 'f3', 'g1', 'g2', 'g3']);
   });
 
+  it('rolls a lone failing write back whole', async () => {
+    const direct = connection.direct!;
+    await assert.rejects(
+      direct.write((prepare) => {
+        prepare('insert into direct_items (name) values (?)').run('lonely');
+        throw new Error('no');
+      }),
+      /no/,
+    );
+    assert.ok(!(await names()).includes('lonely'));
+    assert.equal(await direct.write((prepare) => prepare('insert into direct_items (name) values (?)').run('after').changes), 1);
+  });
+
   it('waits for an open Kysely transaction instead of joining it', async () => {
     const direct = connection.direct!;
     let queued: Promise<unknown> | undefined;
