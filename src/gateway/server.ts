@@ -86,7 +86,8 @@ const ANONYMOUS: AuthOutcome = { kind: 'anonymous' };
 const LOG_LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
 
 interface Exchange {
-  start: bigint;
+  /** performance.now() at arrival (ms, fractional). */
+  start: number;
   host: string | null;
   upstream: string;
   upstreamMs?: number;
@@ -105,7 +106,7 @@ export function createGatewayHandler(options: GatewayOptions, trusted: boolean) 
   const logAccess = LOG_LEVELS[logger.level] !== undefined && LOG_LEVELS[logger.level]! <= LOG_LEVELS.info!;
 
   const finish = (req: IncomingMessage, res: ServerResponse, exchange: Exchange) => {
-    const servingNs = Number(process.hrtime.bigint() - exchange.start);
+    const servingNs = Math.round((performance.now() - exchange.start) * 1e6);
     stats.record(exchange.host, servingNs);
     if (!logAccess) return;
     const identity = exchange.outcome?.kind === 'authenticated' ? exchange.outcome.identity : null;
@@ -195,7 +196,7 @@ export function createGatewayHandler(options: GatewayOptions, trusted: boolean) 
   };
 
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const exchange: Exchange = { start: process.hrtime.bigint(), host: null, upstream: 'none' };
+    const exchange: Exchange = { start: performance.now(), host: null, upstream: 'none' };
     res.once('close', () => finish(req, res, exchange));
     if (!trusted) removeRequestHeaders(req, FORGEABLE_HEADERS);
     const url = req.url ?? '/';
