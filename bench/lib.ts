@@ -6,12 +6,12 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 
 /**
- * Servers under test run on CPU 0 and the load generator on CPU 1 (when the machine has two or
- * more and `taskset` exists). Left to the scheduler, a server started by the load generator's
- * process tends to share its core, and the figures swing by half from run to run.
+ * With BENCH_PIN=1, servers under test run on CPU 0 and the load generator on CPU 1 (needs two
+ * cores and `taskset`). Off by default: it did not steady the figures here, and it squeezes
+ * multi-process scenarios (a gateway and its remote upstream) onto one core.
  */
 const PINNED = (() => {
-  if (availableParallelism() < 2 || process.env.BENCH_NO_PIN) return false;
+  if (availableParallelism() < 2 || !process.env.BENCH_PIN) return false;
   try {
     execFileSync('taskset', ['-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
     return true;
