@@ -8,7 +8,7 @@ import { envelope } from '../core/errors.ts';
 import { IDENTITY_HEADER, PROJECT_HEADER } from '../core/identity.ts';
 import { SESSION_COOKIE } from '../services/auth/cookies.ts';
 import { Authenticator, type AuthOutcome, type Credential } from './authenticate.ts';
-import { addHeaderAtWriteHead, removeRequestHeaders, setRequestHeader, setRequestHeaders } from './headers.ts';
+import { addHeaderAtWriteHead, hopByHopHeaderNames, removeRequestHeaders, setRequestHeader, setRequestHeaders } from './headers.ts';
 import { applyCors } from './origins.ts';
 import type { RoutePolicy } from './policy.ts';
 import type { ProjectRef } from './projects.ts';
@@ -33,7 +33,6 @@ export interface GatewayOptions {
 
 /** Client-sent identity headers that never pass the public port (decisions §2). */
 const FORGEABLE_HEADERS = [IDENTITY_HEADER, PROJECT_HEADER];
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'upgrade'];
 const CREDENTIAL_HEADERS: Record<Credential, readonly string[]> = {
   api_key: ['api-key', 'api-secret'],
   basic: ['authorization'],
@@ -57,17 +56,9 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
  * stays: Node has already decoded the body, and Fastify reads the header to know one is coming.
  */
 function removeHopByHop(req: IncomingMessage): void {
-  const headers = req.headers;
-  const connection = headers.connection;
-  if (connection) {
-    const named = connection.split(',').map((n) => n.trim().toLowerCase()).filter((n) => n !== '' && n !== 'transfer-encoding');
-    removeRequestHeaders(req, [...HOP_BY_HOP, ...named]);
-    return;
-  }
-  // Without `Connection`, most requests carry none of these: check before doing anything else.
-  for (const name of HOP_BY_HOP) {
-    if (headers[name] !== undefined) return removeRequestHeaders(req, HOP_BY_HOP);
-  }
+  const names = hopByHopHeaderNames(req.headers);
+  if (names.length === 0) return;
+  removeRequestHeaders(req, names.filter((name) => name !== 'transfer-encoding'));
 }
 
 /** Drops `stratus_session` from the Cookie header so no backend (or lambda) sees a session token. */

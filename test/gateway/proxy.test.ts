@@ -5,7 +5,8 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
-import { createUpstreamProxy, hopByHopHeaderNames, stripHopByHop } from '../../src/gateway/proxy.ts';
+import { createUpstreamProxy, stripHopByHop } from '../../src/gateway/proxy.ts';
+import { hopByHopHeaderNames } from '../../src/gateway/headers.ts';
 import type { ForwardInfo, UpstreamProxy, UpstreamProxyOptions } from '../../src/gateway/proxy.ts';
 
 const TEST_TIMEOUT = { timeout: 15_000 };

@@ -31,3 +31,12 @@ export function request(port: number, options: { method?: string; path?: string;
     req.end();
   });
 }
+
+/** A loopback port nothing listens on (for "upstream unreachable" cases). */
+export async function closedPort(): Promise<number> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}

@@ -1,6 +1,5 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { generateKeyPair, SignJWT, UnsecuredJWT, type JWTPayload } from 'jose';
 import {
   InvalidTokenError,
@@ -14,20 +13,12 @@ import {
 } from '../../../src/services/auth/oidc.ts';
 import { authService } from '../../../src/services/auth/index.ts';
 import { createUser, findUserById, findUserByIdentity } from '../../../src/services/auth/repository.ts';
+import { closedPort } from '../../helpers/http.ts';
 import { startTestIdp, type TestIdp } from '../../helpers/oidc-provider.ts';
 import { startTestService, type TestService } from '../../helpers/service.ts';
 import { countRows } from './helpers.ts';
 
 const now = () => Math.floor(Date.now() / 1000);
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function rejectsWith(promise: Promise<unknown>, type: new (...args: never[]) => Error, pattern?: RegExp): Promise<Error> {
   let caught: unknown;

@@ -1,25 +1,17 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { SignJWT, UnsecuredJWT, generateKeyPair } from 'jose';
 import { authService } from '../../../src/services/auth/index.ts';
 import { createUser, findSessionByToken, findUserByIdentity, saveSsoState } from '../../../src/services/auth/repository.ts';
+import { closedPort } from '../../helpers/http.ts';
 import { startTestIdp, type TestIdp } from '../../helpers/oidc-provider.ts';
 import { startTestService, type TestService } from '../../helpers/service.ts';
 import { USER_ID, assertError, countRows, setCookieOf, tableText, type LoginBody } from './helpers.ts';
 
 const HOST = 'auth.localhost';
 const CALLBACK = 'http://auth.localhost/v0/sso/test/callback';
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 function tokenFromCookie(setCookie: string): string {
   const match = /^stratus_session=([A-Za-z0-9_-]+);/.exec(setCookie);
