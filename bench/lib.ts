@@ -133,7 +133,9 @@ export function stopper(child: ChildProcess): () => Promise<void> {
 
 /** `stratus serve` in its own process, so the load generator does not share its event loop. */
 export async function startStratus(args: string[], env: Record<string, string | undefined>): Promise<Child> {
-  const child = spawnServer(['--no-node-snapshot', '--import', 'tsx', CLI, 'serve', '--port', '0', '--internal-port', '0', '--host', '127.0.0.1', ...args], {
+  // BENCH_PROFILE=<dir> writes a CPU profile of the server there when it stops.
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawnServer(['--no-node-snapshot', ...profile, '--import', 'tsx', CLI, 'serve', '--port', '0', '--internal-port', '0', '--host', '127.0.0.1', ...args], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -153,8 +155,9 @@ export async function startBareServer(body: string): Promise<Child> {
       res.end(body);
     });
     server.listen(0, '127.0.0.1', () => console.log('bare port ' + server.address().port));
+    process.on('SIGTERM', () => process.exit(0));
   `;
-  const child = spawnServer(['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnServer([...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
   const match = await waitForPorts(child, /bare port (\d+)/);
   return { port: Number(match[1]), internalPort: 0, stop: stopper(child) };
 }
