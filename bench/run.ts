@@ -2,6 +2,7 @@
 // baseline measured in the same run.
 const BENCHMARKS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   config: () => import('./config.ts'),
+  docdb: () => import('./docdb.ts'),
   gateway: () => import('./gateway.ts'),
 };
 

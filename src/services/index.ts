@@ -3,10 +3,12 @@ import type { ServiceDefinition } from '../core/service.ts';
 import { apikeysService } from './apikeys/index.ts';
 import { authService } from './auth/index.ts';
 import { configService } from './config/index.ts';
+import { docdbService } from './docdb/index.ts';
 
 /** The services this build provides, in the platform's host order. */
 export const AVAILABLE_SERVICES: ReadonlyMap<ServiceName, ServiceDefinition> = new Map<ServiceName, ServiceDefinition>([
   ['auth', authService],
   ['apikeys', apikeysService],
+  ['docdb', docdbService],
   ['config', configService],
 ]);

@@ -1,0 +1,222 @@
+import { sql, type Generated, type Kysely } from 'kysely';
+import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
+import type { SqlConnection, SqlDialect } from '../../store/db.ts';
+
+type DatabaseTables = {
+  docdb_databases: { seq: Generated<number>; id: string; name: string; created_at: string; owners: string };
+  docdb_api_keys: { seq: Generated<number>; key: string; database_id: string; name: string; secret_hash: string; created_at: string };
+};
+
+/** A database as the API returns it (docdb.md §3.1). */
+export interface DatabaseRecord {
+  id: string;
+  name: string;
+  creation_date: string;
+  /** User ids: the creator first, then in the order added. */
+  owners: string[];
+  /** The public `key` of each API key, in creation order (never secrets). */
+  api_keys: string[];
+  owners_length: number;
+}
+
+/** A database API key as stored: the public key, its database and the bcrypt hash of its secret. */
+export interface DatabaseKey {
+  key: string;
+  databaseId: string;
+  secretHash: string;
+}
+
+export interface NewDatabaseKey {
+  key: string;
+  databaseId: string;
+  name: string;
+  secretHash: string;
+  createdAt: string;
+}
+
+/** The outcome of `deleteOwner`: the owners after the change, or why nothing changed. */
+export type DeleteOwnerResult = { status: 'deleted'; owners: string[] } | { status: 'not_found' } | { status: 'not_owner' } | { status: 'last_owner' };
+
+interface DatabaseRow {
+  id: string;
+  name: string;
+  created_at: string;
+  owners: string;
+  key: string | null;
+}
+
+function parseOwners(text: string): string[] {
+  const value: unknown = JSON.parse(text);
+  return Array.isArray(value) ? value.filter((owner): owner is string => typeof owner === 'string') : [];
+}
+
+function toRecord(row: Omit<DatabaseRow, 'key'>, owners: string[], keys: string[]): DatabaseRecord {
+  return { id: row.id, name: row.name, creation_date: row.created_at, owners, api_keys: keys, owners_length: owners.length };
+}
+
+/** Groups joined database × key rows (ordered by database, then key) into records. */
+function groupRecords(rows: readonly DatabaseRow[]): DatabaseRecord[] {
+  const records: DatabaseRecord[] = [];
+  let current: DatabaseRecord | undefined;
+  for (const row of rows) {
+    if (current?.id !== row.id) {
+      current = toRecord(row, parseOwners(row.owners), []);
+      records.push(current);
+    }
+    if (row.key !== null) current.api_keys.push(row.key);
+  }
+  return records;
+}
+
+/** A LIKE pattern matching text that contains `literal` (escape character `!`). */
+function containsPattern(literal: string): string {
+  return `%${literal.replace(/[!%_]/g, (c) => `!${c}`)}%`;
+}
+
+function isForeignKeyViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}
+
+/**
+ * The databases and their API keys (docdb.md §3.1, §4): the service's only door to those two
+ * tables. Database ids and keys are UUID v4 generated here, so anything else is unknown without
+ * a query (and never reaches PostgreSQL, which refuses NUL in text). Owners are a JSON text array;
+ * every change to it is a read-modify-write in one transaction (the row held `FOR UPDATE` on
+ * PostgreSQL; Kysely's single SQLite connection serializes transactions), so concurrent owner
+ * changes all land.
+ */
+export class DatabaseRepository {
+  private readonly db: Kysely<DatabaseTables>;
+  private readonly dialect: SqlDialect;
+
+  constructor(connection: SqlConnection) {
+    this.db = connection.db.withTables<DatabaseTables>();
+    this.dialect = connection.dialect;
+  }
+
+  private selectRecords() {
+    return this.db
+      .selectFrom('docdb_databases as d')
+      .leftJoin('docdb_api_keys as k', 'k.database_id', 'd.id')
+      .select(['d.id', 'd.name', 'd.created_at', 'd.owners', 'k.key']);
+  }
+
+  async get(id: string): Promise<DatabaseRecord | null> {
+    if (!isUuidV4(id)) return null;
+    const rows = await this.selectRecords().where('d.id', '=', id).orderBy('k.seq').execute();
+    return groupRecords(rows)[0] ?? null;
+  }
+
+  /** Every database `userId` owns, in creation order. */
+  async listOwnedBy(userId: string): Promise<DatabaseRecord[]> {
+    // The owners text holds each id JSON-encoded; LIKE narrows the scan (it may over-match, for
+    // example across two neighbouring ids, or case-insensitively on SQLite) and the exact test
+    // runs on the parsed array. No JSON functions: PostgreSQL's refuse some valid JSON text.
+    const rows = await this.selectRecords()
+      .where(sql<boolean>`${sql.ref('d.owners')} like ${containsPattern(JSON.stringify(userId))} escape '!'`)
+      .orderBy('d.seq')
+      .orderBy('k.seq')
+      .execute();
+    return groupRecords(rows).filter((record) => record.owners.includes(userId));
+  }
+
+  /** A new database with `owner` as its sole owner and no keys. */
+  async create(name: string, owner: string): Promise<DatabaseRecord> {
+    const record: DatabaseRecord = { id: newId(), name, creation_date: rfc3339(), owners: [owner], api_keys: [], owners_length: 1 };
+    await this.db
+      .insertInto('docdb_databases')
+      .values({ id: record.id, name, created_at: record.creation_date, owners: JSON.stringify(record.owners) })
+      .execute();
+    return record;
+  }
+
+  /** Renames the database; null when it does not exist. */
+  async rename(id: string, name: string): Promise<DatabaseRecord | null> {
+    if (!isUuidV4(id)) return null;
+    const result = await this.db.updateTable('docdb_databases').set({ name }).where('id', '=', id).executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return null;
+    return this.get(id);
+  }
+
+  /**
+   * Deletes the database; its keys, collections, documents and indexes go with it (foreign keys
+   * cascade). Returns what the delete endpoint answers, or null when it did not exist.
+   */
+  async delete(id: string): Promise<{ id: string; name: string; creation_date: string } | null> {
+    if (!isUuidV4(id)) return null;
+    const row = await this.db.deleteFrom('docdb_databases').where('id', '=', id).returning(['id', 'name', 'created_at']).executeTakeFirst();
+    return row ? { id: row.id, name: row.name, creation_date: row.created_at } : null;
+  }
+
+  /** Stores a key (the secret already hashed); false when the database no longer exists. */
+  async createKey(key: NewDatabaseKey): Promise<boolean> {
+    try {
+      await this.db
+        .insertInto('docdb_api_keys')
+        .values({ key: key.key, database_id: key.databaseId, name: key.name, secret_hash: key.secretHash, created_at: key.createdAt })
+        .execute();
+      return true;
+    } catch (error) {
+      if (isForeignKeyViolation(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Deletes a key of this database; false when the database has no such key. */
+  async deleteKey(databaseId: string, key: string): Promise<boolean> {
+    if (!isUuidV4(databaseId) || !isUuidV4(key)) return false;
+    const result = await this.db.deleteFrom('docdb_api_keys').where('key', '=', key).where('database_id', '=', databaseId).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  /** A key with its database and secret hash; null when unknown. */
+  async findKey(key: string): Promise<DatabaseKey | null> {
+    if (!isUuidV4(key)) return null;
+    const row = await this.db.selectFrom('docdb_api_keys').select(['key', 'database_id', 'secret_hash']).where('key', '=', key).executeTakeFirst();
+    return row ? { key: row.key, databaseId: row.database_id, secretHash: row.secret_hash } : null;
+  }
+
+  /**
+   * Appends `owner` unless it is one already. The owners after the call, or null when the
+   * database does not exist.
+   */
+  async addOwner(id: string, owner: string): Promise<string[] | null> {
+    const result = await this.changeOwners(id, (owners) => {
+      if (owners.includes(owner)) return { result: owners };
+      const added = [...owners, owner];
+      return { result: added, owners: added };
+    });
+    return result ?? null;
+  }
+
+  /** Removes `owner`; never the last one (a database always keeps an owner). */
+  async deleteOwner(id: string, owner: string): Promise<DeleteOwnerResult> {
+    const result = await this.changeOwners<DeleteOwnerResult>(id, (owners) => {
+      if (!owners.includes(owner)) return { result: { status: 'not_owner' } };
+      if (owners.length === 1) return { result: { status: 'last_owner' } };
+      const remaining = owners.filter((o) => o !== owner);
+      return { result: { status: 'deleted', owners: remaining }, owners: remaining };
+    });
+    return result ?? { status: 'not_found' };
+  }
+
+  /**
+   * One read-modify-write of a database's owners in a transaction. `change` returns the result
+   * and, when they change, the owners to store. Undefined when the database does not exist.
+   */
+  private async changeOwners<T>(id: string, change: (owners: string[]) => { result: T; owners?: string[] }): Promise<T | undefined> {
+    if (!isUuidV4(id)) return undefined;
+    return this.db.transaction().execute(async (trx) => {
+      let query = trx.selectFrom('docdb_databases').select(['owners']).where('id', '=', id);
+      if (this.dialect === 'postgres') query = query.forUpdate();
+      const row = await query.executeTakeFirst();
+      if (!row) return undefined;
+      const outcome = change(parseOwners(row.owners));
+      if (outcome.owners) {
+        await trx.updateTable('docdb_databases').set({ owners: JSON.stringify(outcome.owners) }).where('id', '=', id).execute();
+      }
+      return outcome.result;
+    });
+  }
+}

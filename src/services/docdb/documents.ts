@@ -1,0 +1,511 @@
+import { HttpError, conflict, notFound } from '../../core/errors.ts';
+import type { SqlConnection } from '../../store/db.ts';
+import { applyDefaults, unixNanoNow, usesAuto } from './query/defaults.ts';
+import { parseJson, stringifyJson, isJsonObject, type JsonObject, type JsonValue } from './query/json.ts';
+import { encodeKey } from './query/order.ts';
+import { DocdbSql, all, first, isUniqueViolation, run, type Work } from './sql.ts';
+
+export interface IndexRecord {
+  name: string;
+  type: 'map' | 'btree';
+  field?: string;
+  fields?: string[];
+  sparse: boolean;
+  unique: boolean;
+}
+
+export interface IndexInfo {
+  id: number;
+  name: string;
+  type: 'map' | 'btree';
+  /** map: the field; btree: the fields as given (`-` included). */
+  fields: string[];
+  /** Field names without `-`. */
+  keyFields: string[];
+  descending: boolean[];
+  sparse: boolean;
+  unique: boolean;
+}
+
+export interface CollectionInfo {
+  id: number;
+  databaseId: string;
+  name: string;
+  defaults: JsonObject | null;
+  indexes: IndexInfo[];
+}
+
+export interface CollectionRecord {
+  name: string;
+  total: number;
+  indexes: number;
+  defaults: JsonObject | null;
+}
+
+export interface StoredDocument {
+  seq: number;
+  body: string;
+}
+
+export type Source =
+  | { kind: 'scan' }
+  | { kind: 'map'; index: IndexInfo; key: Buffer }
+  | { kind: 'btree'; index: IndexInfo; from: Buffer | null; to: Buffer | null; reverse: boolean };
+
+/** The outcome of one document of a write batch: its stored text, or why it was rejected. */
+export type WriteOutcome = { ok: true; text: string; seq: number; changed: boolean } | { ok: false; error: HttpError };
+
+export const DEFAULT_DEFAULTS: JsonObject = { id: 'uuid()' };
+const READ_BATCH = 1000;
+
+function entryTable(index: IndexInfo): string {
+  return index.unique ? 'docdb_unique_entries' : 'docdb_index_entries';
+}
+
+export function indexRecord(index: IndexInfo): IndexRecord {
+  return index.type === 'map'
+    ? { field: index.fields[0]!, name: index.name, sparse: index.sparse, type: 'map', unique: index.unique }
+    : { fields: index.fields, name: index.name, sparse: index.sparse, type: 'btree', unique: index.unique };
+}
+
+function keyText(value: JsonValue): string {
+  return typeof value === 'string' ? value : stringifyJson(value);
+}
+
+/** Why a document cannot enter an index; the prefix (`index add '<name>': `) is added by the caller. */
+class IndexRejection {
+  constructor(
+    readonly reason: string,
+    /** Unique conflicts read differently from missing or unsupported values. */
+    readonly kind: 'value' | 'conflict',
+  ) {}
+}
+
+/** The index keys of one document: none when a sparse index skips it. */
+export function indexKeys(index: IndexInfo, document: JsonObject): Buffer[] | IndexRejection {
+  if (index.type === 'map') {
+    const field = index.keyFields[0]!;
+    const value = Object.hasOwn(document, field) ? document[field] : undefined;
+    if (value === undefined || (value === null && index.sparse)) {
+      return index.sparse ? [] : new IndexRejection(`field \`${field}\` is indexed and mandatory`, 'value');
+    }
+    if (typeof value === 'string') return [encodeKey([value], [false])];
+    if (Array.isArray(value) && value.every((element) => typeof element === 'string')) {
+      return [...new Set(value as string[])].map((element) => encodeKey([element], [false]));
+    }
+    return new IndexRejection('type not supported', 'value');
+  }
+  const values: JsonValue[] = [];
+  for (const field of index.keyFields) {
+    if (!Object.hasOwn(document, field)) return index.sparse ? [] : new IndexRejection(`field '${field}' not defined`, 'value');
+    values.push(document[field]!);
+  }
+  return [encodeKey(values, index.descending)];
+}
+
+/** `keyNumber`: which of the document's keys conflicts (a multi-key map entry names its element). */
+function conflictReason(index: IndexInfo, document: JsonObject, keyNumber = 0): string {
+  if (index.type === 'map') {
+    const field = index.keyFields[0]!;
+    const value = document[field] ?? null;
+    const key = Array.isArray(value) ? ([...new Set(value)][keyNumber] ?? null) : value;
+    return `index conflict: field '${field}' with value '${keyText(key)}'`;
+  }
+  const parts = index.fields.map((field, i) => `${field}:${keyText(document[index.keyFields[i]!] ?? null)}`);
+  return `key (${parts.join(',')}) already exists`;
+}
+
+interface CollectionRow {
+  id: number;
+  database_id: string;
+  name: string;
+  defaults: string | null;
+  auto_counter: number;
+  document_count: number;
+}
+
+function parseDefinition(row: { id: number; name: string; definition: string }): IndexInfo {
+  const definition = JSON.parse(row.definition) as { type: 'map' | 'btree'; fields: string[]; sparse: boolean; unique: boolean };
+  return {
+    id: Number(row.id),
+    name: row.name,
+    type: definition.type,
+    fields: definition.fields,
+    keyFields: definition.fields.map((f) => (definition.type === 'btree' && f.startsWith('-') ? f.slice(1) : f)),
+    descending: definition.fields.map((f) => definition.type === 'btree' && f.startsWith('-')),
+    sparse: definition.sparse,
+    unique: definition.unique,
+  };
+}
+
+/**
+ * Collections, indexes and documents on either database. Writes to one collection are
+ * serialized: on PostgreSQL each write transaction first locks the collection row, which also
+ * makes the unique checks exact across instances (the entry tables' keys stay the last guard);
+ * on SQLite the single connection serializes them.
+ */
+export class DocumentStore {
+  readonly sql: DocdbSql;
+
+  constructor(connection: SqlConnection) {
+    this.sql = new DocdbSql(connection);
+  }
+
+  private *lockCollection(collectionId: number): Work<CollectionRow | undefined> {
+    const lock = this.sql.dialect === 'postgres' ? ' for update' : '';
+    return yield* first<CollectionRow>(`select id, database_id, name, defaults, auto_counter, document_count from docdb_collections where id = ?${lock}`, collectionId);
+  }
+
+  private *loadIndexes(collectionId: number): Work<IndexInfo[]> {
+    const rows = yield* all<{ id: number; name: string; definition: string }>('select id, name, definition from docdb_indexes where collection_id = ? order by id', collectionId);
+    return rows.map(parseDefinition);
+  }
+
+  private *loadCollection(databaseId: string, name: string): Work<CollectionInfo | null> {
+    const row = yield* first<CollectionRow>('select id, database_id, name, defaults from docdb_collections where database_id = ? and name = ?', databaseId, name);
+    if (!row) return null;
+    return { id: Number(row.id), databaseId, name: row.name, defaults: row.defaults === null ? null : (parseJson(row.defaults) as JsonObject), indexes: yield* this.loadIndexes(Number(row.id)) };
+  }
+
+  getCollection(databaseId: string, name: string): Promise<CollectionInfo | null> {
+    return this.sql.read(() => this.loadCollection(databaseId, name));
+  }
+
+  async listCollections(databaseId: string): Promise<CollectionRecord[]> {
+    return this.sql.read(function* () {
+      const rows = yield* all<{ name: string; defaults: string | null; document_count: number; indexes: number }>(
+        'select c.name, c.defaults, c.document_count, (select count(*) from docdb_indexes i where i.collection_id = c.id) as indexes from docdb_collections c where c.database_id = ? order by c.id',
+        databaseId,
+      );
+      return rows.map((row) => ({ name: row.name, total: Number(row.document_count), indexes: Number(row.indexes), defaults: row.defaults === null ? null : (parseJson(row.defaults) as JsonObject) }));
+    });
+  }
+
+  async collectionRecord(databaseId: string, name: string): Promise<CollectionRecord | null> {
+    const found = await this.sql.read(function* () {
+      return yield* first<{ name: string; defaults: string | null; document_count: number; indexes: number }>(
+        'select c.name, c.defaults, c.document_count, (select count(*) from docdb_indexes i where i.collection_id = c.id) as indexes from docdb_collections c where c.database_id = ? and c.name = ?',
+        databaseId,
+        name,
+      );
+    });
+    return found ? { name: found.name, total: Number(found.document_count), indexes: Number(found.indexes), defaults: found.defaults === null ? null : (parseJson(found.defaults) as JsonObject) } : null;
+  }
+
+  private *insertCollection(databaseId: string, name: string, defaults: JsonObject | null): Work<boolean> {
+    const dialect = this.sql.dialect;
+    const inserted = yield* run(
+      `insert into docdb_collections (database_id, name, defaults) values (?, ?, ?) on conflict ${dialect === 'postgres' ? '(database_id, name) ' : ''}do nothing`,
+      databaseId,
+      name,
+      defaults === null ? null : stringifyJson(defaults),
+    );
+    return inserted > 0;
+  }
+
+  /** Creates a collection; false when the name is taken. */
+  async createCollection(databaseId: string, name: string, defaults: JsonObject | null): Promise<boolean> {
+    return this.sql.write(() => this.insertCollection(databaseId, name, defaults));
+  }
+
+  /** The collection, created first with `defaults` when missing. */
+  async ensureCollection(databaseId: string, name: string, defaults: JsonObject | null): Promise<CollectionInfo> {
+    const existing = await this.getCollection(databaseId, name);
+    if (existing) return existing;
+    await this.sql.write(() => this.insertCollection(databaseId, name, defaults));
+    const created = await this.getCollection(databaseId, name);
+    if (!created) throw notFound('collection not found');
+    return created;
+  }
+
+  async dropCollection(databaseId: string, name: string): Promise<boolean> {
+    return this.sql.write(function* () {
+      return (yield* run('delete from docdb_collections where database_id = ? and name = ?', databaseId, name)) > 0;
+    });
+  }
+
+  /** Merges into the defaults (docdb.md §5.5), creating the collection first when missing. */
+  async setDefaults(databaseId: string, name: string, patch: JsonObject): Promise<JsonObject | null> {
+    const work = function* (this: DocumentStore) {
+      yield* this.insertCollection(databaseId, name, DEFAULT_DEFAULTS);
+      const lock = this.sql.dialect === 'postgres' ? ' for update' : '';
+      const row = yield* first<{ id: number; defaults: string | null }>(`select id, defaults from docdb_collections where database_id = ? and name = ?${lock}`, databaseId, name);
+      const merged: JsonObject = { ...(row?.defaults ? (parseJson(row.defaults) as JsonObject) : {}), ...patch };
+      for (const key of Object.keys(merged)) if (merged[key] === null) delete merged[key];
+      const result = Object.keys(merged).length > 0 ? merged : null;
+      yield* run('update docdb_collections set defaults = ? where id = ?', result === null ? null : stringifyJson(result), row!.id);
+      return result;
+    };
+    return this.sql.write(() => work.call(this));
+  }
+
+  async size(collection: CollectionInfo): Promise<Record<string, number>> {
+    const length = this.sql.dialect === 'postgres' ? 'octet_length' : 'length';
+    return this.sql.read(function* () {
+      const row = yield* first<{ document_count: number; document_bytes: number }>('select document_count, document_bytes from docdb_collections where id = ?', collection.id);
+      const memory = Number(row?.document_bytes ?? 0);
+      // Each stored row costs its body plus a rowid, a collection id and row header (~24 bytes).
+      const result: Record<string, number> = { memory, disk: memory + Number(row?.document_count ?? 0) * 24 };
+      for (const index of collection.indexes) {
+        const sizes = yield* first<{ bytes: number | null; entries: number }>(`select sum(${length}(key)) as bytes, count(*) as entries from ${entryTable(index)} where index_id = ?`, index.id);
+        // Key bytes plus the document reference and row overhead of each entry.
+        const bytes = Number(sizes?.bytes ?? 0) + Number(sizes?.entries ?? 0) * 16;
+        result[`index.${index.name}`] = bytes;
+        result.disk! += bytes;
+      }
+      return result;
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Indexes
+
+  /** Creates an index and builds it over the existing documents; nothing is created on failure. */
+  async createIndex(collection: CollectionInfo, definition: { name: string; type: 'map' | 'btree'; fields: string[]; sparse: boolean; unique: boolean }): Promise<IndexInfo> {
+    const work = function* (this: DocumentStore) {
+      yield* this.lockCollection(collection.id);
+      const taken = yield* first('select id from docdb_indexes where collection_id = ? and name = ?', collection.id, definition.name);
+      if (taken) throw conflict(`index '${definition.name}' already exists`);
+      const stored = JSON.stringify({ type: definition.type, fields: definition.fields, sparse: definition.sparse, unique: definition.unique });
+      const inserted = yield* all<{ id: number }>('insert into docdb_indexes (collection_id, name, definition) values (?, ?, ?) returning id', collection.id, definition.name, stored);
+      const index = parseDefinition({ id: Number(inserted[0]!.id), name: definition.name, definition: stored });
+      const table = entryTable(index);
+      let after = 0;
+      for (;;) {
+        const batch = yield* all<{ seq: number; body: string }>('select seq, body from docdb_documents where collection_id = ? and seq > ? order by seq limit ?', collection.id, after, READ_BATCH);
+        for (const row of batch) {
+          const document = parseJson(row.body) as JsonObject;
+          const keys = indexKeys(index, document);
+          if (keys instanceof IndexRejection) throw conflict(`index row: ${keys.reason}, data: ${row.body}`);
+          for (const [keyNumber, key] of keys.entries()) {
+            if (index.unique) {
+              const holder = yield* first('select seq from docdb_unique_entries where index_id = ? and key = ?', index.id, key);
+              if (holder) throw conflict(`index row: ${conflictReason(index, document, keyNumber)}, data: ${row.body}`);
+            }
+            yield* run(`insert into ${table} (index_id, key, seq) values (?, ?, ?)`, index.id, key, Number(row.seq));
+          }
+        }
+        if (batch.length < READ_BATCH) break;
+        after = Number(batch[batch.length - 1]!.seq);
+      }
+      return index;
+    };
+    return this.sql.write(() => work.call(this));
+  }
+
+  async dropIndex(collection: CollectionInfo, name: string): Promise<boolean> {
+    return this.sql.write(function* () {
+      return (yield* run('delete from docdb_indexes where collection_id = ? and name = ?', collection.id, name)) > 0;
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Writes
+
+  /** Keys of `document` for every index, checked against the unique entries of other documents. */
+  private *documentKeys(indexes: IndexInfo[], document: JsonObject, self: number | null): Work<Buffer[][] | HttpError> {
+    const keysByIndex: Buffer[][] = [];
+    for (const index of indexes) {
+      const keys = indexKeys(index, document);
+      if (keys instanceof IndexRejection) return conflict(`index add '${index.name}': ${keys.reason}`);
+      if (index.unique) {
+        for (const [keyNumber, key] of keys.entries()) {
+          const holder = yield* first<{ seq: number }>('select seq from docdb_unique_entries where index_id = ? and key = ?', index.id, key);
+          if (holder && Number(holder.seq) !== self) return conflict(`index add '${index.name}': ${conflictReason(index, document, keyNumber)}`);
+        }
+      }
+      keysByIndex.push(keys);
+    }
+    return keysByIndex;
+  }
+
+  private *addEntries(indexes: IndexInfo[], keysByIndex: Buffer[][], seq: number): Work<void> {
+    for (const [i, index] of indexes.entries()) {
+      const table = entryTable(index);
+      for (const key of keysByIndex[i]!) yield* run(`insert into ${table} (index_id, key, seq) values (?, ?, ?)`, index.id, key, seq);
+    }
+  }
+
+  private *removeEntries(indexes: IndexInfo[], seq: number): Work<void> {
+    if (indexes.some((index) => index.unique)) yield* run('delete from docdb_unique_entries where seq = ?', seq);
+    if (indexes.some((index) => !index.unique)) yield* run('delete from docdb_index_entries where seq = ?', seq);
+  }
+
+  /**
+   * Inserts documents in order, each atomically with its index entries, in one transaction.
+   * `stopOnError`: the first rejected document ends the batch (insert, insertFullduplex);
+   * otherwise rejected documents are reported and the rest go on (insertStream).
+   */
+  async insert(collection: CollectionInfo, documents: readonly JsonValue[], stopOnError: boolean): Promise<WriteOutcome[]> {
+    const work = function* (this: DocumentStore) {
+      const row = yield* this.lockCollection(collection.id);
+      if (!row) throw notFound('collection not found');
+      const defaults = row.defaults === null ? null : (parseJson(row.defaults) as JsonObject);
+      const indexes = yield* this.loadIndexes(collection.id);
+      const generates = usesAuto(defaults);
+      let counter = Number(row.auto_counter);
+      let count = 0;
+      let bytes = 0;
+      const outcomes: WriteOutcome[] = [];
+      for (const value of documents) {
+        // Every document the collection tries to insert takes a number (docdb.md §10).
+        counter++;
+        if (!isJsonObject(value)) {
+          outcomes.push({ ok: false, error: new HttpError(400, 'validation_error', 'document must be a JSON object') });
+          if (stopOnError) break;
+          continue;
+        }
+        const current = counter;
+        const document = defaults === null ? value : applyDefaults(value, defaults, { auto: () => current, now: unixNanoNow });
+        const keys = yield* this.documentKeys(indexes, document, null);
+        if (keys instanceof HttpError) {
+          outcomes.push({ ok: false, error: keys });
+          if (stopOnError) break;
+          continue;
+        }
+        const text = stringifyJson(document);
+        const inserted = yield* all<{ seq: number }>('insert into docdb_documents (collection_id, body) values (?, ?) returning seq', collection.id, text);
+        const seq = Number(inserted[0]!.seq);
+        yield* this.addEntries(indexes, keys, seq);
+        count++;
+        bytes += Buffer.byteLength(text);
+        outcomes.push({ ok: true, text, seq, changed: true });
+      }
+      if (count > 0 || generates || documents.length > 0) {
+        yield* run('update docdb_collections set auto_counter = ?, document_count = document_count + ?, document_bytes = document_bytes + ? where id = ?', counter, count, bytes, collection.id);
+      }
+      return outcomes;
+    };
+    return this.sql.write(() => work.call(this));
+  }
+
+  /**
+   * Applies `change` to each selected document (by seq), each atomically with its index entries;
+   * the first rejected document ends the batch and is reported. `change` returns the new document
+   * or null when it would not change.
+   */
+  async patch(collection: CollectionInfo, seqs: readonly number[], change: (document: JsonObject) => JsonObject | null): Promise<WriteOutcome[]> {
+    const work = function* (this: DocumentStore) {
+      if (!(yield* this.lockCollection(collection.id))) throw notFound('collection not found');
+      const indexes = yield* this.loadIndexes(collection.id);
+      const outcomes: WriteOutcome[] = [];
+      let bytes = 0;
+      for (const seq of seqs) {
+        const row = yield* first<{ body: string }>('select body from docdb_documents where seq = ? and collection_id = ?', seq, collection.id);
+        if (!row) continue; // removed since it was selected
+        const before = parseJson(row.body) as JsonObject;
+        const after = change(before);
+        if (after === null) {
+          outcomes.push({ ok: true, text: row.body, seq, changed: false });
+          continue;
+        }
+        const keys = yield* this.documentKeys(indexes, after, seq);
+        if (keys instanceof HttpError) {
+          outcomes.push({ ok: false, error: keys });
+          break;
+        }
+        const text = stringifyJson(after);
+        yield* run('update docdb_documents set body = ? where seq = ?', text, seq);
+        yield* this.removeEntries(indexes, seq);
+        yield* this.addEntries(indexes, keys, seq);
+        bytes += Buffer.byteLength(text) - Buffer.byteLength(row.body);
+        outcomes.push({ ok: true, text, seq, changed: true });
+      }
+      if (bytes !== 0) yield* run('update docdb_collections set document_bytes = document_bytes + ? where id = ?', bytes, collection.id);
+      return outcomes;
+    };
+    return this.sql.write(() => work.call(this));
+  }
+
+  /** Removes the selected documents (by seq) with their index entries; returns what was removed. */
+  async remove(collection: CollectionInfo, seqs: readonly number[]): Promise<WriteOutcome[]> {
+    const work = function* (this: DocumentStore) {
+      if (!(yield* this.lockCollection(collection.id))) throw notFound('collection not found');
+      const indexes = yield* this.loadIndexes(collection.id);
+      const outcomes: WriteOutcome[] = [];
+      let bytes = 0;
+      for (const seq of seqs) {
+        const row = yield* first<{ body: string }>('select body from docdb_documents where seq = ? and collection_id = ?', seq, collection.id);
+        if (!row) continue;
+        yield* this.removeEntries(indexes, seq);
+        yield* run('delete from docdb_documents where seq = ?', seq);
+        bytes += Buffer.byteLength(row.body);
+        outcomes.push({ ok: true, text: row.body, seq, changed: true });
+      }
+      if (outcomes.length > 0) yield* run('update docdb_collections set document_count = document_count - ?, document_bytes = document_bytes - ? where id = ?', outcomes.length, bytes, collection.id);
+      return outcomes;
+    };
+    return this.sql.write(() => work.call(this));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reads
+
+  /** The highest document seq now: traversals that write ignore documents inserted after it. */
+  async lastSeq(): Promise<number> {
+    const row = await this.sql.read(function* () {
+      return yield* first<{ seq: number | null }>('select max(seq) as seq from docdb_documents');
+    });
+    return Number(row?.seq ?? 0);
+  }
+
+  /**
+   * The source's candidates in traversal order, in batches read one short query at a time (no
+   * transaction or cursor is held between batches). `firstBatch` sizes the first query, so a
+   * `limit: 1` lookup reads one row.
+   */
+  async *traverse(collection: CollectionInfo, source: Source, firstBatch = READ_BATCH): AsyncGenerator<StoredDocument[], void, undefined> {
+    let size = Math.max(1, Math.min(firstBatch, READ_BATCH));
+    let afterSeq = 0;
+    let afterKey: Buffer | null = null;
+    for (;;) {
+      const batchSize = size;
+      const positionKey = afterKey;
+      const positionSeq = afterSeq;
+      const rows = await this.sql.read(function* () {
+        if (source.kind === 'scan') {
+          return yield* all<{ seq: number; body: string }>('select seq, body from docdb_documents where collection_id = ? and seq > ? order by seq limit ?', collection.id, positionSeq, batchSize);
+        }
+        const table = entryTable(source.index);
+        if (source.kind === 'map') {
+          return yield* all<{ seq: number; body: string }>(
+            `select e.seq, d.body from ${table} e join docdb_documents d on d.seq = e.seq where e.index_id = ? and e.key = ? and e.seq > ? order by e.seq limit ?`,
+            source.index.id,
+            source.key,
+            positionSeq,
+            batchSize,
+          );
+        }
+        const conditions = ['e.index_id = ?'];
+        const params: unknown[] = [source.index.id];
+        if (positionKey !== null) {
+          conditions.push(source.reverse ? '(e.key, e.seq) < (?, ?)' : '(e.key, e.seq) > (?, ?)');
+          params.push(positionKey, positionSeq);
+        }
+        if (source.from) {
+          conditions.push(source.reverse ? 'e.key > ?' : 'e.key >= ?');
+          params.push(source.from);
+        }
+        if (source.to) {
+          conditions.push(source.reverse ? 'e.key <= ?' : 'e.key < ?');
+          params.push(source.to);
+        }
+        const direction = source.reverse ? 'desc' : 'asc';
+        return yield* all<{ seq: number; body: string; key: Buffer }>(
+          `select e.key, e.seq, d.body from ${table} e join docdb_documents d on d.seq = e.seq where ${conditions.join(' and ')} order by e.key ${direction}, e.seq ${direction} limit ?`,
+          ...params,
+          batchSize,
+        );
+      });
+      if (rows.length === 0) return;
+      const last = rows[rows.length - 1]!;
+      afterSeq = Number(last.seq);
+      if ('key' in last) afterKey = last.key as Buffer;
+      yield rows.map((row) => ({ seq: Number(row.seq), body: row.body }));
+      if (rows.length < batchSize) return;
+      size = READ_BATCH;
+    }
+  }
+}
+
+export { isUniqueViolation };

@@ -1,0 +1,35 @@
+import { createServiceApp } from '../../core/app.ts';
+import type { ServiceDefinition } from '../../core/service.ts';
+import { DocdbAccess } from './access.ts';
+import { DatabaseRepository } from './databases.ts';
+import { docdbMigrations } from './migrations.ts';
+import { DocumentStore } from './documents.ts';
+import { registerCollectionRoutes } from './routes/collections.ts';
+import { registerDatabaseRoutes } from './routes/databases.ts';
+import { registerServiceRoutes } from './routes/service.ts';
+
+/** Document database (docdb.md): databases, collections, streamed documents, map and btree indexes. */
+export const docdbService: ServiceDefinition = {
+  name: 'docdb',
+  migrations: docdbMigrations,
+  async build({ store, logger, version }) {
+    const app = await createServiceApp({
+      name: 'docdb',
+      title: 'Stratus docdb',
+      version,
+      logger,
+      description: 'Document database: databases with owners and API keys, collections of JSON documents, map and btree indexes, streamed insert/find/patch/remove.',
+      jsonForAnyContentType: true,
+      // Served by routes/service.ts: OpenAPI 3.1 with each colon action as its own path.
+      openapiPath: null,
+    });
+    const databases = new DatabaseRepository(store.sql);
+    const access = new DocdbAccess(databases, store.notifier);
+    const documents = new DocumentStore(store.sql);
+    app.addHook('onClose', async () => access.close());
+    registerServiceRoutes(app, { version, databases, documents, access });
+    registerDatabaseRoutes(app, { databases, access });
+    registerCollectionRoutes(app, { documents, access });
+    return app;
+  },
+};

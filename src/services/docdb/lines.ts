@@ -1,0 +1,100 @@
+import type { ServerResponse } from 'node:http';
+import { envelope, type HttpError } from '../../core/errors.ts';
+
+/** Above this many buffered bytes the response starts streaming (chunked) before `flush` is asked. */
+const SEND_AT_ONCE_BYTES = 64 * 1024;
+
+/**
+ * An NDJSON (or text) response written line by line on a hijacked reply: lines are buffered until
+ * `flush`, so a small answer goes out in one piece with a Content-Length and a long one streams
+ * chunked. Writes wait for 'drain' (back-pressure) and stop once the client has gone.
+ */
+export class LineResponse {
+  private pending = '';
+  private started = false;
+  private ended = false;
+  private gone = false;
+  private readonly closeWaiters = new Set<() => void>();
+
+  constructor(
+    private readonly res: ServerResponse,
+    private status: number,
+    private readonly headers: Record<string, string> = { 'content-type': 'application/json' },
+  ) {
+    res.once('close', () => {
+      if (!res.writableFinished) this.gone = true;
+      for (const wake of this.closeWaiters) wake();
+    });
+  }
+
+  /** The client disconnected: stop working. */
+  get closed(): boolean {
+    return this.gone || this.res.destroyed;
+  }
+
+  /** True once any line (or the head) has been sent: the status can no longer change. */
+  get committed(): boolean {
+    return this.started || this.pending.length > 0;
+  }
+
+  setStatus(status: number): void {
+    if (!this.started) this.status = status;
+  }
+
+  push(line: string): void {
+    this.pending += line;
+    this.pending += '\n';
+  }
+
+  /** Sends what is buffered (starting the response if needed) and waits while the client catches up. */
+  async flush(force = false): Promise<void> {
+    if (this.closed || this.ended) return;
+    if (!force && !this.started && this.pending.length < SEND_AT_ONCE_BYTES) return;
+    if (!this.started) {
+      this.started = true;
+      this.res.writeHead(this.status, this.headers);
+    }
+    if (this.pending.length === 0) return;
+    const chunk = this.pending;
+    this.pending = '';
+    if (!this.res.write(chunk)) await this.drained();
+  }
+
+  private drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.res.off('drain', done);
+        this.closeWaiters.delete(done);
+        resolve();
+      };
+      this.res.once('drain', done);
+      this.closeWaiters.add(done);
+    });
+  }
+
+  /** Ends the response; a response never started goes out whole with a Content-Length. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.closed) return;
+    if (!this.started) {
+      this.started = true;
+      const empty = this.status === 204 || this.status === 304;
+      this.res.writeHead(this.status, empty ? this.headers : { ...this.headers, 'content-length': String(Buffer.byteLength(this.pending)) });
+    }
+    this.res.end(this.pending);
+    this.pending = '';
+  }
+
+  /** Answers with an error envelope when nothing was sent yet. */
+  fail(error: HttpError): void {
+    if (this.committed) {
+      this.push(JSON.stringify(envelope(error.status, error.code, error.message)));
+      this.end();
+      return;
+    }
+    this.status = error.status;
+    this.pending = `${JSON.stringify(envelope(error.status, error.code, error.message))}\n`;
+    this.end();
+  }
+}

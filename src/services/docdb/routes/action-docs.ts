@@ -1,0 +1,60 @@
+import { Type, type TSchema } from 'typebox';
+import type { CollectionAction } from '../actions.ts';
+
+const indexRecord = Type.Object(
+  {
+    name: Type.String(),
+    type: Type.Union([Type.Literal('map'), Type.Literal('btree')]),
+    field: Type.Optional(Type.String()),
+    fields: Type.Optional(Type.Array(Type.String())),
+    sparse: Type.Boolean(),
+    unique: Type.Boolean(),
+  },
+  { additionalProperties: false },
+);
+const traversal = {
+  index: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'index to traverse; null = full scan' })),
+  filter: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'condition (docdb.md §9.3)' })),
+  skip: Type.Optional(Type.Integer({ default: 0 })),
+  limit: Type.Optional(Type.Integer({ default: 1, description: '0 → none; negative → no limit' })),
+  value: Type.Optional(Type.String({ description: 'map index: the key to look up' })),
+  reverse: Type.Optional(Type.Boolean({ description: 'btree: descending order' })),
+  from: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'btree: lower pivot' })),
+  to: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'btree: upper pivot' })),
+};
+const ndjson = Type.String({ description: 'NDJSON: one document per line' });
+const documentStream = Type.String({ description: 'JSON documents: NDJSON, concatenated or pretty-printed' });
+const nameBody = Type.Object({ name: Type.String() }, { additionalProperties: true });
+
+/** For the OpenAPI document: each collection action's summary, body and success response. */
+export const COLLECTION_ACTION_DOCS: Record<CollectionAction, { summary: string; body: TSchema | null; status: number; response: TSchema | null }> = {
+  dropCollection: { summary: 'Drop the collection with its documents and indexes', body: null, status: 204, response: null },
+  setDefaults: { summary: 'Merge into the collection defaults (null deletes a key)', body: Type.Object({}, { additionalProperties: true }), status: 200, response: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]) },
+  size: { summary: 'Estimated sizes in bytes: memory, disk and index.<name>', body: null, status: 200, response: Type.Record(Type.String(), Type.Number()) },
+  insert: { summary: 'Insert a stream of documents; NDJSON of each stored document once committed', body: documentStream, status: 201, response: ndjson },
+  insertFullduplex: { summary: 'Insert a stream of documents (no default id); NDJSON answers as they commit', body: documentStream, status: 200, response: ndjson },
+  insertStream: { summary: 'Insert a stream of documents; per document its JSON or an error string, continuing past errors', body: documentStream, status: 202, response: Type.String() },
+  find: { summary: 'Find documents (full scan or index traversal)', body: Type.Object(traversal, { additionalProperties: true }), status: 200, response: ndjson },
+  patch: { summary: 'Merge-patch the selected documents', body: Type.Object({ ...traversal, patch: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: true }), status: 200, response: ndjson },
+  remove: { summary: 'Remove the selected documents', body: Type.Object(traversal, { additionalProperties: true }), status: 200, response: ndjson },
+  listIndexes: { summary: 'List indexes in creation order', body: null, status: 200, response: Type.Array(indexRecord) },
+  createIndex: {
+    summary: 'Create a map or btree index over the existing documents',
+    body: Type.Object(
+      {
+        name: Type.String(),
+        type: Type.Union([Type.Literal('map'), Type.Literal('btree')]),
+        field: Type.Optional(Type.String()),
+        fields: Type.Optional(Type.Array(Type.String())),
+        sparse: Type.Optional(Type.Boolean()),
+        unique: Type.Optional(Type.Boolean()),
+      },
+      { additionalProperties: true },
+    ),
+    status: 201,
+    response: indexRecord,
+  },
+  getIndex: { summary: 'Get an index', body: nameBody, status: 200, response: indexRecord },
+  dropIndex: { summary: 'Drop an index', body: nameBody, status: 204, response: null },
+};
+

@@ -1,0 +1,468 @@
+import type { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { ServiceApp } from '../../../core/app.ts';
+import { HttpError, badRequest, conflict, notFound, validationError } from '../../../core/errors.ts';
+import type { DocdbAccess } from '../access.ts';
+import { COLLECTION_ACTIONS, rawSegments, splitAction, type CollectionAction } from '../actions.ts';
+import { BODY_LIMIT, fields, invalidJson, readJsonBody, requireObject } from '../body.ts';
+import { DEFAULT_DEFAULTS, indexRecord, type CollectionInfo, type DocumentStore, type Source, type WriteOutcome } from '../documents.ts';
+import { JsonStreamError, jsonValues } from '../json-values.ts';
+import { LineResponse } from '../lines.ts';
+import { InvalidFilterError, compileFilter, type Predicate } from '../query/filter.ts';
+import { isJsonObject, parseJson, stringifyJson, type JsonObject, type JsonValue } from '../query/json.ts';
+import { jsonEquals, mergePatch } from '../query/merge-patch.ts';
+import { encodeKey } from '../query/order.ts';
+
+export interface CollectionRouteDeps {
+  documents: DocumentStore;
+  access: DocdbAccess;
+}
+
+const COLLECTION_NAME_MAX = 255;
+// eslint-disable-next-line no-control-regex
+const FORBIDDEN_NAME = /[/\u0000-\u001f\u007f]/;
+
+function checkCollectionName(name: string): void {
+  if (name === '') throw validationError("'name' must not be empty");
+  if (name.length > COLLECTION_NAME_MAX) throw validationError(`collection name longer than ${COLLECTION_NAME_MAX} characters`);
+  if (FORBIDDEN_NAME.test(name)) throw validationError('collection name must not contain / or control characters');
+  // URL clients resolve `.` and `..` (even as `%2E%2E`) as dot-segments: such a collection could
+  // never be addressed again.
+  if (name === '.' || name === '..') throw validationError("collection name must not be '.' or '..'");
+}
+
+/**
+ * Sends a single JSON value with the exact serializer: defaults and documents may hold integers
+ * above 2^53 (bigint), which the default serializer refuses (docdb.md §1.3).
+ */
+function sendJson(reply: FastifyReply, value: unknown, status = 200): FastifyReply {
+  return reply.code(status).type('application/json').send(stringifyJson(value as JsonValue));
+}
+
+const collectionNotFound = () => notFound('collection not found');
+const indexNotFound = (index: string, collection: string) => notFound(`index '${index}' not found in collection '${collection}'`);
+
+/** The collection segment of `/v1/databases/{db}/collections/{segment}…`, raw. */
+function collectionSegment(request: FastifyRequest): string {
+  return rawSegments(request.raw.url ?? '/')[5] ?? '';
+}
+
+const params = Type.Object({ databaseId: Type.String(), collection: Type.String() });
+const dbParams = Type.Object({ databaseId: Type.String() });
+
+// ---------------------------------------------------------------------------------------------
+// Traversal (find, patch, remove): docdb.md §9.1
+
+interface Traversal {
+  source: Source;
+  predicate: Predicate | null;
+  skip: number;
+  /** Negative: no limit. */
+  limit: number;
+}
+
+function parseTraversal(body: JsonObject, collection: CollectionInfo): Traversal {
+  const indexName = body.index === undefined || body.index === null ? null : body.index;
+  if (indexName !== null && typeof indexName !== 'string') throw validationError("'index' must be a string or null");
+  const skip = fields.integer(body, 'skip', 0);
+  const limit = fields.integer(body, 'limit', 1);
+  let source: Source = { kind: 'scan' };
+  if (indexName !== null) {
+    const index = collection.indexes.find((candidate) => candidate.name === indexName);
+    if (!index) throw indexNotFound(indexName, collection.name);
+    if (index.type === 'map') {
+      const value = body.value === undefined ? '' : body.value;
+      if (typeof value !== 'string') throw validationError("'value' must be a string");
+      source = { kind: 'map', index, key: encodeKey([value], [false]) };
+    } else {
+      const reverse = fields.boolean(body, 'reverse', false);
+      const pivot = (name: 'from' | 'to') => {
+        const value = body[name];
+        if (value === undefined) return null;
+        if (!isJsonObject(value)) throw validationError(`'${name}' must be an object`);
+        return encodeKey(
+          index.keyFields.map((field) => (Object.hasOwn(value, field) ? value[field]! : null)),
+          index.descending,
+        );
+      };
+      source = { kind: 'btree', index, from: pivot('from'), to: pivot('to'), reverse };
+    }
+  }
+  const filter = body.filter === undefined ? {} : body.filter;
+  let predicate: Predicate | null = null;
+  if (!(isJsonObject(filter) && Object.keys(filter).length === 0)) {
+    try {
+      predicate = compileFilter(filter);
+    } catch (error) {
+      if (error instanceof InvalidFilterError) throw badRequest('invalid_filter', error.message);
+      throw error;
+    }
+  }
+  return { source, predicate, skip: Math.max(0, skip), limit };
+}
+
+/**
+ * Runs the pipeline, handing each batch of selected documents to `act`, which returns the lines
+ * to write (and whether to stop). Stops reading as soon as the limit is reached.
+ */
+async function traverse(
+  documents: DocumentStore,
+  collection: CollectionInfo,
+  traversal: Traversal,
+  act: (selected: { seq: number; body: string }[]) => Promise<boolean>,
+  options: { upToSeq?: number; skipSeqs?: Set<number> } = {},
+): Promise<void> {
+  let skip = traversal.skip;
+  let remaining = traversal.limit < 0 ? Infinity : traversal.limit;
+  if (remaining === 0) return;
+  const firstBatch = traversal.predicate === null && Number.isFinite(remaining) ? skip + remaining : 1000;
+  const batches = documents.traverse(collection, traversal.source, firstBatch);
+  try {
+    for await (const batch of batches) {
+      const selected: { seq: number; body: string }[] = [];
+      for (const candidate of batch) {
+        if (options.upToSeq !== undefined && candidate.seq > options.upToSeq) continue;
+        if (options.skipSeqs?.has(candidate.seq)) continue;
+        if (traversal.predicate !== null && !traversal.predicate(parseJson(candidate.body))) continue;
+        if (skip > 0) {
+          skip--;
+          continue;
+        }
+        selected.push(candidate);
+        remaining--;
+        if (remaining === 0) break;
+      }
+      if (selected.length > 0 && !(await act(selected))) return;
+      if (remaining === 0) return;
+    }
+  } finally {
+    await batches.return(undefined);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export function registerCollectionRoutes(app: ServiceApp, deps: CollectionRouteDeps): void {
+  const { documents, access } = deps;
+  const tags = ['collections'];
+
+  app.get(
+    '/v1/databases/:databaseId/collections',
+    { schema: { tags, summary: 'List collections in creation order', params: dbParams } },
+    async (request, reply) => {
+      const database = await access.authorize(request, request.params.databaseId);
+      return sendJson(reply, await documents.listCollections(database.id));
+    },
+  );
+
+  app.post(
+    '/v1/databases/:databaseId/collections',
+    {
+      schema: {
+        tags,
+        summary: 'Create a collection',
+        params: dbParams,
+        body: Type.Object({ name: Type.String(), defaults: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])) }, { additionalProperties: true }),
+      },
+    },
+    async (request, reply) => {
+      const database = await access.authorize(request, request.params.databaseId);
+      const { name } = request.body;
+      checkCollectionName(name);
+      const defaults = (request.body.defaults ?? DEFAULT_DEFAULTS) as JsonObject;
+      if (!(await documents.createCollection(database.id, name, defaults))) throw conflict('collection already exists');
+      return sendJson(reply, await documents.collectionRecord(database.id, name), 201);
+    },
+  );
+
+  app.get(
+    '/v1/databases/:databaseId/collections/:collection',
+    { schema: { tags, summary: 'Get a collection', params } },
+    async (request, reply) => {
+      const target = splitAction(collectionSegment(request), COLLECTION_ACTIONS);
+      if (target?.action) throw new HttpError(405, 'method_not_allowed', `use POST for :${target.action}`, { allow: 'POST' });
+      const database = await access.authorize(request, request.params.databaseId);
+      const record = target ? await documents.collectionRecord(database.id, target.name) : null;
+      if (!record) throw collectionNotFound();
+      return sendJson(reply, record);
+    },
+  );
+
+  app.get(
+    '/v1/databases/:databaseId/collections/:collection/documents/:documentId',
+    { schema: { tags: ['documents'], summary: 'Get a document by id', params: Type.Object({ databaseId: Type.String(), collection: Type.String(), documentId: Type.String() }) } },
+    async (request, reply) => {
+      const database = await access.authorize(request, request.params.databaseId);
+      const id = request.params.documentId.trim();
+      if (id === '') throw validationError('document id is required');
+      const collection = await documents.getCollection(database.id, request.params.collection);
+      if (!collection) throw collectionNotFound();
+      for (const index of collection.indexes) {
+        if (index.type !== 'map' || index.keyFields[0] !== 'id') continue;
+        for await (const batch of documents.traverse(collection, { kind: 'map', index, key: encodeKey([id], [false]) }, 1)) {
+          const hit = batch[0];
+          if (hit) return sendJson(reply, { id, document: parseJson(hit.body), source: { type: 'index', name: index.name } });
+        }
+      }
+      for await (const batch of documents.traverse(collection, { kind: 'scan' })) {
+        for (const candidate of batch) {
+          const document = parseJson(candidate.body) as JsonObject;
+          if (idText(document.id) === id) return sendJson(reply, { id, document, source: { type: 'fullscan' } });
+        }
+      }
+      throw notFound(`document '${id}' not found`);
+    },
+  );
+
+  // Colon actions: one POST route, the body read here (insert endpoints stream it), so this
+  // route lives in its own context whose only parser hands the raw stream through.
+  void app.register(async (actions: ServiceApp) => {
+    actions.removeAllContentTypeParsers();
+    actions.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+    // Action answers (defaults, index records, sizes) may hold integers above 2^53.
+    actions.setReplySerializer((payload) => stringifyJson(payload as JsonValue));
+    actions.post(
+      '/v1/databases/:databaseId/collections/:collection',
+      { schema: { tags, summary: 'Collection actions ({collection}:{action}); see the per-action paths', params } },
+      async (request, reply) => {
+        const stream = (request.body as Readable | undefined) ?? request.raw;
+        const target = splitAction(collectionSegment(request), COLLECTION_ACTIONS);
+        if (!target || !target.action) {
+          stream.resume();
+          throw new HttpError(405, 'method_not_allowed', 'collections accept GET; actions are POST {collection}:{action}', { allow: 'GET' });
+        }
+        const database = await access.authorize(request, request.params.databaseId);
+        return runAction(target.action, { request, reply, stream, databaseId: database.id, name: target.name, documents });
+      },
+    );
+  });
+}
+
+interface ActionContext {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  stream: Readable;
+  databaseId: string;
+  name: string;
+  documents: DocumentStore;
+}
+
+/** A document id as text for the full-scan lookup: strings trimmed, numbers in shortest JSON form. */
+function idText(value: JsonValue | undefined): string | null {
+  if (typeof value === 'string') return value.trim();
+  if (typeof value === 'number' || typeof value === 'bigint') return stringifyJson(value);
+  return null;
+}
+
+async function existing(context: ActionContext): Promise<CollectionInfo> {
+  const collection = await context.documents.getCollection(context.databaseId, context.name);
+  if (!collection) throw collectionNotFound();
+  return collection;
+}
+
+async function runAction(action: CollectionAction, context: ActionContext): Promise<unknown> {
+  const { reply, documents, databaseId, name } = context;
+  switch (action) {
+    case 'insert':
+      return insertAction(context, 'insert');
+    case 'insertFullduplex':
+      return insertAction(context, 'insertFullduplex');
+    case 'insertStream':
+      return insertAction(context, 'insertStream');
+    case 'find':
+    case 'patch':
+    case 'remove':
+      return traversalAction(action, context);
+    default:
+      break;
+  }
+  const body = await readJsonBody(context.stream);
+  switch (action) {
+    case 'dropCollection': {
+      if (!(await documents.dropCollection(databaseId, name))) throw collectionNotFound();
+      return reply.code(204).send();
+    }
+    case 'setDefaults': {
+      checkCollectionName(name);
+      return reply.send(await documents.setDefaults(databaseId, name, requireObject(body)));
+    }
+    case 'size':
+      return documents.size(await existing(context));
+    case 'listIndexes':
+      return (await existing(context)).indexes.map(indexRecord);
+    case 'getIndex': {
+      const indexName = fields.string(requireObject(body), 'name', { required: true })!;
+      const collection = await existing(context);
+      const index = collection.indexes.find((candidate) => candidate.name === indexName);
+      if (!index) throw indexNotFound(indexName, name);
+      return indexRecord(index);
+    }
+    case 'dropIndex': {
+      const indexName = fields.string(requireObject(body), 'name', { required: true })!;
+      const collection = await existing(context);
+      if (!(await documents.dropIndex(collection, indexName))) throw indexNotFound(indexName, name);
+      return reply.code(204).send();
+    }
+    case 'createIndex': {
+      const definition = indexDefinition(requireObject(body));
+      checkCollectionName(name);
+      const collection = await documents.ensureCollection(databaseId, name, DEFAULT_DEFAULTS);
+      const index = await documents.createIndex(collection, definition);
+      return reply.code(201).send(indexRecord(index));
+    }
+  }
+}
+
+function indexDefinition(body: JsonObject): { name: string; type: 'map' | 'btree'; fields: string[]; sparse: boolean; unique: boolean } {
+  const name = fields.string(body, 'name', { required: true, nonEmpty: true })!;
+  const type = body.type;
+  if (type !== 'map' && type !== 'btree') throw validationError(`unexpected type '${typeof type === 'string' ? type : stringifyJson(type ?? null)}' instead of [map|btree]`);
+  const sparse = fields.boolean(body, 'sparse', false);
+  const unique = fields.boolean(body, 'unique', type === 'map');
+  const field = fields.string(body, 'field');
+  if (type === 'map') {
+    if (field === undefined || field === '') throw validationError("map indexes need a non-empty 'field'");
+    return { name, type, fields: [field], sparse, unique };
+  }
+  let list: string[];
+  if (body.fields !== undefined && body.fields !== null) {
+    if (!Array.isArray(body.fields) || !body.fields.every((f) => typeof f === 'string')) throw validationError("'fields' must be an array of strings");
+    list = body.fields as string[];
+  } else if (field !== undefined) {
+    list = [field];
+  } else {
+    throw validationError("btree indexes need 'fields' (or 'field')");
+  }
+  if (list.length === 0) throw validationError("'fields' must not be empty");
+  if (list.some((f) => f === '' || f === '-')) throw validationError('index field names must not be empty');
+  return { name, type, fields: list, sparse, unique };
+}
+
+// ---------------------------------------------------------------------------------------------
+// find, patch, remove
+
+async function traversalAction(action: 'find' | 'patch' | 'remove', context: ActionContext): Promise<void> {
+  const { reply, documents } = context;
+  const body = requireObject(await readJsonBody(context.stream));
+  const collection = await existing(context);
+  const traversal = parseTraversal(body, collection);
+  let patch: JsonObject | null = null;
+  if (action === 'patch') {
+    if (body.patch === undefined) throw validationError("'patch' is required");
+    if (!isJsonObject(body.patch)) throw validationError("'patch' must be an object");
+    patch = body.patch;
+  }
+  reply.hijack();
+  const out = new LineResponse(reply.raw, 200);
+  const stop = () => out.closed;
+  try {
+    if (action === 'find') {
+      await traverse(documents, collection, traversal, async (selected) => {
+        for (const document of selected) out.push(document.body);
+        await out.flush();
+        return !stop();
+      });
+    } else {
+      const upToSeq = await documents.lastSeq();
+      const done = new Set<number>();
+      const change = (document: JsonObject): JsonObject | null => {
+        const next = mergePatch(document, patch!);
+        return jsonEquals(next, document) ? null : next;
+      };
+      await traverse(
+        documents,
+        collection,
+        traversal,
+        async (selected) => {
+          const seqs = selected.map((document) => document.seq);
+          const outcomes: WriteOutcome[] = action === 'patch' ? await documents.patch(collection, seqs, change) : await documents.remove(collection, seqs);
+          for (const outcome of outcomes) {
+            if (!outcome.ok) {
+              out.fail(outcome.error);
+              return false;
+            }
+            done.add(outcome.seq);
+            out.push(outcome.text);
+          }
+          await out.flush();
+          return !stop();
+        },
+        { upToSeq, skipSeqs: done },
+      );
+    }
+    out.end();
+  } catch (error) {
+    out.fail(error instanceof HttpError ? error : new HttpError(500, 'internal_error', 'internal error'));
+    if (!(error instanceof HttpError)) context.request.log.error({ err: error }, `docdb ${action} failed`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// insert, insertFullduplex, insertStream (docdb.md §6.1–6.3)
+
+const STREAM_HEADERS = {
+  'content-type': 'text/plain; charset=utf-8',
+  'x-content-type-options': 'nosniff',
+  'access-control-allow-origin': '*',
+};
+
+async function insertAction(context: ActionContext, kind: 'insert' | 'insertFullduplex' | 'insertStream'): Promise<void> {
+  const { reply, documents, databaseId, name, stream } = context;
+  checkCollectionName(name);
+  const collection = await documents.ensureCollection(databaseId, name, kind === 'insert' ? DEFAULT_DEFAULTS : null);
+  reply.hijack();
+  const streaming = kind === 'insertStream';
+  const out = new LineResponse(reply.raw, streaming ? 202 : kind === 'insert' ? 201 : 200, streaming ? STREAM_HEADERS : undefined);
+  if (streaming) await out.flush(true);
+  let sawValue = false;
+  const values = jsonValues(stream as AsyncIterable<Buffer>, { maxValueBytes: BODY_LIMIT });
+  try {
+    for await (const texts of values) {
+      sawValue = true;
+      // Parse the batch; a malformed value ends it (and, outside insertStream, the request).
+      const parsed: JsonValue[] = [];
+      let failure: HttpError | null = null;
+      for (const text of texts) {
+        try {
+          parsed.push(parseJson(text));
+        } catch {
+          failure = invalidJson();
+          break;
+        }
+      }
+      const outcomes = parsed.length > 0 ? await documents.insert(collection, parsed, !streaming) : [];
+      for (const outcome of outcomes) {
+        if (outcome.ok) out.push(outcome.text);
+        else if (streaming) out.push(JSON.stringify(outcome.error.message));
+        else {
+          failure = outcome.error;
+          break;
+        }
+      }
+      if (failure) {
+        if (streaming) out.push(JSON.stringify(failure.message));
+        else out.fail(failure);
+        if (streaming) out.end();
+        stream.destroy();
+        return;
+      }
+      await out.flush(true);
+      if (out.closed) {
+        stream.destroy();
+        return;
+      }
+    }
+    if (!sawValue && !streaming) out.setStatus(kind === 'insert' ? 204 : 200);
+    out.end();
+  } catch (error) {
+    const failure = error instanceof JsonStreamError ? new HttpError(error.code === 'payload_too_large' ? 413 : 400, error.code, error.message) : error instanceof HttpError ? error : null;
+    if (!failure) context.request.log.error({ err: error }, `docdb ${kind} failed`);
+    const reported = failure ?? new HttpError(500, 'internal_error', 'internal error');
+    if (streaming) {
+      out.push(JSON.stringify(reported.message));
+      out.end();
+    } else out.fail(reported);
+    stream.destroy();
+  }
+}

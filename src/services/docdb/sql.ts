@@ -1,0 +1,109 @@
+import type Database from 'better-sqlite3';
+import { CompiledQuery, type Kysely } from 'kysely';
+import type { SqlConnection, SqlDialect } from '../../store/db.ts';
+
+/**
+ * Storage work written once for both databases: a generator yields each statement and receives
+ * its result. On SQLite it is driven synchronously through prepared statements (inside the group
+ * commit for writes, so a whole batch of documents costs one commit and no promise per
+ * statement); on PostgreSQL, or while Kysely holds the SQLite connection, asynchronously through
+ * Kysely. Statements use `?` placeholders; PostgreSQL gets `$n`.
+ */
+export type Row = Record<string, unknown>;
+
+interface Statement {
+  readonly text: string;
+  readonly params: readonly unknown[];
+  /** 'all' returns rows, 'run' returns the number of changed rows. */
+  readonly kind: 'all' | 'run';
+}
+
+export type Work<T> = Generator<Statement, T, unknown>;
+
+export function* all<R = Row>(text: string, ...params: unknown[]): Generator<Statement, R[], unknown> {
+  return (yield { text, params, kind: 'all' }) as R[];
+}
+
+export function* first<R = Row>(text: string, ...params: unknown[]): Generator<Statement, R | undefined, unknown> {
+  const rows = (yield { text, params, kind: 'all' }) as R[];
+  return rows[0];
+}
+
+export function* run(text: string, ...params: unknown[]): Generator<Statement, number, unknown> {
+  return (yield { text, params, kind: 'run' }) as number;
+}
+
+function toPostgres(text: string): string {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+}
+
+/** better-sqlite3 binds booleans as errors and undefined as missing; normalise the few we use. */
+function sqliteParams(params: readonly unknown[]): unknown[] {
+  return params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p));
+}
+
+function driveSqlite<T>(work: Work<T>, prepare: (sql: string) => Database.Statement): T {
+  let step = work.next();
+  while (!step.done) {
+    const { text, params, kind } = step.value;
+    let result: unknown;
+    try {
+      const statement = prepare(text);
+      result = kind === 'all' ? statement.all(...sqliteParams(params)) : statement.run(...sqliteParams(params)).changes;
+    } catch (error) {
+      step = work.throw(error);
+      continue;
+    }
+    step = work.next(result);
+  }
+  return step.value;
+}
+
+async function driveKysely<T>(work: Work<T>, db: Kysely<object>, dialect: SqlDialect): Promise<T> {
+  let step = work.next();
+  while (!step.done) {
+    const { text, params, kind } = step.value;
+    let result: unknown;
+    try {
+      const sqlText = dialect === 'postgres' ? toPostgres(text) : text;
+      const output = await db.executeQuery(CompiledQuery.raw(sqlText, params as unknown[]));
+      result = kind === 'all' ? output.rows : Number(output.numAffectedRows ?? 0n);
+    } catch (error) {
+      step = work.throw(error);
+      continue;
+    }
+    step = work.next(result);
+  }
+  return step.value;
+}
+
+export class DocdbSql {
+  readonly dialect: SqlDialect;
+  constructor(private readonly connection: SqlConnection) {
+    this.dialect = connection.dialect;
+  }
+
+  /** A read: on SQLite synchronous when the connection is free. No transaction. */
+  async read<T>(make: () => Work<T>): Promise<T> {
+    const direct = this.connection.direct?.run((prepare) => driveSqlite(make(), prepare));
+    if (direct) return direct.value;
+    return driveKysely(make(), this.connection.db, this.dialect);
+  }
+
+  /**
+   * A write transaction. On SQLite it joins the group commit (settles after the commit); on
+   * PostgreSQL it is its own transaction. `make` may run again if the first attempt could not
+   * start, so it must not have side effects outside the database before it is driven.
+   */
+  async write<T>(make: () => Work<T>): Promise<T> {
+    if (this.connection.direct) return this.connection.direct.write((prepare) => driveSqlite(make(), prepare));
+    return this.connection.db.transaction().execute((trx) => driveKysely(make(), trx, this.dialect));
+  }
+}
+
+/** True for a unique or primary key violation on either database. */
+export function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
