@@ -90,7 +90,7 @@ export class DatabaseRepository {
   private readonly db: Kysely<DatabaseTables>;
   private readonly dialect: SqlDialect;
 
-  constructor(connection: SqlConnection) {
+  constructor(private readonly connection: SqlConnection) {
     this.db = connection.db.withTables<DatabaseTables>();
     this.dialect = connection.dialect;
   }
@@ -104,7 +104,12 @@ export class DatabaseRepository {
 
   async get(id: string): Promise<DatabaseRecord | null> {
     if (!isUuidV4(id)) return null;
-    const rows = await this.selectRecords().where('d.id', '=', id).orderBy('k.seq').execute();
+    // Read on every database-scoped request: synchronous on SQLite when the connection is free.
+    type Row = { id: string; name: string; created_at: string; owners: string; key: string | null };
+    const direct = this.connection.direct?.run(
+      (prepare) => prepare('select d.id, d.name, d.created_at, d.owners, k.key from docdb_databases d left join docdb_api_keys k on k.database_id = d.id where d.id = ? order by k.seq').all(id) as Row[],
+    );
+    const rows = direct ? direct.value : await this.selectRecords().where('d.id', '=', id).orderBy('k.seq').execute();
     return groupRecords(rows)[0] ?? null;
   }
 

@@ -25,8 +25,11 @@ export const docdbService: ServiceDefinition = {
     });
     const databases = new DatabaseRepository(store.sql);
     const access = new DocdbAccess(databases, store.notifier);
-    const documents = new DocumentStore(store.sql);
-    app.addHook('onClose', async () => access.close());
+    const documents = new DocumentStore(store.sql, store.notifier);
+    app.addHook('onClose', async () => {
+      access.close();
+      documents.close();
+    });
     registerServiceRoutes(app, { version, databases, documents, access });
     registerDatabaseRoutes(app, { databases, access });
     registerCollectionRoutes(app, { documents, access });
