@@ -62,6 +62,13 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
     // Long uploads and streams are cut by idle timeouts at the listener, never by a request timeout.
     requestTimeout: 0,
     return503OnClosing: false,
+    // Errors Fastify raises before routing leave as the envelope too. A path segment that is not
+    // valid percent-encoding names no resource: 404.
+    frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
+      const status = error.code === 'FST_ERR_BAD_URL' ? 404 : error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
+      const code = status === 404 ? 'not_found' : status === 414 ? 'uri_too_long' : 'bad_request';
+      void reply.code(status).send(envelope(status, code, status === 404 ? 'no resource at this path (invalid percent-encoding)' : error.message));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Bodies: exact types, no silent fixes. Query strings and params arrive as text and are coerced.

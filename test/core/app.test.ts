@@ -115,6 +115,12 @@ describe('service app kernel (DESIGN §6 overrides)', () => {
     assert.deepEqual(missing.json(), { error: { status: 404, code: 'not_found', message: 'no route for GET /nothing' } });
   });
 
+  it('answers a path parameter that is not valid percent-encoding with a 404 envelope', async () => {
+    const res = await app.inject({ method: 'GET', url: '/items/bad%zz' });
+    assert.equal(res.statusCode, 404);
+    assert.equal(res.json().error.code, 'not_found');
+  });
+
   it('accepts long path parameters', async () => {
     const id = 'k'.repeat(3000);
     const res = await app.inject({ method: 'GET', url: `/items/${id}` });

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { HttpError, validationError } from '../../core/errors.ts';
 import { MiB } from '../../core/app.ts';
-import { isJsonObject, parseJson, type JsonObject, type JsonValue } from './query/json.ts';
+import { MAX_NESTING, isJsonObject, nestedDeeperThan, parseJson, type JsonObject, type JsonValue } from './query/json.ts';
 
 export const BODY_LIMIT = 10 * MiB;
 
@@ -14,21 +14,39 @@ export const invalidJson = () => new HttpError(400, 'invalid_json', 'Malformed J
 export async function readJsonBody(stream: Readable): Promise<JsonValue | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
+  for await (const chunk of readChunks(stream)) {
     size += chunk.length;
     if (size > BODY_LIMIT) {
-      stream.destroy();
+      discardRest(stream);
       throw new HttpError(413, 'payload_too_large', `body exceeds ${BODY_LIMIT} bytes`);
     }
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return undefined;
+  let value: JsonValue;
   try {
-    return parseJson(text);
+    value = parseJson(text);
   } catch {
     throw invalidJson();
   }
+  // A body wraps document-like values (a patch, pivots, defaults) one level down.
+  if (nestedDeeperThan(value, MAX_NESTING + 1)) throw validationError(`body nested more than ${MAX_NESTING + 1} levels deep`);
+  return value;
+}
+
+/**
+ * The chunks of a request body. Leaving the loop early does not destroy the stream: destroying a
+ * request destroys its socket, and the answer written just before would be cut off (the client
+ * sees a reset instead of the 413 or the error line). Call `discardRest` instead.
+ */
+export function readChunks(stream: Readable): AsyncIterable<Buffer> {
+  return { [Symbol.asyncIterator]: () => stream.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer> };
+}
+
+/** Reads and drops what is left of a request body, so the answer reaches the client intact. */
+export function discardRest(stream: Readable): void {
+  stream.resume();
 }
 
 /** A required JSON object body: empty → invalid_json, anything else → validation_error. */

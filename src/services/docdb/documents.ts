@@ -1,7 +1,10 @@
+import { createHash } from 'node:crypto';
 import { HttpError, conflict, notFound } from '../../core/errors.ts';
 import type { SqlConnection } from '../../store/db.ts';
+import type { Notifier } from '../../store/notifier/types.ts';
+import { BODY_LIMIT } from './body.ts';
 import { applyDefaults, unixNanoNow, usesAuto } from './query/defaults.ts';
-import { parseJson, stringifyJson, isJsonObject, type JsonObject, type JsonValue } from './query/json.ts';
+import { MAX_NESTING, nestedDeeperThan, parseJson, stringifyJson, isJsonObject, type JsonObject, type JsonValue } from './query/json.ts';
 import { encodeKey } from './query/order.ts';
 import { DocdbSql, all, first, isUniqueViolation, run, type Work } from './sql.ts';
 
@@ -56,6 +59,11 @@ export type Source =
 export type WriteOutcome = { ok: true; text: string; seq: number; changed: boolean } | { ok: false; error: HttpError };
 
 export const DEFAULT_DEFAULTS: JsonObject = { id: 'uuid()' };
+/** Largest stored document, in bytes of JSON (the per-document limit of the insert endpoints). */
+const DOCUMENT_LIMIT = BODY_LIMIT;
+const COLLECTIONS_CHANGED_TOPIC = 'docdb.collections.changed';
+const MAX_CACHED_COLLECTIONS = 10_000;
+const collectionKey = (databaseId: string, name: string) => `${databaseId}/${name}`;
 const READ_BATCH = 1000;
 
 function entryTable(index: IndexInfo): string {
@@ -70,6 +78,22 @@ export function indexRecord(index: IndexInfo): IndexRecord {
 
 function keyText(value: JsonValue): string {
   return typeof value === 'string' ? value : stringifyJson(value);
+}
+
+/*
+ * Index entries are rows of a database index, which PostgreSQL limits to about 2.7 KB per entry
+ * (an incompressible longer key is an error there). A map key only needs equality, so a long one
+ * is stored as its first MAP_KEY_INLINE bytes plus its SHA-256: longer than any inline key, so the
+ * two forms never meet, and as distinct as the values. A btree key must keep its order, so it
+ * cannot be shortened; one longer than BTREE_KEY_MAX is refused (on both databases alike).
+ */
+const MAP_KEY_INLINE = 1024;
+const BTREE_KEY_MAX = 2048;
+
+/** The form a map key is stored and looked up in. */
+export function mapStoredKey(key: Buffer): Buffer {
+  if (key.length <= MAP_KEY_INLINE) return key;
+  return Buffer.concat([key.subarray(0, MAP_KEY_INLINE), createHash('sha256').update(key).digest()]);
 }
 
 /** Why a document cannot enter an index; the prefix (`index add '<name>': `) is added by the caller. */
@@ -89,9 +113,9 @@ export function indexKeys(index: IndexInfo, document: JsonObject): Buffer[] | In
     if (value === undefined || (value === null && index.sparse)) {
       return index.sparse ? [] : new IndexRejection(`field \`${field}\` is indexed and mandatory`, 'value');
     }
-    if (typeof value === 'string') return [encodeKey([value], [false])];
+    if (typeof value === 'string') return [mapStoredKey(encodeKey([value], [false]))];
     if (Array.isArray(value) && value.every((element) => typeof element === 'string')) {
-      return [...new Set(value as string[])].map((element) => encodeKey([element], [false]));
+      return [...new Set(value as string[])].map((element) => mapStoredKey(encodeKey([element], [false])));
     }
     return new IndexRejection('type not supported', 'value');
   }
@@ -100,7 +124,9 @@ export function indexKeys(index: IndexInfo, document: JsonObject): Buffer[] | In
     if (!Object.hasOwn(document, field)) return index.sparse ? [] : new IndexRejection(`field '${field}' not defined`, 'value');
     values.push(document[field]!);
   }
-  return [encodeKey(values, index.descending)];
+  const key = encodeKey(values, index.descending);
+  if (key.length > BTREE_KEY_MAX) return new IndexRejection(`key too long (more than ${BTREE_KEY_MAX} bytes)`, 'value');
+  return [key];
 }
 
 /** `keyNumber`: which of the document's keys conflicts (a multi-key map entry names its element). */
@@ -146,9 +172,41 @@ function parseDefinition(row: { id: number; name: string; definition: string }):
  */
 export class DocumentStore {
   readonly sql: DocdbSql;
+  /**
+   * Collection definitions (id, defaults, indexes) by database and name, so a lookup costs no
+   * query. Writes never trust it: they re-read defaults and indexes under the collection lock.
+   * Every change drops the entry here and, through the notifier, on every other instance.
+   */
+  private readonly collections = new Map<string, CollectionInfo>();
+  private readonly unsubscribe: (() => void)[];
 
-  constructor(connection: SqlConnection) {
+  constructor(
+    connection: SqlConnection,
+    private readonly notifier: Notifier,
+  ) {
     this.sql = new DocdbSql(connection);
+    this.unsubscribe = [
+      notifier.subscribe(COLLECTIONS_CHANGED_TOPIC, (message) => {
+        try {
+          const { database, name } = JSON.parse(message) as { database: string; name: string };
+          this.collections.delete(collectionKey(database, name));
+        } catch {
+          this.collections.clear();
+        }
+      }),
+      notifier.onResync(() => this.collections.clear()),
+    ];
+  }
+
+  close(): void {
+    for (const stop of this.unsubscribe) stop();
+    this.collections.clear();
+  }
+
+  /** After a change to a collection's definition: forget it here at once, and everywhere soon. */
+  private async changed(databaseId: string, name: string): Promise<void> {
+    this.collections.delete(collectionKey(databaseId, name));
+    await this.notifier.publish(COLLECTIONS_CHANGED_TOPIC, JSON.stringify({ database: databaseId, name }));
   }
 
   private *lockCollection(collectionId: number): Work<CollectionRow | undefined> {
@@ -167,8 +225,16 @@ export class DocumentStore {
     return { id: Number(row.id), databaseId, name: row.name, defaults: row.defaults === null ? null : (parseJson(row.defaults) as JsonObject), indexes: yield* this.loadIndexes(Number(row.id)) };
   }
 
-  getCollection(databaseId: string, name: string): Promise<CollectionInfo | null> {
-    return this.sql.read(() => this.loadCollection(databaseId, name));
+  async getCollection(databaseId: string, name: string): Promise<CollectionInfo | null> {
+    const key = collectionKey(databaseId, name);
+    const cached = this.collections.get(key);
+    if (cached) return cached;
+    const loaded = await this.sql.read(() => this.loadCollection(databaseId, name));
+    if (loaded) {
+      if (this.collections.size >= MAX_CACHED_COLLECTIONS) this.collections.clear();
+      this.collections.set(key, loaded);
+    }
+    return loaded;
   }
 
   async listCollections(databaseId: string): Promise<CollectionRecord[]> {
@@ -219,9 +285,11 @@ export class DocumentStore {
   }
 
   async dropCollection(databaseId: string, name: string): Promise<boolean> {
-    return this.sql.write(function* () {
+    const dropped = await this.sql.write(function* () {
       return (yield* run('delete from docdb_collections where database_id = ? and name = ?', databaseId, name)) > 0;
     });
+    if (dropped) await this.changed(databaseId, name);
+    return dropped;
   }
 
   /** Merges into the defaults (docdb.md §5.5), creating the collection first when missing. */
@@ -236,7 +304,9 @@ export class DocumentStore {
       yield* run('update docdb_collections set defaults = ? where id = ?', result === null ? null : stringifyJson(result), row!.id);
       return result;
     };
-    return this.sql.write(() => work.call(this));
+    const result = await this.sql.write(() => work.call(this));
+    await this.changed(databaseId, name);
+    return result;
   }
 
   async size(collection: CollectionInfo): Promise<Record<string, number>> {
@@ -290,13 +360,17 @@ export class DocumentStore {
       }
       return index;
     };
-    return this.sql.write(() => work.call(this));
+    const index = await this.sql.write(() => work.call(this));
+    await this.changed(collection.databaseId, collection.name);
+    return index;
   }
 
   async dropIndex(collection: CollectionInfo, name: string): Promise<boolean> {
-    return this.sql.write(function* () {
+    const dropped = await this.sql.write(function* () {
       return (yield* run('delete from docdb_indexes where collection_id = ? and name = ?', collection.id, name)) > 0;
     });
+    if (dropped) await this.changed(collection.databaseId, collection.name);
+    return dropped;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -350,8 +424,9 @@ export class DocumentStore {
       for (const value of documents) {
         // Every document the collection tries to insert takes a number (docdb.md §10).
         counter++;
-        if (!isJsonObject(value)) {
-          outcomes.push({ ok: false, error: new HttpError(400, 'validation_error', 'document must be a JSON object') });
+        if (!isJsonObject(value) || nestedDeeperThan(value, MAX_NESTING)) {
+          const message = isJsonObject(value) ? `document nested more than ${MAX_NESTING} levels deep` : 'document must be a JSON object';
+          outcomes.push({ ok: false, error: new HttpError(400, 'validation_error', message) });
           if (stopOnError) break;
           continue;
         }
@@ -405,6 +480,11 @@ export class DocumentStore {
           break;
         }
         const text = stringifyJson(after);
+        // The per-document limit of inserts holds for patched documents too.
+        if (Buffer.byteLength(text) > DOCUMENT_LIMIT) {
+          outcomes.push({ ok: false, error: new HttpError(413, 'payload_too_large', `document exceeds ${DOCUMENT_LIMIT} bytes`) });
+          break;
+        }
         yield* run('update docdb_documents set body = ? where seq = ?', text, seq);
         yield* this.removeEntries(indexes, seq);
         yield* this.addEntries(indexes, keys, seq);
@@ -458,6 +538,7 @@ export class DocumentStore {
     let size = Math.max(1, Math.min(firstBatch, READ_BATCH));
     let afterSeq = 0;
     let afterKey: Buffer | null = null;
+    const mapKey = source.kind === 'map' ? mapStoredKey(source.key) : null;
     for (;;) {
       const batchSize = size;
       const positionKey = afterKey;
@@ -467,11 +548,15 @@ export class DocumentStore {
           return yield* all<{ seq: number; body: string }>('select seq, body from docdb_documents where collection_id = ? and seq > ? order by seq limit ?', collection.id, positionSeq, batchSize);
         }
         const table = entryTable(source.index);
+        if (source.kind === 'map' && source.index.unique) {
+          // One document at most: no ordering (it would cost SQLite a temporary b-tree per lookup).
+          return yield* all<{ seq: number; body: string }>('select e.seq, d.body from docdb_unique_entries e join docdb_documents d on d.seq = e.seq where e.index_id = ? and e.key = ?', source.index.id, mapKey);
+        }
         if (source.kind === 'map') {
           return yield* all<{ seq: number; body: string }>(
             `select e.seq, d.body from ${table} e join docdb_documents d on d.seq = e.seq where e.index_id = ? and e.key = ? and e.seq > ? order by e.seq limit ?`,
             source.index.id,
-            source.key,
+            mapKey,
             positionSeq,
             batchSize,
           );
@@ -502,7 +587,8 @@ export class DocumentStore {
       afterSeq = Number(last.seq);
       if ('key' in last) afterKey = last.key as Buffer;
       yield rows.map((row) => ({ seq: Number(row.seq), body: row.body }));
-      if (rows.length < batchSize) return;
+      // A unique map key has one document at most.
+      if (rows.length < batchSize || (source.kind === 'map' && source.index.unique)) return;
       size = READ_BATCH;
     }
   }

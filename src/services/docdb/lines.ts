@@ -53,6 +53,9 @@ export class LineResponse {
     if (!this.started) {
       this.started = true;
       this.res.writeHead(this.status, this.headers);
+      // writeHead only queues the head; with nothing to write yet, send it now (insertStream
+      // answers 202 at once, before any document).
+      if (this.pending.length === 0) this.res.flushHeaders();
     }
     if (this.pending.length === 0) return;
     const chunk = this.pending;

@@ -302,3 +302,47 @@ describe(':size', () => {
     errorOf(await get(env, 'no-size'), 404, 'not_found');
   });
 });
+
+describe('service endpoints (§12)', () => {
+  it('/v1, /release and /doc need no credentials', async () => {
+    const welcome = await env.service.app.inject({ method: 'GET', url: '/v1' });
+    const body = jsonOf<{ service: string; version: string }>(welcome);
+    assert.equal(body.service, 'docdb');
+    assert.equal(typeof body.version, 'string');
+    const release = await env.service.app.inject({ method: 'GET', url: '/release' });
+    assert.equal(jsonOf(release), body.version);
+    const doc = await env.service.app.inject({ method: 'GET', url: '/doc' });
+    assert.equal(doc.statusCode, 200);
+    assert.match(String(doc.headers['content-type']), /^text\/plain/);
+    assert.match(doc.body, /collections/);
+  });
+
+  it('/openapi.json: OpenAPI 3.1.0 with each colon action as its own POST path', async () => {
+    const response = await env.service.app.inject({ method: 'GET', url: '/openapi.json' });
+    const document = jsonOf<{ openapi: string; paths: Record<string, Record<string, unknown>> }>(response);
+    assert.equal(document.openapi, '3.1.0');
+    const base = '/v1/databases/{databaseId}/collections/{collection}';
+    for (const action of ['dropCollection', 'setDefaults', 'size', 'insert', 'insertStream', 'insertFullduplex', 'find', 'patch', 'remove', 'listIndexes', 'createIndex', 'getIndex', 'dropIndex']) {
+      assert.ok(document.paths[`${base}:${action}`]?.post, action);
+    }
+    assert.ok(document.paths[base]?.get);
+    assert.equal(document.paths[base]?.post, undefined);
+    assert.ok(document.paths[`${base}/documents/{documentId}`]?.get);
+  });
+
+  it('/v1/debug/dbs: the caller’s databases with collection names and counts; identity required', async () => {
+    const list = jsonOf<{ id: string; collections: { name: string; total: number; indexes: number }[] }[]>(await get(env, '/v1/debug/dbs'));
+    const mine = list.find((database) => database.id === env.databaseId);
+    assert.ok(mine);
+    assert.deepEqual(
+      mine.collections.find((c) => c.name === 'counted'),
+      { name: 'counted', total: 3, indexes: 1 },
+    );
+    errorOf(await env.service.app.inject({ method: 'GET', url: '/v1/debug/dbs' }), 401, 'unauthorized');
+  });
+
+  it('POST $C over 10 MiB → 413', async () => {
+    errorOf(await post(env, '', JSON.stringify({ name: 'huge', defaults: { x: 'y'.repeat(10 * 1024 * 1024) } })), 413, 'payload_too_large');
+    errorOf(await get(env, 'huge'), 404, 'not_found');
+  });
+});

@@ -377,6 +377,24 @@ describe('defaults and generators (§10)', () => {
     assert.deepEqual(await insert(env, 'def-persist', [{}]), [{ n: 4 }]);
   });
 
+  it('auto() under concurrent inserts: every number once; generators only at the top level', async () => {
+    jsonOf(await post(env, '', { name: 'def-concurrent', defaults: { n: 'auto()', o: { inner: 'uuid()' }, list: ['auto()'] } }), 201);
+    const bodies = Array.from({ length: 4 }, (_, k) => Array.from({ length: 150 }, (_, i) => `{"k":${k},"i":${i}}`).join('\n'));
+    const responses = await Promise.all(bodies.map((body) => post(env, 'def-concurrent:insert', body)));
+    const numbers = responses.flatMap((response) => linesOf(response, 201).map((line) => line.n as number));
+    assert.deepEqual([...numbers].sort((a, b) => a - b), Array.from({ length: 600 }, (_, i) => i + 1));
+    const [first] = await find(env, 'def-concurrent');
+    assert.deepEqual(first!.o, { inner: 'uuid()' });
+    assert.deepEqual(first!.list, ['auto()']);
+    // Each request's own documents keep their order.
+    for (const response of responses) {
+      const lines = linesOf(response, 201);
+      assert.deepEqual(lines.map((line) => line.i), Array.from({ length: 150 }, (_, i) => i));
+      const ns = lines.map((line) => line.n as number);
+      assert.deepEqual(ns, [...ns].sort((a, b) => a - b));
+    }
+  });
+
   it('patch never applies defaults', async () => {
     jsonOf(await post(env, '', { name: 'def-patch', defaults: { status: 'new', n: 'auto()' } }), 201);
     await insert(env, 'def-patch', [{ id: 'a' }]);
@@ -523,6 +541,18 @@ describe(':patch (§6.5, §11)', () => {
     assert.deepEqual(ids(reversed), documents.map((d) => d.id).reverse());
     // Documents inserted while a patch runs are not selected by it; here: none were.
     assert.equal(await total('patch-move'), 30);
+  });
+
+  it('a patched document over 10 MiB is refused like an insert (413 first, error line later) and left as it was', async () => {
+    await seed(env, 'patch-huge', [{ id: 'small' }, { id: 'big', blob: 'b'.repeat(6 * 1024 * 1024) }]);
+    const grow = { patch: { more: 'm'.repeat(5 * 1024 * 1024) } };
+    errorOf(await post(env, 'patch-huge:patch', { ...grow, filter: { id: 'big' } }), 413, 'payload_too_large');
+    const lines = linesOf(await post(env, 'patch-huge:patch', { ...grow, limit: -1 }));
+    assert.equal(lines[0]!.id, 'small');
+    errorLine(lines[1], 413, 'payload_too_large');
+    assert.equal(lines.length, 2);
+    const [big] = await find(env, 'patch-huge', { filter: { id: 'big' } });
+    assert.deepEqual(Object.keys(big!), ['id', 'blob']);
   });
 
   it('rejects bad bodies before changing anything', async () => {

@@ -36,7 +36,10 @@ export function applyDefaults(document: JsonObject, defaults: JsonObject | null,
     let value: JsonValue;
     if (fallback === 'uuid()') value = randomUUID();
     else if (fallback === 'unixnano()') value = next.now();
-    else if (fallback === AUTO) value = auto ??= next.auto();
+    else if (fallback === AUTO) {
+      auto ??= next.auto();
+      value = auto;
+    }
     // Copied so that documents never share (and could never mutate) the collection's defaults.
     else value = cloneJson(fallback);
     setMember(result, key, value);

@@ -32,6 +32,26 @@ export function cloneJson(value: JsonValue): JsonValue {
   return copy;
 }
 
+/**
+ * How deep objects and arrays may nest in a stored document. JSON.parse accepts any depth, but the
+ * serializer and every recursive walk (index keys, merge patch, equality) would overflow the call
+ * stack somewhere past a few thousand levels; a limit turns that into a 400 instead of a 500.
+ */
+export const MAX_NESTING = 1000;
+
+/** Whether objects and arrays in `value` nest more than `limit` levels deep (iterative: any depth is safe). */
+export function nestedDeeperThan(value: JsonValue, limit: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const stack: { value: JsonValue; depth: number }[] = [{ value, depth: 1 }];
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    if (top.depth > limit) return true;
+    const container = top.value as JsonObject | JsonValue[];
+    const children = Array.isArray(container) ? container : Object.values(container);
+    for (const child of children) if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: top.depth + 1 });
+  }
+  return false;
+}
+
 // Only an integer literal of 16 or more digits can exceed MAX_SAFE_INTEGER (16 digits), so texts
 // without such a run, nearly all of them, take the native parser.
 const LONG_DIGIT_RUN = /[0-9]{16}/;
@@ -42,27 +62,27 @@ export function parseJson(text: string): JsonValue {
 }
 
 export function stringifyJson(value: JsonValue): string {
-  try {
-    return JSON.stringify(value);
-  } catch (error) {
-    // The native serializer refuses bigint (TypeError); anything else is a real failure.
-    if (!(error instanceof TypeError) || !containsBigInt(value)) throw error;
-  }
-  return stringifyExact(value);
+  // Checking first is far cheaper than letting the native serializer throw on a bigint (capturing
+  // the error's stack costs several times the whole serialization).
+  return containsBigInt(value) ? stringifyExact(value) : JSON.stringify(value);
 }
 
 function containsBigInt(value: JsonValue): boolean {
   if (typeof value === 'bigint') return true;
   if (typeof value !== 'object' || value === null) return false;
-  if (Array.isArray(value)) return value.some(containsBigInt);
-  for (const key of Object.keys(value)) if (containsBigInt(value[key] as JsonValue)) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (containsBigInt(value[i] as JsonValue)) return true;
+    return false;
+  }
+  // for-in walks V8's enum cache without allocating a key array.
+  for (const key in value) if (containsBigInt(value[key] as JsonValue)) return true;
   return false;
 }
 
+/** Only the members on the way to a bigint are written here; everything else goes native. */
 function stringifyExact(value: JsonValue): string {
   if (typeof value === 'bigint') return value.toString();
-  // JSON.stringify does the escaping, -0 → 0 and non-finite → null exactly as the fast path does.
-  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  if (typeof value !== 'object' || value === null || !containsBigInt(value)) return JSON.stringify(value);
   if (Array.isArray(value)) {
     let out = '[';
     for (let i = 0; i < value.length; i++) {

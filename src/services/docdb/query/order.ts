@@ -180,7 +180,10 @@ export function encodeKey(components: readonly JsonValue[], descending: readonly
     encodeValue(components[i] as JsonValue);
     if (descending[i] === true) invert(start);
   }
-  return Buffer.from(scratch.subarray(0, length));
+  const key = Buffer.from(scratch.subarray(0, length));
+  // Do not hold on to the memory of one exceptionally large key.
+  if (scratch.length > 65536) scratch = Buffer.allocUnsafe(1024);
+  return key;
 }
 
 function encodeValue(v: JsonValue): void {

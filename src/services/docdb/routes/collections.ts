@@ -5,12 +5,12 @@ import type { ServiceApp } from '../../../core/app.ts';
 import { HttpError, badRequest, conflict, notFound, validationError } from '../../../core/errors.ts';
 import type { DocdbAccess } from '../access.ts';
 import { COLLECTION_ACTIONS, rawSegments, splitAction, type CollectionAction } from '../actions.ts';
-import { BODY_LIMIT, fields, invalidJson, readJsonBody, requireObject } from '../body.ts';
+import { BODY_LIMIT, discardRest, fields, invalidJson, readChunks, readJsonBody, requireObject } from '../body.ts';
 import { DEFAULT_DEFAULTS, indexRecord, type CollectionInfo, type DocumentStore, type Source, type WriteOutcome } from '../documents.ts';
 import { JsonStreamError, jsonValues } from '../json-values.ts';
 import { LineResponse } from '../lines.ts';
 import { InvalidFilterError, compileFilter, type Predicate } from '../query/filter.ts';
-import { isJsonObject, parseJson, stringifyJson, type JsonObject, type JsonValue } from '../query/json.ts';
+import { MAX_NESTING, isJsonObject, nestedDeeperThan, parseJson, stringifyJson, type JsonObject, type JsonValue } from '../query/json.ts';
 import { jsonEquals, mergePatch } from '../query/merge-patch.ts';
 import { encodeKey } from '../query/order.ts';
 
@@ -62,11 +62,15 @@ interface Traversal {
   limit: number;
 }
 
-function parseTraversal(body: JsonObject, collection: CollectionInfo): Traversal {
+/** The body fields every source uses; checked before the collection is looked up (§9.1 step 1). */
+function traversalFields(body: JsonObject): { indexName: string | null; skip: number; limit: number } {
   const indexName = body.index === undefined || body.index === null ? null : body.index;
   if (indexName !== null && typeof indexName !== 'string') throw validationError("'index' must be a string or null");
-  const skip = fields.integer(body, 'skip', 0);
-  const limit = fields.integer(body, 'limit', 1);
+  return { indexName, skip: fields.integer(body, 'skip', 0), limit: fields.integer(body, 'limit', 1) };
+}
+
+function parseTraversal(body: JsonObject, collection: CollectionInfo): Traversal {
+  const { indexName, skip, limit } = traversalFields(body);
   let source: Source = { kind: 'scan' };
   if (indexName !== null) {
     const index = collection.indexes.find((candidate) => candidate.name === indexName);
@@ -111,7 +115,7 @@ async function traverse(
   collection: CollectionInfo,
   traversal: Traversal,
   act: (selected: { seq: number; body: string }[]) => Promise<boolean>,
-  options: { upToSeq?: number; skipSeqs?: Set<number> } = {},
+  options: { upToSeq?: number; skipSeqs?: Set<number>; stopped?: () => boolean } = {},
 ): Promise<void> {
   let skip = traversal.skip;
   let remaining = traversal.limit < 0 ? Infinity : traversal.limit;
@@ -120,6 +124,8 @@ async function traverse(
   const batches = documents.traverse(collection, traversal.source, firstBatch);
   try {
     for await (const batch of batches) {
+      // The client has gone: stop reading, even while nothing matches (nothing is written then).
+      if (options.stopped?.()) return;
       const selected: { seq: number; body: string }[] = [];
       for (const candidate of batch) {
         if (options.upToSeq !== undefined && candidate.seq > options.upToSeq) continue;
@@ -171,6 +177,7 @@ export function registerCollectionRoutes(app: ServiceApp, deps: CollectionRouteD
       const { name } = request.body;
       checkCollectionName(name);
       const defaults = (request.body.defaults ?? DEFAULT_DEFAULTS) as JsonObject;
+      if (nestedDeeperThan(defaults, MAX_NESTING)) throw validationError(`defaults nested more than ${MAX_NESTING} levels deep`);
       if (!(await documents.createCollection(database.id, name, defaults))) throw conflict('collection already exists');
       return sendJson(reply, await documents.collectionRecord(database.id, name), 201);
     },
@@ -285,7 +292,10 @@ async function runAction(action: CollectionAction, context: ActionContext): Prom
     }
     case 'setDefaults': {
       checkCollectionName(name);
-      return reply.send(await documents.setDefaults(databaseId, name, requireObject(body)));
+      const patch = requireObject(body);
+      // Defaults become members of documents, which may nest MAX_NESTING levels.
+      if (nestedDeeperThan(patch, MAX_NESTING)) throw validationError(`defaults nested more than ${MAX_NESTING} levels deep`);
+      return reply.send(await documents.setDefaults(databaseId, name, patch));
     }
     case 'size':
       return documents.size(await existing(context));
@@ -345,24 +355,32 @@ function indexDefinition(body: JsonObject): { name: string; type: 'map' | 'btree
 async function traversalAction(action: 'find' | 'patch' | 'remove', context: ActionContext): Promise<void> {
   const { reply, documents } = context;
   const body = requireObject(await readJsonBody(context.stream));
-  const collection = await existing(context);
-  const traversal = parseTraversal(body, collection);
+  // Body types first, then the collection and index (404), then the filter (§9.1 step 1).
+  traversalFields(body);
   let patch: JsonObject | null = null;
   if (action === 'patch') {
     if (body.patch === undefined) throw validationError("'patch' is required");
     if (!isJsonObject(body.patch)) throw validationError("'patch' must be an object");
     patch = body.patch;
   }
+  const collection = await existing(context);
+  const traversal = parseTraversal(body, collection);
   reply.hijack();
   const out = new LineResponse(reply.raw, 200);
   const stop = () => out.closed;
   try {
     if (action === 'find') {
-      await traverse(documents, collection, traversal, async (selected) => {
-        for (const document of selected) out.push(document.body);
-        await out.flush();
-        return !stop();
-      });
+      await traverse(
+        documents,
+        collection,
+        traversal,
+        async (selected) => {
+          for (const document of selected) out.push(document.body);
+          await out.flush();
+          return !stop();
+        },
+        { stopped: stop },
+      );
     } else {
       const upToSeq = await documents.lastSeq();
       const done = new Set<number>();
@@ -388,7 +406,7 @@ async function traversalAction(action: 'find' | 'patch' | 'remove', context: Act
           await out.flush();
           return !stop();
         },
-        { upToSeq, skipSeqs: done },
+        { upToSeq, skipSeqs: done, stopped: stop },
       );
     }
     out.end();
@@ -416,7 +434,7 @@ async function insertAction(context: ActionContext, kind: 'insert' | 'insertFull
   const out = new LineResponse(reply.raw, streaming ? 202 : kind === 'insert' ? 201 : 200, streaming ? STREAM_HEADERS : undefined);
   if (streaming) await out.flush(true);
   let sawValue = false;
-  const values = jsonValues(stream as AsyncIterable<Buffer>, { maxValueBytes: BODY_LIMIT });
+  const values = jsonValues(readChunks(stream), { maxValueBytes: BODY_LIMIT });
   try {
     for await (const texts of values) {
       sawValue = true;
@@ -444,7 +462,7 @@ async function insertAction(context: ActionContext, kind: 'insert' | 'insertFull
         if (streaming) out.push(JSON.stringify(failure.message));
         else out.fail(failure);
         if (streaming) out.end();
-        stream.destroy();
+        discardRest(stream);
         return;
       }
       await out.flush(true);
@@ -457,12 +475,14 @@ async function insertAction(context: ActionContext, kind: 'insert' | 'insertFull
     out.end();
   } catch (error) {
     const failure = error instanceof JsonStreamError ? new HttpError(error.code === 'payload_too_large' ? 413 : 400, error.code, error.message) : error instanceof HttpError ? error : null;
-    if (!failure) context.request.log.error({ err: error }, `docdb ${kind} failed`);
+    // A client that hangs up mid-body ends the request stream with ECONNRESET: not a service error.
+    const clientGone = out.closed || (error as { code?: unknown } | null)?.code === 'ECONNRESET';
+    if (!failure && !clientGone) context.request.log.error({ err: error }, `docdb ${kind} failed`);
     const reported = failure ?? new HttpError(500, 'internal_error', 'internal error');
     if (streaming) {
       out.push(JSON.stringify(reported.message));
       out.end();
     } else out.fail(reported);
-    stream.destroy();
+    discardRest(stream);
   }
 }
