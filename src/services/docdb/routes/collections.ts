@@ -368,6 +368,10 @@ async function traversalAction(action: 'find' | 'patch' | 'remove', context: Act
   reply.hijack();
   const out = new LineResponse(reply.raw, 200);
   const stop = () => out.closed;
+  // A btree traversal could meet a document again after a concurrent patch moved it ahead of the
+  // traversal's position; the seqs already handled are remembered for those (full scans and map
+  // lookups walk by seq, where a document never moves, so they keep no such set).
+  const seen = traversal.source.kind === 'btree' ? new Set<number>() : undefined;
   try {
     if (action === 'find') {
       await traverse(
@@ -375,15 +379,17 @@ async function traversalAction(action: 'find' | 'patch' | 'remove', context: Act
         collection,
         traversal,
         async (selected) => {
-          for (const document of selected) out.push(document.body);
+          for (const document of selected) {
+            seen?.add(document.seq);
+            out.push(document.body);
+          }
           await out.flush();
           return !stop();
         },
-        { stopped: stop },
+        { stopped: stop, skipSeqs: seen },
       );
     } else {
       const upToSeq = await documents.lastSeq();
-      const done = new Set<number>();
       const change = (document: JsonObject): JsonObject | null => {
         const next = mergePatch(document, patch!);
         return jsonEquals(next, document) ? null : next;
@@ -400,13 +406,13 @@ async function traversalAction(action: 'find' | 'patch' | 'remove', context: Act
               out.fail(outcome.error);
               return false;
             }
-            done.add(outcome.seq);
+            seen?.add(outcome.seq);
             out.push(outcome.text);
           }
           await out.flush();
           return !stop();
         },
-        { upToSeq, skipSeqs: done, stopped: stop },
+        { upToSeq, skipSeqs: seen, stopped: stop },
       );
     }
     out.end();
