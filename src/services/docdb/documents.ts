@@ -214,6 +214,16 @@ export class DocumentStore {
     return yield* first<CollectionRow>(`select id, database_id, name, defaults, auto_counter, document_count from docdb_collections where id = ?${lock}`, collectionId);
   }
 
+  /** Locks the collection for a write (404 when it is gone) and reads its indexes under the lock. */
+  private *lockedIndexes(collection: CollectionInfo): Work<IndexInfo[]> {
+    if (!(yield* this.lockCollection(collection.id))) throw notFound('collection not found');
+    return yield* this.loadIndexes(collection.id);
+  }
+
+  private *documentRow(collection: CollectionInfo, seq: number): Work<{ body: string } | undefined> {
+    return yield* first<{ body: string }>('select body from docdb_documents where seq = ? and collection_id = ?', seq, collection.id);
+  }
+
   private *loadIndexes(collectionId: number): Work<IndexInfo[]> {
     const rows = yield* all<{ id: number; name: string; definition: string }>('select id, name, definition from docdb_indexes where collection_id = ? order by id', collectionId);
     return rows.map(parseDefinition);
@@ -461,12 +471,11 @@ export class DocumentStore {
    */
   async patch(collection: CollectionInfo, seqs: readonly number[], change: (document: JsonObject) => JsonObject | null): Promise<WriteOutcome[]> {
     const work = function* (this: DocumentStore) {
-      if (!(yield* this.lockCollection(collection.id))) throw notFound('collection not found');
-      const indexes = yield* this.loadIndexes(collection.id);
+      const indexes = yield* this.lockedIndexes(collection);
       const outcomes: WriteOutcome[] = [];
       let bytes = 0;
       for (const seq of seqs) {
-        const row = yield* first<{ body: string }>('select body from docdb_documents where seq = ? and collection_id = ?', seq, collection.id);
+        const row = yield* this.documentRow(collection, seq);
         if (!row) continue; // removed since it was selected
         const before = parseJson(row.body) as JsonObject;
         const after = change(before);
@@ -500,12 +509,11 @@ export class DocumentStore {
   /** Removes the selected documents (by seq) with their index entries; returns what was removed. */
   async remove(collection: CollectionInfo, seqs: readonly number[]): Promise<WriteOutcome[]> {
     const work = function* (this: DocumentStore) {
-      if (!(yield* this.lockCollection(collection.id))) throw notFound('collection not found');
-      const indexes = yield* this.loadIndexes(collection.id);
+      const indexes = yield* this.lockedIndexes(collection);
       const outcomes: WriteOutcome[] = [];
       let bytes = 0;
       for (const seq of seqs) {
-        const row = yield* first<{ body: string }>('select body from docdb_documents where seq = ? and collection_id = ?', seq, collection.id);
+        const row = yield* this.documentRow(collection, seq);
         if (!row) continue;
         yield* this.removeEntries(indexes, seq);
         yield* run('delete from docdb_documents where seq = ?', seq);

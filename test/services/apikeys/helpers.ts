@@ -1,5 +1,4 @@
 import { sql } from 'kysely';
-import type { Store } from '../../../src/store/index.ts';
 import type { TestService } from '../../helpers/service.ts';
 
 export { assertError, UUID_V4 } from '../../helpers/envelope.ts';
@@ -11,22 +10,4 @@ export async function countRows(service: TestService, table: 'apikeys_keys' | 'a
   return Number(result.rows[0]?.n);
 }
 
-/**
- * Resolves with the first message on `topic` that `accept` takes; rejects after `timeoutMs`.
- * Subscribe before triggering the change.
- */
-export function nextMessage(store: Store, topic: string, accept: (message: unknown) => boolean, timeoutMs = 3000): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      unsubscribe();
-      reject(new Error(`no matching message on ${topic} within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const unsubscribe = store.notifier.subscribe(topic, (text) => {
-      const message: unknown = JSON.parse(text);
-      if (!accept(message)) return;
-      clearTimeout(timer);
-      unsubscribe();
-      resolve(message);
-    });
-  });
-}
+export { nextMessage } from '../../helpers/notifier.ts';

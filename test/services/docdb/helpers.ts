@@ -1,8 +1,8 @@
+import type { DatabaseRecord } from '../../../src/services/docdb/databases.ts';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { docdbService } from '../../../src/services/docdb/index.ts';
-import type { Store } from '../../../src/store/index.ts';
 import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
 
 export { assertError, UUID_V4 } from '../../helpers/envelope.ts';
@@ -23,14 +23,7 @@ export function withKey(key: { key: string; secret: string }): Record<string, st
 }
 
 /** A database record as the API returns it (docdb.md §3.1). */
-export interface DatabaseBody {
-  id: string;
-  name: string;
-  creation_date: string;
-  owners: string[];
-  api_keys: string[];
-  owners_length: number;
-}
+export type DatabaseBody = DatabaseRecord;
 
 /** What `:createApiKey` returns (docdb.md §3.2). */
 export interface CreatedKey {
@@ -91,22 +84,4 @@ export async function countRows(service: TestService, table: string, where?: { c
   return Number(result.rows[0]?.n);
 }
 
-/**
- * Resolves with the first message on `topic` that `accept` takes; rejects after `timeoutMs`.
- * Subscribe before triggering the change.
- */
-export function nextMessage(store: Pick<Store, 'notifier'>, topic: string, accept: (message: unknown) => boolean, timeoutMs = 3000): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      unsubscribe();
-      reject(new Error(`no matching message on ${topic} within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const unsubscribe = store.notifier.subscribe(topic, (text) => {
-      const message: unknown = JSON.parse(text);
-      if (!accept(message)) return;
-      clearTimeout(timer);
-      unsubscribe();
-      resolve(message);
-    });
-  });
-}
+export { nextMessage } from '../../helpers/notifier.ts';
