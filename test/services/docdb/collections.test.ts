@@ -58,6 +58,16 @@ describe('GET/POST $C', () => {
     jsonOf(none, 201);
   });
 
+  it('keeps integers above 2^53 in defaults given at creation exact', async () => {
+    const big = '9007199254740993123';
+    const created = await post(env, '', `{"name":"big-defaults","defaults":{"tenant":${big}}}`);
+    assert.equal(created.statusCode, 201);
+    assert.match(created.body, new RegExp(`"tenant":${big}[,}]`));
+    assert.match((await get(env, 'big-defaults')).body, new RegExp(`"tenant":${big}[,}]`));
+    const inserted = await post(env, 'big-defaults:insert', '{"id":"x"}');
+    assert.match(inserted.body, new RegExp(`"tenant":${big}[,}]`));
+  });
+
   it('409 when the name is taken (the first collection is unchanged)', async () => {
     jsonOf(await post(env, '', { name: 'taken', defaults: { a: 1 } }), 201);
     assert.equal(errorOf(await post(env, '', { name: 'taken' }), 409, 'conflict'), 'collection already exists');

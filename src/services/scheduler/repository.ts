@@ -1,0 +1,270 @@
+import { randomUUID } from 'node:crypto';
+import type { SqlConnection } from '../../store/db.ts';
+// The generator executor is docdb's: one statement list for SQLite (synchronous, group commit)
+// and PostgreSQL (async transaction). It has no docdb-specific logic.
+import { DocdbSql, all, first, isUniqueViolation, run, type Work } from '../docdb/sql.ts';
+
+export interface SchedulerRow {
+  id: string;
+  display_name: string;
+  created_ms: number;
+  updated_ms: number;
+  total: number;
+  inflight: number;
+}
+
+export interface Counts {
+  scheduled: number;
+  inflight: number;
+}
+
+export interface TaskFilter {
+  search?: string;
+  labels: string[];
+}
+
+export interface Page {
+  page: number;
+  perPage: number;
+}
+
+export interface ListedTask {
+  id: string;
+  due_ms: number;
+  labels: string;
+}
+
+export interface TaskPages {
+  scheduled: ListedTask[];
+  inflight: ListedTask[];
+  scheduledTotal: number;
+  inflightTotal: number;
+}
+
+export interface Claimed {
+  id: string;
+  payload: string;
+  labels: string;
+  due_ms: number;
+  lease_id: string;
+}
+
+export type AckOutcome = 'done' | 'task_not_found' | 'lease_mismatch' | 'not_found';
+export type ExtendOutcome = { expires: number } | 'task_not_found' | 'lease_mismatch' | 'conflict' | 'not_found';
+export type RescheduleOutcome = 'done' | 'task_not_found' | 'task_in_flight' | 'not_found';
+
+const SCHEDULER_COLUMNS = `s.id, s.display_name, s.created_ms, s.updated_ms,
+  (select count(*) from scheduler_tasks t where t.scheduler_id = s.id) as total,
+  (select count(*) from scheduler_tasks t where t.scheduler_id = s.id and t.lease_id is not null and t.due_ms > ?) as inflight`;
+
+/**
+ * The scheduler's only door to storage. A task is *in flight* exactly when `lease_id is not null
+ * and due_ms > now`; every other row is *scheduled* with `future = due_ms` (an expired lease
+ * counts as scheduled, due at its expiry instant), so expiry needs no background write.
+ */
+export class SchedulerRepository {
+  private readonly sql: DocdbSql;
+  private readonly strpos: string;
+  readonly dialect: 'sqlite' | 'postgres';
+
+  constructor(connection: SqlConnection) {
+    this.sql = new DocdbSql(connection);
+    this.dialect = connection.dialect;
+    this.strpos = connection.dialect === 'postgres' ? 'strpos' : 'instr';
+  }
+
+  // ---- schedulers ----
+
+  async listSchedulers(now: number): Promise<SchedulerRow[]> {
+    return this.sql.read(() => all<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s order by s.seq`, now));
+  }
+
+  async getScheduler(id: string, now: number): Promise<SchedulerRow | undefined> {
+    return this.sql.read(() => first<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s where s.id = ?`, now, id));
+  }
+
+  async exists(id: string): Promise<boolean> {
+    return (await this.sql.read(() => first('select 1 as one from scheduler_schedulers where id = ?', id))) !== undefined;
+  }
+
+  /** False when the id is taken. */
+  async createScheduler(id: string, displayName: string, description: string | null, now: number): Promise<boolean> {
+    try {
+      await this.sql.write(() => run('insert into scheduler_schedulers (id, display_name, description, created_ms, updated_ms) values (?, ?, ?, ?, ?)', id, displayName, description, now, now));
+      return true;
+    } catch (error) {
+      if (isUniqueViolation(error)) return false;
+      throw error;
+    }
+  }
+
+  /** PUT replaces display_name and description; PATCH (`partial`) changes only what is given. */
+  async updateScheduler(id: string, change: { display_name?: string; description?: string }, partial: boolean, now: number): Promise<boolean> {
+    const sets: string[] = ['updated_ms = ?'];
+    const params: unknown[] = [now];
+    if (change.display_name !== undefined) {
+      sets.push('display_name = ?');
+      params.push(change.display_name);
+    }
+    if (change.description !== undefined || !partial) {
+      sets.push('description = ?');
+      params.push(change.description ?? null);
+    }
+    const changed = await this.sql.write(() => run(`update scheduler_schedulers set ${sets.join(', ')} where id = ?`, ...params, id));
+    return changed > 0;
+  }
+
+  async deleteScheduler(id: string): Promise<boolean> {
+    return this.sql.write(function* () {
+      const changed = yield* run('delete from scheduler_schedulers where id = ?', id);
+      if (changed > 0) yield* run('delete from scheduler_tasks where scheduler_id = ?', id);
+      return changed > 0;
+    });
+  }
+
+  // ---- tasks ----
+
+  /** 'created', 'exists' (task id in use) or 'not_found' (no such scheduler). */
+  async enqueue(schedulerId: string, id: string, payload: string, labels: string, due: number): Promise<'created' | 'exists' | 'not_found'> {
+    try {
+      const inserted = await this.sql.write(() =>
+        run('insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?)', schedulerId, id, payload, labels, due, schedulerId),
+      );
+      return inserted > 0 ? 'created' : 'not_found';
+    } catch (error) {
+      if (isUniqueViolation(error)) return 'exists';
+      throw error;
+    }
+  }
+
+  /**
+   * Leases the due task with the earliest due time (ties: enqueue order) in one atomic statement:
+   * on SQLite the single writer serialises it; on PostgreSQL `FOR UPDATE SKIP LOCKED` lets
+   * concurrent claims from any instance take different rows without waiting on each other.
+   */
+  async claim(schedulerId: string, now: number, worktimeMs: number): Promise<Claimed | undefined> {
+    const leaseId = randomUUID();
+    const expires = now + worktimeMs;
+    const lock = this.dialect === 'postgres' ? ' for update skip locked' : '';
+    const row = await this.sql.write(() =>
+      first<Omit<Claimed, 'lease_id'>>(
+        `update scheduler_tasks set lease_id = ?, due_ms = ? where seq = (select seq from scheduler_tasks where scheduler_id = ? and due_ms <= ? order by due_ms, seq limit 1${lock}) returning id, payload, labels, due_ms`,
+        leaseId,
+        expires,
+        schedulerId,
+        now,
+      ),
+    );
+    return row ? { ...row, lease_id: leaseId } : undefined;
+  }
+
+  /** The next instant something in the scheduler comes due (a waiting task or a lease expiry). */
+  async nextDue(schedulerId: string, now: number): Promise<number | undefined> {
+    const row = await this.sql.read(() => first<{ due_ms: number }>('select due_ms from scheduler_tasks where scheduler_id = ? and due_ms > ? order by due_ms limit 1', schedulerId, now));
+    return row?.due_ms;
+  }
+
+  /** The next lease expiry (for streams, which must show expiries as they happen). */
+  async nextExpiry(schedulerId: string, now: number): Promise<number | undefined> {
+    const row = await this.sql.read(() => first<{ due_ms: number }>('select min(due_ms) as due_ms from scheduler_tasks where scheduler_id = ? and lease_id is not null and due_ms > ?', schedulerId, now));
+    return row?.due_ms ?? undefined;
+  }
+
+  async acknowledge(schedulerId: string, taskId: string, leaseId: string | undefined, now: number): Promise<AckOutcome> {
+    return this.sql.write(function* () {
+      const changed =
+        leaseId === undefined
+          ? yield* run('delete from scheduler_tasks where scheduler_id = ? and id = ?', schedulerId, taskId)
+          : yield* run('delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ? and due_ms > ?', schedulerId, taskId, leaseId, now);
+      if (changed > 0) return 'done';
+      return yield* missing(schedulerId, taskId, 'lease_mismatch');
+    });
+  }
+
+  async extend(schedulerId: string, taskId: string, leaseId: string | undefined, extensionMs: number, now: number): Promise<ExtendOutcome> {
+    const lock = this.dialect === 'postgres' ? ' for update' : '';
+    return this.sql.write(function* (): Work<ExtendOutcome> {
+      const row = yield* first<{ due_ms: number; lease_id: string | null }>(`select due_ms, lease_id from scheduler_tasks where scheduler_id = ? and id = ?${lock}`, schedulerId, taskId);
+      if (!row) return yield* missing(schedulerId, taskId, 'task_not_found');
+      if (row.lease_id === null || row.due_ms <= now) return 'conflict';
+      if (leaseId !== undefined && leaseId !== row.lease_id) return 'lease_mismatch';
+      const expires = Math.min(row.due_ms + extensionMs, Number.MAX_SAFE_INTEGER);
+      yield* run('update scheduler_tasks set due_ms = ? where scheduler_id = ? and id = ?', expires, schedulerId, taskId);
+      return { expires };
+    });
+  }
+
+  async reschedule(schedulerId: string, taskId: string, due: number, now: number): Promise<RescheduleOutcome> {
+    return this.sql.write(function* () {
+      const changed = yield* run('update scheduler_tasks set due_ms = ?, lease_id = null where scheduler_id = ? and id = ? and (lease_id is null or due_ms <= ?)', due, schedulerId, taskId, now);
+      if (changed > 0) return 'done';
+      return yield* missing(schedulerId, taskId, 'task_in_flight');
+    });
+  }
+
+  async counts(schedulerId: string, now: number): Promise<Counts> {
+    const row = await this.sql.read(() =>
+      first<{ total: number; inflight: number | null }>('select count(*) as total, sum(case when lease_id is not null and due_ms > ? then 1 else 0 end) as inflight from scheduler_tasks where scheduler_id = ?', now, schedulerId),
+    );
+    const total = Number(row?.total ?? 0);
+    const inflight = Number(row?.inflight ?? 0);
+    return { scheduled: total - inflight, inflight };
+  }
+
+  /** Both lists with the same filter, paginated independently, in enqueue order. */
+  async listTasks(schedulerId: string, filter: TaskFilter, scheduledPage: Page, inflightPage: Page, now: number): Promise<TaskPages> {
+    const conditions: string[] = ['scheduler_id = ?'];
+    const params: unknown[] = [schedulerId];
+    if (filter.search !== undefined && filter.search !== '') {
+      conditions.push(`${this.strpos}(payload, ?) > 0`);
+      params.push(filter.search);
+    }
+    for (const label of filter.labels) {
+      // Labels are stored as a compact JSON array: an element is exactly `"…"` after `[` or `,`,
+      // and an unescaped quote can only be a delimiter, so this matches whole labels only.
+      const quoted = JSON.stringify(label);
+      conditions.push(`(${this.strpos}(labels, ?) > 0 or ${this.strpos}(labels, ?) > 0)`);
+      params.push(`[${quoted}`, `,${quoted}`);
+    }
+    const where = conditions.join(' and ');
+    const inflight = 'lease_id is not null and due_ms > ?';
+    const scheduled = '(lease_id is null or due_ms <= ?)';
+    return this.sql.read(function* () {
+      const totals = yield* first<{ total: number; inflight: number | null }>(
+        `select count(*) as total, sum(case when ${inflight} then 1 else 0 end) as inflight from scheduler_tasks where ${where}`,
+        now,
+        ...params,
+      );
+      const inflightTotal = Number(totals?.inflight ?? 0);
+      const scheduledTotal = Number(totals?.total ?? 0) - inflightTotal;
+      const scheduledRows =
+        (scheduledPage.page - 1) * scheduledPage.perPage < scheduledTotal
+          ? yield* all<ListedTask>(`select id, due_ms, labels from scheduler_tasks where ${where} and ${scheduled} order by seq limit ? offset ?`, ...params, now, scheduledPage.perPage, (scheduledPage.page - 1) * scheduledPage.perPage)
+          : [];
+      const inflightRows =
+        (inflightPage.page - 1) * inflightPage.perPage < inflightTotal
+          ? yield* all<ListedTask>(`select id, due_ms, labels from scheduler_tasks where ${where} and ${inflight} order by seq limit ? offset ?`, ...params, now, inflightPage.perPage, (inflightPage.page - 1) * inflightPage.perPage)
+          : [];
+      return { scheduled: scheduledRows, inflight: inflightRows, scheduledTotal, inflightTotal };
+    });
+  }
+
+  // ---- the generated key (decision 19) ----
+
+  /** The stored generated key, creating it when there is none; `created` tells whether this call did. */
+  async generatedKey(candidate: string): Promise<{ key: string; created: boolean }> {
+    const conflict = this.dialect === 'postgres' ? ' on conflict (slot) do nothing' : ' on conflict (slot) do nothing';
+    const inserted = await this.sql.write(() => run(`insert into scheduler_generated_key (slot, api_key) values (1, ?)${conflict}`, candidate));
+    const row = await this.sql.read(() => first<{ api_key: string }>('select api_key from scheduler_generated_key where slot = 1'));
+    if (!row) throw new Error('scheduler: generated key missing after insert');
+    return { key: row.api_key, created: inserted > 0 };
+  }
+}
+
+/** After a write matched no row: which 404, or the given state error. */
+function* missing<T extends string>(schedulerId: string, taskId: string, stateError: T): Work<T | 'not_found' | 'task_not_found'> {
+  const task = yield* first('select 1 as one from scheduler_tasks where scheduler_id = ? and id = ?', schedulerId, taskId);
+  if (task) return stateError;
+  const scheduler = yield* first('select 1 as one from scheduler_schedulers where id = ?', schedulerId);
+  return scheduler ? 'task_not_found' : 'not_found';
+}

@@ -1,0 +1,81 @@
+import { Type } from 'typebox';
+
+const errorBody = Type.Object({ error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }) });
+
+export const ID_PATTERN = '^[A-Za-z0-9._-]{1,128}$';
+export const ID_REGEX = new RegExp(ID_PATTERN);
+
+const clientId = (what: string) => Type.String({ minLength: 1, maxLength: 128, pattern: ID_PATTERN, description: `${what} id: 1–128 characters from A–Z a–z 0–9 . _ -` });
+
+export const scheduler = Type.Object({
+  id: Type.String(),
+  display_name: Type.String(),
+  ready: Type.Boolean(),
+  scheduled: Type.Integer(),
+  inflight: Type.Integer(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+
+export const health = Type.Object({ status: Type.Literal('ok'), ready: Type.Boolean(), scheduled: Type.Integer(), inflight: Type.Integer(), scheduler_id: Type.String() });
+
+export const createSchedulerBody = Type.Object(
+  { id: Type.Optional(clientId('scheduler')), display_name: Type.String({ minLength: 1 }), description: Type.Optional(Type.String()) },
+  { additionalProperties: false },
+);
+export const putSchedulerBody = Type.Object({ display_name: Type.String({ minLength: 1 }), description: Type.Optional(Type.String()) }, { additionalProperties: false });
+export const patchSchedulerBody = Type.Object({ display_name: Type.Optional(Type.String({ minLength: 1 })), description: Type.Optional(Type.String()) }, { additionalProperties: false });
+
+const labels = Type.Array(Type.String({ pattern: ':', description: 'key:value' }), { description: 'Labels, each a string key:value' });
+const duration = (description: string) => Type.String({ description: `${description} (Go duration: 300ms, 1.5h, 2h45m)` });
+const time = (description: string) => Type.String({ description: `${description} (RFC 3339)` });
+
+export const enqueueBody = Type.Object(
+  {
+    id: Type.Optional(clientId('task')),
+    payload: Type.Optional(Type.Unknown({ description: 'Any JSON; null when absent' })),
+    delay: Type.Optional(duration('Due after this delay')),
+    future: Type.Optional(time('Due at this time')),
+    labels: Type.Optional(labels),
+  },
+  { additionalProperties: false },
+);
+export const enqueued = Type.Object({ id: Type.String(), future: Type.String(), labels: Type.Array(Type.String()) });
+
+const perPage = Type.Integer({ minimum: 1, maximum: 500, default: 20 });
+const page = Type.Integer({ minimum: 1, default: 1 });
+export const listQuery = Type.Object(
+  {
+    scheduled_page: page,
+    scheduled_per_page: perPage,
+    inflight_page: page,
+    inflight_per_page: perPage,
+    search: Type.Optional(Type.String({ description: 'Substring of the payload as compact JSON (case-sensitive)' })),
+    label: Type.Optional(Type.Array(Type.String({ pattern: ':' }), { description: 'Exact label; repeat to require several' })),
+  },
+  { additionalProperties: true },
+);
+
+const pageMeta = Type.Object({ total: Type.Integer(), page: Type.Integer(), per_page: Type.Integer(), total_pages: Type.Integer() });
+const scheduledItem = Type.Object({ id: Type.String(), future: Type.String(), labels: Type.Array(Type.String()) });
+const inflightItem = Type.Object({ id: Type.String(), lease_expires_at: Type.String(), labels: Type.Array(Type.String()) });
+export const taskList = Type.Object({ scheduled: Type.Array(scheduledItem), inflight: Type.Array(inflightItem), scheduled_meta: pageMeta, inflight_meta: pageMeta });
+export const snapshot = Type.Object({ scheduler_id: Type.String(), generated_at: Type.String(), ...taskList.properties, health });
+
+export const reserveBody = Type.Object({ worktime: duration('Lease length, positive, at most 24h') }, { additionalProperties: false });
+export const reservation = Type.Object({ id: Type.String(), payload: Type.Unknown(), lease_expires_at: Type.String(), labels: Type.Array(Type.String()), lease_id: Type.String() });
+
+export const leaseQuery = Type.Object({ lease_id: Type.Optional(Type.String()) }, { additionalProperties: true });
+export const ackBody = Type.Object({ lease_id: Type.Optional(Type.String()) }, { additionalProperties: false });
+export const extendBody = Type.Object({ extension: duration('Added to the current lease expiry'), lease_id: Type.Optional(Type.String()) }, { additionalProperties: false });
+export const extended = Type.Object({ lease_expires_at: Type.String() });
+export const rescheduleBody = Type.Object({ delay: Type.Optional(duration('New due time from now')), future: Type.Optional(time('New due time')) }, { additionalProperties: false });
+export const rescheduled = Type.Object({ id: Type.String(), future: Type.String() });
+
+export const schedulerParams = Type.Object({ id: Type.String() });
+export const taskParams = Type.Object({ id: Type.String(), task: Type.String() });
+export const searchQuery = Type.Object({ search: Type.Optional(Type.String()), q: Type.Optional(Type.String()) }, { additionalProperties: true });
+
+export const privateErrors = { 400: errorBody, 401: errorBody, 404: errorBody, 409: errorBody } as const;
+export const publicErrors = { 400: errorBody, 404: errorBody } as const;
+export const apiKeySecurity: { [scheme: string]: string[] }[] = [{ schedulerApiKey: [] }, { schedulerBearer: [] }];
