@@ -62,15 +62,19 @@ async function inMigrationTransaction<T>(connection: SqlConnection, work: (db: R
  * own transaction. Returns the names it applied (`owner/name`).
  */
 export async function migrate(connection: SqlConnection, sets: readonly MigrationSet[]): Promise<string[]> {
-  const { db, dialect } = connection;
-  await db.schema
-    .createTable('stratus_migrations')
-    .ifNotExists()
-    .addColumn('owner', 'text', (c) => c.notNull())
-    .addColumn('name', 'text', (c) => c.notNull())
-    .addColumn('applied_at', 'text', (c) => c.notNull())
-    .addPrimaryKeyConstraint('stratus_migrations_pk', ['owner', 'name'])
-    .execute();
+  const { dialect } = connection;
+  // Under the migration lock too: PostgreSQL's `create table if not exists` is not safe against a
+  // second process creating the same table at the same moment (a unique violation in pg_type).
+  await inMigrationTransaction(connection, (trx) =>
+    trx.schema
+      .createTable('stratus_migrations')
+      .ifNotExists()
+      .addColumn('owner', 'text', (c) => c.notNull())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('applied_at', 'text', (c) => c.notNull())
+      .addPrimaryKeyConstraint('stratus_migrations_pk', ['owner', 'name'])
+      .execute(),
+  );
 
   const applied: string[] = [];
   for (const set of sets) {
