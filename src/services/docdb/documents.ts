@@ -6,7 +6,7 @@ import { BODY_LIMIT } from './body.ts';
 import { applyDefaults, unixNanoNow, usesAuto } from './query/defaults.ts';
 import { MAX_NESTING, nestedDeeperThan, parseJson, stringifyJson, isJsonObject, type JsonObject, type JsonValue } from './query/json.ts';
 import { encodeKey } from './query/order.ts';
-import { DocdbSql, all, first, isUniqueViolation, run, type Work } from './sql.ts';
+import { SqlWork, all, first, isUniqueViolation, run, type Work } from '../../store/sql-work.ts';
 
 export interface IndexRecord {
   name: string;
@@ -171,7 +171,7 @@ function parseDefinition(row: { id: number; name: string; definition: string }):
  * on SQLite the single connection serializes them.
  */
 export class DocumentStore {
-  readonly sql: DocdbSql;
+  readonly sql: SqlWork;
   /**
    * Collection definitions (id, defaults, indexes) by database and name, so a lookup costs no
    * query. Writes never trust it: they re-read defaults and indexes under the collection lock.
@@ -184,7 +184,7 @@ export class DocumentStore {
     connection: SqlConnection,
     private readonly notifier: Notifier,
   ) {
-    this.sql = new DocdbSql(connection);
+    this.sql = new SqlWork(connection);
     this.unsubscribe = [
       notifier.subscribe(COLLECTIONS_CHANGED_TOPIC, (message) => {
         try {

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { SqlConnection } from '../../store/db.ts';
 // The generator executor is docdb's: one statement list for SQLite (synchronous, group commit)
 // and PostgreSQL (async transaction). It has no docdb-specific logic.
-import { DocdbSql, all, first, isUniqueViolation, run, type Work } from '../docdb/sql.ts';
+import { SqlWork, all, first, isUniqueViolation, run, type Work } from '../../store/sql-work.ts';
+import { MAX_TIME_MS } from './time.ts';
 
 export interface SchedulerRow {
   id: string;
@@ -63,12 +64,12 @@ const SCHEDULER_COLUMNS = `s.id, s.display_name, s.created_ms, s.updated_ms,
  * counts as scheduled, due at its expiry instant), so expiry needs no background write.
  */
 export class SchedulerRepository {
-  private readonly sql: DocdbSql;
+  private readonly sql: SqlWork;
   private readonly strpos: string;
   readonly dialect: 'sqlite' | 'postgres';
 
   constructor(connection: SqlConnection) {
-    this.sql = new DocdbSql(connection);
+    this.sql = new SqlWork(connection);
     this.dialect = connection.dialect;
     this.strpos = connection.dialect === 'postgres' ? 'strpos' : 'instr';
   }
@@ -126,9 +127,12 @@ export class SchedulerRepository {
 
   /** 'created', 'exists' (task id in use) or 'not_found' (no such scheduler). */
   async enqueue(schedulerId: string, id: string, payload: string, labels: string, due: number): Promise<'created' | 'exists' | 'not_found'> {
+    // On PostgreSQL the scheduler row is share-locked: an enqueue racing a delete of its scheduler
+    // either finishes first (and the delete removes its task) or sees the scheduler gone.
+    const lock = this.dialect === 'postgres' ? ' for share' : '';
     try {
       const inserted = await this.sql.write(() =>
-        run('insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?)', schedulerId, id, payload, labels, due, schedulerId),
+        run(`insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?${lock})`, schedulerId, id, payload, labels, due, schedulerId),
       );
       return inserted > 0 ? 'created' : 'not_found';
     } catch (error) {
@@ -188,7 +192,8 @@ export class SchedulerRepository {
       if (!row) return yield* missing(schedulerId, taskId, 'task_not_found');
       if (row.lease_id === null || row.due_ms <= now) return 'conflict';
       if (leaseId !== undefined && leaseId !== row.lease_id) return 'lease_mismatch';
-      const expires = Math.min(row.due_ms + extensionMs, Number.MAX_SAFE_INTEGER);
+      // Capped so that repeated extensions cannot leave the range a timestamp can be written in.
+      const expires = Math.min(row.due_ms + extensionMs, MAX_TIME_MS);
       yield* run('update scheduler_tasks set due_ms = ? where scheduler_id = ? and id = ?', expires, schedulerId, taskId);
       return { expires };
     });

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { Compile } from 'typebox/compile';
 import type { ServiceApp } from '../../../core/app.ts';
 import { HttpError, validationError } from '../../../core/errors.ts';
 import { newId } from '../../../core/ids.ts';
@@ -45,6 +46,9 @@ interface ListQuery {
   search?: string;
   label?: string[];
 }
+
+const ackBodyCheck = Compile(ackBody);
+const ackBodyCheckFn = (value: unknown) => ackBodyCheck.Check(value);
 
 const pageMeta = (total: number, page: Page) => ({ total, page: page.page, per_page: page.perPage, total_pages: Math.ceil(total / page.perPage) });
 const labelsOf = (text: string) => JSON.parse(text) as string[];
@@ -286,11 +290,13 @@ export function registerTaskRoutes(app: ServiceApp, deps: RouteDeps): void {
        
         params: taskParams,
         querystring: leaseQuery,
-        body: Type.Optional(ackBody),
+        description: 'The optional body `{"lease_id": "…"}` is checked by the handler: DELETE usually comes without a body.',
         response: { 204: Type.Null(), ...privateErrors },
       },
     },
     async (request, reply) => {
+      const body = request.body;
+      if (body !== undefined && !ackBodyCheckFn(body)) throw validationError('the body may only be {"lease_id": string}');
       const leaseId = leaseIdOf(request);
       const { id, task } = request.params;
       if (!ID_REGEX.test(id)) throw schedulerNotFound(id);

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { CompiledQuery, type Kysely } from 'kysely';
-import type { SqlConnection, SqlDialect } from '../../store/db.ts';
+import type { SqlConnection, SqlDialect } from './db.ts';
 
 /**
  * Storage work written once for both databases: a generator yields each statement and receives
@@ -78,7 +78,7 @@ async function driveKysely<T>(work: Work<T>, db: Kysely<object>, dialect: SqlDia
   return step.value;
 }
 
-export class DocdbSql {
+export class SqlWork {
   readonly dialect: SqlDialect;
   constructor(private readonly connection: SqlConnection) {
     this.dialect = connection.dialect;
