@@ -3,6 +3,7 @@
 const BENCHMARKS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   config: () => import('./config.ts'),
   docdb: () => import('./docdb.ts'),
+  lambda: () => import('./lambda.ts'),
   gateway: () => import('./gateway.ts'),
   scheduler: () => import('./scheduler.ts'),
 };

@@ -55,6 +55,10 @@ export interface Settings {
   routePolicies: RoutePolicyRule[];
   /** Seconds to wait for a remote upstream's response headers before answering 504. */
   upstreamTimeoutSeconds: number;
+  /** Wall-clock limit of one lambda invocation, in seconds. */
+  lambdaTimeoutSeconds: number;
+  /** Memory limit of a lambda isolate, in MiB. */
+  lambdaMemoryMib: number;
 }
 
 export class SettingsError extends Error {
@@ -87,6 +91,8 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
   services: { env: 'SERVICES', parse: (t, f) => services(t, f), fallback: null },
   sqliteSynchronous: { env: 'SQLITE_SYNCHRONOUS', parse: (t, f) => oneOf(t, f, ['FULL', 'NORMAL'] as const), fallback: 'FULL' },
   upstreamTimeoutSeconds: { env: 'UPSTREAM_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 30 },
+  lambdaTimeoutSeconds: { env: 'LAMBDA_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 10 },
+  lambdaMemoryMib: { env: 'LAMBDA_MEMORY_MIB', parse: (t, f) => positiveNumber(t, f), fallback: 128 },
 };
 
 /**

@@ -4,12 +4,14 @@ import { apikeysService } from './apikeys/index.ts';
 import { authService } from './auth/index.ts';
 import { configService } from './config/index.ts';
 import { docdbService } from './docdb/index.ts';
+import { lambdaService } from './lambda/index.ts';
 import { schedulerService } from './scheduler/index.ts';
 
 /** The services this build provides, in the platform's host order. */
 export const AVAILABLE_SERVICES: ReadonlyMap<ServiceName, ServiceDefinition> = new Map<ServiceName, ServiceDefinition>([
   ['auth', authService],
   ['apikeys', apikeysService],
+  ['lambda', lambdaService],
   ['scheduler', schedulerService],
   ['docdb', docdbService],
   ['config', configService],
