@@ -4,6 +4,7 @@ const BENCHMARKS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   config: () => import('./config.ts'),
   docdb: () => import('./docdb.ts'),
   lambda: () => import('./lambda.ts'),
+  logs: () => import('./logs.ts'),
   gateway: () => import('./gateway.ts'),
   scheduler: () => import('./scheduler.ts'),
 };

@@ -5,6 +5,7 @@ import { authService } from './auth/index.ts';
 import { configService } from './config/index.ts';
 import { docdbService } from './docdb/index.ts';
 import { lambdaService } from './lambda/index.ts';
+import { logsService } from './logs/index.ts';
 import { schedulerService } from './scheduler/index.ts';
 
 /** The services this build provides, in the platform's host order. */
@@ -14,5 +15,6 @@ export const AVAILABLE_SERVICES: ReadonlyMap<ServiceName, ServiceDefinition> = n
   ['lambda', lambdaService],
   ['scheduler', schedulerService],
   ['docdb', docdbService],
+  ['logs', logsService],
   ['config', configService],
 ]);

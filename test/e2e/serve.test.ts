@@ -62,10 +62,10 @@ describe('stratus serve, end to end over HTTP', () => {
     const unknown = await request(server.publicPort, { path: '/', host: 'nowhere.example' });
     assert.equal(unknown.status, 404);
     assert.equal(unknown.json<{ error: { code: string } }>().error.code, 'no_route');
-    // A service this build does not have yet (logs) is a 503, not a 404.
-    const logs = await request(server.publicPort, { path: '/v1/loggers', host: 'api.localhost' });
-    assert.equal(logs.status, 503);
-    assert.equal(logs.json<{ error: { code: string } }>().error.code, 'service_unavailable');
+    // A service this build does not have yet (files) is a 503, not a 404.
+    const files = await request(server.publicPort, { path: '/', host: 'files.localhost' });
+    assert.equal(files.status, 503);
+    assert.equal(files.json<{ error: { code: string } }>().error.code, 'service_unavailable');
     // The lambda service answers on api.<domain> (identity required there).
     const lambda = await request(server.publicPort, { path: '/api/v0/lambdas', host: 'api.localhost' });
     assert.equal(lambda.status, 401);

@@ -1,0 +1,69 @@
+import { validationError, HttpError } from '../../core/errors.ts';
+
+/** One event as stored (one JSON line) and streamed (logs.md §6.2). */
+export interface StoredEvent {
+  ts: string;
+  project_id: string;
+  metadata: Record<string, unknown>;
+  message: string;
+}
+
+function toEvent(value: unknown, where: string, ts: string): StoredEvent {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw validationError(`${where}: an event must be a JSON object`);
+  const { project_id: projectId, message, ...metadata } = value as Record<string, unknown>;
+  if (typeof projectId !== 'string' || projectId === '') throw validationError(`${where}: project_id must be a non-empty string`);
+  if (typeof message !== 'string') throw validationError(`${where}: message must be a string`);
+  return { ts, project_id: projectId, metadata, message };
+}
+
+function parseJson(text: string, where: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'invalid_json', `${where}: malformed JSON`);
+  }
+}
+
+/**
+ * Parses an events body, all or nothing (logs.md §6.3). The encoding is told by the first
+ * non-whitespace byte (`{` NDJSON, a digit logframe); `Content-Type: application/x-ndjson` forces
+ * NDJSON. Errors name the line (NDJSON) or byte offset (logframe).
+ */
+export function parseEvents(body: Buffer, contentType: string | undefined, ts: string): StoredEvent[] {
+  const text = body.toString('utf8');
+  const first = text.trimStart()[0];
+  if (first === undefined) return [];
+  const ndjson = (contentType ?? '').toLowerCase().startsWith('application/x-ndjson') || first === '{';
+  if (ndjson) {
+    const events: StoredEvent[] = [];
+    const lines = text.split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      const line = (lines[i] ?? '').trim();
+      if (line === '') continue;
+      events.push(toEvent(parseJson(line, `line ${i + 1}`), `line ${i + 1}`, ts));
+    }
+    return events;
+  }
+  if (!/[0-9]/.test(first)) throw validationError('body is neither NDJSON (starting with "{") nor logframe (starting with a digit)');
+  const events: StoredEvent[] = [];
+  let at = 0;
+  // Skip leading whitespace only before the first frame.
+  while (at < body.length && (body[at] === 0x20 || body[at] === 0x0a || body[at] === 0x0d || body[at] === 0x09)) at++;
+  while (at < body.length) {
+    const where = `frame at byte ${at}`;
+    const header = /^(\d{1,10}):(\d{1,10}):/.exec(body.subarray(at, at + 24).toString('latin1'));
+    if (!header) throw validationError(`${where}: expected <meta length>:<message length>:`);
+    const metaLength = Number(header[1]);
+    const messageLength = Number(header[2]);
+    const start = at + header[0].length;
+    const end = start + metaLength + messageLength;
+    if (end + 1 > body.length) throw validationError(`${where}: truncated frame`);
+    if (body[end] !== 0x0a) throw validationError(`${where}: frame not followed by a newline`);
+    const meta = parseJson(body.subarray(start, start + metaLength).toString('utf8'), where);
+    if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) throw validationError(`${where}: metadata must be a JSON object`);
+    const message = body.subarray(start + metaLength, end).toString('utf8');
+    events.push(toEvent({ ...(meta as Record<string, unknown>), message }, where, ts));
+    at = end + 1;
+  }
+  return events;
+}

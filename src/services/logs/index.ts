@@ -1,0 +1,41 @@
+import { createServiceApp, MiB } from '../../core/app.ts';
+import type { ServiceDefinition } from '../../core/service.ts';
+import { LogsAccess } from './access.ts';
+import { LoggerRepository } from './loggers.ts';
+import { logsMigrations } from './migrations.ts';
+import { registerLogsRoutes, type LogsLimits } from './routes.ts';
+import { LogStats } from './stats.ts';
+import { FollowHub } from './streams.ts';
+
+export const DEFAULT_LOGS_LIMITS: LogsLimits = { maxBytes: 1024 * MiB, maxIngestBytes: 64 * MiB };
+
+/** The logging service (logs.md) with explicit limits; `logsService` uses the defaults. */
+export function createLogsService(overrides: Partial<LogsLimits> = {}): ServiceDefinition {
+  const limits = { ...DEFAULT_LOGS_LIMITS, ...overrides };
+  return {
+    name: 'logs',
+    migrations: logsMigrations,
+    async build({ store, logger, version }) {
+      const app = await createServiceApp({
+        name: 'logs',
+        title: 'Stratus logs',
+        version,
+        logger,
+        description: 'Logging: loggers with owners and API keys, raw line and event ingest, filtered and followed streams.',
+        jsonForAnyContentType: true,
+      });
+      const loggers = new LoggerRepository(store.sql);
+      const access = new LogsAccess(loggers, store.notifier);
+      const hub = new FollowHub(store.notifier);
+      const stats = new LogStats();
+      app.addHook('onClose', async () => {
+        hub.close();
+        access.close();
+      });
+      registerLogsRoutes(app, { loggers, access, hub, stats, limits });
+      return app;
+    },
+  };
+}
+
+export const logsService: ServiceDefinition = createLogsService();

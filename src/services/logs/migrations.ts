@@ -1,0 +1,36 @@
+import { sql } from 'kysely';
+import { columnTypes, type MigrationSet } from '../../store/migrate.ts';
+
+/**
+ * Logging tables. Loggers and their keys mirror docdb's databases (owners as a JSON text array).
+ * Ingested data lives in `logs_chunks`: one row per ingest request holding its lines as one blob,
+ * so a burst of ingests is a burst of appends (one fsync per group commit on SQLite) and the data
+ * lives in the database on PostgreSQL, where any instance can serve any logger. `id` is global and
+ * gives ingest order; retention deletes a logger's lowest ids first (the index carries `bytes` so
+ * the retention sums never read the blobs).
+ */
+export const logsMigrations: MigrationSet = {
+  owner: 'logs',
+  migrations: [
+    {
+      name: '001_logs',
+      async up(db, dialect) {
+        const types = columnTypes(dialect);
+        const serial = sql.raw(types.serialPrimaryKey);
+        const blob = sql.raw(types.blob);
+        await sql`create table logs_loggers (
+          seq ${serial}, id text not null unique, name text not null, created_at text not null,
+          owners text not null)`.execute(db);
+        await sql`create table logs_api_keys (
+          seq ${serial}, id text not null unique, key text not null unique,
+          logger_id text not null references logs_loggers (id) on delete cascade,
+          name text not null, secret_hash text not null, created_at text not null)`.execute(db);
+        await sql`create index logs_api_keys_logger on logs_api_keys (logger_id)`.execute(db);
+        await sql`create table logs_chunks (
+          id ${serial}, logger_id text not null references logs_loggers (id) on delete cascade,
+          kind text not null, data ${blob} not null, bytes bigint not null, lines bigint not null)`.execute(db);
+        await sql`create index logs_chunks_logger on logs_chunks (logger_id, id, bytes)`.execute(db);
+      },
+    },
+  ],
+};
