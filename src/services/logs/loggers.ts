@@ -1,3 +1,4 @@
+import { addOwner as addOwnerTo, removeOwner, type DeleteOwnerResult } from '../../core/owners.ts';
 import { sql, type Generated, type Kysely } from 'kysely';
 import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
 import type { SqlConnection, SqlDialect } from '../../store/db.ts';
@@ -32,7 +33,7 @@ export interface StoredKey {
   secretHash: string;
 }
 
-export type DeleteOwnerResult = { status: 'deleted'; owners: string[] } | { status: 'not_found' } | { status: 'not_owner' } | { status: 'last_owner' };
+export type { DeleteOwnerResult } from '../../core/owners.ts';
 
 /** One stored chunk: the lines of one ingest request, each ending in `\n`. */
 export interface Chunk {
@@ -163,21 +164,12 @@ export class LoggerRepository {
   }
 
   async addOwner(id: string, owner: string): Promise<string[] | null> {
-    const result = await this.changeOwners(id, (owners) => {
-      if (owners.includes(owner)) return { result: owners };
-      const added = [...owners, owner];
-      return { result: added, owners: added };
-    });
+    const result = await this.changeOwners(id, (owners) => addOwnerTo(owners, owner));
     return result ?? null;
   }
 
   async deleteOwner(id: string, owner: string): Promise<DeleteOwnerResult> {
-    const result = await this.changeOwners<DeleteOwnerResult>(id, (owners) => {
-      if (!owners.includes(owner)) return { result: { status: 'not_owner' } };
-      if (owners.length === 1) return { result: { status: 'last_owner' } };
-      const remaining = owners.filter((o) => o !== owner);
-      return { result: { status: 'deleted', owners: remaining }, owners: remaining };
-    });
+    const result = await this.changeOwners(id, (owners) => removeOwner(owners, owner));
     return result ?? { status: 'not_found' };
   }
 

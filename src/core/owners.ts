@@ -1,0 +1,25 @@
+/**
+ * The owner-list rules shared by resources that several users own (docdb databases, loggers):
+ * owners keep their order, the creator first; adding an owner twice changes nothing; the last
+ * owner cannot be removed. Each returns the answer and, when the list changes, the list to store.
+ */
+export type DeleteOwnerResult = { status: 'deleted'; owners: string[] } | { status: 'not_found' } | { status: 'not_owner' } | { status: 'last_owner' };
+
+export interface OwnerChange<T> {
+  result: T;
+  /** The owners to store; absent when nothing changes. */
+  owners?: string[];
+}
+
+export function addOwner(owners: string[], owner: string): OwnerChange<string[]> {
+  if (owners.includes(owner)) return { result: owners };
+  const added = [...owners, owner];
+  return { result: added, owners: added };
+}
+
+export function removeOwner(owners: string[], owner: string): OwnerChange<DeleteOwnerResult> {
+  if (!owners.includes(owner)) return { result: { status: 'not_owner' } };
+  if (owners.length === 1) return { result: { status: 'last_owner' } };
+  const remaining = owners.filter((o) => o !== owner);
+  return { result: { status: 'deleted', owners: remaining }, owners: remaining };
+}
