@@ -39,3 +39,19 @@ export function requireIdentity(request: FastifyRequest): Identity {
   if (!identity) throw unauthorized('missing or invalid X-Gateway-Authentication');
   return identity;
 }
+
+/**
+ * First steps of the owner-or-key procedure of resources that users own and keys open (docdb
+ * databases, loggers): no identity and no `Api-Key` → 401; an identity header that is present but
+ * unusable → 401. Returns the identity (null when absent) and the raw `Api-Key` header.
+ */
+export function ownerOrKeyCredentials(request: FastifyRequest): { identity: Identity | null; apiKey: string | string[] | undefined } {
+  const identityHeader = request.headers[IDENTITY_HEADER];
+  const apiKey = request.headers['api-key'];
+  if (identityHeader === undefined && apiKey === undefined) {
+    throw unauthorized('credentials required: X-Gateway-Authentication, or Api-Key and Api-Secret');
+  }
+  const identity = identityHeader === undefined ? null : parseIdentity(identityHeader);
+  if (identityHeader !== undefined && identity === null) throw unauthorized('invalid X-Gateway-Authentication');
+  return { identity, apiKey };
+}

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { verify } from '@node-rs/bcrypt';
 import type { FastifyRequest } from 'fastify';
 import { forbidden, notFound, unauthorized } from '../../core/errors.ts';
-import { IDENTITY_HEADER, parseIdentity, requireIdentity } from '../../core/identity.ts';
+import { IDENTITY_HEADER, ownerOrKeyCredentials, parseIdentity, requireIdentity } from '../../core/identity.ts';
 import { isUuidV4 } from '../../core/ids.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
 import type { DatabaseRecord, DatabaseRepository } from './databases.ts';
@@ -74,15 +74,8 @@ export class DocdbAccess {
 
   /** docdb.md §2 decision procedure for a database-scoped request: returns the database or throws 401/403/404. */
   async authorize(request: FastifyRequest, databaseId: string): Promise<DatabaseRecord> {
-    const identityHeader = request.headers[IDENTITY_HEADER];
-    const apiKey = request.headers[API_KEY_HEADER];
-    // 1. No credentials at all.
-    if (identityHeader === undefined && apiKey === undefined) {
-      throw unauthorized('credentials required: X-Gateway-Authentication, or Api-Key and Api-Secret');
-    }
-    // 2. An identity header that cannot be used.
-    const identity = identityHeader === undefined ? null : parseIdentity(identityHeader);
-    if (identityHeader !== undefined && identity === null) throw unauthorized('invalid X-Gateway-Authentication');
+    // 1 and 2. No credentials at all, or an identity header that cannot be used.
+    const { identity, apiKey } = ownerOrKeyCredentials(request);
     // 3. Unknown database.
     const database = await this.databases.get(databaseId);
     if (!database) throw notFound('database not found');

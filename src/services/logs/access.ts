@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { verify } from '@node-rs/bcrypt';
 import type { FastifyRequest } from 'fastify';
 import { forbidden, notFound, unauthorized } from '../../core/errors.ts';
-import { IDENTITY_HEADER, parseIdentity, requireIdentity } from '../../core/identity.ts';
+import { ownerOrKeyCredentials, requireIdentity } from '../../core/identity.ts';
 import { isUuidV4 } from '../../core/ids.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
 import type { LoggerRepository } from './loggers.ts';
@@ -57,13 +57,7 @@ export class LogsAccess {
 
   /** logs.md §2 decision procedure for a logger-scoped request. */
   async authorize(request: FastifyRequest, loggerId: string): Promise<Access> {
-    const identityHeader = request.headers[IDENTITY_HEADER];
-    const apiKey = request.headers[API_KEY_HEADER];
-    if (identityHeader === undefined && apiKey === undefined) {
-      throw unauthorized('credentials required: X-Gateway-Authentication, or Api-Key and Api-Secret');
-    }
-    const identity = identityHeader === undefined ? null : parseIdentity(identityHeader);
-    if (identityHeader !== undefined && identity === null) throw unauthorized('invalid X-Gateway-Authentication');
+    const { identity, apiKey } = ownerOrKeyCredentials(request);
     const owners = await this.loggers.owners(loggerId);
     if (!owners) throw notFound('logger not found');
     if (identity && owners.includes(identity.user.id)) return { loggerId, userId: identity.user.id };
