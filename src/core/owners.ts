@@ -23,3 +23,17 @@ export function removeOwner(owners: string[], owner: string): OwnerChange<Delete
   const remaining = owners.filter((o) => o !== owner);
   return { result: { status: 'deleted', owners: remaining }, owners: remaining };
 }
+
+/** Owners stored as a JSON text array; anything that is not a string is dropped. */
+export function parseOwners(text: string): string[] {
+  const value: unknown = JSON.parse(text);
+  return Array.isArray(value) ? value.filter((owner): owner is string => typeof owner === 'string') : [];
+}
+
+/**
+ * A LIKE pattern (escape character `!`) that narrows a scan to owner lists containing `userId`;
+ * it may over-match, so callers test the parsed list exactly.
+ */
+export function ownersLikePattern(userId: string): string {
+  return `%${JSON.stringify(userId).replace(/[!%_]/g, (c) => `!${c}`)}%`;
+}

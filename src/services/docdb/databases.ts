@@ -1,4 +1,5 @@
-import { addOwner as addOwnerTo, removeOwner, type DeleteOwnerResult } from '../../core/owners.ts';
+import { isForeignKeyViolation } from '../../store/sql-work.ts';
+import { addOwner as addOwnerTo, ownersLikePattern, parseOwners, removeOwner, type DeleteOwnerResult } from '../../core/owners.ts';
 import { sql, type Generated, type Kysely } from 'kysely';
 import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
 import type { SqlConnection, SqlDialect } from '../../store/db.ts';
@@ -46,11 +47,6 @@ interface DatabaseRow {
   key: string | null;
 }
 
-function parseOwners(text: string): string[] {
-  const value: unknown = JSON.parse(text);
-  return Array.isArray(value) ? value.filter((owner): owner is string => typeof owner === 'string') : [];
-}
-
 function toRecord(row: Omit<DatabaseRow, 'key'>, owners: string[], keys: string[]): DatabaseRecord {
   return { id: row.id, name: row.name, creation_date: row.created_at, owners, api_keys: keys, owners_length: owners.length };
 }
@@ -67,16 +63,6 @@ function groupRecords(rows: readonly DatabaseRow[]): DatabaseRecord[] {
     if (row.key !== null) current.api_keys.push(row.key);
   }
   return records;
-}
-
-/** A LIKE pattern matching text that contains `literal` (escape character `!`). */
-function containsPattern(literal: string): string {
-  return `%${literal.replace(/[!%_]/g, (c) => `!${c}`)}%`;
-}
-
-function isForeignKeyViolation(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
 
 /**
@@ -120,7 +106,7 @@ export class DatabaseRepository {
     // example across two neighbouring ids, or case-insensitively on SQLite) and the exact test
     // runs on the parsed array. No JSON functions: PostgreSQL's refuse some valid JSON text.
     const rows = await this.selectRecords()
-      .where(sql<boolean>`${sql.ref('d.owners')} like ${containsPattern(JSON.stringify(userId))} escape '!'`)
+      .where(sql<boolean>`${sql.ref('d.owners')} like ${ownersLikePattern(userId)} escape '!'`)
       .orderBy('d.seq')
       .orderBy('k.seq')
       .execute();

@@ -1,4 +1,5 @@
-import { addOwner as addOwnerTo, removeOwner, type DeleteOwnerResult } from '../../core/owners.ts';
+import { isForeignKeyViolation } from '../../store/sql-work.ts';
+import { addOwner as addOwnerTo, ownersLikePattern, parseOwners, removeOwner, type DeleteOwnerResult } from '../../core/owners.ts';
 import { sql, type Generated, type Kysely } from 'kysely';
 import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
 import type { SqlConnection, SqlDialect } from '../../store/db.ts';
@@ -41,20 +42,6 @@ export interface Chunk {
   data: Buffer;
   bytes: number;
   lines: number;
-}
-
-function parseOwners(text: string): string[] {
-  const value: unknown = JSON.parse(text);
-  return Array.isArray(value) ? value.filter((owner): owner is string => typeof owner === 'string') : [];
-}
-
-function containsPattern(literal: string): string {
-  return `%${literal.replace(/[!%_]/g, (c) => `!${c}`)}%`;
-}
-
-function isForeignKeyViolation(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
 
 /**
@@ -117,7 +104,7 @@ export class LoggerRepository {
     const rows = await this.db
       .selectFrom('logs_loggers')
       .select(['id', 'name', 'created_at', 'owners'])
-      .where(sql<boolean>`owners like ${containsPattern(JSON.stringify(userId))} escape '!'`)
+      .where(sql<boolean>`owners like ${ownersLikePattern(userId)} escape '!'`)
       .orderBy('seq')
       .execute();
     return this.records(rows.filter((row) => parseOwners(row.owners).includes(userId)));
