@@ -59,6 +59,12 @@ export interface Settings {
   lambdaTimeoutSeconds: number;
   /** Memory limit of a lambda isolate, in MiB. */
   lambdaMemoryMib: number;
+  /** Retained bytes per logger (raw lines and events together); the oldest data goes first. */
+  logsMaxBytes: number;
+  /** Largest logs ingest body, in bytes; above → 413. */
+  logsMaxIngestBytes: number;
+  /** Largest file upload, in bytes; above → 413. */
+  filesMaxUploadBytes: number;
 }
 
 export class SettingsError extends Error {
@@ -93,6 +99,9 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
   upstreamTimeoutSeconds: { env: 'UPSTREAM_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 30 },
   lambdaTimeoutSeconds: { env: 'LAMBDA_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 10 },
   lambdaMemoryMib: { env: 'LAMBDA_MEMORY_MIB', parse: (t, f) => positiveNumber(t, f), fallback: 128 },
+  logsMaxBytes: { env: 'LOGS_MAX_BYTES', parse: (t, f) => byteSize(t, f), fallback: 1024 ** 3 },
+  logsMaxIngestBytes: { env: 'LOGS_MAX_INGEST_BYTES', parse: (t, f) => byteSize(t, f), fallback: 64 * 1024 ** 2 },
+  filesMaxUploadBytes: { env: 'FILES_MAX_UPLOAD_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 3 },
 };
 
 /**
@@ -224,6 +233,17 @@ function port(text: string, from: string): number {
 function positiveNumber(text: string, from: string): number {
   const value = Number(text);
   if (!Number.isFinite(value) || value <= 0) throw new SettingsError(`${from}: "${text}" must be a positive number`);
+  return value;
+}
+
+const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4 };
+
+/** A positive whole number of bytes, optionally with a unit: `1048576`, `64MiB`, `1 GiB`, `500MB`. */
+function byteSize(text: string, from: string): number {
+  const match = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(text);
+  const unit = match ? BYTE_UNITS[(match[2] ?? '').toLowerCase()] : undefined;
+  const value = match && unit !== undefined ? Number(match[1]) * unit : NaN;
+  if (!Number.isSafeInteger(value) || value <= 0) throw new SettingsError(`${from}: "${text}" must be a positive size in bytes (e.g. 1048576, 64MiB, 1GiB)`);
   return value;
 }
 

@@ -48,6 +48,20 @@ describe('settings', () => {
     assert.deepEqual(s.services, ['config']);
   });
 
+  it('reads byte sizes with and without units', () => {
+    const defaults = loadSettings({}, {}, dir);
+    assert.equal(defaults.logsMaxBytes, 1024 ** 3);
+    assert.equal(defaults.logsMaxIngestBytes, 64 * 1024 ** 2);
+    assert.equal(defaults.filesMaxUploadBytes, 10 * 1024 ** 3);
+    const s = loadSettings({}, { LOGS_MAX_BYTES: '64MiB', LOGS_MAX_INGEST_BYTES: '1048576', FILES_MAX_UPLOAD_BYTES: '2 GB' }, dir);
+    assert.equal(s.logsMaxBytes, 64 * 1024 ** 2);
+    assert.equal(s.logsMaxIngestBytes, 1048576);
+    assert.equal(s.filesMaxUploadBytes, 2e9);
+    for (const bad of ['0', '-5', '1.5GiB', '12 parsecs']) {
+      assert.throws(() => loadSettings({}, { LOGS_MAX_BYTES: bad }, dir), (e: unknown) => e instanceof SettingsError && /LOGS_MAX_BYTES: .* must be a positive size in bytes/.test(e.message));
+    }
+  });
+
   it('rejects bad values with messages that name their source', () => {
     const cases: [Parameters<typeof loadSettings>[0], NodeJS.ProcessEnv, RegExp][] = [
       [{ port: 'abc' }, {}, /--port: "abc" is not a port/],

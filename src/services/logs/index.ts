@@ -1,4 +1,4 @@
-import { createServiceApp, MiB } from '../../core/app.ts';
+import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../../core/service.ts';
 import { LogsAccess } from './access.ts';
 import { LoggerRepository } from './loggers.ts';
@@ -7,15 +7,16 @@ import { registerLogsRoutes, type LogsLimits } from './routes.ts';
 import { LogStats } from './stats.ts';
 import { FollowHub } from './streams.ts';
 
-export const DEFAULT_LOGS_LIMITS: LogsLimits = { maxBytes: 1024 * MiB, maxIngestBytes: 64 * MiB };
-
-/** The logging service (logs.md) with explicit limits; `logsService` uses the defaults. */
+/**
+ * The logging service (logs.md). Its limits come from the settings (`LOGS_MAX_BYTES`,
+ * `LOGS_MAX_INGEST_BYTES`); tests may override them here.
+ */
 export function createLogsService(overrides: Partial<LogsLimits> = {}): ServiceDefinition {
-  const limits = { ...DEFAULT_LOGS_LIMITS, ...overrides };
   return {
     name: 'logs',
     migrations: logsMigrations,
-    async build({ store, logger, version }) {
+    async build({ settings, store, logger, version }) {
+      const limits: LogsLimits = { maxBytes: settings.logsMaxBytes, maxIngestBytes: settings.logsMaxIngestBytes, ...overrides };
       const app = await createServiceApp({
         name: 'logs',
         title: 'Stratus logs',
