@@ -5,7 +5,16 @@ import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
 import type { SqlConnection, SqlDialect } from '../../store/db.ts';
 
 type LogsTables = {
-  logs_loggers: { seq: Generated<number>; id: string; name: string; created_at: string; owners: string };
+  logs_loggers: {
+    seq: Generated<number>;
+    id: string;
+    name: string;
+    created_at: string;
+    owners: string;
+    retained_bytes: Generated<number | string>;
+    raw_lines: Generated<number | string>;
+    event_lines: Generated<number | string>;
+  };
   logs_api_keys: { seq: Generated<number>; id: string; key: string; logger_id: string; name: string; secret_hash: string; created_at: string };
   logs_chunks: { id: Generated<number>; logger_id: string; kind: string; data: Uint8Array; bytes: number; lines: number };
 };
@@ -36,6 +45,36 @@ export interface StoredKey {
 
 export type { DeleteOwnerResult } from '../../core/owners.ts';
 
+/** Oldest chunks read per query while PostgreSQL works out a retention cut. */
+const RETENTION_PAGE = 256;
+
+const LOGGER_COLUMNS = ['id', 'name', 'created_at', 'owners', 'retained_bytes', 'raw_lines', 'event_lines'] as const;
+type LoggerRow = { id: string; name: string; created_at: string; owners: string; retained_bytes: number | string; raw_lines: number | string; event_lines: number | string };
+
+/** How much one retention cut removes: the last chunk id it drops and what those chunks held. */
+interface RetentionCut {
+  cutoff: number;
+  bytes: number;
+  rawLines: number;
+  eventLines: number;
+}
+
+/** The oldest chunks to drop so that `retained` fits in `maxBytes`; never the chunk `keepId`. */
+function retentionCut(oldestFirst: Iterable<{ id: number | string; bytes: number | string; lines: number | string; kind: string }>, retained: number, maxBytes: number, keepId: number): RetentionCut | null {
+  let excess = retained - maxBytes;
+  const cut: RetentionCut = { cutoff: 0, bytes: 0, rawLines: 0, eventLines: 0 };
+  for (const chunk of oldestFirst) {
+    if (excess <= 0 || Number(chunk.id) === keepId) break;
+    const bytes = Number(chunk.bytes);
+    excess -= bytes;
+    cut.cutoff = Number(chunk.id);
+    cut.bytes += bytes;
+    if (chunk.kind === 'raw') cut.rawLines += Number(chunk.lines);
+    else cut.eventLines += Number(chunk.lines);
+  }
+  return cut.cutoff > 0 ? cut : null;
+}
+
 /** One stored chunk: the lines of one ingest request, each ending in `\n`. */
 export interface Chunk {
   id: number;
@@ -58,37 +97,31 @@ export class LoggerRepository {
     this.dialect = connection.dialect;
   }
 
-  private async records(rows: { id: string; name: string; created_at: string; owners: string }[]): Promise<LoggerRecord[]> {
+  private async records(rows: LoggerRow[]): Promise<LoggerRecord[]> {
     if (rows.length === 0) return [];
-    const ids = rows.map((row) => row.id);
     const keys = await this.db
       .selectFrom('logs_api_keys')
       .select(['id', 'name', 'created_at', 'logger_id'])
-      .where('logger_id', 'in', ids)
+      .where(
+        'logger_id',
+        'in',
+        rows.map((row) => row.id),
+      )
       .orderBy('seq')
       .execute();
-    const usage = await this.db
-      .selectFrom('logs_chunks')
-      .select(['logger_id', sql<string | number>`coalesce(sum(bytes), 0)`.as('bytes'), sql<string | number>`coalesce(sum(lines), 0)`.as('lines')])
-      .where('logger_id', 'in', ids)
-      .groupBy('logger_id')
-      .execute();
-    return rows.map((row) => {
-      const used = usage.find((u) => u.logger_id === row.id);
-      return {
-        id: row.id,
-        name: row.name,
-        owners: parseOwners(row.owners),
-        api_keys: keys.filter((k) => k.logger_id === row.id).map(({ id, name, created_at }) => ({ id, name, created_at })),
-        usage: { bytes: Number(used?.bytes ?? 0), lines: Number(used?.lines ?? 0) },
-        created_at: row.created_at,
-      };
-    });
+    return rows.map((row) => ({
+      id: row.id,
+      name: row.name,
+      owners: parseOwners(row.owners),
+      api_keys: keys.filter((k) => k.logger_id === row.id).map(({ id, name, created_at }) => ({ id, name, created_at })),
+      usage: { bytes: Number(row.retained_bytes), lines: Number(row.raw_lines) + Number(row.event_lines) },
+      created_at: row.created_at,
+    }));
   }
 
   async get(id: string): Promise<LoggerRecord | null> {
     if (!isUuidV4(id)) return null;
-    const rows = await this.db.selectFrom('logs_loggers').select(['id', 'name', 'created_at', 'owners']).where('id', '=', id).execute();
+    const rows = await this.db.selectFrom('logs_loggers').select(LOGGER_COLUMNS).where('id', '=', id).execute();
     return (await this.records(rows))[0] ?? null;
   }
 
@@ -103,7 +136,7 @@ export class LoggerRepository {
     // LIKE narrows the scan; the exact test runs on the parsed array (as in docdb).
     const rows = await this.db
       .selectFrom('logs_loggers')
-      .select(['id', 'name', 'created_at', 'owners'])
+      .select(LOGGER_COLUMNS)
       .where(sql<boolean>`owners like ${ownersLikePattern(userId)} escape '!'`)
       .orderBy('seq')
       .execute();
@@ -175,73 +208,95 @@ export class LoggerRepository {
 
   /**
    * Appends one chunk and enforces retention in the same transaction: while the logger holds
-   * more than `maxBytes`, its oldest chunks go (whole chunks, so whole lines). Returns the new
-   * chunk's id, or null when the logger no longer exists.
+   * more than `maxBytes`, its oldest chunks go (whole chunks, so whole lines; the new one always
+   * stays). The logger row's totals move with them. Updating that row first also serializes a
+   * logger's appends on PostgreSQL, so its chunk ids are assigned in commit order and a follower
+   * reading "after id N" can never miss a chunk that commits late. Returns the new chunk's id, or
+   * null when the logger no longer exists.
    */
   async append(loggerId: string, kind: 'raw' | 'event', data: Buffer, lines: number, maxBytes: number): Promise<number | null> {
+    if (!isUuidV4(loggerId)) return null;
+    const rawLines = kind === 'raw' ? lines : 0;
+    const eventLines = kind === 'event' ? lines : 0;
     const direct = this.connection.direct;
     if (direct) {
       // SQLite: the group commit, one fsync for a burst of concurrent ingests.
       return direct.write((prepare) => {
-        if (prepare('select 1 from logs_loggers where id = ?').get(loggerId) === undefined) return null;
+        const row = prepare('update logs_loggers set retained_bytes = retained_bytes + ?, raw_lines = raw_lines + ?, event_lines = event_lines + ? where id = ? returning retained_bytes').get(data.length, rawLines, eventLines, loggerId) as
+          | { retained_bytes: number }
+          | undefined;
+        if (row === undefined) return null;
         const id = Number(prepare('insert into logs_chunks (logger_id, kind, data, bytes, lines) values (?, ?, ?, ?, ?)').run(loggerId, kind, data, data.length, lines).lastInsertRowid);
-        const total = Number((prepare('select coalesce(sum(bytes), 0) as total from logs_chunks where logger_id = ?').get(loggerId) as { total: number }).total);
-        if (total > maxBytes) {
-          const sizes = prepare('select id, bytes from logs_chunks where logger_id = ? and id < ? order by id').iterate(loggerId, id) as IterableIterator<{ id: number; bytes: number }>;
-          let excess = total - maxBytes;
-          let cutoff = 0;
-          for (const size of sizes) {
-            if (excess <= 0) break;
-            excess -= size.bytes;
-            cutoff = size.id;
+        if (row.retained_bytes > maxBytes) {
+          const oldest = prepare('select id, bytes, lines, kind from logs_chunks where logger_id = ? order by id').iterate(loggerId) as IterableIterator<{ id: number; bytes: number; lines: number; kind: string }>;
+          const cut = retentionCut(oldest, row.retained_bytes, maxBytes, id);
+          oldest.return?.();
+          if (cut) {
+            prepare('delete from logs_chunks where logger_id = ? and id <= ?').run(loggerId, cut.cutoff);
+            prepare('update logs_loggers set retained_bytes = retained_bytes - ?, raw_lines = raw_lines - ?, event_lines = event_lines - ? where id = ?').run(cut.bytes, cut.rawLines, cut.eventLines, loggerId);
           }
-          if (cutoff > 0) prepare('delete from logs_chunks where logger_id = ? and id <= ?').run(loggerId, cutoff);
         }
         return id;
       });
     }
-    try {
-      return await this.db.transaction().execute(async (trx) => {
-        const inserted = await trx
-          .insertInto('logs_chunks')
-          .values({ logger_id: loggerId, kind, data, bytes: data.length, lines })
-          .returning(['id'])
-          .executeTakeFirstOrThrow();
-        const sizes = await trx.selectFrom('logs_chunks').select(['id', 'bytes']).where('logger_id', '=', loggerId).orderBy('id', 'desc').execute();
-        let total = 0;
-        let cutoff: number | null = null;
-        for (const size of sizes) {
-          total += Number(size.bytes);
-          // The newest chunk always stays, even when it alone exceeds the bound.
-          if (total > maxBytes && Number(size.id) !== Number(inserted.id)) {
-            cutoff = Number(size.id);
-            break;
-          }
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable('logs_loggers')
+        .set({
+          retained_bytes: sql`retained_bytes + ${data.length}`,
+          raw_lines: sql`raw_lines + ${rawLines}`,
+          event_lines: sql`event_lines + ${eventLines}`,
+        })
+        .where('id', '=', loggerId)
+        .returning(['retained_bytes'])
+        .executeTakeFirst();
+      if (!row) return null;
+      const inserted = await trx.insertInto('logs_chunks').values({ logger_id: loggerId, kind, data, bytes: data.length, lines }).returning(['id']).executeTakeFirstOrThrow();
+      const id = Number(inserted.id);
+      const retained = Number(row.retained_bytes);
+      if (retained > maxBytes) {
+        // Read only as many of the oldest chunks as the cut can need, a page at a time.
+        let cut: RetentionCut | null = null;
+        let after = 0;
+        let excess = retained - maxBytes;
+        const total: RetentionCut = { cutoff: 0, bytes: 0, rawLines: 0, eventLines: 0 };
+        while (excess > 0) {
+          const page = await trx.selectFrom('logs_chunks').select(['id', 'bytes', 'lines', 'kind']).where('logger_id', '=', loggerId).where('id', '>', after).where('id', '<', id).orderBy('id').limit(RETENTION_PAGE).execute();
+          if (page.length === 0) break;
+          const part = retentionCut(page, excess + maxBytes, maxBytes, id);
+          if (!part) break;
+          excess -= part.bytes;
+          total.cutoff = part.cutoff;
+          total.bytes += part.bytes;
+          total.rawLines += part.rawLines;
+          total.eventLines += part.eventLines;
+          cut = total;
+          after = Number(page[page.length - 1]!.id);
+          if (part.cutoff !== after) break;
         }
-        if (cutoff !== null) await trx.deleteFrom('logs_chunks').where('logger_id', '=', loggerId).where('id', '<=', cutoff).execute();
-        return Number(inserted.id);
-      });
-    } catch (error) {
-      if (isForeignKeyViolation(error)) return null;
-      throw error;
-    }
+        if (cut) {
+          await trx.deleteFrom('logs_chunks').where('logger_id', '=', loggerId).where('id', '<=', cut.cutoff).execute();
+          await trx
+            .updateTable('logs_loggers')
+            .set({
+              retained_bytes: sql`retained_bytes - ${cut.bytes}`,
+              raw_lines: sql`raw_lines - ${cut.rawLines}`,
+              event_lines: sql`event_lines - ${cut.eventLines}`,
+            })
+            .where('id', '=', loggerId)
+            .execute();
+        }
+      }
+      return id;
+    });
   }
 
-  /** Retained bytes (lines and events together), raw lines and events. */
+  /** Retained bytes (lines and events together), raw lines and events: the logger row's totals. */
   async usageByKind(loggerId: string): Promise<{ bytes: number; rawLines: number; events: number }> {
-    const rows = await this.db
-      .selectFrom('logs_chunks')
-      .select(['kind', sql<string | number>`sum(bytes)`.as('bytes'), sql<string | number>`sum(lines)`.as('lines')])
-      .where('logger_id', '=', loggerId)
-      .groupBy('kind')
-      .execute();
-    const raw = rows.find((row) => row.kind === 'raw');
-    const events = rows.find((row) => row.kind === 'event');
-    return {
-      bytes: rows.reduce((sum, row) => sum + Number(row.bytes), 0),
-      rawLines: Number(raw?.lines ?? 0),
-      events: Number(events?.lines ?? 0),
-    };
+    const row = isUuidV4(loggerId)
+      ? await this.db.selectFrom('logs_loggers').select(['retained_bytes', 'raw_lines', 'event_lines']).where('id', '=', loggerId).executeTakeFirst()
+      : undefined;
+    return { bytes: Number(row?.retained_bytes ?? 0), rawLines: Number(row?.raw_lines ?? 0), events: Number(row?.event_lines ?? 0) };
   }
 
   /** The logger's chunks of `kind` after `afterId`, in order, at most `limit` of them. */

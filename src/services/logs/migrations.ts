@@ -32,5 +32,19 @@ export const logsMigrations: MigrationSet = {
         await sql`create index logs_chunks_logger on logs_chunks (logger_id, id, bytes)`.execute(db);
       },
     },
+    {
+      // Running totals of what each logger retains, kept by every append and retention cut, so
+      // neither an append nor a logger read sums its chunks (10M small ingests are 10M rows).
+      name: '002_logs_retained_totals',
+      async up(db) {
+        for (const column of ['retained_bytes', 'raw_lines', 'event_lines']) {
+          await sql`alter table logs_loggers add column ${sql.raw(column)} bigint not null default 0`.execute(db);
+        }
+        await sql`update logs_loggers set
+          retained_bytes = (select coalesce(sum(bytes), 0) from logs_chunks c where c.logger_id = logs_loggers.id),
+          raw_lines = (select coalesce(sum(lines), 0) from logs_chunks c where c.logger_id = logs_loggers.id and c.kind = 'raw'),
+          event_lines = (select coalesce(sum(lines), 0) from logs_chunks c where c.logger_id = logs_loggers.id and c.kind = 'event')`.execute(db);
+      },
+    },
   ],
 };

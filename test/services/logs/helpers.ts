@@ -58,6 +58,11 @@ export interface OpenStream {
   contentType: string;
   text(): string;
   waitFor(predicate: (text: string) => boolean, timeoutMs?: number): Promise<void>;
+  /** Resolves when the server ends the response. */
+  readonly ended: Promise<void>;
+  /** Stops reading (the server's writes back up), and starts again. */
+  pause(): void;
+  resume(): void;
   close(): void;
 }
 
@@ -72,7 +77,11 @@ export function openStream(port: number, path: string, headers: Record<string, s
         for (const wake of waiters) wake();
       });
       res.on('error', () => undefined);
+      const ended = new Promise<void>((done) => res.once('end', done));
       resolve({
+        ended,
+        pause: () => res.pause(),
+        resume: () => res.resume(),
         status: res.statusCode ?? 0,
         contentType: String(res.headers['content-type']),
         text: () => text,

@@ -83,6 +83,9 @@ describe('loggers', () => {
     assertError(await call(service, 'POST', url, as('alice'), {}), 400, 'validation_error');
     assertError(await call(service, 'DELETE', `${url}/alice`, as('alice')), 400, 'validation_error');
     assertError(await call(service, 'DELETE', `${url}/carol`, as('alice')), 404, 'not_found');
+    assertError(await call(service, 'POST', url, {}, { user_id: 'mallory' }), 401, 'unauthorized');
+    assertError(await call(service, 'POST', url, as('mallory'), { user_id: 'mallory' }), 403, 'forbidden');
+    assertError(await call(service, 'POST', `/v1/loggers/00000000-0000-4000-8000-000000000000/owners`, as('alice'), { user_id: 'x' }), 404, 'not_found');
     assertError(await call(service, 'DELETE', `${url}/bob`), 401, 'unauthorized');
     assertError(await call(service, 'DELETE', `${url}/bob`, as('carol')), 403, 'forbidden');
     assertError(await call(service, 'DELETE', `/v1/loggers/00000000-0000-4000-8000-000000000000/owners/bob`, as('alice')), 404, 'not_found');

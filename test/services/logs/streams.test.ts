@@ -93,7 +93,45 @@ describe('raw ingest and filter', () => {
     assert.equal(stats.concurrent_filters, 1);
     assert.deepEqual(stats.last_regexps, ['error']);
     assert.equal((await call(service, 'DELETE', `/v1/loggers/${logger.id}`, as('alice'))).statusCode, 204);
-    stream.close();
+    // The open stream ends by itself, well before the 1 s safety re-check would notice.
+    const deleted = performance.now();
+    await stream.ended;
+    assert.ok(performance.now() - deleted < 900, `ended after ${performance.now() - deleted} ms`);
+  });
+
+  test('a client that disconnects frees its stream, in catch-up and while following', async () => {
+    const logger = await createLogger(service, 'alice');
+    await ingest(logger.id, 'line\n'.repeat(100_000));
+    const concurrent = async () => jsonOf<{ concurrent_filters: number }>(await call(service, 'GET', `/v1/loggers/${logger.id}/stats`, as('alice'))).concurrent_filters;
+    const following = await openStream(port, `/v1/loggers/${logger.id}/filter?regex=nomatch&follow`, as('alice'));
+    const catchingUp = await openStream(port, `/v1/loggers/${logger.id}/filter?follow`, as('alice'));
+    catchingUp.pause();
+    await following.waitFor(() => true);
+    assert.equal(await concurrent(), 2);
+    following.close();
+    catchingUp.close();
+    const started = Date.now();
+    while ((await concurrent()) !== 0) {
+      assert.ok(Date.now() - started < 2_000, 'streams still counted 2 s after their clients left');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  });
+
+  test('a slow reader holds the stream back instead of being buffered for', async () => {
+    const logger = await createLogger(service, 'alice');
+    const chunk = `${'x'.repeat(99)}\n`.repeat(20_000); // 2 MB
+    for (let i = 0; i < 16; i++) await ingest(logger.id, chunk); // 32 MB stored
+    const stream = await openStream(port, `/v1/loggers/${logger.id}/filter`, as('alice'));
+    stream.pause();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const sent = async () => jsonOf<{ total_bytes_sent: number }>(await call(service, 'GET', `/v1/loggers/${logger.id}/stats`, as('alice')));
+    const whilePaused = (await sent()).total_bytes_sent;
+    // Socket buffers on both sides hold a few MB at most; the server must not run ahead further.
+    assert.ok(whilePaused < 16 * 1024 * 1024, `sent ${whilePaused} bytes to a paused reader`);
+    stream.resume();
+    await stream.ended;
+    assert.equal(stream.text().length, 32 * 1000 * 1000);
+    assert.equal((await sent()).total_bytes_sent, 32 * 1000 * 1000);
   });
 
   test('stats counters', async () => {
@@ -168,6 +206,40 @@ describe('retention', () => {
       const body = (await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/filter`, headers: as('alice') })).body;
       assert.equal(body, `${'3'.repeat(29)}\n${'3'.repeat(9)}\n${'4'.repeat(29)}\n${'4'.repeat(9)}\n`);
       assert.deepEqual(jsonOf<LoggerBody>(await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}`, headers: as('alice') })).usage, { bytes: 80, lines: 4 });
+    } finally {
+      await small.close();
+    }
+  });
+
+  test('a cut across hundreds of small chunks keeps the totals exact, lines and events apart', async () => {
+    const small = await startLogs({ maxBytes: 10_000 });
+    try {
+      const logger = jsonOf<LoggerBody>(await small.app.inject({ method: 'POST', url: '/v1/loggers', headers: as('alice'), payload: { name: 'r' } }), 201);
+      const key = jsonOf<{ key: string; secret: string }>(await small.app.inject({ method: 'POST', url: `/v1/loggers/${logger.id}/apiKeys`, headers: as('alice'), payload: { name: 'k' } }), 201);
+      const ingestRaw = (payload: string) => small.app.inject({ method: 'POST', url: `/v1/loggers/${logger.id}/ingest`, headers: as('alice'), payload });
+      for (let i = 0; i < 600; i++) assert.equal((await ingestRaw(`${String(i).padStart(9, '0')}\n`)).statusCode, 200);
+      const event = jsonOf<{ events: number }>(await small.app.inject({ method: 'POST', url: '/v1/ingest/events', headers: withKey(key), payload: '{"project_id":"p","message":"kept"}\n' }));
+      assert.equal(event.events, 1);
+      const stats = async () => jsonOf<{ block: { bytes: number; lines: number; events: number } }>(await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/stats`, headers: as('alice') })).block;
+      const before = await stats();
+      assert.equal(before.lines, 600);
+      assert.equal(before.events, 1);
+      assert.ok(before.bytes > 6000, `retained ${before.bytes}`);
+      // 9,000 new bytes: the oldest raw lines (over 500 chunks) must go in one cut; the newer event stays.
+      assert.equal((await ingestRaw(`${'z'.repeat(8999)}\n`)).statusCode, 200);
+      const afterCut = await stats();
+      const kept = (await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/filter`, headers: as('alice') })).body.split('\n').filter(Boolean);
+      assert.equal(afterCut.lines, kept.length);
+      assert.ok(afterCut.bytes <= 10_000 && afterCut.bytes > 10_000 - 10, `retained ${afterCut.bytes}`);
+      assert.ok(kept.length < 100, `kept ${kept.length} lines`);
+      // What stays is the newest lines, in order, ending with the big one.
+      assert.equal(kept[kept.length - 1], 'z'.repeat(8999));
+      assert.equal(Number(kept[0]), 600 - (kept.length - 1));
+      const events = (await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/events`, headers: as('alice') })).body;
+      assert.equal(afterCut.events, 1);
+      assert.match(events, /"message":"kept"/);
+      const record = jsonOf<LoggerBody>(await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}`, headers: as('alice') }));
+      assert.deepEqual(record.usage, { bytes: afterCut.bytes, lines: afterCut.lines + afterCut.events });
     } finally {
       await small.close();
     }
