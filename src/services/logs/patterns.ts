@@ -12,7 +12,16 @@ const META = /[\\^$.|?*+()[\]{}]/;
 export interface Pattern {
   source: string;
   literal: string | null;
+  /** For `A|B|C` of plain literals: the alternatives; a chunk with none of them has no match. */
+  anyOf: string[] | null;
   test(line: string): boolean;
+}
+
+/** `ERROR|WARN|FATAL`: every alternative a non-empty literal, so `includes` decides exactly. */
+function literalAlternatives(source: string): string[] | null {
+  const parts = source.split('|');
+  if (parts.length < 2 || parts.some((part) => part.length === 0 || META.test(part))) return null;
+  return parts;
 }
 
 /**
@@ -31,11 +40,11 @@ export function compilePatterns(raw: string | string[] | undefined): Pattern[] {
       throw badRequest('invalid_regex', `invalid regex ${JSON.stringify(source)}: ${(error as Error).message}`);
     }
     const literal = META.test(source) || source.length === 0 ? null : source;
-    return {
-      source,
-      literal,
-      test: literal !== null ? (line) => line.includes(literal) : (line) => compiled.matcher(line).find(),
-    };
+    const anyOf = literal === null ? literalAlternatives(source) : null;
+    let test = (line: string) => compiled.matcher(line).find();
+    if (literal !== null) test = (line) => line.includes(literal);
+    else if (anyOf !== null) test = (line) => anyOf.some((alternative) => line.includes(alternative));
+    return { source, literal, anyOf, test };
   });
 }
 

@@ -87,7 +87,10 @@ function eventMessage(line: string): string {
 function matchChunk(data: Buffer, kind: 'raw' | 'event', patterns: readonly Pattern[]): Buffer[] {
   if (patterns.length === 0) return [data];
   // A literal missing from the whole chunk rules out every line of it.
-  for (const pattern of patterns) if (pattern.literal !== null && data.indexOf(pattern.literal) === -1) return [];
+  for (const pattern of patterns) {
+    if (pattern.literal !== null && data.indexOf(pattern.literal) === -1) return [];
+    if (pattern.anyOf !== null && pattern.anyOf.every((alternative) => data.indexOf(alternative) === -1)) return [];
+  }
   const out: Buffer[] = [];
   if (isUtf8(data)) {
     const text = data.toString('utf8');

@@ -54,6 +54,11 @@ describe('raw ingest and filter', () => {
     assert.equal(anchored.body, 'info ok error\n');
     const alternation = await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('^(warn|info) ')}`, as('alice'));
     assert.equal(alternation.body, 'warn disk slow\ninfo ok error\n');
+    // Literal alternatives take a fast path that must agree with the regex.
+    const literals = await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('full|slow|absent')}`, as('alice'));
+    assert.equal(literals.body, 'error disk full\nwarn disk slow\n');
+    const none = await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('absent|missing')}`, as('alice'));
+    assert.equal(none.body, '');
   });
 
   test('invalid regex → 400 before streaming', async () => {
