@@ -65,6 +65,10 @@ export interface Settings {
   logsMaxIngestBytes: number;
   /** Largest file upload, in bytes; above → 413. */
   filesMaxUploadBytes: number;
+  /** Largest registry blob, in bytes; above → 413 `SIZE_INVALID`. */
+  runMaxBlobBytes: number;
+  /** The run service's runtime driver: `recording` keeps the desired state only. */
+  runDriver: 'recording';
 }
 
 export class SettingsError extends Error {
@@ -102,6 +106,8 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
   logsMaxBytes: { env: 'LOGS_MAX_BYTES', parse: (t, f) => byteSize(t, f), fallback: 1024 ** 3 },
   logsMaxIngestBytes: { env: 'LOGS_MAX_INGEST_BYTES', parse: (t, f) => byteSize(t, f), fallback: 64 * 1024 ** 2 },
   filesMaxUploadBytes: { env: 'FILES_MAX_UPLOAD_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 3 },
+  runMaxBlobBytes: { env: 'RUN_MAX_BLOB_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 3 },
+  runDriver: { env: 'RUN_DRIVER', parse: (t, f) => oneOf(t, f, ['recording'] as const), fallback: 'recording' },
 };
 
 /**
