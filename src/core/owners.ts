@@ -1,3 +1,5 @@
+import { sql } from 'kysely';
+import type { SqlConnection } from '../store/db.ts';
 /**
  * The owner-list rules shared by resources that several users own (docdb databases, loggers):
  * owners keep their order, the creator first; adding an owner twice changes nothing; the last
@@ -36,4 +38,34 @@ export function parseOwners(text: string): string[] {
  */
 export function ownersLikePattern(userId: string): string {
   return `%${JSON.stringify(userId).replace(/[!%_]/g, (c) => `!${c}`)}%`;
+}
+
+/**
+ * Adds `owner` to the owners stored in `table` (a JSON text column `owners`, keyed by `id`) unless
+ * it is one already: the owners after the call, or null when the row does not exist.
+ */
+export async function addStoredOwner(connection: SqlConnection, table: string, id: string, owner: string): Promise<string[] | null> {
+  return (await changeStoredOwners(connection, table, id, (owners) => addOwner(owners, owner))) ?? null;
+}
+
+/** Removes `owner` from the owners stored in `table`; never the last one. */
+export async function removeStoredOwner(connection: SqlConnection, table: string, id: string, owner: string): Promise<DeleteOwnerResult> {
+  return (await changeStoredOwners(connection, table, id, (owners) => removeOwner(owners, owner))) ?? { status: 'not_found' };
+}
+
+/**
+ * One read-modify-write of a row's owners in a transaction (the row locked on PostgreSQL, so two
+ * concurrent changes cannot lose each other). Undefined when the row does not exist. `table` is
+ * a constant of the calling repository, never user input.
+ */
+async function changeStoredOwners<T>(connection: SqlConnection, table: string, id: string, change: (owners: string[]) => OwnerChange<T>): Promise<T | undefined> {
+  return connection.db.transaction().execute(async (trx) => {
+    const lock = connection.dialect === 'postgres' ? sql` for update` : sql``;
+    const { rows } = await sql<{ owners: string }>`select owners from ${sql.table(table)} where id = ${id}${lock}`.execute(trx);
+    const row = rows[0];
+    if (!row) return undefined;
+    const outcome = change(parseOwners(row.owners));
+    if (outcome.owners) await sql`update ${sql.table(table)} set owners = ${JSON.stringify(outcome.owners)} where id = ${id}`.execute(trx);
+    return outcome.result;
+  });
 }

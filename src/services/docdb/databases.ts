@@ -1,5 +1,5 @@
 import { isForeignKeyViolation } from '../../store/sql-work.ts';
-import { addOwner as addOwnerTo, ownersLikePattern, parseOwners, removeOwner, type DeleteOwnerResult } from '../../core/owners.ts';
+import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../../core/owners.ts';
 import { sql, type Generated, type Kysely } from 'kysely';
 import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
 import type { SqlConnection, SqlDialect } from '../../store/db.ts';
@@ -169,37 +169,13 @@ export class DatabaseRepository {
     return row ? { key: row.key, databaseId: row.database_id, secretHash: row.secret_hash } : null;
   }
 
-  /**
-   * Appends `owner` unless it is one already. The owners after the call, or null when the
-   * database does not exist.
-   */
+  /** Appends `owner` unless it is one already; the owners after the call, or null when the database does not exist. */
   async addOwner(id: string, owner: string): Promise<string[] | null> {
-    const result = await this.changeOwners(id, (owners) => addOwnerTo(owners, owner));
-    return result ?? null;
+    return isUuidV4(id) ? addStoredOwner(this.connection, 'docdb_databases', id, owner) : null;
   }
 
   /** Removes `owner`; never the last one (a database always keeps an owner). */
   async deleteOwner(id: string, owner: string): Promise<DeleteOwnerResult> {
-    const result = await this.changeOwners(id, (owners) => removeOwner(owners, owner));
-    return result ?? { status: 'not_found' };
-  }
-
-  /**
-   * One read-modify-write of a database's owners in a transaction. `change` returns the result
-   * and, when they change, the owners to store. Undefined when the database does not exist.
-   */
-  private async changeOwners<T>(id: string, change: (owners: string[]) => { result: T; owners?: string[] }): Promise<T | undefined> {
-    if (!isUuidV4(id)) return undefined;
-    return this.db.transaction().execute(async (trx) => {
-      let query = trx.selectFrom('docdb_databases').select(['owners']).where('id', '=', id);
-      if (this.dialect === 'postgres') query = query.forUpdate();
-      const row = await query.executeTakeFirst();
-      if (!row) return undefined;
-      const outcome = change(parseOwners(row.owners));
-      if (outcome.owners) {
-        await trx.updateTable('docdb_databases').set({ owners: JSON.stringify(outcome.owners) }).where('id', '=', id).execute();
-      }
-      return outcome.result;
-    });
+    return isUuidV4(id) ? removeStoredOwner(this.connection, 'docdb_databases', id, owner) : { status: 'not_found' };
   }
 }

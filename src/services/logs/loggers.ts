@@ -1,5 +1,5 @@
 import { isForeignKeyViolation } from '../../store/sql-work.ts';
-import { addOwner as addOwnerTo, ownersLikePattern, parseOwners, removeOwner, type DeleteOwnerResult } from '../../core/owners.ts';
+import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../../core/owners.ts';
 import { sql, type Generated, type Kysely } from 'kysely';
 import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
 import type { SqlConnection, SqlDialect } from '../../store/db.ts';
@@ -183,27 +183,14 @@ export class LoggerRepository {
     return row ? { id: row.id, key: row.key, loggerId: row.logger_id, secretHash: row.secret_hash } : null;
   }
 
+  /** Appends `owner` unless it is one already; the owners after the call, or null when the logger does not exist. */
   async addOwner(id: string, owner: string): Promise<string[] | null> {
-    const result = await this.changeOwners(id, (owners) => addOwnerTo(owners, owner));
-    return result ?? null;
+    return isUuidV4(id) ? addStoredOwner(this.connection, 'logs_loggers', id, owner) : null;
   }
 
+  /** Removes `owner`; never the last one (a logger always keeps an owner). */
   async deleteOwner(id: string, owner: string): Promise<DeleteOwnerResult> {
-    const result = await this.changeOwners(id, (owners) => removeOwner(owners, owner));
-    return result ?? { status: 'not_found' };
-  }
-
-  private async changeOwners<T>(id: string, change: (owners: string[]) => { result: T; owners?: string[] }): Promise<T | undefined> {
-    if (!isUuidV4(id)) return undefined;
-    return this.db.transaction().execute(async (trx) => {
-      let query = trx.selectFrom('logs_loggers').select(['owners']).where('id', '=', id);
-      if (this.dialect === 'postgres') query = query.forUpdate();
-      const row = await query.executeTakeFirst();
-      if (!row) return undefined;
-      const outcome = change(parseOwners(row.owners));
-      if (outcome.owners) await trx.updateTable('logs_loggers').set({ owners: JSON.stringify(outcome.owners) }).where('id', '=', id).execute();
-      return outcome.result;
-    });
+    return isUuidV4(id) ? removeStoredOwner(this.connection, 'logs_loggers', id, owner) : { status: 'not_found' };
   }
 
   /**
