@@ -1,9 +1,8 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { request } from '../helpers/http.ts';
-import { serve, type ServedProcess } from '../helpers/serve.ts';
+import { usePlatform } from '../helpers/serve.ts';
 
 const owner = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'log-owner' } }), 'content-type': 'application/json' };
 
@@ -30,31 +29,20 @@ function follow(port: number, path: string, headers: Record<string, string>, exp
 }
 
 describe('logs through the gateway', () => {
-  let database: TestDatabase;
-  let server: ServedProcess;
-
-  before(async () => {
-    database = await createTestDatabase();
-    server = await serve([], { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl });
-  });
-
-  after(async () => {
-    await server.stop();
-    await database.cleanup();
-  });
+  const platform = usePlatform();
 
   it('ingests with a logger key on the public port and follows matching lines there', async () => {
-    const created = await request(server.internalPort, { method: 'POST', path: '/v1/loggers', host: 'logs.localhost', headers: owner, body: '{"name":"app"}' });
+    const created = await request(platform.server.internalPort, { method: 'POST', path: '/v1/loggers', host: 'logs.localhost', headers: owner, body: '{"name":"app"}' });
     assert.equal(created.status, 201, created.text);
     const logger = created.json<{ id: string }>().id;
-    const keyed = await request(server.internalPort, { method: 'POST', path: `/v1/loggers/${logger}/apiKeys`, host: 'logs.localhost', headers: owner, body: '{"name":"shipper"}' });
+    const keyed = await request(platform.server.internalPort, { method: 'POST', path: `/v1/loggers/${logger}/apiKeys`, host: 'logs.localhost', headers: owner, body: '{"name":"shipper"}' });
     assert.equal(keyed.status, 201, keyed.text);
     const { key, secret } = keyed.json<{ key: string; secret: string }>();
     const credentials = { 'api-key': key, 'api-secret': secret };
 
-    const stream = follow(server.publicPort, `/v1/loggers/${logger}/filter?regex=ERROR&regex=db&follow=true`, credentials, 'ERROR db down');
+    const stream = follow(platform.server.publicPort, `/v1/loggers/${logger}/filter?regex=ERROR&regex=db&follow=true`, credentials, 'ERROR db down');
     await stream.opened;
-    const ingested = await request(server.publicPort, {
+    const ingested = await request(platform.server.publicPort, {
       method: 'POST',
       path: `/v1/loggers/${logger}/ingest`,
       host: 'api.localhost',
@@ -66,7 +54,7 @@ describe('logs through the gateway', () => {
     stream.close();
     assert.equal(text, 'ERROR db down\n');
 
-    const anonymous = await request(server.publicPort, { path: `/v1/loggers/${logger}/filter?regex=x`, host: 'logs.localhost' });
+    const anonymous = await request(platform.server.publicPort, { path: `/v1/loggers/${logger}/filter?regex=x`, host: 'logs.localhost' });
     assert.equal(anonymous.status, 401);
   });
 });

@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { after, before } from 'node:test';
+import { createTestDatabase, type TestDatabase } from './database.ts';
 import { fileURLToPath } from 'node:url';
 
 const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
@@ -81,4 +83,27 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
       resolve({ code, output });
     });
   });
+}
+
+/**
+ * For a `describe` block: the whole platform (`stratus serve`) on a test database of its own,
+ * started before its tests and stopped, database removed, after them. Read `.server` in tests.
+ */
+export function usePlatform(args: string[] = [], env: Record<string, string | undefined> = {}): { readonly server: ServedProcess } {
+  let database: TestDatabase | undefined;
+  let server: ServedProcess | undefined;
+  before(async () => {
+    database = await createTestDatabase();
+    server = await serve(args, { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl, ...env });
+  });
+  after(async () => {
+    await server?.stop();
+    await database?.cleanup();
+  });
+  return {
+    get server(): ServedProcess {
+      if (!server) throw new Error('the platform is not started yet (read .server inside a test)');
+      return server;
+    },
+  };
 }
