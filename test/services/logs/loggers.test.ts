@@ -94,4 +94,26 @@ describe('loggers', () => {
     assertError(await call(service, 'DELETE', `${url}/bob`, withKey(key)), 400, 'validation_error');
     assert.deepEqual(jsonOf<LoggerBody>(await call(service, 'GET', `/v1/loggers/${logger.id}`, as('bob'))).owners, ['bob']);
   });
+
+  test('/openapi.json lists every logs route with its method', async () => {
+    const document = jsonOf<{ paths: Record<string, Record<string, unknown>> }>(await call(service, 'GET', '/openapi.json'));
+    const routes = Object.entries(document.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`));
+    for (const route of [
+      'GET /v1/loggers',
+      'POST /v1/loggers',
+      'GET /v1/loggers/{id}',
+      'DELETE /v1/loggers/{id}',
+      'GET /v1/loggers/{id}/stats',
+      'POST /v1/loggers/{id}/apiKeys',
+      'DELETE /v1/loggers/{id}/apiKeys/{apiKey}',
+      'POST /v1/loggers/{id}/owners',
+      'DELETE /v1/loggers/{id}/owners/{ownerId}',
+      'GET /v1/loggers/{id}/filter',
+      'GET /v1/loggers/{id}/events',
+      'POST /v1/loggers/{id}/ingest',
+      'POST /v1/ingest/events',
+    ]) {
+      assert.ok(routes.includes(route), `${route} missing from ${routes.join(', ')}`);
+    }
+  });
 });
