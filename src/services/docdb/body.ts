@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { HttpError, validationError } from '../../core/errors.ts';
 import { MiB } from '../../core/app.ts';
-import { MAX_NESTING, isJsonObject, nestedDeeperThan, parseJson, type JsonObject, type JsonValue } from './query/json.ts';
+import { MAX_NESTING, isJsonObject, nestedDeeperThan, parseJson, type JsonObject, type JsonValue } from '../../core/json.ts';
 
 export const BODY_LIMIT = 10 * MiB;
 

@@ -4,7 +4,7 @@ import type { SqlConnection } from '../../store/db.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
 import { BODY_LIMIT } from './body.ts';
 import { applyDefaults, unixNanoNow, usesAuto } from './query/defaults.ts';
-import { MAX_NESTING, nestedDeeperThan, parseJson, stringifyJson, isJsonObject, type JsonObject, type JsonValue } from './query/json.ts';
+import { MAX_NESTING, nestedDeeperThan, parseJson, stringifyJson, isJsonObject, type JsonObject, type JsonValue } from '../../core/json.ts';
 import { encodeKey } from './query/order.ts';
 import { SqlWork, all, first, isUniqueViolation, run, type Work } from '../../store/sql-work.ts';
 

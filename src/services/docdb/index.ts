@@ -4,7 +4,7 @@ import { DocdbAccess } from './access.ts';
 import { DatabaseRepository } from './databases.ts';
 import { invalidJson } from './body.ts';
 import { docdbMigrations } from './migrations.ts';
-import { parseJson, stringifyJson, type JsonValue } from './query/json.ts';
+import { parseJson, stringifyJson, type JsonValue } from '../../core/json.ts';
 import { DocumentStore } from './documents.ts';
 import { registerCollectionRoutes } from './routes/collections.ts';
 import { registerDatabaseRoutes } from './routes/databases.ts';

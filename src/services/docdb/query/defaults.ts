@@ -1,7 +1,7 @@
 // Collection defaults and generators, applied at insert (spec §10).
 
 import { randomUUID } from 'node:crypto';
-import { cloneJson, setMember, type JsonObject, type JsonValue } from './json.ts';
+import { cloneJson, setMember, type JsonObject, type JsonValue } from '../../../core/json.ts';
 
 export interface DefaultSources {
   /** The collection's counter, already incremented for this document. */

@@ -2,7 +2,7 @@
 // predicate then runs over every candidate document without re-reading the filter and without
 // allocating, and never throws: a value of an unexpected type simply does not match.
 
-import { isJsonObject, type JsonObject, type JsonValue } from './json.ts';
+import { isJsonObject, type JsonObject, type JsonValue } from '../../../core/json.ts';
 import { compareStrings } from './order.ts';
 import { compilePath, valueAtCompiledPath, type CompiledPath } from './paths.ts';
 

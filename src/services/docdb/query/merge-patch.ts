@@ -1,6 +1,6 @@
 // JSON Merge Patch (RFC 7386) for `:patch` (spec §11).
 
-import { isJsonObject, setMember, type JsonObject, type JsonValue } from './json.ts';
+import { isJsonObject, setMember, type JsonObject, type JsonValue } from '../../../core/json.ts';
 
 /**
  * A new object: the target's members keep their positions, new members are appended in the

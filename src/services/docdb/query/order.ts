@@ -10,7 +10,7 @@
 // Lone surrogates (valid in JSON text) count as the code points U+D800–U+DFFF, so they sort below
 // U+E000 and every distinct string has its own key.
 
-import type { JsonObject, JsonValue } from './json.ts';
+import type { JsonObject, JsonValue } from '../../../core/json.ts';
 
 const enum Rank {
   Null,

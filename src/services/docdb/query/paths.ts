@@ -5,7 +5,7 @@
 // most one value; matching "any element" is the filter's job, and its array rule already gives it:
 // `{"items":{"sku":"x"}}` matches that document (§9.3).
 
-import type { JsonValue } from './json.ts';
+import type { JsonValue } from '../../../core/json.ts';
 
 export interface CompiledPath {
   readonly segments: readonly string[];

@@ -10,7 +10,7 @@ import { DEFAULT_DEFAULTS, indexRecord, type CollectionInfo, type DocumentStore,
 import { JsonStreamError, jsonValues } from '../json-values.ts';
 import { LineResponse } from '../lines.ts';
 import { InvalidFilterError, compileFilter, type Predicate } from '../query/filter.ts';
-import { MAX_NESTING, isJsonObject, nestedDeeperThan, parseJson, stringifyJson, type JsonObject, type JsonValue } from '../query/json.ts';
+import { MAX_NESTING, isJsonObject, nestedDeeperThan, parseJson, stringifyJson, type JsonObject, type JsonValue } from '../../../core/json.ts';
 import { jsonEquals, mergePatch } from '../query/merge-patch.ts';
 import { encodeKey } from '../query/order.ts';
 

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { applyDefaults, unixNanoNow, usesAuto } from '../../../../src/services/docdb/query/defaults.ts';
-import { parseJson, stringifyJson, type JsonObject, type JsonValue } from '../../../../src/services/docdb/query/json.ts';
+import { parseJson, stringifyJson, type JsonObject, type JsonValue } from '../../../../src/core/json.ts';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

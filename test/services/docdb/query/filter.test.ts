@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { compileFilter, InvalidFilterError } from '../../../../src/services/docdb/query/filter.ts';
-import { isJsonObject, parseJson, type JsonObject, type JsonValue } from '../../../../src/services/docdb/query/json.ts';
+import { isJsonObject, parseJson, type JsonObject, type JsonValue } from '../../../../src/core/json.ts';
 import { jsonEquals } from '../../../../src/services/docdb/query/merge-patch.ts';
 import { compareValues } from '../../../../src/services/docdb/query/order.ts';
 import { valueAtPath } from '../../../../src/services/docdb/query/paths.ts';

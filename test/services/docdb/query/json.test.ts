@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { cloneJson, isJsonObject, parseJson, stringifyJson, type JsonObject, type JsonValue } from '../../../../src/services/docdb/query/json.ts';
+import { cloneJson, isJsonObject, parseJson, stringifyJson, type JsonObject, type JsonValue } from '../../../../src/core/json.ts';
 import { int, pick, randomValue, seeded, type Random } from './random.ts';
 
 /** Rounds bigints to doubles: what JSON.parse would have produced. */

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseJson, stringifyJson, type JsonObject, type JsonValue } from '../../../../src/services/docdb/query/json.ts';
+import { parseJson, stringifyJson, type JsonObject, type JsonValue } from '../../../../src/core/json.ts';
 import { jsonEquals, mergePatch } from '../../../../src/services/docdb/query/merge-patch.ts';
 import { randomValue, seeded } from './random.ts';
 

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { JsonValue } from '../../../../src/services/docdb/query/json.ts';
+import type { JsonValue } from '../../../../src/core/json.ts';
 import { compareStrings, compareValues, encodeKey } from '../../../../src/services/docdb/query/order.ts';
 import { int, randomString, randomValue, seeded } from './random.ts';
 

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseJson, type JsonObject } from '../../../../src/services/docdb/query/json.ts';
+import { parseJson, type JsonObject } from '../../../../src/core/json.ts';
 import { compilePath, valueAtCompiledPath, valueAtPath } from '../../../../src/services/docdb/query/paths.ts';
 
 const doc: JsonObject = {

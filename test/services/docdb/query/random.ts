@@ -1,5 +1,5 @@
 // Seeded generators for the query-engine property tests, so every failure reproduces.
-import type { JsonObject, JsonValue } from '../../../../src/services/docdb/query/json.ts';
+import type { JsonObject, JsonValue } from '../../../../src/core/json.ts';
 
 export type Random = () => number;
 
