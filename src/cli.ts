@@ -23,6 +23,8 @@ Options (each also settable by environment variable or stratus.config.json):
   --data-dir PATH       embedded store directory                   DATA_DIR (./data)
   --database-url URL    PostgreSQL instead of the embedded store   DATABASE_URL
   --log-level LEVEL     fatal|error|warn|info|debug|trace|silent   LOG_LEVEL (info)
+  --kv-parent URL       make the key-value node a replica of URL   KV_PARENT_URL
+  --kv-node-name NAME   the key-value node's name                  KV_NODE_NAME (host name)
   --config PATH         JSON config file (default ./stratus.config.json)
 `;
 
@@ -36,6 +38,8 @@ const FLAG_NAMES = {
   'data-dir': 'dataDir',
   'database-url': 'databaseUrl',
   'log-level': 'logLevel',
+  'kv-parent': 'kvParentUrl',
+  'kv-node-name': 'kvNodeName',
   config: 'config',
 } as const;
 

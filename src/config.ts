@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 
 /** Every service a Stratus process can run; the gateway is always there. */
@@ -69,6 +70,12 @@ export interface Settings {
   runMaxBlobBytes: number;
   /** The run service's runtime driver: `recording` keeps the desired state only. */
   runDriver: 'recording';
+  /** A key-value node with a parent replicates it (kv.md §7); unset = a primary. */
+  kvParentUrl: string | undefined;
+  /** The key-value node's name in health and status answers. */
+  kvNodeName: string;
+  /** Headers a replica sends to its parent (credentials when the parent is behind a gateway). */
+  kvParentHeaders: Record<string, string>;
 }
 
 export class SettingsError extends Error {
@@ -108,6 +115,9 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
   filesMaxUploadBytes: { env: 'FILES_MAX_UPLOAD_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 3 },
   runMaxBlobBytes: { env: 'RUN_MAX_BLOB_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 3 },
   runDriver: { env: 'RUN_DRIVER', parse: (t, f) => oneOf(t, f, ['recording'] as const), fallback: 'recording' },
+  kvParentUrl: { env: 'KV_PARENT_URL', parse: (t, f) => httpUrl(t, f), fallback: undefined },
+  kvNodeName: { env: 'KV_NODE_NAME', parse: (t, f) => nonEmpty(t, f), fallback: hostname() },
+  kvParentHeaders: { env: 'KV_PARENT_HEADERS', parse: (t, f) => headerObject(t, f), fallback: {} },
 };
 
 /**
@@ -225,6 +235,7 @@ function fileText(value: unknown, key: string, path: string): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join(',');
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) return JSON.stringify(value);
   throw new SettingsError(`${path}: ${key} has an unsupported value`);
 }
 
@@ -262,6 +273,31 @@ function domain(text: string, from: string): string {
   const value = text.toLowerCase();
   if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(value)) throw new SettingsError(`${from}: "${text}" is not a domain name`);
   return value;
+}
+
+function httpUrl(text: string, from: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new SettingsError(`${from}: "${text}" is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SettingsError(`${from} must be an http:// or https:// URL`);
+  return text.replace(/\/+$/, '');
+}
+
+/** A JSON object of header name → string value (`{"Api-Key":"…","Api-Secret":"…"}`). */
+function headerObject(text: string, from: string): Record<string, string> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new SettingsError(`${from} must be a JSON object of header names to strings`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.values(value).every((v) => typeof v === 'string')) {
+    throw new SettingsError(`${from} must be a JSON object of header names to strings`);
+  }
+  return value as Record<string, string>;
 }
 
 function databaseUrl(text: string, from: string): string {

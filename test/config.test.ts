@@ -64,6 +64,22 @@ describe('settings', () => {
     }
   });
 
+  it('reads the key-value node settings', () => {
+    const defaults = loadSettings({}, {}, dir);
+    assert.equal(defaults.kvParentUrl, undefined);
+    assert.ok(defaults.kvNodeName.length > 0);
+    assert.deepEqual(defaults.kvParentHeaders, {});
+    const s = loadSettings({ kvParentUrl: 'http://10.0.0.1:8081/', kvNodeName: 'edge-1' }, { KV_PARENT_HEADERS: '{"Api-Key":"k","Api-Secret":"s"}' }, dir);
+    assert.equal(s.kvParentUrl, 'http://10.0.0.1:8081');
+    assert.equal(s.kvNodeName, 'edge-1');
+    assert.deepEqual(s.kvParentHeaders, { 'Api-Key': 'k', 'Api-Secret': 's' });
+    const file = join(dir, 'kv.json');
+    writeFileSync(file, JSON.stringify({ kvParentHeaders: { apikey: 'a', secret: 'b' } }));
+    assert.deepEqual(loadSettings({ config: file }, {}, dir).kvParentHeaders, { apikey: 'a', secret: 'b' });
+    assert.throws(() => loadSettings({}, { KV_PARENT_URL: 'ftp://x' }, dir), /KV_PARENT_URL must be an http/);
+    assert.throws(() => loadSettings({}, { KV_PARENT_HEADERS: '{"a":1}' }, dir), /KV_PARENT_HEADERS must be a JSON object/);
+  });
+
   it('rejects bad values with messages that name their source', () => {
     const cases: [Parameters<typeof loadSettings>[0], NodeJS.ProcessEnv, RegExp][] = [
       [{ port: 'abc' }, {}, /--port: "abc" is not a port/],
