@@ -4,6 +4,7 @@ import { apikeysService } from './apikeys/index.ts';
 import { authService } from './auth/index.ts';
 import { configService } from './config/index.ts';
 import { docdbService } from './docdb/index.ts';
+import { kvService } from './kv/index.ts';
 import { lambdaService } from './lambda/index.ts';
 import { logsService } from './logs/index.ts';
 import { schedulerService } from './scheduler/index.ts';
@@ -17,4 +18,5 @@ export const AVAILABLE_SERVICES: ReadonlyMap<ServiceName, ServiceDefinition> = n
   ['docdb', docdbService],
   ['logs', logsService],
   ['config', configService],
+  ['kv', kvService],
 ]);
