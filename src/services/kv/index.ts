@@ -15,8 +15,9 @@ const DEFAULT_LOG_KEEP = 100_000;
 const TRIM_INTERVAL_MS = 5_000;
 
 export interface KvOptions {
-  /** Replication log entries kept for resuming children. */
+  /** Replication log entries kept for resuming children, and how often the log is trimmed. */
   logKeep?: number;
+  trimIntervalMs?: number;
   /** A replica's reconnect back-off and silence limit (tests shorten them). */
   backoffMs?: number;
   maxBackoffMs?: number;
@@ -68,7 +69,7 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
 
       const trimTimer = setInterval(() => {
         storage.trimLog(options.logKeep ?? DEFAULT_LOG_KEEP).catch((error: unknown) => logger.warn({ err: error }, 'kv log trim failed'));
-      }, TRIM_INTERVAL_MS);
+      }, options.trimIntervalMs ?? TRIM_INTERVAL_MS);
       trimTimer.unref();
       app.addHook('onReady', async () => follower?.start());
       app.addHook('onClose', async () => {
