@@ -1,8 +1,8 @@
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { BadLineError, decodeLine, encodeLine, type Command, type StreamLine } from './commands.ts';
 import { PING_INTERVAL_MS, type ReplicationFeed } from './feed.ts';
+import { requestParent } from './parent.ts';
 import type { KvStorage } from './storage.ts';
 
 function isCommand(line: StreamLine): line is Command {
@@ -61,9 +61,7 @@ export class ParentFollower {
   private connect(): void {
     if (this.stopped) return;
     const since = this.storage.hasBaseline ? `?since=${this.storage.lastSeq}` : '';
-    const url = new URL(`${this.options.parentUrl}/v1/replicate${since}`);
-    const client = url.protocol === 'https:' ? https : http;
-    const request = client.request(url, { method: 'POST', headers: { ...this.options.headers, 'content-type': 'application/json', 'content-length': '0' } });
+    const request = requestParent(this.options.parentUrl, 'POST', `/v1/replicate${since}`, { ...this.options.headers, 'content-type': 'application/json', 'content-length': '0' });
     this.request = request;
     let silence: NodeJS.Timeout | undefined;
     const silenceMs = this.options.silenceMs ?? 3 * PING_INTERVAL_MS;

@@ -1,12 +1,12 @@
 import { join } from 'node:path';
 import { createServiceApp } from '../../core/app.ts';
 import { HttpError } from '../../core/errors.ts';
-import { IDENTITY_HEADER } from '../../core/identity.ts';
 import { parseJson } from '../../core/json.ts';
 import type { ServiceDefinition } from '../../core/service.ts';
 import type { MigrationSet } from '../../store/migrate.ts';
 import { ReplicationFeed } from './feed.ts';
 import { ParentFollower } from './follower.ts';
+import { parentHeaders } from './parent.ts';
 import { registerKvRoutes, type KvCounters, type KvNode } from './routes.ts';
 import { KvStorage } from './storage.ts';
 
@@ -57,14 +57,11 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
       const storage = KvStorage.open(join(settings.dataDir, 'kv', 'kv.db'), settings.sqliteSynchronous);
       const counters: KvCounters = { writes: 0, reads: 0, commandsSent: 0, commandsReceived: 0 };
       const feed = new ReplicationFeed(storage, counters, logger);
-      const parentHeaders = Object.keys(settings.kvParentHeaders).length > 0
-        ? settings.kvParentHeaders
-        : // On a trusted network the presence check needs only an identity: this node's own.
-          { [IDENTITY_HEADER]: JSON.stringify({ user: { id: `kv-node:${settings.kvNodeName}` } }) };
+      const headers = parentHeaders(settings);
       const follower = settings.kvParentUrl
-        ? new ParentFollower(storage, feed, counters, { parentUrl: settings.kvParentUrl, headers: parentHeaders, ...pick(options) }, logger)
+        ? new ParentFollower(storage, feed, counters, { parentUrl: settings.kvParentUrl, headers, ...pick(options) }, logger)
         : undefined;
-      const node: KvNode = { name: settings.kvNodeName, parentUrl: settings.kvParentUrl, parentHeaders, startedAt: Date.now(), storage, feed, follower, counters };
+      const node: KvNode = { name: settings.kvNodeName, parentUrl: settings.kvParentUrl, parentHeaders: headers, startedAt: Date.now(), storage, feed, follower, counters };
       registerKvRoutes(app, node);
 
       const trimTimer = setInterval(() => {

@@ -8,6 +8,7 @@ import { isJsonObject, parseJson, stringifyJson, type JsonValue } from '../../co
 import { encodeLine, isoSeconds, unixSeconds, type Command } from './commands.ts';
 import type { ReplicationFeed } from './feed.ts';
 import type { ParentFollower } from './follower.ts';
+import { callParent } from './parent.ts';
 import type { KvStorage } from './storage.ts';
 
 /** Most items one list page returns (kv.md §6.5, open: 1,000). */
@@ -327,14 +328,8 @@ export function registerKvRoutes(app: ServiceApp, node: KvNode): void {
     let status: number;
     let text: string;
     try {
-      const response = await fetch(`${node.parentUrl}${request.raw.url ?? '/'}`, {
-        method: request.method,
-        headers,
-        ...(request.body === undefined ? {} : { body: stringifyJson(request.body as JsonValue) }),
-        signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
-      });
-      status = response.status;
-      text = await response.text();
+      const body = request.body === undefined ? undefined : stringifyJson(request.body as JsonValue);
+      ({ status, text } = await callParent(node.parentUrl!, request.method, request.raw.url ?? '/', headers, body, FORWARD_TIMEOUT_MS));
     } catch (error) {
       request.log.warn({ err: error, parent: node.parentUrl }, 'kv write not forwarded');
       throw new HttpError(502, 'parent_unavailable', 'the parent node cannot be reached');

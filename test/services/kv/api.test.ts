@@ -52,7 +52,8 @@ describe('presence-only authentication', () => {
     assertError(await call('GET', '/v1/collections', undefined, { 'api-key': 'a', 'api-secret': '' }), 403, 'forbidden');
     assertError(await call('GET', '/v1/collections', undefined, { 'x-gateway-authentication': '' }), 403, 'forbidden');
     assertError(await call('POST', '/v1/replicate', undefined, {}), 403, 'forbidden');
-    for (const headers of [AUTH, { apikey: 'a', secret: 'b' }, { 'api-key': 'a', 'api-secret': 'b' }, { 'x-gateway-authentication': 'not even json' }]) {
+    const forms: Record<string, string>[] = [AUTH, { apikey: 'a', secret: 'b' }, { 'api-key': 'a', 'api-secret': 'b' }, { 'x-gateway-authentication': 'not even json' }];
+    for (const headers of forms) {
       assert.equal((await call('GET', '/v1/collections', undefined, headers)).statusCode, 200);
     }
   });
