@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import http from 'node:http';
 import Database from 'better-sqlite3';
 import type autocannon from 'autocannon';
-import { interleaved, report, spawnServer, startStratus, stopper, waitForPorts, type Child, type LoadResult } from './lib.ts';
+import { interleaved, report, startBareFastify, startStratus, type Child, type LoadResult } from './lib.ts';
 
 const INSERTED = Number(process.env.BENCH_DOCDB_INSERT ?? 1_000_000);
 const SCANNED = 100_000;
@@ -120,19 +120,6 @@ function baselineRead(database: Database.Database, count: number): number {
   return rows / ((performance.now() - started) / 1000);
 }
 
-/** A bare Fastify route answering the same document: the baseline of the map-index find. */
-async function startBareFastify(document: string): Promise<Child> {
-  const script = `
-    const fastify = require('fastify')();
-    fastify.post('/*', async (request, reply) => reply.type('application/json').send(${JSON.stringify(document + '\n')}));
-    fastify.listen({ port: 0, host: '127.0.0.1' }).then(() => console.log('bare port ' + fastify.server.address().port));
-    process.on('SIGTERM', () => process.exit(0));
-  `;
-  const child = spawnServer(['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const match = await waitForPorts(child, /bare port (\d+)/);
-  return { port: Number(match[1]), internalPort: 0, stop: stopper(child) };
-}
-
 const row = (name: string, value: number, baseline: number): LoadResult & { baseline: number } => ({ name, requestsPerSecond: value, p50: 0, p99: 0, errors: 0, non2xx: 0, baseline });
 
 export async function run(): Promise<void> {
@@ -156,7 +143,7 @@ export async function run(): Promise<void> {
     const baseline = baselineInsert(dir, INSERTED);
 
     // 2. Map-index lookups at 50 connections, beside a bare Fastify route answering the same document.
-    const bare = await startBareFastify(smallDocument(42));
+    const bare = await startBareFastify(`${smallDocument(42)}\n`);
     children.push(bare);
     const lookups: autocannon.Request[] = Array.from({ length: 20_000 }, () => ({
       method: 'POST',

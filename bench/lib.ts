@@ -162,6 +162,20 @@ export async function startBareServer(body: string): Promise<Child> {
   return { port: Number(match[1]), internalPort: 0, stop: stopper(child) };
 }
 
+/** A baseline: a bare Fastify app answering every method and path with a fixed JSON body. */
+export async function startBareFastify(body: string): Promise<Child> {
+  const script = `
+    const fastify = require('fastify')();
+    const body = ${JSON.stringify(body)};
+    fastify.all('/*', async (request, reply) => reply.type('application/json').send(body));
+    fastify.listen({ port: 0, host: '127.0.0.1' }).then(() => console.log('bare port ' + fastify.server.address().port));
+    process.on('SIGTERM', () => process.exit(0));
+  `;
+  const child = spawnServer(['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const match = await waitForPorts(child, /bare port (\d+)/);
+  return { port: Number(match[1]), internalPort: 0, stop: stopper(child) };
+}
+
 /**
  * A PostgreSQL schema of its own for one benchmark run (dropped by `drop`), so runs neither see
  * nor leave data in the database DATABASE_URL names. Without DATABASE_URL: the embedded store.

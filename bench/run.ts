@@ -6,6 +6,7 @@ const BENCHMARKS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   lambda: () => import('./lambda.ts'),
   logs: () => import('./logs.ts'),
   gateway: () => import('./gateway.ts'),
+  kv: () => import('./kv.ts'),
   scheduler: () => import('./scheduler.ts'),
 };
 
