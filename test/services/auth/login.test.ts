@@ -245,3 +245,25 @@ describe('service basics', () => {
     assertError(await service.app.inject({ method: 'GET', url: '/v0/nothing' }), 404, 'not_found');
   });
 });
+
+describe('POST /v0/session/token', () => {
+  test('trades a session for a new bearer session of the same user, without touching cookies', async () => {
+    const current = await createSession(service.store.sql, ada.id);
+    const response = await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: asUser(ada.id, { session: { id: current.session.id }, auth: { method: 'session' } }) });
+    assert.equal(response.statusCode, 200, response.body);
+    assert.equal(response.headers['set-cookie'], undefined);
+    assert.equal(response.headers['cache-control'], 'no-store');
+    const body = response.json<{ token: string; expires_at: string }>();
+    assert.match(body.token, /^[A-Za-z0-9_-]{43}$/);
+    assert.notEqual(body.token, current.token);
+    assert.ok(Date.parse(body.expires_at) > Date.now());
+    const found = await findSessionByToken(service.store.sql, body.token);
+    assert.equal(found?.user.id, ada.id);
+  });
+
+  test('refuses callers without a session: anonymous 401, an API key 403', async () => {
+    assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token' }), 401, 'unauthorized');
+    assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: asUser(ada.id, { auth: { method: 'api_key', key: 'k' } }) }), 403, 'forbidden');
+    assertError(await service.app.inject({ method: 'GET', url: '/v0/session/token', headers: asUser(ada.id) }), 405, 'method_not_allowed');
+  });
+});

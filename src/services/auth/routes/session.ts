@@ -1,13 +1,13 @@
 import { Type } from 'typebox';
 import type { Settings } from '../../../config.ts';
 import type { ServiceApp } from '../../../core/app.ts';
-import { unauthorized } from '../../../core/errors.ts';
+import { forbidden, unauthorized } from '../../../core/errors.ts';
 import { identityOf } from '../../../core/identity.ts';
 import type { SqlConnection } from '../../../store/db.ts';
 import { clearSessionCookie } from '../cookies.ts';
 import { normaliseEmail, verifyPassword } from '../credentials.ts';
 import { loginResponseSchema, startSession } from '../login.ts';
-import { deleteSession, findUserByEmail } from '../repository.ts';
+import { createSession, deleteSession, findUserByEmail } from '../repository.ts';
 import { errorResponse, loginBody } from '../schemas.ts';
 import type { LoginThrottle } from '../throttle.ts';
 
@@ -20,7 +20,7 @@ export interface SessionRoutesDeps {
   throttle: LoginThrottle;
 }
 
-/** `POST /v0/login` and `POST /v0/logout` (gateway.md §5.1, §5.2). */
+/** `POST /v0/login`, `POST /v0/logout` (gateway.md §5.1, §5.2) and `POST /v0/session/token`. */
 export async function registerSessionRoutes(app: ServiceApp, { connection, settings, throttle }: SessionRoutesDeps): Promise<void> {
   const tags = ['sessions'];
 
@@ -65,6 +65,28 @@ export async function registerSessionRoutes(app: ServiceApp, { connection, setti
         const sessionId = identityOf(request)?.session?.id;
         if (typeof sessionId === 'string' && sessionId !== '') await deleteSession(connection, sessionId);
         return reply.code(204).header('set-cookie', clearSessionCookie(settings)).header('cache-control', 'no-store').send(null);
+      },
+    );
+
+    // The web console calls many hosts; where the session cookie cannot span them (`localhost`
+    // cookies are host-only) it signs in after single sign-on by trading the cookie it got on
+    // auth.<domain> for a bearer session of its own. Only a session may do this, never an API key.
+    scope.post(
+      '/v0/session/token',
+      {
+        schema: {
+          tags,
+          security: [{ gatewayIdentity: [] }],
+          summary: 'Trade the current session (cookie or bearer) for a new bearer session token of the same user',
+          response: { 200: Type.Object({ token: Type.String(), expires_at: Type.String() }), 401: errorResponse, 403: errorResponse },
+        },
+      },
+      async (request, reply) => {
+        const identity = identityOf(request);
+        if (!identity) throw unauthorized();
+        if (identity.auth?.method !== 'session' || !identity.session?.id) throw forbidden('a signed-in session is required (API keys cannot start sessions)');
+        const { token, session } = await createSession(connection, identity.user.id);
+        return reply.header('cache-control', 'no-store').send({ token, expires_at: new Date(session.expiresAt).toISOString() });
       },
     );
   });
