@@ -76,6 +76,8 @@ export interface Settings {
   kvNodeName: string;
   /** Headers a replica sends to its parent (credentials when the parent is behind a gateway). */
   kvParentHeaders: Record<string, string>;
+  /** The web console shows the mock API's canned data instead of the real services. */
+  consoleDemo: boolean;
 }
 
 export class SettingsError extends Error {
@@ -118,6 +120,7 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
   kvParentUrl: { env: 'KV_PARENT_URL', parse: (t, f) => httpUrl(t, f), fallback: undefined },
   kvNodeName: { env: 'KV_NODE_NAME', parse: (t, f) => nonEmpty(t, f), fallback: hostname() },
   kvParentHeaders: { env: 'KV_PARENT_HEADERS', parse: (t, f) => headerObject(t, f), fallback: {} },
+  consoleDemo: { env: 'CONSOLE_DEMO', parse: (t, f) => bool(t, f), fallback: false },
 };
 
 /**

@@ -55,6 +55,8 @@ describe('settings', () => {
     assert.equal(defaults.filesMaxUploadBytes, 10 * 1024 ** 3);
     assert.equal(defaults.runMaxBlobBytes, 10 * 1024 ** 3);
     assert.equal(defaults.runDriver, 'recording');
+    assert.equal(defaults.consoleDemo, false);
+    assert.equal(loadSettings({}, { CONSOLE_DEMO: '1' }, dir).consoleDemo, true);
     const s = loadSettings({}, { LOGS_MAX_BYTES: '64MiB', LOGS_MAX_INGEST_BYTES: '1048576', FILES_MAX_UPLOAD_BYTES: '2 GB' }, dir);
     assert.equal(s.logsMaxBytes, 64 * 1024 ** 2);
     assert.equal(s.logsMaxIngestBytes, 1048576);

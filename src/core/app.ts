@@ -31,6 +31,11 @@ export interface ServiceAppOptions {
   jsonForAnyContentType?: boolean;
   /** Serve the generated OpenAPI document at this path (default `/openapi.json`; null = not served). */
   openapiPath?: string | null;
+  /**
+   * Consulted for a request no route matches (after the 405 check): it may answer it (a static
+   * file, a single-page-app fallback) and return true; otherwise the 404 envelope goes out.
+   */
+  notFoundFallback?: (request: FastifyRequest, reply: FastifyReply) => Promise<boolean>;
 }
 
 // ajv-formats ships CommonJS with `exports.default`; under NodeNext the default import is the module.
@@ -86,7 +91,7 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
   });
 
   installJsonParser(app, options.jsonForAnyContentType ?? true);
-  installMethodNotAllowed(app);
+  installMethodNotAllowed(app, options.notFoundFallback);
   installErrorHandler(app);
 
   await app.register(swagger, {
@@ -125,7 +130,7 @@ function installJsonParser(app: ServiceApp, anyContentType: boolean): void {
 }
 
 /** Answers 405 (with `Allow`) when the path exists under another method, 404 otherwise. */
-function installMethodNotAllowed(app: ServiceApp): void {
+function installMethodNotAllowed(app: ServiceApp, fallback: ServiceAppOptions['notFoundFallback']): void {
   const known = FindMyWay({ maxParamLength: 8192, ignoreTrailingSlash: false });
   const noop = () => {};
   app.addHook('onRoute', (route) => {
@@ -138,17 +143,17 @@ function installMethodNotAllowed(app: ServiceApp): void {
       }
     }
   });
-  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = (['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const).filter((m) => m !== request.method && known.find(m, path) !== null);
     if (allowed.length > 0) {
-      void reply
+      return reply
         .code(405)
         .header('allow', allowed.join(', '))
         .send(envelope(405, 'method_not_allowed', `method ${request.method} is not allowed on ${path}`));
-      return;
     }
-    void reply.code(404).send(envelope(404, 'not_found', `no route for ${request.method} ${path}`));
+    if (fallback && (await fallback(request, reply))) return reply;
+    return reply.code(404).send(envelope(404, 'not_found', `no route for ${request.method} ${path}`));
   });
 }
 

@@ -3,6 +3,7 @@ import type { ServiceDefinition } from '../core/service.ts';
 import { apikeysService } from './apikeys/index.ts';
 import { authService } from './auth/index.ts';
 import { configService } from './config/index.ts';
+import { consoleService } from './console/index.ts';
 import { docdbService } from './docdb/index.ts';
 import { kvService } from './kv/index.ts';
 import { lambdaService } from './lambda/index.ts';
@@ -19,4 +20,5 @@ export const AVAILABLE_SERVICES: ReadonlyMap<ServiceName, ServiceDefinition> = n
   ['logs', logsService],
   ['config', configService],
   ['kv', kvService],
+  ['console', consoleService],
 ]);
