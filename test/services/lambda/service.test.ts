@@ -181,7 +181,7 @@ describe('lambda service', () => {
       assert.equal(res.statusCode, 500);
       assert.deepEqual(res.json(), { error: { status: 500, code: 'lambda_error', message: 'kaput' } });
       const loop = await create({ name: 'loop', code: 'while (true) {}' });
-      const bomb = await create({ name: 'bomb', code: 'const a = []; while (true) a.push(new Array(100000).fill(1))' });
+      const bomb = await create({ name: 'bomb', code: 'const a = []; while (true) a.push(new Array(1000000).fill(1))' });
       const hello = await create({ name: 'quick', code: '"quick"' });
       const started = Date.now();
       const running = call('GET', `/run/${loop.id}`);
