@@ -187,7 +187,8 @@ export class KvStorage {
     if (isReplica && !this.hasBaseline) return null;
     const floor = this.logFloor;
     if (since < floor || since > this.lastSeq) return null;
-    if (since === floor) return 0;
+    // At the floor: everything the log still holds (after what this process trimmed away).
+    if (since === floor) return this.trimmedThrough;
     return this.read((prepare) => (prepare('select id from kv_log where seq = ?').get(since) as { id: number } | undefined)?.id ?? null);
   }
 

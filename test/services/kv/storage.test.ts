@@ -21,7 +21,10 @@ describe('kv storage', () => {
       assert.ok(left.length >= 100 && left.length <= 101, `${left.length} entries left`);
       assert.equal(storage.logFloor, 1_000 - left.length);
       // A child at the floor resumes with everything kept; one below it needs a baseline.
-      assert.equal(storage.resumePoint(storage.logFloor, false), 0);
+      const atFloor = storage.resumePoint(storage.logFloor, false);
+      assert.ok(atFloor !== null);
+      assert.deepEqual(storage.logAfter(atFloor, 10_000), left);
+      assert.equal(left[0]!.id, atFloor + 1, 'no gap between the resume point and the first entry kept');
       assert.equal(storage.resumePoint(storage.logFloor - 1, false), null);
       assert.equal(storage.resumePoint(storage.lastSeq + 1, false), null, 'a child ahead of its parent takes a baseline');
       const at = storage.resumePoint(990, false);
