@@ -23,7 +23,8 @@ export interface GatewayAppOptions {
 }
 
 const PROBE_TIMEOUT_MS = 2_000;
-const PROBE_PATH = '/openapi.json';
+/** Every service serves its OpenAPI document publicly; the lambda service's is `/openapi` (lambda.md §6.3). */
+const probePath = (service: ServiceName) => (service === 'lambda' ? '/openapi' : '/openapi.json');
 
 const statusRow = Type.Object({ id: Type.String(), name: Type.String(), host: Type.String(), status: Type.Integer(), statusText: Type.String() });
 const statsRow = Type.Object({
@@ -70,18 +71,18 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     async () => stats.rows(),
   );
 
-  /** Probes a service with GET /openapi.json: in process without a socket, remote over HTTP. */
+  /** Probes a service with GET of its OpenAPI document: in process without a socket, remote over HTTP. */
   const probe = async (service: ServiceName): Promise<number> => {
     const app = services.get(service);
     if (app) {
       const timeout = new Promise<number>((resolve) => setTimeout(() => resolve(504), PROBE_TIMEOUT_MS).unref());
-      const answer = app.inject({ method: 'GET', url: PROBE_PATH, headers: { host: `${service}.${domain}` } }).then((r) => r.statusCode, () => 500);
+      const answer = app.inject({ method: 'GET', url: probePath(service), headers: { host: `${service}.${domain}` } }).then((r) => r.statusCode, () => 500);
       return Promise.race([answer, timeout]);
     }
     const url = upstreamUrls[service];
     if (!url) return 503;
     try {
-      const response = await undiciRequest(`${url}${PROBE_PATH}`, { headers: { host: `${service}.${domain}` }, headersTimeout: PROBE_TIMEOUT_MS, bodyTimeout: PROBE_TIMEOUT_MS });
+      const response = await undiciRequest(`${url}${probePath(service)}`, { headers: { host: `${service}.${domain}` }, headersTimeout: PROBE_TIMEOUT_MS, bodyTimeout: PROBE_TIMEOUT_MS });
       await response.body.dump();
       return response.statusCode;
     } catch (error) {
@@ -95,7 +96,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     {
       schema: {
         summary: 'Health of every backend service, then of every project host',
-        description: `Each service is probed with GET ${PROBE_PATH} (${PROBE_TIMEOUT_MS} ms timeout, all in parallel); a project host's status is that of the lambda service that serves it. 503 = not running anywhere known, 502 = unreachable, 504 = no answer in time.`,
+        description: `Each service is probed with GET of its OpenAPI document (/openapi.json; /openapi for lambda) (${PROBE_TIMEOUT_MS} ms timeout, all in parallel); a project host's status is that of the lambda service that serves it. 503 = not running anywhere known, 502 = unreachable, 504 = no answer in time.`,
         response: { 200: Type.Array(statusRow, { description: 'One row per service, then one per project' }) },
       },
     },
