@@ -176,7 +176,10 @@ export function createGatewayHandler(options: GatewayOptions, trusted: boolean) 
       return dispatch(service, req, res, exchange);
     }
     if (!authenticator || !Authenticator.hasCredentials(req)) return forward(req, res, exchange, rule, service, project, ANONYMOUS);
-    const outcome = authenticator.authenticate(req, { host: exchange.host ?? '', project });
+    // Registry pushes reach the run service on api., the bare domain and IP hosts too; a key's
+    // scopes are checked against run.<domain> wherever the push came in (run.md §1).
+    const scopeHost = service === 'run' ? `run.${domain}` : (exchange.host ?? '');
+    const outcome = authenticator.authenticate(req, { host: scopeHost, project });
     if (!(outcome instanceof Promise)) return forward(req, res, exchange, rule, service, project, outcome);
     outcome.then((result) => forward(req, res, exchange, rule, service, project, result)).catch(fail(res));
   };

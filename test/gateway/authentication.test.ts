@@ -104,6 +104,18 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       assert.equal(identityOf(h.seen(onHost).headers)?.auth.host_metadata, '{"tier":"gold"}');
       assert.equal((await h.call({ path: '/x', host: 'docdb.localhost', headers: { 'api-key': hostKey.key, 'api-secret': hostKey.secret } })).status, 401);
 
+      // Registry pushes are checked against run.<domain> on every host that reaches the registry.
+      const runKey = await h.createKey(ada, { name: 'registry', scopes: [{ host_rules: { 'run.localhost': '{}' } }] });
+      const basic = (key: { key: string; secret: string }) => ({ authorization: `Basic ${Buffer.from(`${key.key}:${key.secret}`).toString('base64')}` });
+      for (const host of ['run.localhost', 'localhost:8080', '127.0.0.1', 'api.localhost']) {
+        const pushed = await h.call({ path: '/v2/', host, headers: basic(runKey) });
+        assert.equal(pushed.status, 200, host);
+        assert.equal(identityOf(h.seen(pushed).headers)?.user.id, ada.id, host);
+      }
+      // A key scoped elsewhere leaves the push anonymous (Basic that fails is dropped); the registry then challenges it.
+      const elsewhere = await h.call({ path: '/v2/', host: 'localhost', headers: basic(hostKey) });
+      assert.equal(identityOf(h.seen(elsewhere).headers), undefined, 'a key scoped to another host carries no identity to the registry');
+
       // Both in one scope: both must match.
       assert.equal((await h.call({ path: '/', host: 'scoped-project.localhost', headers: { 'api-key': both.key, 'api-secret': both.secret } })).status, 200);
       assert.equal((await h.call({ path: '/x', host: 'config.localhost', headers: { 'api-key': both.key, 'api-secret': both.secret } })).status, 401);

@@ -63,7 +63,7 @@ export interface Harness {
 /**
  * The gateway over real sockets with its real authentication step and the apikeys and auth
  * services, and an echo backend standing in for the services whose hosts the tests call
- * (`config`, `lambda` (project hosts), `docdb`, `kv`).
+ * (`config`, `lambda` (project hosts), `docdb`, `kv`, `run`).
  */
 export async function startHarness(overrides: Partial<Settings> = {}): Promise<Harness> {
   const database: TestDatabase = await createTestDatabase();
@@ -83,6 +83,7 @@ export async function startHarness(overrides: Partial<Settings> = {}): Promise<H
     ['lambda', echo],
     ['docdb', echo],
     ['kv', echo],
+    ['run', echo],
   ]);
   const accessLog: Record<string, unknown>[] = [];
   const sink = new Writable({
