@@ -1,0 +1,216 @@
+// Lambdas: list, create, edit code, invoke and see the answer.
+import { html } from 'htm/preact';
+import type { VNode } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, call, json, messageOf } from '../api.ts';
+import { href, navigate } from '../router.ts';
+import { ErrorBox, Loading, Section, readOnly, useAction, useLoad, valueOf } from './common.ts';
+
+export interface Lambda {
+  id: string;
+  name: string;
+  method: string;
+  path: string;
+  language?: string;
+  code?: string;
+  owner?: string;
+  project_id?: string;
+  created_timestamp?: number;
+}
+
+const LANGUAGES = ['javascript', 'static-html', 'static-css', 'static-js'];
+const METHODS = ['ANY', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const SAMPLE = `export default (req) => {
+  console.log('called with', req.method, req.path);
+  return { body: { message: 'Hello, World!', query: req.query } };
+};
+`;
+
+interface Draft {
+  name: string;
+  language: string;
+  method: string;
+  path: string;
+  code: string;
+}
+
+function LambdaForm({ draft, onChange }: { draft: Draft; onChange: (d: Draft) => void }): VNode {
+  const set = (field: keyof Draft) => (e: Event) => onChange({ ...draft, [field]: valueOf(e) });
+  return html`<div class="form-grid">
+    <label>Name<input name="name" required value=${draft.name} onInput=${set('name')} /></label>
+    <label>Language<select name="language" value=${draft.language} onChange=${set('language')}>${LANGUAGES.map((l) => html`<option value=${l}>${l}</option>`)}</select></label>
+    <label>Method<select name="method" value=${draft.method} onChange=${set('method')}>${METHODS.map((m) => html`<option value=${m}>${m}</option>`)}</select></label>
+    <label>Path (optional)<input name="path" placeholder=${'/' + (draft.name || 'name')} value=${draft.path} onInput=${set('path')} /></label>
+    <label class="wide">Code<textarea name="code" class="code" rows="14" spellcheck=${false} value=${draft.code} onInput=${set('code')}></textarea></label>
+  </div>`;
+}
+
+function bodyOf(d: Draft): Record<string, string> {
+  const body: Record<string, string> = { name: d.name, language: d.language, method: d.method, code: d.code };
+  if (d.path.trim()) body.path = d.path.trim();
+  return body;
+}
+
+export function LambdasPage(): VNode {
+  const lambdas = useLoad(() => json<Lambda[]>('lambda', '/api/v0/lambdas').then((l) => l ?? []), []);
+  const [draft, setDraft] = useState<Draft>({ name: '', language: 'javascript', method: 'ANY', path: '', code: SAMPLE });
+  const create = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void create.run(async () => {
+      const created = await json<Lambda>('lambda', '/api/v0/lambdas', { method: 'POST', body: bodyOf(draft) });
+      navigate('lambdas', created.id);
+    });
+  };
+  return html`<div>
+    <h1>Lambdas</h1>
+    <${Section} title="Your lambdas">
+      <${ErrorBox} error=${lambdas.error} />
+      <${Loading} loading=${lambdas.loading && !lambdas.data} />
+      ${lambdas.data && lambdas.data.length === 0 && html`<p class="muted">No lambdas yet.</p>`}
+      ${lambdas.data &&
+      lambdas.data.length > 0 &&
+      html`<table data-testid="lambdas-table">
+        <thead><tr><th>Name</th><th>Method</th><th>Path</th><th>Id</th></tr></thead>
+        <tbody>
+          ${lambdas.data.map(
+            (l) => html`<tr>
+              <td><a href=${href('lambdas', l.id)}>${l.name}</a></td><td>${l.method}</td><td><code>${l.path}</code></td><td><code>${l.id}</code></td>
+            </tr>`,
+          )}
+        </tbody>
+      </table>`}
+    <//>
+    <${Section} title="New lambda">
+      <form onSubmit=${submit} aria-label="New lambda">
+        <${LambdaForm} draft=${draft} onChange=${setDraft} />
+        <button type="submit" class="primary" disabled=${create.busy || readOnly()}>Create lambda</button>
+      </form>
+      <${ErrorBox} error=${create.error} />
+    <//>
+  </div>`;
+}
+
+interface Invocation {
+  status: number;
+  contentType: string;
+  body: string;
+  ms: number;
+}
+
+function Invoke({ lambda }: { lambda: Lambda }): VNode {
+  const [method, setMethod] = useState(lambda.method === 'ANY' ? 'GET' : lambda.method);
+  const [query, setQuery] = useState('');
+  const [body, setBody] = useState('');
+  const [result, setResult] = useState<Invocation | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    setResult(null);
+    const started = performance.now();
+    const q = query.trim().replace(/^\?/, '');
+    const hasBody = body !== '' && method !== 'GET' && method !== 'HEAD';
+    let json = false;
+    if (hasBody) {
+      try {
+        JSON.parse(body);
+        json = true;
+      } catch {
+        json = false;
+      }
+    }
+    try {
+      const res = await call('lambda', `/api/v0/run/${encodeURIComponent(lambda.id)}${q ? `?${q}` : ''}`, {
+        method,
+        body: hasBody ? body : undefined,
+        headers: hasBody ? { 'content-type': json ? 'application/json' : 'text/plain' } : {},
+      });
+      const text = await res.text();
+      setResult({ status: res.status, contentType: res.headers.get('content-type') ?? '', body: text, ms: performance.now() - started });
+    } catch (err) {
+      if (err instanceof ApiError && err.status > 0) setResult({ status: err.status, contentType: err.code, body: err.message, ms: performance.now() - started });
+      else setError(messageOf(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  let shown = result?.body ?? '';
+  if (result && result.contentType.includes('json')) {
+    try {
+      shown = JSON.stringify(JSON.parse(result.body), null, 2);
+    } catch {
+      // keep as text
+    }
+  }
+  return html`<${Section} title="Invoke">
+    <form class="inline" onSubmit=${run} aria-label="Invoke">
+      <label>Method<select name="invoke-method" value=${method} onChange=${(e: Event) => setMethod(valueOf(e))}>${METHODS.filter((m) => m !== 'ANY').map((m) => html`<option value=${m}>${m}</option>`)}</select></label>
+      <label>Query<input name="query" placeholder="a=1&b=2" value=${query} onInput=${(e: Event) => setQuery(valueOf(e))} /></label>
+      <label class="wide">Body (JSON or text; not sent with GET)<textarea name="invoke-body" class="code" rows="3" value=${body} onInput=${(e: Event) => setBody(valueOf(e))}></textarea></label>
+      <button type="submit" class="primary" disabled=${busy || readOnly()}>${busy ? 'Running…' : 'Invoke'}</button>
+    </form>
+    <${ErrorBox} error=${error} />
+    ${result &&
+    html`<div class="result" data-testid="invoke-result">
+      <p><span class=${result.status < 400 ? 'badge ok' : 'badge bad'}>${result.status}</span> <code>${result.contentType}</code> <span class="muted">${result.ms.toFixed(0)} ms</span></p>
+      <h3>Output</h3>
+      <pre data-testid="invoke-output">${shown}</pre>
+    </div>`}
+    <p class="muted">Public URL: <code>/run/${lambda.id}</code> on the lambda host. Output of <code>console.log</code> goes to the server log (<code>lambda invocation</code> entries).</p>
+  <//>`;
+}
+
+export function LambdaPage({ id }: { id: string }): VNode {
+  const lambda = useLoad(() => json<Lambda>('lambda', `/api/v0/lambdas/${encodeURIComponent(id)}`), [id]);
+  const [draft, setDraft] = useState<Draft | null>(null);
+  const [saved, setSaved] = useState(false);
+  const save = useAction();
+  const remove = useAction();
+  useEffect(() => {
+    const l = lambda.data;
+    if (l) setDraft({ name: l.name, language: l.language ?? 'javascript', method: l.method, path: l.path, code: l.code ?? '' });
+  }, [lambda.data]);
+  const submit = (e: Event) => {
+    e.preventDefault();
+    if (!draft) return;
+    setSaved(false);
+    void save.run(async () => {
+      await json<Lambda>('lambda', `/api/v0/lambdas/${encodeURIComponent(id)}`, { method: 'PATCH', body: bodyOf(draft) });
+      setSaved(true);
+      lambda.reload();
+    });
+  };
+  const del = () => {
+    if (!confirm('Delete this lambda?')) return;
+    void remove.run(async () => {
+      await json('lambda', `/api/v0/lambdas/${encodeURIComponent(id)}`, { method: 'DELETE' });
+      navigate('lambdas');
+    });
+  };
+  return html`<div>
+    <p><a href=${href('lambdas')}>← Lambdas</a></p>
+    <h1>${lambda.data?.name ?? 'Lambda'}</h1>
+    <${ErrorBox} error=${lambda.error ?? remove.error} />
+    <${Loading} loading=${lambda.loading && !lambda.data} />
+    ${lambda.data && html`<p class="muted">Id <code>${lambda.data.id}</code></p>`}
+    ${lambda.data && html`<${Invoke} lambda=${lambda.data} />`}
+    ${draft &&
+    html`<${Section} title="Code and settings">
+      <form onSubmit=${submit} aria-label="Edit lambda">
+        <${LambdaForm} draft=${draft} onChange=${(d: Draft) => {
+          setSaved(false);
+          setDraft(d);
+        }} />
+        <div class="buttons">
+          <button type="submit" class="primary" disabled=${save.busy || readOnly()}>Save</button>
+          <button type="button" class="danger" disabled=${readOnly()} onClick=${del}>Delete lambda</button>
+          ${saved && html`<span class="ok-text">Saved.</span>`}
+        </div>
+      </form>
+      <${ErrorBox} error=${save.error} />
+    <//>`}
+  </div>`;
+}

@@ -1,0 +1,164 @@
+// Loggers: create and delete loggers, search or follow lines live with regular expressions, ingest a line.
+import { html } from 'htm/preact';
+import type { VNode } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { json, messageOf, stream } from '../api.ts';
+import { href, navigate } from '../router.ts';
+import { ErrorBox, Loading, Section, formatBytes, readOnly, useAction, useLoad, valueOf } from './common.ts';
+
+interface Logger {
+  id: string;
+  name: string;
+  owners: string[];
+  api_keys: { id: string; name: string; created_at: string }[];
+  usage: { bytes: number; lines: number };
+  created_at: string;
+}
+
+const MAX_LINES = 2000;
+const loggerPath = (id: string) => `/v1/loggers/${encodeURIComponent(id)}`;
+
+export function LoggersPage(): VNode {
+  const list = useLoad(() => json<Logger[]>('logs', '/v1/loggers').then((l) => l ?? []), []);
+  const [name, setName] = useState('');
+  const create = useAction();
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void create.run(async () => {
+      const logger = await json<Logger>('logs', '/v1/loggers', { method: 'POST', body: { name } });
+      navigate('loggers', logger.id);
+    });
+  };
+  return html`<div>
+    <h1>Loggers</h1>
+    <${Section} title="New logger">
+      <form class="inline" onSubmit=${submit} aria-label="New logger">
+        <label>Name<input name="name" required maxLength=${200} value=${name} onInput=${(e: Event) => setName(valueOf(e))} /></label>
+        <button type="submit" class="primary" disabled=${create.busy || readOnly()}>Create logger</button>
+      </form>
+      <${ErrorBox} error=${create.error} />
+    <//>
+    <${Section} title="Your loggers">
+      <${ErrorBox} error=${list.error} />
+      <${Loading} loading=${list.loading && !list.data} />
+      ${list.data && list.data.length === 0 && html`<p class="muted">No loggers yet.</p>`}
+      ${list.data &&
+      list.data.length > 0 &&
+      html`<table data-testid="loggers-table">
+        <thead><tr><th>Name</th><th>Lines</th><th>Size</th><th>Created</th></tr></thead>
+        <tbody>${list.data.map((l) => html`<tr><td><a href=${href('loggers', l.id)}>${l.name}</a></td><td>${l.usage.lines}</td><td>${formatBytes(l.usage.bytes)}</td><td>${l.created_at}</td></tr>`)}</tbody>
+      </table>`}
+    <//>
+  </div>`;
+}
+
+export function LoggerPage({ id }: { id: string }): VNode {
+  const logger = useLoad(() => json<Logger>('logs', loggerPath(id)), [id]);
+  const [regex, setRegex] = useState('');
+  const [lines, setLines] = useState<string[]>([]);
+  const [state, setState] = useState<'idle' | 'following' | 'searching'>('idle');
+  const [streamError, setStreamError] = useState<string | null>(null);
+  const [ingestText, setIngestText] = useState('hello from the console');
+  const [ingested, setIngested] = useState<string | null>(null);
+  const controller = useRef<AbortController | null>(null);
+  const output = useRef<HTMLPreElement>(null);
+  const ingest = useAction();
+  const remove = useAction();
+
+  const stop = () => {
+    controller.current?.abort();
+    controller.current = null;
+    setState('idle');
+  };
+  useEffect(() => stop, [id]);
+  useEffect(() => {
+    const el = output.current;
+    if (el) el.scrollTop = el.scrollHeight;
+  }, [lines]);
+
+  const start = (follow: boolean) => {
+    stop();
+    const abort = new AbortController();
+    controller.current = abort;
+    setLines([]);
+    setStreamError(null);
+    setState(follow ? 'following' : 'searching');
+    const query = new URLSearchParams();
+    for (const pattern of regex.split('\n').map((r) => r.trim()).filter((r) => r !== '')) query.append('regex', pattern);
+    if (follow) query.set('follow', '1');
+    let rest = '';
+    const qs = query.toString();
+    stream(
+      'logs',
+      `${loggerPath(id)}/filter${qs ? `?${qs}` : ''}`,
+      (text) => {
+        const parts = (rest + text).split('\n');
+        rest = parts.pop() ?? '';
+        if (parts.length > 0) setLines((prev) => [...prev, ...parts].slice(-MAX_LINES));
+      },
+      { signal: abort.signal },
+    )
+      .then(() => {
+        if (rest) setLines((prev) => [...prev, rest].slice(-MAX_LINES));
+      })
+      .catch((err: unknown) => {
+        if (!abort.signal.aborted) setStreamError(messageOf(err));
+      })
+      .finally(() => {
+        if (controller.current === abort) {
+          controller.current = null;
+          setState('idle');
+        }
+      });
+  };
+
+  const submitIngest = (e: Event) => {
+    e.preventDefault();
+    setIngested(null);
+    void ingest.run(async () => {
+      const text = ingestText.endsWith('\n') ? ingestText : ingestText + '\n';
+      const answer = await json<{ n: number }>('logs', `${loggerPath(id)}/ingest`, { method: 'POST', body: text, headers: { 'content-type': 'text/plain' } });
+      setIngested(`Ingested ${answer?.n ?? 0} bytes.`);
+      logger.reload();
+    });
+  };
+  const deleteLogger = () => {
+    if (!confirm('Delete this logger and all its lines?')) return;
+    void remove.run(async () => {
+      stop();
+      await json('logs', loggerPath(id), { method: 'DELETE' });
+      navigate('loggers');
+    });
+  };
+
+  return html`<div>
+    <p><a href=${href('loggers')}>← Loggers</a></p>
+    <h1>Logger ${logger.data?.name ?? ''}</h1>
+    <p class="muted">Id <code>${id}</code>${logger.data ? ` — ${logger.data.usage.lines} lines, ${formatBytes(logger.data.usage.bytes)}` : ''}</p>
+    <${ErrorBox} error=${logger.error ?? remove.error} />
+    <${Section} title="Lines">
+      <form class="inline" onSubmit=${(e: Event) => {
+        e.preventDefault();
+        start(true);
+      }} aria-label="Follow">
+        <label class="grow">Regular expressions (RE2 syntax, one per line; a line must match all)<textarea name="regex" class="code" rows="2" placeholder="error|warn" value=${regex} onInput=${(e: Event) => setRegex(valueOf(e))}></textarea></label>
+        <button type="submit" class="primary">${state === 'following' ? 'Restart follow' : 'Follow live'}</button>
+        <button type="button" onClick=${() => start(false)}>Search</button>
+        <button type="button" disabled=${state === 'idle'} onClick=${stop}>Stop</button>
+      </form>
+      <p class=${state === 'following' ? 'live-state on' : 'live-state muted'} data-testid="follow-state">${state === 'following' ? '● Following live' : state === 'searching' ? 'Searching…' : 'Stopped'} — ${lines.length} line${lines.length === 1 ? '' : 's'}</p>
+      <${ErrorBox} error=${streamError} />
+      <pre class="log" ref=${output} data-testid="log-output">${lines.join('\n')}</pre>
+    <//>
+    <${Section} title="Ingest a line">
+      <form class="inline" onSubmit=${submitIngest} aria-label="Ingest">
+        <label class="grow">Text<input name="ingest" value=${ingestText} onInput=${(e: Event) => setIngestText(valueOf(e))} /></label>
+        <button type="submit" disabled=${ingest.busy || readOnly()}>Ingest</button>
+      </form>
+      ${ingested && html`<p class="ok-text">${ingested}</p>`}
+      <${ErrorBox} error=${ingest.error} />
+      <p class="muted">Programs ingest with <code>POST ${loggerPath(id)}/ingest</code> and a logger key.</p>
+    <//>
+    <div class="buttons"><button type="button" class="danger" disabled=${readOnly()} onClick=${deleteLogger}>Delete logger</button></div>
+  </div>`;
+}
