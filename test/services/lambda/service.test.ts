@@ -114,6 +114,31 @@ describe('lambda service', () => {
   });
 
   describe('invocation', () => {
+    it('test-runs a lambda for its owner, answering the response and the console lines', async () => {
+      const l = await create({ name: 'talker', path: '/talk', method: 'POST', code: 'export default (req) => { console.log("got", req.body.n, req.query.q); console.error("careful"); return { doubled: req.body.n * 2 } }' });
+      const res = await call('POST', `/api/v0/lambdas/${l.id}/invoke`, ada, { body: { n: 21 }, query: { q: 'x' } });
+      assert.equal(res.statusCode, 200, res.body);
+      const out = res.json<{ status: number; headers: Record<string, string>; body: string; logs: { level: string; message: string }[]; duration_ms: number }>();
+      assert.equal(out.status, 200);
+      assert.equal(out.headers['content-type'], 'application/json; charset=utf-8');
+      assert.deepEqual(JSON.parse(out.body), { doubled: 42 });
+      assert.deepEqual(out.logs, [
+        { level: 'log', message: 'got 21 x' },
+        { level: 'error', message: 'careful' },
+      ]);
+      assert.ok(out.duration_ms >= 0);
+      const failing = await create({ name: 'failing', code: 'export default () => { console.log("before"); throw new Error("kaput") }' });
+      const failed = (await call('POST', `/api/v0/lambdas/${failing.id}/invoke`, ada, {})).json<{ status: number; body: string; logs: unknown[] }>();
+      assert.equal(failed.status, 500);
+      assert.deepEqual(JSON.parse(failed.body), { error: { status: 500, code: 'lambda_error', message: 'kaput' } });
+      assert.deepEqual(failed.logs, [{ level: 'log', message: 'before' }]);
+      // Owners only; the body is checked.
+      assert.equal((await call('POST', `/api/v0/lambdas/${l.id}/invoke`, bob, {})).statusCode, 404);
+      assert.equal((await call('POST', `/api/v0/lambdas/${l.id}/invoke`, {}, {})).statusCode, 401);
+      assert.equal(errorCode(await call('POST', `/api/v0/lambdas/${l.id}/invoke`, ada, { nope: 1 })), 'validation_error');
+      assert.equal(errorCode(await call('POST', `/api/v0/lambdas/${l.id}/invoke`, ada, { path: 'no-slash' })), 'validation_error');
+    });
+
     it('runs the documented hello-world through /run, /api/v0/run and the mux', async () => {
       const l = await create({ name: 'hw', path: '/hello-world', method: 'GET', code: 'export default (req) => ({ body: { message: "Hello, World!", method: req.method, path: req.path } })' }, asUser('user-hw'));
       const expected = { body: { message: 'Hello, World!', method: 'GET', path: '/hello-world' } };

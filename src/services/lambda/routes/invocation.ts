@@ -73,6 +73,50 @@ export function registerInvocation(app: ServiceApp, repository: LambdaRepository
   };
 
   const params = Type.Object({ lambda_id: Type.String() });
+
+  app.post(
+    '/api/v0/lambdas/:lambda_id/invoke',
+    {
+      schema: {
+        tags,
+        security: [{ gatewayIdentity: [] }],
+        summary: "Test-run one of the caller's lambdas and get its response and console lines as data",
+        description:
+          'The console\'s Invoke: runs the lambda exactly as a request would (same limits, listed in /ongoing) with the given request, and answers the status, headers and body it produced together with the `console.log`/`warn`/`error` lines of that run. Defaults: the lambda\'s method and path, no query, no headers, no body.',
+        params,
+        body: Type.Object(
+          {
+            method: Type.Optional(Type.String({ minLength: 1, maxLength: 16 })),
+            path: Type.Optional(Type.String({ pattern: '^/', maxLength: 2048 })),
+            query: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())]))),
+            headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+            body: Type.Optional(Type.Unknown({ description: 'the request body the lambda sees as req.body (JSON value or text)' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({
+            status: Type.Integer(),
+            headers: Type.Record(Type.String(), Type.String()),
+            body: Type.String(),
+            logs: Type.Array(Type.Object({ level: Type.String(), message: Type.String() })),
+            duration_ms: Type.Number(),
+          }),
+          ...errors(400, 401, 404),
+        },
+      },
+    },
+    async (request) => {
+      const owner = requireIdentity(request).user.id;
+      const lambda = await repository.get(request.params.lambda_id);
+      const project = projectOf(request);
+      if (!lambda || lambda.owner !== owner || (project !== null && lambda.project_id !== project)) throw notFound(`no lambda ${request.params.lambda_id}`);
+      const input = request.body;
+      const headers = Object.fromEntries(Object.entries(input.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+      return invoker.test(lambda, { method: (input.method ?? (lambda.method === 'ANY' ? 'GET' : lambda.method)).toUpperCase(), path: input.path ?? lambda.path, query: input.query ?? {}, headers, body: input.body });
+    },
+  );
+
   app.route({
     method: [...ANY], url: '/api/v0/run/:lambda_id',
     schema: { tags, security: [{ gatewayIdentity: [] }], summary: "Run one of the caller's lambdas (any method)", params, response: { ...response, ...errors(401) } },

@@ -2,7 +2,7 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, call, json, messageOf } from '../api.ts';
+import { call, json, messageOf } from '../api.ts';
 import { href, navigate } from '../router.ts';
 import { ErrorBox, Loading, Section, readOnly, useAction, useLoad, valueOf } from './common.ts';
 
@@ -98,11 +98,17 @@ interface Invocation {
   ms: number;
 }
 
+interface LogLine {
+  level: string;
+  message: string;
+}
+
 function Invoke({ lambda }: { lambda: Lambda }): VNode {
   const [method, setMethod] = useState(lambda.method === 'ANY' ? 'GET' : lambda.method);
   const [query, setQuery] = useState('');
   const [body, setBody] = useState('');
   const [result, setResult] = useState<Invocation | null>(null);
+  const [logs, setLogs] = useState<LogLine[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const run = async (e: Event) => {
@@ -110,29 +116,35 @@ function Invoke({ lambda }: { lambda: Lambda }): VNode {
     setBusy(true);
     setError(null);
     setResult(null);
-    const started = performance.now();
-    const q = query.trim().replace(/^\?/, '');
+    setLogs([]);
     const hasBody = body !== '' && method !== 'GET' && method !== 'HEAD';
-    let json = false;
+    let sent: unknown = undefined;
+    let headers: Record<string, string> = {};
     if (hasBody) {
       try {
-        JSON.parse(body);
-        json = true;
+        sent = JSON.parse(body);
+        headers = { 'content-type': 'application/json' };
       } catch {
-        json = false;
+        sent = body;
+        headers = { 'content-type': 'text/plain' };
       }
     }
+    const queryObject: Record<string, string | string[]> = {};
+    for (const [k, v] of new URLSearchParams(query.trim().replace(/^\?/, ''))) {
+      const prev = queryObject[k];
+      queryObject[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    }
     try {
-      const res = await call('lambda', `/api/v0/run/${encodeURIComponent(lambda.id)}${q ? `?${q}` : ''}`, {
-        method,
-        body: hasBody ? body : undefined,
-        headers: hasBody ? { 'content-type': json ? 'application/json' : 'text/plain' } : {},
+      // The test-run endpoint answers the lambda's response and its console lines as data.
+      const res = await call('lambda', `/api/v0/lambdas/${encodeURIComponent(lambda.id)}/invoke`, {
+        method: 'POST',
+        body: { method, query: queryObject, headers, ...(hasBody ? { body: sent } : {}) },
       });
-      const text = await res.text();
-      setResult({ status: res.status, contentType: res.headers.get('content-type') ?? '', body: text, ms: performance.now() - started });
+      const out = (await res.json()) as { status: number; headers: Record<string, string>; body: string; logs: LogLine[]; duration_ms: number };
+      setResult({ status: out.status, contentType: out.headers['content-type'] ?? '', body: out.body, ms: out.duration_ms });
+      setLogs(out.logs);
     } catch (err) {
-      if (err instanceof ApiError && err.status > 0) setResult({ status: err.status, contentType: err.code, body: err.message, ms: performance.now() - started });
-      else setError(messageOf(err));
+      setError(messageOf(err));
     } finally {
       setBusy(false);
     }
@@ -158,8 +170,12 @@ function Invoke({ lambda }: { lambda: Lambda }): VNode {
       <p><span class=${result.status < 400 ? 'badge ok' : 'badge bad'}>${result.status}</span> <code>${result.contentType}</code> <span class="muted">${result.ms.toFixed(0)} ms</span></p>
       <h3>Output</h3>
       <pre data-testid="invoke-output">${shown}</pre>
+      <h3>Console</h3>
+      ${logs.length === 0
+        ? html`<p class="muted" data-testid="invoke-logs">No console output.</p>`
+        : html`<pre data-testid="invoke-logs">${logs.map((line) => `[${line.level}] ${line.message}`).join('\n')}</pre>`}
     </div>`}
-    <p class="muted">Public URL: <code>/run/${lambda.id}</code> on the lambda host. Output of <code>console.log</code> goes to the server log (<code>lambda invocation</code> entries).</p>
+    <p class="muted">Public URL: <code>/run/${lambda.id}</code> on the lambda host. Console lines also go to the server log.</p>
   <//>`;
 }
 
