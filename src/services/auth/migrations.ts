@@ -67,5 +67,17 @@ export const authMigrations: MigrationSet = {
         await sql`create index auth_login_failures_window on auth_login_failures (window_started_at)`.execute(db);
       },
     },
+    {
+      // One-time codes that hand a single sign-on to the web console (see routes/session.ts).
+      name: '002_sso_codes',
+      async up(db, dialect) {
+        const bigint = sql.raw(columnTypes(dialect).bigint);
+        await sql`create table auth_sso_codes (
+          code_hash text primary key,
+          user_id text not null,
+          expires_at ${bigint} not null
+        )`.execute(db);
+      },
+    },
   ],
 };

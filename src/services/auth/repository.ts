@@ -19,6 +19,7 @@ type AuthTables = {
   auth_sessions: { id: string; token_hash: string; user_id: string; created_at: number; expires_at: number; last_seen_at: number };
   auth_sso_states: { state_hash: string; provider: string; nonce: string; verifier: string; redirect: string; expires_at: number };
   auth_login_failures: { email: string; failures: number; window_started_at: number };
+  auth_sso_codes: { code_hash: string; user_id: string; expires_at: number };
 };
 
 /** The user record (gateway.md §5); members the platform does not know are absent. */
@@ -290,10 +291,28 @@ export async function takeSsoState(
   return { provider: row.provider, nonce: row.nonce, verifier: row.verifier, redirect: row.redirect };
 }
 
-/** Removes SSO states that have expired unused; returns how many. */
+/** Removes SSO states and codes that have expired unused; returns how many. */
 export async function deleteExpiredSsoStates(connection: SqlConnection, now: number = Date.now()): Promise<number> {
-  const result = await tables(connection).deleteFrom('auth_sso_states').where('expires_at', '<=', now).executeTakeFirst();
-  return Number(result.numDeletedRows);
+  const states = await tables(connection).deleteFrom('auth_sso_states').where('expires_at', '<=', now).executeTakeFirst();
+  const codes = await tables(connection).deleteFrom('auth_sso_codes').where('expires_at', '<=', now).executeTakeFirst();
+  return Number(states.numDeletedRows) + Number(codes.numDeletedRows);
+}
+
+/** How long a single sign-on's hand-over code stays valid. */
+export const SSO_CODE_TTL_MS = 60_000;
+
+/** A one-time code for `userId` (only its SHA-256 is stored), valid for a minute. */
+export async function createSsoCode(connection: SqlConnection, userId: string, now: number = Date.now()): Promise<string> {
+  const code = randomBytes(32).toString('base64url');
+  await tables(connection).insertInto('auth_sso_codes').values({ code_hash: sha256Hex(code), user_id: userId, expires_at: now + SSO_CODE_TTL_MS }).execute();
+  return code;
+}
+
+/** Takes a code (single use, deleted by the statement that reads it): its user id, or null. */
+export async function takeSsoCode(connection: SqlConnection, code: string, now: number = Date.now()): Promise<string | null> {
+  if (code.length === 0 || code.length > MAX_TOKEN_LENGTH) return null;
+  const row = await tables(connection).deleteFrom('auth_sso_codes').where('code_hash', '=', sha256Hex(code)).returning(['user_id', 'expires_at']).executeTakeFirst();
+  return row && Number(row.expires_at) > now ? row.user_id : null;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -265,5 +265,8 @@ describe('POST /v0/session/token', () => {
     assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token' }), 401, 'unauthorized');
     assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: asUser(ada.id, { auth: { method: 'api_key', key: 'k' } }) }), 403, 'forbidden');
     assertError(await service.app.inject({ method: 'GET', url: '/v0/session/token', headers: asUser(ada.id) }), 405, 'method_not_allowed');
+    assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: { 'content-type': 'application/json' }, payload: { code: 'made-up' } }), 401, 'unauthorized');
+    assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: { 'content-type': 'application/json' }, payload: { code: 5 } }), 400, 'validation_error');
+    assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: { 'content-type': 'application/json' }, payload: { code: 'x', more: 1 } }), 400, 'validation_error');
   });
 });

@@ -19,6 +19,16 @@ function tokenFromCookie(setCookie: string): string {
   return match[1];
 }
 
+
+/** A sign-on's redirect: the target it was given, and the one-time `sso_code` added to it. */
+function splitCode(location: string | string[] | undefined): { target: string; code: string } {
+  const url = new URL(String(location));
+  const code = url.searchParams.get('sso_code') ?? '';
+  assert.match(code, /^[A-Za-z0-9_-]{43}$/);
+  url.searchParams.delete('sso_code');
+  return { target: url.href, code };
+}
+
 describe('single sign-on routes', { timeout: 120_000 }, () => {
   let idp: TestIdp;
   let other: TestIdp;
@@ -156,7 +166,8 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
       const states = await countRows(service.store.sql, 'auth_sso_states');
       const response = await get(service, callback);
       assert.equal(response.statusCode, 302, response.body);
-      assert.equal(response.headers.location, target);
+      const back = splitCode(response.headers.location);
+      assert.equal(back.target, target);
       assert.equal(response.headers['cache-control'], 'no-store');
       const cookie = setCookieOf(response);
       assert.match(cookie, /^stratus_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax; Max-Age=604800$/);
@@ -178,6 +189,13 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
       assert.equal(me.statusCode, 200);
       assert.equal((me.json() as { email: string }).email, 'alice@example.com');
 
+      // The one-time code in the redirect buys the web console a bearer session of its own, once.
+      const exchange = () => service.app.inject({ method: 'POST', url: '/v0/session/token', headers: { host: HOST, 'content-type': 'application/json' }, payload: { code: back.code } });
+      const traded = await exchange();
+      assert.equal(traded.statusCode, 200, traded.body);
+      assert.equal((await findSessionByToken(service.store.sql, traded.json<{ token: string }>().token))?.user.id, found.user.id);
+      assert.equal((await exchange()).statusCode, 401, 'a code works once');
+
       // Signing in again reaches the same user.
       const second = await get(service, await signInAt(service, 'alice'));
       assert.equal(second.statusCode, 302);
@@ -185,15 +203,15 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
     });
 
     test('default target is the console; a path goes to the console host; the port is kept', async () => {
-      assert.equal((await get(service, await signInAt(service, 'alice'))).headers.location, 'http://console.localhost/');
-      assert.equal((await get(service, await signInAt(service, 'alice', { query: '?redirect=/dash%3Fa%3D1' }))).headers.location, 'http://console.localhost/dash?a=1');
-      assert.equal((await get(service, await signInAt(service, 'alice', { query: '?redirect=https%3A%2F%2Fmy-project.localhost%2Fx' }))).headers.location, 'https://my-project.localhost/x');
+      assert.equal(splitCode((await get(service, await signInAt(service, 'alice'))).headers.location).target, 'http://console.localhost/');
+      assert.equal(splitCode((await get(service, await signInAt(service, 'alice', { query: '?redirect=/dash%3Fa%3D1' }))).headers.location).target, 'http://console.localhost/dash?a=1');
+      assert.equal(splitCode((await get(service, await signInAt(service, 'alice', { query: '?redirect=https%3A%2F%2Fmy-project.localhost%2Fx' }))).headers.location).target, 'https://my-project.localhost/x');
       const login = await get(service, '/v0/sso/test/login', { host: 'auth.localhost:8080' });
       const back = await idp.authorize(String(login.headers.location), { account: 'alice' });
       assert.equal(back.origin, 'http://auth.localhost:8080');
       const response = await get(service, back.pathname + back.search, { host: 'auth.localhost:8080' });
       assert.equal(response.statusCode, 302, response.body);
-      assert.equal(response.headers.location, 'http://console.localhost:8080/');
+      assert.equal(splitCode(response.headers.location).target, 'http://console.localhost:8080/');
     });
 
     test('works with a client_secret_post provider', async () => {

@@ -1,13 +1,13 @@
 import { Type } from 'typebox';
 import type { Settings } from '../../../config.ts';
 import type { ServiceApp } from '../../../core/app.ts';
-import { forbidden, unauthorized } from '../../../core/errors.ts';
+import { forbidden, unauthorized, validationError } from '../../../core/errors.ts';
 import { identityOf } from '../../../core/identity.ts';
 import type { SqlConnection } from '../../../store/db.ts';
 import { clearSessionCookie } from '../cookies.ts';
 import { normaliseEmail, verifyPassword } from '../credentials.ts';
 import { loginResponseSchema, startSession } from '../login.ts';
-import { createSession, deleteSession, findUserByEmail } from '../repository.ts';
+import { createSession, deleteSession, findUserByEmail, takeSsoCode } from '../repository.ts';
 import { errorResponse, loginBody } from '../schemas.ts';
 import type { LoginThrottle } from '../throttle.ts';
 
@@ -68,26 +68,42 @@ export async function registerSessionRoutes(app: ServiceApp, { connection, setti
       },
     );
 
-    // The web console calls many hosts; where the session cookie cannot span them (`localhost`
-    // cookies are host-only) it signs in after single sign-on by trading the cookie it got on
-    // auth.<domain> for a bearer session of its own. Only a session may do this, never an API key.
-    scope.post(
-      '/v0/session/token',
-      {
-        schema: {
-          tags,
-          security: [{ gatewayIdentity: [] }],
-          summary: 'Trade the current session (cookie or bearer) for a new bearer session token of the same user',
-          response: { 200: Type.Object({ token: Type.String(), expires_at: Type.String() }), 401: errorResponse, 403: errorResponse },
-        },
+  });
+
+  // The web console calls many hosts with a bearer session of its own: where the session cookie
+  // cannot span them (`localhost` cookies are host-only) it trades the one-time code a single
+  // sign-on put in its redirect, or a session it already has, for a new bearer session. Never an
+  // API key's identity.
+  app.post(
+    '/v0/session/token',
+    {
+      schema: {
+        tags,
+        security: [{ gatewayIdentity: [] }],
+        summary: "Trade the single sign-on's one-time code (body {code}), or the current session, for a new bearer session token",
+        description: 'Body: none (trade the current session) or {"code": "<sso_code from the sign-on redirect>"}.',
+        response: { 200: Type.Object({ token: Type.String(), expires_at: Type.String() }), 400: errorResponse, 401: errorResponse, 403: errorResponse },
       },
-      async (request, reply) => {
+    },
+    async (request, reply) => {
+      let userId: string;
+      const body = request.body as { code?: unknown } | undefined | null;
+      const code = body?.code;
+      if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body) || typeof code !== 'string' || code === '' || Object.keys(body).some((k) => k !== 'code'))) {
+        throw validationError('the body must be empty or {"code": "<sign-in code>"}');
+      }
+      if (typeof code === 'string') {
+        const found = await takeSsoCode(connection, code);
+        if (!found) throw unauthorized('unknown, used or expired sign-in code; sign in again');
+        userId = found;
+      } else {
         const identity = identityOf(request);
         if (!identity) throw unauthorized();
         if (identity.auth?.method !== 'session' || !identity.session?.id) throw forbidden('a signed-in session is required (API keys cannot start sessions)');
-        const { token, session } = await createSession(connection, identity.user.id);
-        return reply.header('cache-control', 'no-store').send({ token, expires_at: new Date(session.expiresAt).toISOString() });
-      },
-    );
-  });
+        userId = identity.user.id;
+      }
+      const { token, session } = await createSession(connection, userId);
+      return reply.header('cache-control', 'no-store').send({ token, expires_at: new Date(session.expiresAt).toISOString() });
+    },
+  );
 }

@@ -8,7 +8,7 @@ import type { SqlConnection } from '../../../store/db.ts';
 import { sessionCookie } from '../cookies.ts';
 import { loginResponseSchema, startSession } from '../login.ts';
 import { InvalidTokenError, OidcProviders, ProviderError, UnknownProviderError, linkOrCreateUser, type ProviderSettings } from '../oidc.ts';
-import { createSession, saveSsoState, takeSsoState, type User } from '../repository.ts';
+import { createSession, createSsoCode, saveSsoState, takeSsoState, type User } from '../repository.ts';
 import { errorResponse } from '../schemas.ts';
 
 /**
@@ -253,11 +253,16 @@ export function registerSsoRoutes(app: ServiceApp, deps: SsoRoutesDeps): void {
         throw httpError(caught, logger, provider.name);
       }
       const { token } = await createSession(connection, user.id);
+      // The cookie serves pages that share it; a one-time code in the redirect lets the web console,
+      // whose cookie cannot reach every host (`localhost` cookies are host-only), get a bearer
+      // session of its own from POST /v0/session/token.
+      const target = new URL(stored.redirect);
+      target.searchParams.set('sso_code', await createSsoCode(connection, user.id));
       return reply
         .header('set-cookie', sessionCookie(token, settings))
         .header('cache-control', 'no-store')
         .header('referrer-policy', 'no-referrer')
-        .redirect(stored.redirect, 302);
+        .redirect(target.href, 302);
     },
   );
 

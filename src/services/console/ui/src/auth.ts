@@ -49,23 +49,25 @@ export async function me(): Promise<User | null> {
   }
 }
 
-/** Where an SSO button sends the browser. */
+/** Where an SSO button sends the browser: back to this console when signed in. */
 export function ssoLoginUrl(provider: string): string {
-  const redirect = encodeURIComponent(location.origin + '/?sso=1');
+  const redirect = encodeURIComponent(location.origin + '/');
   return `${baseUrl('auth')}/v0/sso/${encodeURIComponent(provider)}/login?redirect=${redirect}`;
 }
 
 /**
- * Back from an identity provider (`?sso=1`): trades the SSO session cookie for a bearer token and
- * removes the marker from the address bar. Returns true when a token was stored.
+ * Back from an identity provider with `?sso_code=…`: trades that one-time code for a bearer
+ * session (the sign-on's cookie lives on auth.<domain> and may not reach the other hosts) and
+ * removes it from the address bar. Returns true when a token was stored.
  */
 export async function finishSso(): Promise<boolean> {
   const params = new URLSearchParams(location.search);
-  if (params.get('sso') !== '1') return false;
-  params.delete('sso');
+  const code = params.get('sso_code');
+  if (code === null) return false;
+  params.delete('sso_code');
   const rest = params.toString();
   history.replaceState(null, '', location.pathname + (rest ? `?${rest}` : '') + location.hash);
-  const res = await fetch(`${baseUrl('auth')}/v0/session/token`, { method: 'POST', credentials: 'include' });
+  const res = await fetch(`${baseUrl('auth')}/v0/session/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
   if (!res.ok) throw await errorOf(res);
   const body = (await res.json()) as { token?: unknown };
   if (typeof body.token !== 'string') throw new ApiError(500, 'bad_answer', 'The single sign-on answer carried no session token.');
