@@ -3,11 +3,13 @@
 const BENCHMARKS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   config: () => import('./config.ts'),
   docdb: () => import('./docdb.ts'),
+  files: () => import('./files.ts'),
   lambda: () => import('./lambda.ts'),
   logs: () => import('./logs.ts'),
   gateway: () => import('./gateway.ts'),
   kv: () => import('./kv.ts'),
   scheduler: () => import('./scheduler.ts'),
+  run: () => import('./run-service.ts'),
 };
 
 const name = process.argv[2];

@@ -4,7 +4,7 @@
 // The writers give producers two things Node's raw API makes easy to get wrong: back-pressure
 // (write() waits for 'drain') and a disconnect signal (so work stops when nobody is listening).
 
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /** The stream cannot be written: the client disconnected or `end()` was called. */
@@ -336,4 +336,28 @@ export async function pipeIterable(writer: NdjsonWriter, source: AsyncIterable<u
       }
     }
   }
+}
+
+/**
+ * Aborts when the client goes away before the exchange is complete: the request is aborted, or
+ * the response closes before it finished (DESIGN §6: disconnects show on the response's `close`).
+ * Uploads pass the signal to the blob store so a stalled or cut body stops and stores nothing.
+ */
+export function disconnectSignal(request: IncomingMessage, response: ServerResponse, reason: () => Error): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const abort = () => {
+    if (!controller.signal.aborted) controller.abort(reason());
+  };
+  const onClose = () => {
+    if (!response.writableFinished) abort();
+  };
+  request.once('aborted', abort);
+  response.once('close', onClose);
+  return {
+    signal: controller.signal,
+    dispose() {
+      request.off('aborted', abort);
+      response.off('close', onClose);
+    },
+  };
 }

@@ -5,9 +5,11 @@ import { authService } from './auth/index.ts';
 import { configService } from './config/index.ts';
 import { consoleService } from './console/index.ts';
 import { docdbService } from './docdb/index.ts';
+import { filesService } from './files/index.ts';
 import { kvService } from './kv/index.ts';
 import { lambdaService } from './lambda/index.ts';
 import { logsService } from './logs/index.ts';
+import { runService } from './run/index.ts';
 import { schedulerService } from './scheduler/index.ts';
 
 /** The services this build provides, in the platform's host order. */
@@ -18,7 +20,9 @@ export const AVAILABLE_SERVICES: ReadonlyMap<ServiceName, ServiceDefinition> = n
   ['scheduler', schedulerService],
   ['docdb', docdbService],
   ['logs', logsService],
+  ['files', filesService],
   ['config', configService],
+  ['run', runService],
   ['kv', kvService],
   ['console', consoleService],
 ]);

@@ -126,7 +126,7 @@ describe('blob migrations', () => {
     const database = await createTestDatabase();
     const connection = await database.connect();
     try {
-      assert.deepEqual(await migrate(connection, [blobMigrations]), ['store/blob_001_tables']);
+      assert.deepEqual(await migrate(connection, [blobMigrations]), ['store/blob_001_tables', 'store/blob_002_refs']);
       assert.deepEqual(await migrate(connection, [blobMigrations]), []);
       for (const table of ['stratus_blobs', 'stratus_blob_chunks', 'stratus_blob_uploads']) {
         const result = await sql<{ n: number }>`select count(*) as n from ${sql.table(table)}`.execute(connection.db);

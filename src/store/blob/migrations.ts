@@ -43,5 +43,27 @@ export const blobMigrations: MigrationSet = {
         }
       },
     },
+    {
+      // Reference tracking shared by every service that keeps blobs (see refs.ts): a blob is kept
+      // while a reference names it; `stratus_blob_candidates` lists blobs that lost a reference
+      // (or were put for a write that may never commit) and are deleted by the sweeper once due
+      // and unreferenced. Candidates are rows, not a set: each loss adds its own row with its own
+      // due time, so a sweeper pass never erases a newer grace period it did not read.
+      name: 'blob_002_refs',
+      async up(db, dialect) {
+        const t = columnTypes(dialect);
+        await db.schema
+          .createTable('stratus_blob_refs')
+          .addColumn('sha256', 'text', (c) => c.notNull())
+          .addColumn('holder', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint('stratus_blob_refs_pk', ['sha256', 'holder'])
+          .execute();
+        await db.schema.createIndex('stratus_blob_refs_holder').on('stratus_blob_refs').column('holder').execute();
+        await sql`create table stratus_blob_candidates (
+          id ${sql.raw(t.serialPrimaryKey)}, sha256 text not null, due_at ${sql.raw(t.bigint)} not null)`.execute(db);
+        await db.schema.createIndex('stratus_blob_candidates_due').on('stratus_blob_candidates').columns(['due_at', 'id']).execute();
+        await db.schema.createIndex('stratus_blob_candidates_sha').on('stratus_blob_candidates').columns(['sha256', 'due_at']).execute();
+      },
+    },
   ],
 };

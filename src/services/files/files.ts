@@ -1,0 +1,176 @@
+import { randomUUID } from 'node:crypto';
+import type { BlobPin, BlobRefs } from '../../store/blob/refs.ts';
+import { all, first, run, type SqlWork, type Work } from '../../store/sql-work.ts';
+import { jsonObject } from './json.ts';
+import { parseNs, type NanoClock } from './timestamps.ts';
+
+export interface FileRecord {
+  id: string;
+  uuid: string;
+  bucketId: string;
+  name: string;
+  owners: string[];
+  createdNs: bigint;
+  updatedNs: bigint;
+  size: number;
+  md5: string;
+  sha256: string;
+  mimeType: string;
+}
+
+interface FileRow {
+  id: string;
+  uuid: string;
+  bucket_id: string;
+  name: string;
+  owners: string;
+  created_ns: string;
+  updated_ns: string;
+  size: number | string;
+  hash_md5: string;
+  hash_sha256: string;
+  mime_type: string;
+}
+
+const COLUMNS = 'id, uuid, bucket_id, name, owners, created_ns, updated_ns, size, hash_md5, hash_sha256, mime_type';
+// Second key of the PostgreSQL advisory lock that serializes writes to one path of one bucket.
+const PG_PATH_LOCK_CLASS = 0x53544650; // "STFP"
+
+/** The blob reference a file holds on its content. */
+export function fileHolder(fileId: string): string {
+  return `files:${fileId}`;
+}
+
+function toRecord(row: FileRow): FileRecord {
+  return {
+    id: row.id,
+    uuid: row.uuid,
+    bucketId: row.bucket_id,
+    name: row.name,
+    owners: JSON.parse(row.owners) as string[],
+    createdNs: parseNs(row.created_ns),
+    updatedNs: parseNs(row.updated_ns),
+    size: Number(row.size),
+    md5: row.hash_md5,
+    sha256: row.hash_sha256,
+    mimeType: row.mime_type,
+  };
+}
+
+/** The File object (files.md §2); list items leave out `uuid`. */
+export function fileJson(file: FileRecord, withUuid = true): string {
+  return jsonObject({
+    id: file.id,
+    ...(withUuid ? { uuid: file.uuid } : {}),
+    created_timestamp: file.createdNs,
+    updated_timestamp: file.updatedNs,
+    owners: file.owners,
+    status: 'available',
+    size: file.size,
+    name: file.name,
+    bucket: file.bucketId,
+    hash_md5: file.md5,
+    hash_sha256: file.sha256,
+    mime_type: file.mimeType,
+  });
+}
+
+/** What an upload stored, ready to commit. */
+export interface StoredContent {
+  pin: BlobPin;
+  size: number;
+  md5: string;
+  mimeType: string;
+}
+
+export type CommitResult = { kind: 'no_bucket' } | { kind: 'created' | 'replaced'; file: FileRecord };
+
+/** A bucket lookup scoped to its owner, with one file of it: both in one query. */
+export type FileLookup = { bucket: false } | { bucket: true; file: FileRecord | null };
+
+/** Files: the service's only door to their rows and references. */
+export class FileRepository {
+  constructor(
+    private readonly work: SqlWork,
+    private readonly refs: BlobRefs,
+    private readonly clock: NanoClock,
+  ) {}
+
+  async lookup(bucketId: string, owner: string, name: string): Promise<FileLookup> {
+    const row = await this.work.read(() =>
+      first<{ bucket: string } & Partial<FileRow>>(
+        `select b.id as bucket, ${COLUMNS.split(', ').map((c) => `f.${c}`).join(', ')}
+         from files_buckets b left join files_files f on f.bucket_id = b.id and f.name = ?
+         where b.id = ? and b.owner = ?`,
+        name, bucketId, owner,
+      ),
+    );
+    if (!row) return { bucket: false };
+    return { bucket: true, file: row.id ? toRecord(row as FileRow) : null };
+  }
+
+  /** Files of a bucket whose name starts with `prefix`, compared exactly, in first-upload order. */
+  async list(bucketId: string, prefix: string): Promise<FileRecord[]> {
+    const rows = await this.work.read(() =>
+      prefix === ''
+        ? all<FileRow>(`select ${COLUMNS} from files_files where bucket_id = ? order by seq`, bucketId)
+        : // substr counts characters on both databases; equality is exact (no collation folding).
+          all<FileRow>(`select ${COLUMNS} from files_files where bucket_id = ? and substr(name, 1, ?) = ? order by seq`, bucketId, [...prefix].length, prefix),
+    );
+    return rows.map(toRecord);
+  }
+
+  /**
+   * Makes an uploaded blob the content of `bucketId/name` in one transaction: the file row is
+   * inserted (201) or updated in place (200, keeping id, uuid, created_timestamp and owners), the
+   * pin becomes the file's reference and the previous content's reference is dropped. Writes to
+   * one path commit one after the other; the last to commit wins.
+   */
+  async commitUpload(bucketId: string, owner: string, name: string, content: StoredContent): Promise<CommitResult> {
+    const postgres = this.work.dialect === 'postgres';
+    const { refs, clock } = this;
+    return this.work.write(function* (): Work<CommitResult> {
+      // PostgreSQL: a share lock on the bucket row orders this against a bucket delete, and an
+      // advisory lock on the path against other writes to it. SQLite serializes every write.
+      const bucket = yield* first('select id from files_buckets where id = ? and owner = ?' + (postgres ? ' for share' : ''), bucketId, owner);
+      if (!bucket) return { kind: 'no_bucket' };
+      if (postgres) yield* all('select pg_advisory_xact_lock(cast(? as integer), hashtext(?))', PG_PATH_LOCK_CLASS, `${bucketId}/${name}`);
+      const now = clock();
+      const existing = yield* first<FileRow>(`select ${COLUMNS} from files_files where bucket_id = ? and name = ?`, bucketId, name);
+      if (existing) {
+        const previous = toRecord(existing);
+        yield* refs.addWork(content.pin, fileHolder(previous.id));
+        if (previous.sha256 !== content.pin.sha256) yield* refs.removeWork(previous.sha256, fileHolder(previous.id));
+        yield* run(
+          'update files_files set updated_ns = ?, size = ?, hash_md5 = ?, hash_sha256 = ?, mime_type = ? where id = ?',
+          now.toString(), content.size, content.md5, content.pin.sha256, content.mimeType, previous.id,
+        );
+        return { kind: 'replaced', file: { ...previous, updatedNs: now, size: content.size, md5: content.md5, sha256: content.pin.sha256, mimeType: content.mimeType } };
+      }
+      const uuid = randomUUID();
+      const file: FileRecord = { id: `file-${uuid}`, uuid, bucketId, name, owners: [owner], createdNs: now, updatedNs: now, size: content.size, md5: content.md5, sha256: content.pin.sha256, mimeType: content.mimeType };
+      yield* run(
+        `insert into files_files (id, uuid, bucket_id, name, owners, created_ns, updated_ns, size, hash_md5, hash_sha256, mime_type) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        file.id, file.uuid, bucketId, name, JSON.stringify(file.owners), now.toString(), now.toString(), file.size, file.md5, file.sha256, file.mimeType,
+      );
+      yield* refs.addWork(content.pin, fileHolder(file.id));
+      return { kind: 'created', file };
+    });
+  }
+
+  /** Deletes one file and drops its reference. 'no_bucket' / 'no_file' when absent. */
+  async delete(bucketId: string, owner: string, name: string): Promise<'deleted' | 'no_bucket' | 'no_file'> {
+    const postgres = this.work.dialect === 'postgres';
+    const refs = this.refs;
+    return this.work.write(function* (): Work<'deleted' | 'no_bucket' | 'no_file'> {
+      const bucket = yield* first('select id from files_buckets where id = ? and owner = ?' + (postgres ? ' for share' : ''), bucketId, owner);
+      if (!bucket) return 'no_bucket';
+      if (postgres) yield* all('select pg_advisory_xact_lock(cast(? as integer), hashtext(?))', PG_PATH_LOCK_CLASS, `${bucketId}/${name}`);
+      const existing = yield* first<{ id: string; hash_sha256: string }>('select id, hash_sha256 from files_files where bucket_id = ? and name = ?', bucketId, name);
+      if (!existing) return 'no_file';
+      yield* run('delete from files_files where id = ?', existing.id);
+      yield* refs.removeWork(existing.hash_sha256, fileHolder(existing.id));
+      return 'deleted';
+    });
+  }
+}

@@ -1,0 +1,86 @@
+import { Type } from 'typebox';
+import type { ServiceApp } from '../../../core/app.ts';
+import { HttpError, notFound } from '../../../core/errors.ts';
+import { bucketJson, bucketListItemJson, checkBucketInput, MAX_BUCKET_NAME_LENGTH, MAX_DESCRIPTION_LENGTH, type BucketRepository } from '../buckets.ts';
+import { jsonArray } from '../json.ts';
+import { bucketListItemSchema, bucketParams, bucketSchema, callerOf, errorBody, projectOf, sendJson } from './common.ts';
+
+const tags = ['buckets'];
+const security = [{ gatewayIdentity: [] }];
+
+/** Bucket endpoints (files.md §3). JSON bodies use the app's parser (any Content-Type). */
+export function registerBucketRoutes(app: ServiceApp, raw: ServiceApp, buckets: BucketRepository): void {
+  // In the raw-body scope: no body is parsed, so PATCH is 501 whatever it carries.
+  raw.patch(
+    '/v1/buckets/:bucket_id',
+    { schema: { tags, security, summary: 'Not implemented: always 501 after authentication', params: bucketParams, response: { 401: errorBody, 501: errorBody } } },
+    async (request) => {
+      callerOf(request);
+      throw new HttpError(501, 'not_implemented', 'updating a bucket is not implemented');
+    },
+  );
+
+
+  app.get(
+    '/v1/buckets',
+    { schema: { tags, security, summary: "List the caller's buckets in creation order", response: { 200: Type.Array(bucketListItemSchema), 401: errorBody } } },
+    async (request, reply) => {
+      const owner = callerOf(request);
+      return sendJson(reply, 200, jsonArray((await buckets.listOwned(owner)).map(bucketListItemJson)));
+    },
+  );
+
+  app.post(
+    '/v1/buckets',
+    {
+      schema: {
+        tags,
+        security,
+        summary: 'Create a bucket owned by the caller',
+        description: 'An empty body is the same as `{}`. A name already used by the caller → 409.',
+        body: Type.Object(
+          {
+            name: Type.Optional(Type.String({ description: `trimmed; at most ${MAX_BUCKET_NAME_LENGTH} of A–Z a–z 0–9 _ -; empty → the bucket id` })),
+            description: Type.Optional(Type.String({ description: `at most ${MAX_DESCRIPTION_LENGTH} characters` })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: bucketSchema, 400: errorBody, 401: errorBody, 409: errorBody },
+      },
+      // Identity first: 401 before any body error.
+      onRequest: async (request) => {
+        callerOf(request);
+      },
+      // An empty body means `{}`.
+      preValidation: async (request) => {
+        if (request.body === undefined || request.body === null) request.body = {};
+      },
+    },
+    async (request, reply) => {
+      const owner = callerOf(request);
+      const input = checkBucketInput(request.body);
+      const bucket = await buckets.create(owner, projectOf(request), input);
+      return sendJson(reply, 201, bucketJson(bucket));
+    },
+  );
+
+  app.get(
+    '/v1/buckets/:bucket_id',
+    { schema: { tags, security, summary: 'Get a bucket', params: bucketParams, response: { 200: bucketSchema, 401: errorBody, 404: errorBody } } },
+    async (request, reply) => {
+      const bucket = await buckets.getOwned(request.params.bucket_id, callerOf(request));
+      if (!bucket) throw notFound('bucket not found');
+      return sendJson(reply, 200, bucketJson(bucket));
+    },
+  );
+
+  app.delete(
+    '/v1/buckets/:bucket_id',
+    { schema: { tags, security, summary: 'Delete a bucket and all its files; answers the bucket as it was', params: bucketParams, response: { 200: bucketSchema, 401: errorBody, 404: errorBody } } },
+    async (request, reply) => {
+      const bucket = await buckets.deleteOwned(request.params.bucket_id, callerOf(request));
+      if (!bucket) throw notFound('bucket not found');
+      return sendJson(reply, 200, bucketJson(bucket));
+    },
+  );
+}

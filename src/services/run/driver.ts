@@ -1,0 +1,93 @@
+import { SqlWork, first, run } from '../../store/sql-work.ts';
+import type { SqlConnection } from '../../store/db.ts';
+import { rfc3339 } from '../../core/ids.ts';
+
+export interface EnvVar {
+  key: string;
+  desired_value: string;
+}
+
+export interface Volume {
+  name: string;
+  target: string;
+  mode: 'rw' | 'ro';
+}
+
+/** The repository's desired state as the console shows it (run.md §3). */
+export interface DesiredState {
+  state: 'running' | 'stopped';
+  /** The tag it was started at, or null (started by digest, or never started). */
+  reference: string | null;
+  /** The manifest digest, or null when never started. */
+  digest: string | null;
+}
+
+/** Everything a driver needs to make one repository follow its desired state. */
+export interface DesiredDeployment extends DesiredState {
+  env: EnvVar[];
+  volumes: Volume[];
+}
+
+/** What a driver reports it has applied (the console data's `actual`). */
+export interface ActualState extends DesiredState {
+  /** When the driver last applied a change (RFC 3339 UTC). */
+  applied_at: string;
+}
+
+/**
+ * What makes reality follow the desired state. The console saves the desired state first (it is
+ * the durable record) and then calls `apply`, waiting for it; a driver must be idempotent, since
+ * the same state may be applied again (a retried call, a stop of a stopped repository, an env
+ * change on a running one). See the service README for the container-engine contract.
+ */
+export interface RuntimeDriver {
+  readonly name: string;
+  /** Make `repository` match `desired`. Rejecting reports a driver failure (502 to the caller). */
+  apply(repository: string, desired: DesiredDeployment): Promise<void>;
+  /** The state the driver has applied, or null when it has never applied anything here. */
+  status?(repository: string): Promise<ActualState | null>;
+  /** False while the driver cannot apply anything (`/readyz` answers 503). */
+  ready?(): Promise<boolean>;
+  close?(): Promise<void>;
+}
+
+interface RecordRow {
+  state: string;
+  reference: string | null;
+  digest: string | null;
+  applied_at: string;
+}
+
+/**
+ * The default driver: it records what it was asked to apply (in SQL, so every instance reports
+ * the same `actual`) and runs nothing.
+ */
+export class RecordingDriver implements RuntimeDriver {
+  readonly name = 'recording';
+  private readonly work: SqlWork;
+
+  constructor(connection: SqlConnection) {
+    this.work = new SqlWork(connection);
+  }
+
+  async apply(repository: string, desired: DesiredDeployment): Promise<void> {
+    const env = JSON.stringify(desired.env);
+    const volumes = JSON.stringify(desired.volumes);
+    const at = rfc3339();
+    // An upsert: two instances applying at once must not collide on the primary key.
+    await this.work.write(() =>
+      run(
+        `insert into run_driver_records (repository, state, reference, digest, env, volumes, applied_at) values (?, ?, ?, ?, ?, ?, ?)
+         on conflict (repository) do update set state = excluded.state, reference = excluded.reference, digest = excluded.digest,
+         env = excluded.env, volumes = excluded.volumes, applied_at = excluded.applied_at`,
+        repository, desired.state, desired.reference, desired.digest, env, volumes, at,
+      ),
+    );
+  }
+
+  async status(repository: string): Promise<ActualState | null> {
+    const row = await this.work.read(() => first<RecordRow>('select state, reference, digest, applied_at from run_driver_records where repository = ?', repository));
+    if (!row) return null;
+    return { state: row.state === 'running' ? 'running' : 'stopped', reference: row.reference, digest: row.digest, applied_at: row.applied_at };
+  }
+}

@@ -1,0 +1,121 @@
+import { sql } from 'kysely';
+import type { Settings } from '../../config.ts';
+import { createServiceApp } from '../../core/app.ts';
+import { envelope } from '../../core/errors.ts';
+import type { ServiceDefinition } from '../../core/service.ts';
+import { BlobRefs, type BlobRefsOptions } from '../../store/blob/refs.ts';
+import type { SqlConnection } from '../../store/db.ts';
+import { SqlWork } from '../../store/sql-work.ts';
+import { registerConsoleRoutes } from './console.ts';
+import { RecordingDriver, type RuntimeDriver } from './driver.ts';
+import { runMigrations } from './migrations.ts';
+import { UploadFollowers } from './registry/follower.ts';
+import { registerRegistry } from './registry/routes.ts';
+import { RunRepository } from './repository.ts';
+
+export type { RuntimeDriver, DesiredDeployment, DesiredState, ActualState, EnvVar, Volume } from './driver.ts';
+export { RecordingDriver } from './driver.ts';
+
+/** Uploads idle this long are abandoned: unknown to the registry and swept with their chunks. */
+export const UPLOAD_EXPIRY_MS = 24 * 60 * 60 * 1000;
+const UPLOAD_SWEEP_INTERVAL_MS = 10 * 60 * 1000;
+
+export interface RunServiceOptions {
+  /** Largest blob accepted; default the `RUN_MAX_BLOB_BYTES` setting (10 GiB). */
+  maxBlobBytes?: number;
+  /** Replaces the driver the `RUN_DRIVER` setting selects (tests, embedders). */
+  driver?: (connection: SqlConnection) => RuntimeDriver;
+  /** Idle time after which an upload expires; default 24 h. */
+  uploadExpiryMs?: number;
+  /** How often expired uploads are swept; default every 10 minutes. */
+  uploadSweepIntervalMs?: number;
+  /** Blob reference sweeper settings (grace period, interval); tests shorten them. */
+  blobRefs?: Pick<BlobRefsOptions, 'graceMs' | 'sweepIntervalMs' | 'now'>;
+  /** Whether this instance follows the chunked uploads it receives (registry/follower.ts); default true. */
+  followChunks?: boolean;
+  /** Idle time after which an instance stops following a chunked upload; default 10 minutes. */
+  followerIdleMs?: number;
+  /** Clock in milliseconds (tests). */
+  now?: () => number;
+}
+
+/** The driver the settings name. `recording` is the only one this build ships. */
+function driverFor(settings: Settings, connection: SqlConnection): RuntimeDriver {
+  switch (settings.runDriver) {
+    case 'recording':
+      return new RecordingDriver(connection);
+  }
+}
+
+/** The run service (run.md): the console API and the push-only registry. */
+export function createRunService(options: RunServiceOptions = {}): ServiceDefinition {
+  return {
+    name: 'run',
+    migrations: runMigrations,
+    async build({ settings, store, logger, version }) {
+      const app = await createServiceApp({
+        name: 'run',
+        title: 'Stratus Run API',
+        version,
+        logger,
+        description: 'Container repositories: a console API to start, stop and roll back repositories and save their env and volumes, and a push-only registry under /v2/.',
+        jsonForAnyContentType: true,
+      });
+      const now = options.now ?? Date.now;
+      const uploadExpiryMs = options.uploadExpiryMs ?? UPLOAD_EXPIRY_MS;
+      const refs = new BlobRefs(store.sql, store.blobs, {
+        ...options.blobRefs,
+        onError: (error) => logger.warn({ err: error }, 'blob sweep failed; retrying on the next interval'),
+      });
+      const repository = new RunRepository(new SqlWork(store.sql), refs);
+      const driver = options.driver ? options.driver(store.sql) : driverFor(settings, store.sql);
+
+      const maxBlobBytes = options.maxBlobBytes ?? settings.runMaxBlobBytes;
+      // A follower idle this long (no chunk) stops; the upload then finishes by re-reading its chunks.
+      const followers = new UploadFollowers(store.blobs, maxBlobBytes, options.followerIdleMs ?? 10 * 60 * 1000, options.followChunks ?? true);
+
+      refs.start();
+      // Abandoned uploads: released on a timer (unref'd; it never keeps the process alive).
+      let sweeping: Promise<unknown> | undefined;
+      const sweepTimer = setInterval(() => {
+        if (sweeping) return;
+        sweeping = repository
+          .expireUploads(now() - uploadExpiryMs)
+          .catch((error: unknown) => logger.warn({ err: error }, 'expiring abandoned uploads failed; retrying later'))
+          .finally(() => (sweeping = undefined));
+      }, options.uploadSweepIntervalMs ?? UPLOAD_SWEEP_INTERVAL_MS);
+      sweepTimer.unref();
+      app.addHook('onClose', async () => {
+        clearInterval(sweepTimer);
+        followers.close();
+        await sweeping;
+        await refs.stop();
+        await driver.close?.();
+      });
+
+      app.get('/version', { schema: { summary: 'Service version (plain text)', produces: ['text/plain'] } }, async (_request, reply) =>
+        reply.type('text/plain; charset=utf-8').send(version),
+      );
+      app.get('/healthz', { schema: { summary: 'Liveness: ok while the process serves', produces: ['text/plain'] } }, async (_request, reply) =>
+        reply.type('text/plain; charset=utf-8').send('ok'),
+      );
+      app.get('/readyz', { schema: { summary: 'Readiness: ok once storage is reachable and the driver is ready; 503 not_ready otherwise', produces: ['text/plain'] } }, async (_request, reply) => {
+        let problem: string | null = null;
+        try {
+          await sql`select 1`.execute(store.sql.db);
+          if (driver.ready && !(await driver.ready())) problem = `the ${driver.name} driver is not ready`;
+        } catch {
+          problem = 'storage is not reachable';
+        }
+        if (problem) return reply.code(503).type('application/json').send(envelope(503, 'not_ready', problem));
+        return reply.type('text/plain; charset=utf-8').send('ok');
+      });
+
+      registerConsoleRoutes(app, { repository, driver });
+      await registerRegistry(app, { repository, blobs: store.blobs, refs, maxBlobBytes, uploadExpiryMs, now, followers });
+      return app;
+    },
+  };
+}
+
+export const runService: ServiceDefinition = createRunService();

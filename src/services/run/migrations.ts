@@ -1,0 +1,56 @@
+import { sql } from 'kysely';
+import { columnTypes, type MigrationSet } from '../../store/migrate.ts';
+
+/**
+ * Run service tables (one set for SQLite and PostgreSQL).
+ *
+ * - `run_repositories`: one row per repository; `name` is unique, so the first push to an unused
+ *   name creates it for its caller atomically. The desired state, env and volumes live on the row
+ *   (env and volumes as JSON text, returned exactly as saved).
+ * - `run_history`: deployments in `seq` order.
+ * - `run_tags`: `seq` is assigned when a tag is first pushed and kept when it moves, which is the
+ *   order `references` lists.
+ * - `run_blobs`: which blobs are linked to which repository (the blob itself is in the shared
+ *   blob store, held by a `run:<repository>` reference).
+ * - `run_manifests`: manifests in SQL (at most 4 MiB each, read only for HEAD and validation).
+ * - `run_uploads`: upload sessions; each chunk is its own blob (held by `run-upload:<uuid>`), the
+ *   row keeps their order, so any instance can take the next chunk or finish the upload.
+ * - `run_driver_records`: what the recording driver was last asked to apply.
+ */
+export const runMigrations: MigrationSet = {
+  owner: 'run',
+  migrations: [
+    {
+      name: '001_run',
+      async up(db, dialect) {
+        const t = columnTypes(dialect);
+        const serial = sql.raw(t.serialPrimaryKey);
+        const blob = sql.raw(t.blob);
+        await sql`create table run_repositories (
+          seq ${serial}, name text not null unique, owner text not null, created_at text not null,
+          desired_state text not null default 'stopped', desired_reference text, desired_digest text,
+          env text not null default '[]', volumes text not null default '[]')`.execute(db);
+        await sql`create table run_history (
+          seq ${serial}, repository text not null, action text not null, reference text, digest text,
+          user_id text not null, at text not null)`.execute(db);
+        await sql`create index run_history_repository on run_history (repository, seq)`.execute(db);
+        await sql`create table run_tags (
+          seq ${serial}, repository text not null, tag text not null, digest text not null,
+          unique (repository, tag))`.execute(db);
+        await sql`create table run_blobs (
+          repository text not null, digest text not null, size bigint not null, created_at text not null,
+          primary key (repository, digest))`.execute(db);
+        await sql`create table run_manifests (
+          repository text not null, digest text not null, media_type text not null, size bigint not null,
+          body ${blob} not null, created_at text not null, primary key (repository, digest))`.execute(db);
+        await sql`create table run_uploads (
+          id text primary key, repository text not null, owner text not null, size bigint not null,
+          parts text not null, created_at bigint not null, updated_at bigint not null)`.execute(db);
+        await sql`create index run_uploads_updated on run_uploads (updated_at)`.execute(db);
+        await sql`create table run_driver_records (
+          repository text primary key, state text not null, reference text, digest text,
+          env text not null, volumes text not null, applied_at text not null)`.execute(db);
+      },
+    },
+  ],
+};

@@ -1,0 +1,139 @@
+import { disconnectSignal as disconnectSignalOf } from '../../../core/stream.ts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readSource } from '../../../store/blob/types.ts';
+import { RegistryError, sizeInvalid } from './errors.ts';
+
+/** Aborts a push when the client goes away before the exchange is complete, so it stores nothing. */
+export function disconnectSignal(request: IncomingMessage, response: ServerResponse): { signal: AbortSignal; dispose(): void } {
+  return disconnectSignalOf(request, response, () => new RegistryError(400, 'BLOB_UPLOAD_INVALID', 'the client disconnected during the upload'));
+}
+
+/**
+ * The request body as chunks, without destroying the request when the reader stops early (too
+ * large, wrong digest): the socket stays usable, so the client receives the error answer (Node
+ * discards the rest of the body) instead of a reset connection.
+ */
+export function bodyChunks(request: IncomingMessage): AsyncIterable<Uint8Array> {
+  return request.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>;
+}
+
+const COALESCE_BYTES = 1024 * 1024;
+
+/**
+ * Regroups a stream of small chunks (sockets and file streams deliver 16–64 KiB) into chunks of
+ * about 1 MiB, so the blob store hashes and writes in a few large calls instead of thousands of
+ * small ones. Holds at most one group in memory.
+ */
+export async function* coalesce(source: AsyncIterable<Uint8Array>, bytes = COALESCE_BYTES): AsyncGenerator<Uint8Array, void, undefined> {
+  let held: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of source) {
+    if (chunk.byteLength >= bytes && size === 0) {
+      yield chunk;
+      continue;
+    }
+    held.push(chunk);
+    size += chunk.byteLength;
+    if (size >= bytes) {
+      yield Buffer.concat(held, size);
+      held = [];
+      size = 0;
+    }
+  }
+  if (size > 0) yield held.length === 1 ? held[0]! : Buffer.concat(held, size);
+}
+
+/**
+ * Pulls `source` ahead of its consumer, holding up to `aheadBytes`: reading the next chunks
+ * (file reads on the thread pool) overlaps with the consumer hashing and writing the current one.
+ * A source error surfaces at the consumer's next read; when the consumer stops early the source
+ * is ended.
+ */
+export async function* readAhead(source: AsyncIterable<Uint8Array>, aheadBytes = 8 * COALESCE_BYTES): AsyncGenerator<Uint8Array, void, undefined> {
+  const iterator = source[Symbol.asyncIterator]();
+  const queue: Uint8Array[] = [];
+  let queued = 0;
+  let done = false;
+  let failure: { error: unknown } | null = null;
+  let wake: (() => void) | null = null;
+  let stopped = false;
+  const notify = () => {
+    const resume = wake;
+    wake = null;
+    resume?.();
+  };
+  let filling = false;
+  const fill = async () => {
+    if (filling) return;
+    filling = true;
+    try {
+      while (!stopped && !done && queued < aheadBytes) {
+        const next = await iterator.next();
+        if (next.done) done = true;
+        else {
+          queue.push(next.value);
+          queued += next.value.byteLength;
+        }
+        notify();
+      }
+    } catch (error) {
+      failure = { error };
+      notify();
+    } finally {
+      filling = false;
+    }
+  };
+  try {
+    for (;;) {
+      void fill();
+      if (queue.length > 0) {
+        const chunk = queue.shift()!;
+        queued -= chunk.byteLength;
+        yield chunk;
+        continue;
+      }
+      if (failure) throw (failure as { error: unknown }).error;
+      if (done) return;
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    stopped = true;
+    if (!done) void Promise.resolve(iterator.return?.()).catch(() => {});
+  }
+}
+
+/** Whether the request carries a body (a length above zero, or chunked transfer). */
+export function hasBody(request: IncomingMessage): boolean {
+  if (request.headers['transfer-encoding'] !== undefined) return true;
+  const length = request.headers['content-length'];
+  return length !== undefined && length !== '0';
+}
+
+/** The declared Content-Length, or undefined when absent or not a plain number. */
+export function declaredLength(request: IncomingMessage): number | undefined {
+  const length = request.headers['content-length'];
+  if (length === undefined || !/^\d+$/.test(length)) return undefined;
+  return Number(length);
+}
+
+/** Reads a small body (a manifest) into memory, refusing it with 413 past `maxBytes`. */
+export async function readLimited(request: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of readSource(bodyChunks(request), signal)) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw sizeInvalid(`manifest exceeds ${maxBytes} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+/** `Content-Range: <start>-<end>` (also `bytes <start>-<end>/<total>`); null when malformed. */
+export function parseContentRange(value: string): { start: number; end: number } | null {
+  const match = /^(?:bytes[ =])?(\d+)-(\d+)(?:\/(?:\d+|\*))?$/.exec(value.trim());
+  if (!match) return null;
+  const start = Number(match[1]);
+  const end = Number(match[2]);
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || end < start) return null;
+  return { start, end };
+}

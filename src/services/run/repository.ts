@@ -1,0 +1,325 @@
+import type { BlobPin, BlobRefs } from '../../store/blob/refs.ts';
+import { all, first, run, type SqlWork, type Work } from '../../store/sql-work.ts';
+import type { DesiredState, EnvVar, Volume } from './driver.ts';
+
+/** The blob-reference holder of blobs linked to a repository. */
+export const repositoryHolder = (repository: string) => `run:${repository}`;
+/** The blob-reference holder of an upload's chunks, released when the upload ends. */
+export const uploadHolder = (uuid: string) => `run-upload:${uuid}`;
+
+export interface RepositoryRow {
+  name: string;
+  owner: string;
+  desired: DesiredState;
+  env: EnvVar[];
+  volumes: Volume[];
+}
+
+export interface HistoryEntry {
+  action: 'start' | 'stop' | 'rollback';
+  reference: string | null;
+  digest: string | null;
+  user: string;
+  at: string;
+}
+
+/** The console data (run.md §3), without the driver's view. */
+export interface ConsoleData {
+  repository: string;
+  references: string[];
+  env: EnvVar[];
+  volumes: Volume[];
+  desired: DesiredState;
+  history: HistoryEntry[];
+}
+
+export interface UploadPart {
+  /** Hex SHA-256 of the chunk blob. */
+  sha256: string;
+  size: number;
+}
+
+export interface Upload {
+  id: string;
+  repository: string;
+  owner: string;
+  size: number;
+  parts: UploadPart[];
+  updatedAt: number;
+}
+
+export type Ownership = 'ok' | 'denied';
+
+export interface ManifestInput {
+  repository: string;
+  owner: string;
+  digest: string;
+  mediaType: string;
+  body: Buffer;
+  /** The tag to point at the manifest, or null for a push by digest. */
+  tag: string | null;
+  /** Blobs (config, layers) and child manifests the manifest names. */
+  blobs: readonly string[];
+  manifests: readonly string[];
+}
+
+export type ManifestOutcome = { kind: 'ok' } | { kind: 'denied' } | { kind: 'unknown'; digest: string; what: 'blob' | 'manifest' };
+
+interface RepositorySqlRow {
+  name: string;
+  owner: string;
+  desired_state: string;
+  desired_reference: string | null;
+  desired_digest: string | null;
+  env: string;
+  volumes: string;
+}
+
+interface UploadSqlRow {
+  id: string;
+  repository: string;
+  owner: string;
+  size: number | string;
+  parts: string;
+  updated_at: number | string;
+}
+
+function toRepository(row: RepositorySqlRow): RepositoryRow {
+  return {
+    name: row.name,
+    owner: row.owner,
+    desired: { state: row.desired_state === 'running' ? 'running' : 'stopped', reference: row.desired_reference, digest: row.desired_digest },
+    env: JSON.parse(row.env) as EnvVar[],
+    volumes: JSON.parse(row.volumes) as Volume[],
+  };
+}
+
+function toUpload(row: UploadSqlRow): Upload {
+  return { id: row.id, repository: row.repository, owner: row.owner, size: Number(row.size), parts: JSON.parse(row.parts) as UploadPart[], updatedAt: Number(row.updated_at) };
+}
+
+/**
+ * The run service's only door to SQL. Every change that must be consistent (a repository's
+ * creation with its first upload or manifest, a chunk with its blob reference, a finished
+ * upload's link with the release of its chunks) is one transaction.
+ */
+export class RunRepository {
+  private readonly work: SqlWork;
+
+  constructor(
+    work: SqlWork,
+    private readonly refs: BlobRefs,
+  ) {
+    this.work = work;
+  }
+
+  // ---- repositories -------------------------------------------------------------------------
+
+  async findRepository(name: string): Promise<RepositoryRow | null> {
+    const row = await this.work.read(() => first<RepositorySqlRow>('select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?', name));
+    return row ? toRepository(row) : null;
+  }
+
+  async ownerOf(name: string): Promise<string | null> {
+    const row = await this.work.read(() => first<{ owner: string }>('select owner from run_repositories where name = ?', name));
+    return row?.owner ?? null;
+  }
+
+  /** Creates the repository for `owner` if the name is unused; 'denied' when another user owns it. */
+  private *ensureRepositoryWork(name: string, owner: string): Work<Ownership> {
+    // The unique name makes two first pushes at once safe: one insert wins, the other reads its owner.
+    yield* run('insert into run_repositories (name, owner, created_at) values (?, ?, ?) on conflict (name) do nothing', name, owner, new Date().toISOString());
+    const row = yield* first<{ owner: string }>('select owner from run_repositories where name = ?', name);
+    return row?.owner === owner ? 'ok' : 'denied';
+  }
+
+  async consoleData(repository: RepositoryRow): Promise<ConsoleData> {
+    const name = repository.name;
+    const [references, history] = await this.work.read(function* () {
+      const tags = yield* all<{ tag: string }>('select tag from run_tags where repository = ? order by seq', name);
+      const entries = yield* all<{ action: HistoryEntry['action']; reference: string | null; digest: string | null; user_id: string; at: string }>(
+        'select action, reference, digest, user_id, at from run_history where repository = ? order by seq',
+        name,
+      );
+      return [tags.map((t) => t.tag), entries] as const;
+    });
+    return {
+      repository: name,
+      references,
+      env: repository.env,
+      volumes: repository.volumes,
+      desired: repository.desired,
+      history: history.map((h) => ({ action: h.action, reference: h.reference, digest: h.digest, user: h.user_id, at: h.at })),
+    };
+  }
+
+  /**
+   * Sets the desired state and, when `action` is given, appends a history entry, in one
+   * transaction. Returns the repository as stored afterwards.
+   */
+  async setDesired(name: string, desired: DesiredState, entry: { action: HistoryEntry['action']; user: string; at: string } | null): Promise<RepositoryRow | null> {
+    const row = await this.work.write(function* () {
+      const changed = yield* run('update run_repositories set desired_state = ?, desired_reference = ?, desired_digest = ? where name = ?', desired.state, desired.reference, desired.digest, name);
+      if (changed === 0) return undefined;
+      if (entry) {
+        yield* run('insert into run_history (repository, action, reference, digest, user_id, at) values (?, ?, ?, ?, ?, ?)', name, entry.action, desired.reference, desired.digest, entry.user, entry.at);
+      }
+      return yield* first<RepositorySqlRow>('select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?', name);
+    });
+    return row ? toRepository(row) : null;
+  }
+
+  async setConfig(name: string, column: 'env' | 'volumes', value: EnvVar[] | Volume[]): Promise<RepositoryRow | null> {
+    const text = JSON.stringify(value);
+    // The column name is one of two literals, never user input.
+    const row = await this.work.write(function* () {
+      const changed = yield* run(`update run_repositories set ${column} = ? where name = ?`, text, name);
+      if (changed === 0) return undefined;
+      return yield* first<RepositorySqlRow>('select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?', name);
+    });
+    return row ? toRepository(row) : null;
+  }
+
+  // ---- tags and manifests -------------------------------------------------------------------
+
+  async tagDigest(repository: string, tag: string): Promise<string | null> {
+    const row = await this.work.read(() => first<{ digest: string }>('select digest from run_tags where repository = ? and tag = ?', repository, tag));
+    return row?.digest ?? null;
+  }
+
+  async manifest(repository: string, digest: string): Promise<{ mediaType: string; size: number } | null> {
+    const row = await this.work.read(() => first<{ media_type: string; size: number | string }>('select media_type, size from run_manifests where repository = ? and digest = ?', repository, digest));
+    return row ? { mediaType: row.media_type, size: Number(row.size) } : null;
+  }
+
+  /**
+   * Stores a manifest (creating the repository on a first push) after checking, in the same
+   * transaction, that every blob and child manifest it names is in the repository; points `tag`
+   * at it when given.
+   */
+  async putManifest(input: ManifestInput): Promise<ManifestOutcome> {
+    return this.work.write(() => this.putManifestWork(input, new Date().toISOString()));
+  }
+
+  private *putManifestWork(input: ManifestInput, now: string): Work<ManifestOutcome> {
+    const { repository, owner, digest, mediaType, body, tag, blobs, manifests } = input;
+    if ((yield* this.ensureRepositoryWork(repository, owner)) === 'denied') return { kind: 'denied' };
+    for (const blob of new Set(blobs)) {
+      const found = yield* first('select 1 as present from run_blobs where repository = ? and digest = ?', repository, blob);
+      if (!found) return { kind: 'unknown', digest: blob, what: 'blob' };
+    }
+    for (const child of new Set(manifests)) {
+      const found = yield* first('select 1 as present from run_manifests where repository = ? and digest = ?', repository, child);
+      if (!found) return { kind: 'unknown', digest: child, what: 'manifest' };
+    }
+    yield* run(
+      'insert into run_manifests (repository, digest, media_type, size, body, created_at) values (?, ?, ?, ?, ?, ?) on conflict (repository, digest) do nothing',
+      repository, digest, mediaType, body.byteLength, body, now,
+    );
+    if (tag !== null) {
+      // The tag keeps its `seq` (its place in `references`) when it moves to another manifest.
+      yield* run('insert into run_tags (repository, tag, digest) values (?, ?, ?) on conflict (repository, tag) do update set digest = excluded.digest', repository, tag, digest);
+    }
+    return { kind: 'ok' };
+  }
+
+  // ---- blobs --------------------------------------------------------------------------------
+
+  /** The size of a blob linked to the repository, or null. */
+  async linkedBlob(repository: string, digest: string): Promise<number | null> {
+    const row = await this.work.read(() => first<{ size: number | string }>('select size from run_blobs where repository = ? and digest = ?', repository, digest));
+    return row ? Number(row.size) : null;
+  }
+
+  private *linkWork(repository: string, digest: string, size: number, pin: BlobPin): Work<void> {
+    yield* run('insert into run_blobs (repository, digest, size, created_at) values (?, ?, ?, ?) on conflict (repository, digest) do nothing', repository, digest, size, new Date().toISOString());
+    yield* this.refs.addWork(pin, repositoryHolder(repository));
+  }
+
+  /** Monolithic upload: links a stored blob (creating the repository on a first push). */
+  async linkBlob(repository: string, owner: string, digest: string, size: number, pin: BlobPin): Promise<Ownership> {
+    return this.work.write(() => this.linkBlobWork(repository, owner, digest, size, pin));
+  }
+
+  private *linkBlobWork(repository: string, owner: string, digest: string, size: number, pin: BlobPin): Work<Ownership> {
+    if ((yield* this.ensureRepositoryWork(repository, owner)) === 'denied') return 'denied';
+    yield* this.linkWork(repository, digest, size, pin);
+    return 'ok';
+  }
+
+  // ---- uploads ------------------------------------------------------------------------------
+
+  async startUpload(id: string, repository: string, owner: string, now: number): Promise<Ownership> {
+    return this.work.write(() => this.startUploadWork(id, repository, owner, now));
+  }
+
+  private *startUploadWork(id: string, repository: string, owner: string, now: number): Work<Ownership> {
+    if ((yield* this.ensureRepositoryWork(repository, owner)) === 'denied') return 'denied';
+    yield* run('insert into run_uploads (id, repository, owner, size, parts, created_at, updated_at) values (?, ?, ?, 0, ?, ?, ?)', id, repository, owner, '[]', now, now);
+    return 'ok';
+  }
+
+  async upload(id: string): Promise<Upload | null> {
+    const row = await this.work.read(() => first<UploadSqlRow>('select id, repository, owner, size, parts, updated_at from run_uploads where id = ?', id));
+    return row ? toUpload(row) : null;
+  }
+
+  /**
+   * Appends a stored chunk when the upload still has `expectedSize` bytes (another chunk that
+   * landed meanwhile, on this or another instance, makes it 'conflict'), and makes the upload
+   * hold the chunk's blob.
+   */
+  async appendPart(id: string, expectedSize: number, part: UploadPart, pin: BlobPin | null, now: number): Promise<'ok' | 'gone' | 'conflict'> {
+    const refs = this.refs;
+    return this.work.write(function* () {
+      const row = yield* first<UploadSqlRow>('select id, repository, owner, size, parts, updated_at from run_uploads where id = ?', id);
+      if (!row) return 'gone';
+      const upload = toUpload(row);
+      if (upload.size !== expectedSize) return 'conflict';
+      const parts = part.size > 0 ? [...upload.parts, part] : upload.parts;
+      // Guarded by the size as well: on PostgreSQL a concurrent append that committed first makes this match nothing.
+      const changed = yield* run('update run_uploads set size = ?, parts = ?, updated_at = ? where id = ? and size = ?', expectedSize + part.size, JSON.stringify(parts), now, id, expectedSize);
+      if (changed === 0) return 'conflict';
+      if (pin) yield* refs.addWork(pin, uploadHolder(id));
+      return 'ok';
+    });
+  }
+
+  /**
+   * Ends an upload whose bytes were verified: links the blob to the repository and releases the
+   * chunks (the sweeper deletes them once nothing else holds them).
+   */
+  async finishUpload(upload: Upload, digest: string, size: number, pin: BlobPin): Promise<'ok' | 'gone' | 'conflict'> {
+    return this.work.write(() => this.finishUploadWork(upload, digest, size, pin));
+  }
+
+  private *finishUploadWork(upload: Upload, digest: string, size: number, pin: BlobPin): Work<'ok' | 'gone' | 'conflict'> {
+    const row = yield* first<{ size: number | string }>('select size from run_uploads where id = ?', upload.id);
+    if (!row) return 'gone';
+    if (Number(row.size) !== upload.size) return 'conflict';
+    yield* this.linkWork(upload.repository, digest, size, pin);
+    yield* this.refs.removeHoldersWork([uploadHolder(upload.id)]);
+    yield* run('delete from run_uploads where id = ?', upload.id);
+    return 'ok';
+  }
+
+  /** Cancels an upload (DELETE, digest mismatch, expiry); returns whether it existed. */
+  async discardUpload(id: string): Promise<boolean> {
+    const refs = this.refs;
+    return this.work.write(function* () {
+      const removed = yield* run('delete from run_uploads where id = ?', id);
+      if (removed > 0) yield* refs.removeHoldersWork([uploadHolder(id)]);
+      return removed > 0;
+    });
+  }
+
+  /** Discards uploads idle since before `cutoff` (ms); returns how many. */
+  async expireUploads(cutoff: number, batch = 100): Promise<number> {
+    let expired = 0;
+    for (;;) {
+      const rows = await this.work.read(() => all<{ id: string }>('select id from run_uploads where updated_at < ? order by updated_at limit ?', cutoff, batch));
+      for (const row of rows) if (await this.discardUpload(row.id)) expired++;
+      if (rows.length < batch) return expired;
+    }
+  }
+}

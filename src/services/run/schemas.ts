@@ -1,0 +1,67 @@
+import { Type } from 'typebox';
+
+export const errorBody = Type.Object({
+  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
+});
+
+const nullableString = Type.Union([Type.String(), Type.Null()]);
+
+export const envVar = Type.Object({ key: Type.String(), desired_value: Type.String() }, { additionalProperties: false });
+export const volume = Type.Object(
+  {
+    name: Type.String({ minLength: 1 }),
+    target: Type.String({ description: 'absolute path inside the container' }),
+    mode: Type.Optional(Type.Union([Type.Literal('rw'), Type.Literal('ro')], { description: 'rw (default) or ro' })),
+  },
+  { additionalProperties: false },
+);
+
+const desired = Type.Object({
+  state: Type.Union([Type.Literal('running'), Type.Literal('stopped')]),
+  reference: nullableString,
+  digest: nullableString,
+});
+
+export const consoleData = Type.Object({
+  repository: Type.String(),
+  references: Type.Array(Type.String(), { description: 'pushed tags in first-push order' }),
+  env: Type.Array(Type.Object({ key: Type.String(), desired_value: Type.String() })),
+  volumes: Type.Array(Type.Object({ name: Type.String(), target: Type.String(), mode: Type.String() })),
+  desired,
+  history: Type.Array(
+    Type.Object({
+      action: Type.String({ description: 'start, stop or rollback' }),
+      reference: nullableString,
+      digest: nullableString,
+      user: Type.String(),
+      at: Type.String({ description: 'RFC 3339 UTC' }),
+    }),
+  ),
+  actual: Type.Union(
+    [
+      Type.Object({
+        state: Type.Union([Type.Literal('running'), Type.Literal('stopped')]),
+        reference: nullableString,
+        digest: nullableString,
+        applied_at: Type.String(),
+      }),
+      Type.Null(),
+    ],
+    { description: "what the runtime driver reports it has applied (null: nothing yet, or the driver cannot tell)" },
+  ),
+});
+
+const repository = Type.String({ description: 'repository name, e.g. my-project/my-app' });
+
+export const repositoryQuery = Type.Object({ repository: Type.String({ minLength: 1, description: 'repository name' }) });
+export const repositoryBody = Type.Object({ repository }, { additionalProperties: false });
+export const targetBody = Type.Object(
+  {
+    repository,
+    reference: Type.Optional(Type.String({ description: 'tag (exactly one of reference, digest)' })),
+    digest: Type.Optional(Type.String({ description: 'manifest digest (exactly one of reference, digest)' })),
+  },
+  { additionalProperties: false },
+);
+export const envBody = Type.Object({ repository, env: Type.Array(envVar) }, { additionalProperties: false });
+export const volumesBody = Type.Object({ repository, volumes: Type.Array(volume) }, { additionalProperties: false });

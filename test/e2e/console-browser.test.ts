@@ -1,0 +1,370 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { ensureChromium, ensureConsoleBuilt, launchChromium, pageLog, screenshot } from '../helpers/browser.ts';
+import { request } from '../helpers/http.ts';
+import { startTestIdp, type TestIdp } from '../helpers/oidc-provider.ts';
+import { serve, type ServedProcess } from '../helpers/serve.ts';
+
+const ADMIN_EMAIL = 'admin@example.com';
+const ADMIN_PASSWORD = 'correct horse battery staple';
+const SCHEDULER_KEY = 'console-test-scheduler-key';
+const WAIT = 15_000;
+
+/** Opens an area from the left nav and waits for its page. */
+async function open(page: Page, area: string): Promise<void> {
+  await page.getByRole('navigation', { name: 'Areas' }).getByRole('link', { name: area, exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: area, exact: true }).waitFor();
+}
+
+/** Runs one step of the walk-through; screenshots it, or on failure screenshots the page and adds its log. */
+async function step(page: Page, log: () => string, name: string, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (err) {
+    await screenshot(page, `${name}-failed`).catch(() => undefined);
+    const message = err instanceof Error ? err.message : String(err);
+    throw new Error(`step ${name} failed: ${message}\n--- page log ---\n${log()}`, { cause: err });
+  }
+  await screenshot(page, name);
+}
+
+describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
+  let database: TestDatabase | undefined;
+  let server: ServedProcess | undefined;
+  let browser: Browser | undefined;
+
+  before(async () => {
+    await Promise.all([ensureConsoleBuilt(), ensureChromium()]);
+    database = await createTestDatabase();
+    server = await serve([], {
+      DATA_DIR: database.dataDir,
+      DATABASE_URL: database.databaseUrl,
+      ADMIN_EMAIL,
+      ADMIN_PASSWORD,
+      COOKIE_SECURE: 'false',
+      SCHEDULER_API_KEYS: SCHEDULER_KEY,
+    });
+    browser = await launchChromium();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    await database?.cleanup();
+  });
+
+  it('signs in and uses every area without curl', { timeout: 5 * 60_000 }, async () => {
+    assert.ok(browser && server);
+    const port = server.publicPort;
+    const context: BrowserContext = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT);
+    page.on('dialog', (dialog) => void dialog.accept());
+    const log = pageLog(page);
+    const origin = `http://console.localhost:${port}`;
+
+    try {
+      await step(page, log, '01-sign-in', async () => {
+        await page.goto(`${origin}/`, { timeout: WAIT });
+        await page.getByLabel('Email').fill(ADMIN_EMAIL);
+        await page.getByLabel('Password').fill('wrong password');
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.locator('.error').waitFor();
+        await page.getByLabel('Password').fill(ADMIN_PASSWORD);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByTestId('user').filter({ hasText: ADMIN_EMAIL }).waitFor();
+        await page.getByRole('heading', { name: /Welcome/ }).waitFor();
+      });
+
+      await step(page, log, '02-project', async () => {
+        await open(page, 'Projects');
+        await page.getByLabel('Name').fill('Demo site');
+        await page.getByLabel(/^Slug/).fill('demo-site');
+        await page.getByRole('button', { name: 'Create project' }).click();
+        await page.getByRole('cell', { name: 'demo-site.localhost' }).waitFor();
+      });
+
+      await step(page, log, '03-api-key', async () => {
+        await open(page, 'API keys');
+        await page.getByLabel('Name').fill('ci key');
+        await page.getByRole('button', { name: 'Create key' }).click();
+        const panel = page.getByTestId('secret-panel');
+        await panel.waitFor();
+        const key = (await panel.locator('code[data-field=key]').textContent()) ?? '';
+        const secret = (await panel.locator('code[data-field=secret]').textContent()) ?? '';
+        assert.match(key, /^[0-9a-f-]{36}$/);
+        assert.match(secret, /^[0-9a-f-]{36}$/);
+        // the key works against the platform
+        const check = await request(port, { path: '/v0/secret', host: 'api.localhost', headers: { 'api-key': key, 'api-secret': secret } });
+        assert.equal(check.status, 200, check.text);
+        await page.getByTestId('apikeys-table').getByText('ci key').waitFor();
+        await screenshot(page, '03-api-key-secret');
+        await page.getByRole('button', { name: 'I have copied it' }).click();
+        await panel.waitFor({ state: 'detached' });
+        assert.equal(await page.getByText(secret).count(), 0, 'the secret is shown only once');
+        // a key scoped to the project and its host
+        await page.getByLabel('Name').fill('site key');
+        await page.getByRole('button', { name: 'Add scope' }).click();
+        await page.getByLabel('Project').selectOption({ label: 'Demo site (demo-site.localhost)' });
+        await page.getByLabel(/^Hosts/).fill('demo-site.localhost');
+        await page.getByRole('button', { name: 'Create key' }).click();
+        await page.getByTestId('secret-panel').waitFor();
+        await page.getByRole('button', { name: 'I have copied it' }).click();
+        await page.getByTestId('apikeys-table').getByText(/hosts demo-site\.localhost/).waitFor();
+        // revoke the first key: it stops working
+        await page.getByRole('row', { name: /ci key/ }).getByRole('button', { name: 'Revoke' }).click();
+        await page.getByTestId('apikeys-table').getByText('ci key').waitFor({ state: 'detached' });
+        const revoked = await request(port, { path: '/v0/secret', host: 'api.localhost', headers: { 'api-key': key, 'api-secret': secret } });
+        assert.equal(revoked.status, 401, revoked.text);
+      });
+
+      await step(page, log, '04-lambda', async () => {
+        await open(page, 'Lambdas');
+        await page.getByLabel('Name').fill('hello');
+        await page.getByLabel('Code').fill("export default (req) => {\n  console.log('greeting', req.query.who);\n  return { body: { message: 'Hello, ' + req.query.who } };\n};\n");
+        await page.getByRole('button', { name: 'Create lambda' }).click();
+        await page.getByRole('heading', { name: 'hello' }).waitFor();
+        await page.getByLabel('Query').fill('who=browser');
+        await page.getByRole('button', { name: 'Invoke' }).click();
+        const output = page.getByTestId('invoke-output');
+        await output.filter({ hasText: 'Hello, browser' }).waitFor();
+        await page.getByTestId('invoke-logs').filter({ hasText: '[log] greeting browser' }).waitFor();
+        // edit the code and invoke again
+        await page.getByLabel('Code').fill("write('edited ' + query.who)");
+        await page.getByRole('button', { name: 'Save' }).click();
+        await page.getByText('Saved.').waitFor();
+        await page.getByRole('button', { name: 'Invoke' }).click();
+        await output.filter({ hasText: 'edited browser' }).waitFor();
+      });
+
+      await step(page, log, '05-database', async () => {
+        await open(page, 'Databases');
+        await page.getByLabel('Name').fill('shop');
+        await page.getByRole('button', { name: 'Create database' }).click();
+        await page.getByRole('heading', { name: 'shop' }).waitFor();
+        await page.getByRole('textbox', { name: 'New collection' }).fill('people');
+        await page.getByRole('button', { name: 'Create collection' }).click();
+        await page.getByTestId('collections-table').getByRole('link', { name: 'people' }).click();
+        await page.getByRole('heading', { name: 'Collection people' }).waitFor();
+        const documentBox = page.getByLabel(/^Document/);
+        await documentBox.fill('{"name":"Ada","n":1}');
+        await page.getByRole('button', { name: 'Insert' }).click();
+        await page.getByTestId('inserted').filter({ hasText: '"Ada"' }).waitFor();
+        await documentBox.fill('{"name":"Bob","n":2}');
+        await page.getByRole('button', { name: 'Insert' }).click();
+        await page.getByTestId('inserted').filter({ hasText: '"Bob"' }).waitFor();
+        await page.getByLabel(/^Filter/).fill('{"n":{"$gt":1}}');
+        await page.getByRole('button', { name: 'Find' }).click();
+        await page.getByTestId('find-count').filter({ hasText: '1 document' }).waitFor();
+        const results = (await page.getByTestId('find-results').textContent()) ?? '';
+        assert.match(results, /Bob/);
+        assert.doesNotMatch(results, /Ada/);
+        // an index
+        await page.getByLabel('Name', { exact: true }).fill('by-name');
+        await page.getByLabel('Field', { exact: true }).fill('name');
+        await page.getByRole('button', { name: 'Create index' }).click();
+        await page.getByTestId('indexes-table').getByText('by-name').waitFor();
+      });
+
+      await step(page, log, '06-bucket', async () => {
+        await open(page, 'Buckets');
+        await page.getByLabel('Name').fill('uploads');
+        await page.getByRole('button', { name: 'Create bucket' }).click();
+        await page.getByRole('heading', { name: 'Bucket uploads' }).waitFor();
+        const content = Buffer.from(`hello from the browser test ${Date.now()}\n`.repeat(2000));
+        await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: content });
+        await page.getByRole('button', { name: 'Upload' }).click();
+        await page.getByTestId('upload-done').waitFor();
+        assert.equal(await page.getByTestId('upload-percent').textContent(), '100 %');
+        assert.equal(await page.getByTestId('upload-progress').getAttribute('value'), '100');
+        await page.getByTestId('files-table').getByText('hello.txt').waitFor();
+        const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT }), page.getByRole('button', { name: 'Download' }).click()]);
+        assert.equal(download.suggestedFilename(), 'hello.txt');
+        const path = await download.path();
+        assert.ok(readFileSync(path).equals(content), 'the downloaded bytes equal the uploaded ones');
+      });
+
+      await step(page, log, '07-logger-follow', async () => {
+        await open(page, 'Loggers');
+        await page.getByLabel('Name').fill('app');
+        await page.getByRole('button', { name: 'Create logger' }).click();
+        await page.getByRole('heading', { name: 'Logger app' }).waitFor();
+        await page.getByLabel(/^Regular expressions/).fill('^ERROR .*live');
+        await page.getByRole('button', { name: 'Follow live' }).click();
+        await page.getByTestId('follow-state').filter({ hasText: 'Following live' }).waitFor();
+        const output = page.getByTestId('log-output');
+        // a non-matching line, then a matching one, ingested from the UI while the follow is open
+        await page.getByLabel('Text').fill('INFO not shown live');
+        await page.getByRole('button', { name: 'Ingest' }).click();
+        await page.getByText('Ingested 20 bytes.').waitFor();
+        await page.getByLabel('Text').fill('ERROR shown live 1');
+        await page.getByRole('button', { name: 'Ingest' }).click();
+        await output.filter({ hasText: 'ERROR shown live 1' }).waitFor();
+        // and one from a program, over HTTP with the session token the console holds
+        const token = await page.evaluate<string | null>("sessionStorage.getItem('stratus.console.token')");
+        assert.ok(token);
+        const id = decodeURIComponent(page.url().split('/').pop() ?? '');
+        const ingested = await request(port, { method: 'POST', path: `/v1/loggers/${id}/ingest`, host: 'logs.localhost', headers: { authorization: `Bearer ${token}` }, body: 'ERROR shown live 2\nINFO live but filtered\n' });
+        assert.equal(ingested.status, 200, ingested.text);
+        await output.filter({ hasText: 'ERROR shown live 2' }).waitFor();
+        assert.equal(await output.textContent(), 'ERROR shown live 1\nERROR shown live 2');
+        await page.getByTestId('follow-state').filter({ hasText: 'Following live' }).waitFor();
+      });
+
+      await step(page, log, '08-scheduler-live', async () => {
+        await open(page, 'Schedulers');
+        await page.getByLabel('Display name').fill('jobs');
+        await page.getByLabel(/^Scheduler API key/).fill(SCHEDULER_KEY);
+        await page.getByRole('button', { name: 'Create scheduler' }).click();
+        await page.getByTestId('live').filter({ hasText: 'live' }).waitFor();
+        await page.getByLabel(/^Delay/).fill('1h');
+        await page.getByLabel(/^Labels/).fill('kind:test');
+        await page.getByRole('button', { name: 'Enqueue' }).click();
+        // the task arrives through the SSE stream, not a reload
+        await page.getByTestId('scheduled-table').getByText('kind:test').waitFor();
+      });
+
+      await step(page, log, '09-config', async () => {
+        await open(page, 'Config');
+        await page.getByLabel('Key', { exact: true }).fill('feature.newCheckout');
+        await page.getByLabel(/^Value/).fill('true');
+        await page.getByRole('button', { name: 'Save' }).click();
+        await page.getByTestId('config-table').getByText('feature.newCheckout').waitFor();
+      });
+
+      await step(page, log, '10-sign-out', async () => {
+        await page.getByRole('button', { name: 'Sign out' }).click();
+        await page.getByRole('button', { name: 'Sign in' }).waitFor();
+        assert.equal(await page.evaluate<string | null>("sessionStorage.getItem('stratus.console.token')"), null);
+      });
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('web console in demo mode', { timeout: 10 * 60_000 }, () => {
+  let database: TestDatabase | undefined;
+  let server: ServedProcess | undefined;
+  let browser: Browser | undefined;
+
+  before(async () => {
+    await Promise.all([ensureConsoleBuilt(), ensureChromium()]);
+    database = await createTestDatabase();
+    server = await serve([], { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl, CONSOLE_DEMO: '1' });
+    browser = await launchChromium();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    await database?.cleanup();
+  });
+
+  it('renders the mock user and the mock lambda list', { timeout: 2 * 60_000 }, async () => {
+    assert.ok(browser && server);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.setDefaultTimeout(WAIT);
+    const log = pageLog(page);
+    try {
+      await step(page, log, '11-demo-lambdas', async () => {
+        await page.goto(`http://console.localhost:${server?.publicPort}/#/lambdas`, { timeout: WAIT });
+        await page.getByTestId('demo-banner').waitFor();
+        await page.getByTestId('user').filter({ hasText: 'fulanez@gmail.com' }).waitFor();
+        await page.getByTestId('lambdas-table').getByText('Index').waitFor();
+        assert.ok(await page.getByRole('button', { name: 'Create lambda' }).isDisabled(), 'writes are disabled in demo mode');
+        await open(page, 'Buckets');
+        await page.getByTestId('buckets-table').getByText('my-first-bucket').waitFor();
+      });
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe('web console single sign-on', { timeout: 10 * 60_000 }, () => {
+  let database: TestDatabase | undefined;
+  let server: ServedProcess | undefined;
+  let browser: Browser | undefined;
+  let idp: TestIdp | undefined;
+
+  before(async () => {
+    await Promise.all([ensureConsoleBuilt(), ensureChromium()]);
+    idp = await startTestIdp({ accounts: [{ sub: 'alice', email: 'alice@example.com', email_verified: true, name: 'Alice' }] });
+    database = await createTestDatabase();
+    const configFile = join(database.dataDir, 'sso.config.json');
+    writeFileSync(configFile, JSON.stringify({ auth: { providers: [{ name: 'idp', issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }] } }));
+    server = await serve(['--config', configFile], {
+      DATA_DIR: database.dataDir,
+      DATABASE_URL: database.databaseUrl,
+      // The default domain, where cookies cannot span hosts: the console gets its session from the
+      // one-time code the sign-on puts in its redirect.
+      ADMIN_EMAIL: 'alice@example.com',
+      ADMIN_PASSWORD: ADMIN_PASSWORD,
+      COOKIE_SECURE: 'false',
+    });
+    browser = await launchChromium();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    await database?.cleanup();
+    await idp?.close();
+  });
+
+  it('signs in through the identity provider button', { timeout: 2 * 60_000 }, async () => {
+    assert.ok(browser && server && idp);
+    const provider = idp;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT);
+    const log = pageLog(page);
+    // The provider's login page is driven over HTTP by the helper: the console's redirect to the
+    // provider is replaced by a redirect straight back to the callback, as after a real login.
+    await context.route(
+      (url) => url.pathname === '/v0/sso/idp/login',
+      async (route) => {
+        try {
+          const url = new URL(route.request().url());
+          const response = await request(Number(url.port), { path: url.pathname + url.search, host: url.host });
+          const location = response.headers.location;
+          if (response.status !== 302 || !location?.startsWith(provider.issuer)) throw new Error(`the login answered ${response.status} ${location ?? response.text}`);
+          const callback = await provider.authorize(location, { account: 'alice' });
+          const headers: Record<string, string> = { location: callback.href };
+          const cookies = response.headers['set-cookie'];
+          if (cookies) headers['set-cookie'] = cookies.join('\n');
+          await route.fulfill({ status: 302, headers });
+        } catch (err) {
+          await route.fulfill({ status: 500, contentType: 'text/plain', body: `test provider bridge failed: ${err instanceof Error ? err.message : String(err)}` });
+        }
+      },
+    );
+    try {
+      await step(page, log, '12-sso', async () => {
+        await page.goto(`http://console.localhost:${server?.publicPort}/`, { timeout: WAIT });
+        await page.getByRole('link', { name: 'Sign in with idp' }).click();
+        await page.getByTestId('user').filter({ hasText: 'alice@example.com' }).waitFor();
+        assert.equal(new URL(page.url()).search, '', 'the one-time sso_code is removed from the address');
+        await open(page, 'Lambdas');
+      });
+      await step(page, log, '13-session-ended', async () => {
+        // the session ends elsewhere: the next refused call sends the console back to the sign-in page
+        const token = await page.evaluate<string | null>("sessionStorage.getItem('stratus.console.token')");
+        assert.ok(token);
+        const out = await request(server?.publicPort ?? 0, { method: 'POST', path: '/v0/logout', host: 'auth.localhost', headers: { authorization: `Bearer ${token}` } });
+        assert.ok(out.status < 300, out.text);
+        await context.clearCookies();
+        await open(page, 'Databases');
+        await page.getByText('Your session has ended').waitFor();
+        await page.getByRole('button', { name: 'Sign in' }).waitFor();
+      });
+    } finally {
+      await context.close();
+    }
+  });
+});
