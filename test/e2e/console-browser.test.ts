@@ -303,6 +303,7 @@ describe('web console single sign-on', { timeout: 10 * 60_000 }, () => {
       DATABASE_URL: database.databaseUrl,
       // The default domain, where cookies cannot span hosts: the console gets its session from the
       // one-time code the sign-on puts in its redirect.
+      SIGNUP: 'open',
       ADMIN_EMAIL: 'alice@example.com',
       ADMIN_PASSWORD: ADMIN_PASSWORD,
       COOKIE_SECURE: 'false',
@@ -362,6 +363,27 @@ describe('web console single sign-on', { timeout: 10 * 60_000 }, () => {
         await open(page, 'Databases');
         await page.getByText('Your session has ended').waitFor();
         await page.getByRole('button', { name: 'Sign in' }).waitFor();
+      });
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('creates an account from the sign-in page when sign-up is open', { timeout: 60_000 }, async () => {
+    assert.ok(browser && server);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT);
+    const log = pageLog(page);
+    try {
+      await step(page, log, '14-signup', async () => {
+        await page.goto(`http://console.localhost:${server?.publicPort}/`, { timeout: WAIT });
+        await page.getByRole('link', { name: 'Create an account' }).click();
+        await page.getByLabel('Email').fill('newcomer@example.com');
+        await page.getByLabel('Password').fill('a long enough passphrase');
+        await page.getByLabel('Nickname (optional)').fill('newcomer');
+        await page.getByRole('button', { name: 'Create account' }).click();
+        await page.getByTestId('user').filter({ hasText: 'newcomer@example.com' }).waitFor();
       });
     } finally {
       await context.close();

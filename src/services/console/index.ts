@@ -48,14 +48,14 @@ export function createConsoleService(options: ConsoleOptions = {}): ServiceDefin
           reply.type('application/json; charset=utf-8').send(route.body),
         );
       }
-      const runtime = { demo: settings.consoleDemo, domain: settings.domain, providers: settings.authProviders.map((p) => ({ name: p.name })), version };
+      const runtime = { demo: settings.consoleDemo, domain: settings.domain, providers: settings.authProviders.map((p) => ({ name: p.name })), signup: settings.signup === 'open', version };
       app.get(
         '/console-config.json',
         {
           schema: {
             tags: ['console'],
-            summary: "The web console's runtime settings: demo mode (CONSOLE_DEMO), the platform domain, the sign-in providers",
-            response: { 200: Type.Object({ demo: Type.Boolean(), domain: Type.String(), providers: Type.Array(Type.Object({ name: Type.String() })), version: Type.String() }) },
+            summary: "The web console's runtime settings: demo mode (CONSOLE_DEMO), the platform domain, the sign-in providers, whether sign-up is open (SIGNUP)",
+            response: { 200: Type.Object({ demo: Type.Boolean(), domain: Type.String(), providers: Type.Array(Type.Object({ name: Type.String() })), signup: Type.Boolean(), version: Type.String() }) },
           },
         },
         async (_request, reply) => reply.header('cache-control', 'no-cache').send(runtime),

@@ -93,7 +93,7 @@ describe('console: the web console', () => {
 
   it('/console-config.json tells the UI demo mode, the domain and the providers (never their secrets)', async () => {
     const response = await get('/console-config.json');
-    assert.deepEqual(response.json(), { demo: true, domain: 'localhost', providers: [{ name: 'idp' }], version: VERSION });
+    assert.deepEqual(response.json(), { demo: true, domain: 'localhost', providers: [{ name: 'idp' }], signup: false, version: VERSION });
     assert.ok(!response.body.includes('secret-never-shown'));
   });
 

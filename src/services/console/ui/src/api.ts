@@ -5,6 +5,8 @@ export interface ConsoleConfig {
   demo: boolean;
   domain: string;
   providers: { name: string }[];
+  /** Self sign-up is open (`SIGNUP=open`). */
+  signup: boolean;
   version: string;
 }
 
@@ -27,7 +29,7 @@ export const DEMO_UNAVAILABLE = 'Not available in demo mode.';
 export const DEMO_READ_ONLY = 'Demo mode is read-only: changes are disabled.';
 /** Fired on window when a call made with the session token is refused with 401 (the session may have ended). */
 export const UNAUTHORIZED_EVENT = 'stratus:unauthorized';
-let current: ConsoleConfig = { demo: false, domain: location.hostname.replace(/^console\./, ''), providers: [], version: '' };
+let current: ConsoleConfig = { demo: false, domain: location.hostname.replace(/^console\./, ''), providers: [], signup: false, version: '' };
 
 export function config(): ConsoleConfig {
   return current;
@@ -41,6 +43,7 @@ export async function loadConfig(): Promise<ConsoleConfig> {
     demo: body.demo === true,
     domain: typeof body.domain === 'string' && body.domain !== '' ? body.domain : current.domain,
     providers: Array.isArray(body.providers) ? body.providers.filter((p) => typeof p?.name === 'string') : [],
+    signup: body.signup === true,
     version: typeof body.version === 'string' ? body.version : '',
   };
   return current;

@@ -21,6 +21,14 @@ export async function login(email: string, password: string): Promise<User> {
   return answer.user;
 }
 
+/** Creates an account (only when sign-up is open) and signs in with it. */
+export async function signup(email: string, password: string, nick: string): Promise<User> {
+  const answer = await json<LoginAnswer>('auth', '/v0/signup', { method: 'POST', body: nick === '' ? { email, password } : { email, password, nick } });
+  if (!answer || typeof answer.token !== 'string') throw new ApiError(500, 'bad_answer', 'The sign-up answer carried no session token.');
+  setToken(answer.token);
+  return answer.user;
+}
+
 /**
  * Ends the console's bearer session, then any cookie session of the same browser (after single
  * sign-on on a dotted domain the SSO cookie reaches every platform host), and forgets the token.
