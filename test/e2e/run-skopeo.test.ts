@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { aptInstall } from '../helpers/apt.ts';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,17 +18,6 @@ function hasSkopeo(): boolean {
   return spawnSync('skopeo', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
-/** CI runs as root with Debian's package registry reachable: install skopeo when it is missing. */
-function ensureSkopeo(): void {
-  if (hasSkopeo()) return;
-  const install = () => spawnSync('apt-get', ['install', '-y', 'skopeo'], { stdio: 'inherit', timeout: 15 * 60_000, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-  if (install().status !== 0) {
-    spawnSync('apt-get', ['update'], { stdio: 'inherit', timeout: 10 * 60_000 });
-    const second = install();
-    assert.equal(second.status, 0, 'apt-get install -y skopeo failed');
-  }
-  assert.ok(hasSkopeo(), 'skopeo is not on PATH after installing it');
-}
 
 /** A POSIX ustar archive of regular files, written by hand (512-byte header + padded content each). */
 function tar(files: Record<string, string>): Buffer {
@@ -97,7 +87,7 @@ describe('a real client (skopeo) pushes to the registry through the public port'
 
   before(
     async () => {
-      ensureSkopeo();
+      await aptInstall('skopeo', hasSkopeo);
       layoutDir = mkdtempSync(join(tmpdir(), 'stratus-oci-'));
       database = await createTestDatabase();
       server = await serve([], { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl });

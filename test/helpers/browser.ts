@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { aptInstall } from './apt.ts';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,17 +17,9 @@ export async function ensureConsoleBuilt(): Promise<void> {
   await run('npm', ['run', 'build:console'], { cwd: ROOT, timeout: 5 * 60_000, maxBuffer: 16 * 1024 * 1024 });
 }
 
-/** Installs Debian's chromium when it is missing (CI runs as root); `apt-get update` only if the first try fails. */
+/** Installs Debian's chromium when it is missing (CI runs as root). */
 export async function ensureChromium(): Promise<void> {
-  if (existsSync(CHROMIUM)) return;
-  const options = { timeout: 10 * 60_000, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } };
-  try {
-    await run('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], options);
-  } catch {
-    await run('apt-get', ['update'], options);
-    await run('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], options);
-  }
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is still missing after apt-get install chromium`);
+  await aptInstall('chromium', () => existsSync(CHROMIUM));
 }
 
 export function launchChromium(): Promise<Browser> {
