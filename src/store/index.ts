@@ -4,6 +4,7 @@ import { openPostgres, openSqlite, type SqlConnection } from './db.ts';
 import { migrate, type MigrationSet } from './migrate.ts';
 import type { BlobStore } from './blob/types.ts';
 import { createDirectoryBlobStore } from './blob/directory.ts';
+import { withInlineSmallBlobs } from './blob/inline.ts';
 import { createPostgresBlobStore } from './blob/postgres.ts';
 import { blobMigrations } from './blob/migrations.ts';
 import type { Notifier } from './notifier/types.ts';
@@ -24,7 +25,8 @@ export type StoreSettings = Pick<Settings, 'dataDir' | 'databaseUrl' | 'sqliteSy
 export const storeMigrations: MigrationSet = blobMigrations;
 
 /**
- * SQLite file + blob directory + in-process notifier under `dataDir`, or, with `databaseUrl`,
+ * SQLite file + blob directory (small blobs in `blobs/inline.db`) + in-process notifier under
+ * `dataDir`, or, with `databaseUrl`,
  * PostgreSQL for all three so that every instance sees the same state (DESIGN §6).
  */
 export async function openStore(settings: StoreSettings): Promise<Store> {
@@ -32,12 +34,15 @@ export async function openStore(settings: StoreSettings): Promise<Store> {
   if (!settings.databaseUrl) {
     const sql = openSqlite(join(dataDir, 'stratus.db'), { synchronous: settings.sqliteSynchronous });
     const notifier = createMemoryNotifier();
+    // Small blobs share a group commit instead of costing a file and its fsyncs each.
+    const blobs = withInlineSmallBlobs(createDirectoryBlobStore(join(dataDir, 'blobs')), join(dataDir, 'blobs', 'inline.db'), { synchronous: settings.sqliteSynchronous });
     return {
       sql,
-      blobs: createDirectoryBlobStore(join(dataDir, 'blobs')),
+      blobs,
       notifier,
       async close() {
         await notifier.close();
+        await blobs.close();
         await sql.close();
       },
     };

@@ -8,6 +8,7 @@ import { PassThrough } from 'node:stream';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import { createDirectoryBlobStore } from '../../src/store/blob/directory.ts';
+import { withInlineSmallBlobs } from '../../src/store/blob/inline.ts';
 import { blobMigrations } from '../../src/store/blob/migrations.ts';
 import { createPostgresBlobStore } from '../../src/store/blob/postgres.ts';
 import { BlobTooLargeError } from '../../src/store/blob/types.ts';
@@ -36,6 +37,42 @@ runBlobStoreContract('directory', async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+});
+
+// Small blobs in SQLite, large ones in the directory: the contract at a 4 KiB boundary, so both
+// halves (and blobs that cross it) are exercised.
+runBlobStoreContract('directory with inline small blobs', async () => {
+  const dir = tempDir();
+  const store = withInlineSmallBlobs(createDirectoryBlobStore(join(dir, 'blobs')), join(dir, 'small.db'), { maxInlineBytes: 4096 });
+  return {
+    store,
+    async cleanup() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('inline small blobs', () => {
+  it('keep small blobs out of the directory, large ones in it, and survive a reopen', async () => {
+    const dir = tempDir();
+    try {
+      let store = withInlineSmallBlobs(createDirectoryBlobStore(join(dir, 'blobs')), join(dir, 'small.db'), { maxInlineBytes: 4096 });
+      const small = randomBytes(4096);
+      const large = randomBytes(4097);
+      const smallInfo = await store.put(pieces(small, 1000));
+      const largeInfo = await store.put(pieces(large, 1000));
+      assert.equal(existsSync(join(dir, 'blobs', smallInfo.sha256.slice(0, 2), smallInfo.sha256.slice(2, 4), smallInfo.sha256)), false, 'a small blob is no file');
+      assert.equal(existsSync(join(dir, 'blobs', largeInfo.sha256.slice(0, 2), largeInfo.sha256.slice(2, 4), largeInfo.sha256)), true, 'a large blob is a file');
+      await store.close();
+      store = withInlineSmallBlobs(createDirectoryBlobStore(join(dir, 'blobs')), join(dir, 'small.db'), { maxInlineBytes: 4096 });
+      assert.ok((await readAll((await store.get(smallInfo.sha256))!)).bytes.equals(small));
+      assert.ok((await readAll((await store.get(largeInfo.sha256, { start: 4000, end: 5000 }))!)).bytes.equals(large.subarray(4000)));
+      await store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('directory blob store', () => {

@@ -75,12 +75,20 @@ export async function storedBlobs(service: TestService): Promise<string[]> {
       return;
     }
     for (const name of entries) {
-      if (name === '.tmp') continue;
+      if (name === '.tmp' || name.startsWith('inline.db')) continue;
       if (depth === 2) found.push(name);
       else await walk(join(dir, name), depth + 1);
     }
   };
   await walk(root, 0);
+  // Small blobs live in blobs/inline.db (src/store/blob/inline.ts), read here through a second connection.
+  const { default: Database } = await import('better-sqlite3');
+  const inline = new Database(join(root, 'inline.db'), { readonly: true, fileMustExist: true });
+  try {
+    for (const row of inline.prepare('select sha256 from inline_blobs').all() as { sha256: string }[]) found.push(row.sha256);
+  } finally {
+    inline.close();
+  }
   return found.sort();
 }
 

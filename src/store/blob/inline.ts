@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { openSqlite, type SqlConnection } from '../db.ts';
+import {
+  BlobDigestMismatchError,
+  BlobTooLargeError,
+  checkPutOptions,
+  isSha256,
+  readSource,
+  resolveRange,
+  type BlobInfo,
+  type BlobPutOptions,
+  type BlobRange,
+  type BlobStore,
+} from './types.ts';
+
+/** Blobs up to this size live in the SQLite file; larger ones in the wrapped store. */
+export const DEFAULT_INLINE_MAX_BYTES = 64 * 1024;
+
+export interface InlineBlobOptions {
+  maxInlineBytes?: number;
+  synchronous?: 'FULL' | 'NORMAL';
+}
+
+/**
+ * Small blobs inside a SQLite file of their own, larger ones in `large` (the blob directory).
+ * A file costs a temp file, its fsync, a rename and a directory fsync per blob, each its own
+ * flush; a small blob here joins the group commit, so a burst of small uploads shares one fsync.
+ * The file is separate from the platform database on purpose: the blob-reference sweeper deletes
+ * blobs while it holds that database's write transaction, and this store must not wait on it.
+ * Durable once `put` resolves, like every blob store.
+ */
+export function withInlineSmallBlobs(large: BlobStore, file: string, options: InlineBlobOptions = {}): BlobStore & { close(): Promise<void> } {
+  const maxInline = options.maxInlineBytes ?? DEFAULT_INLINE_MAX_BYTES;
+  const connection: SqlConnection = openSqlite(file, { synchronous: options.synchronous ?? 'FULL' });
+  const direct = connection.direct!;
+  direct.run((prepare) => prepare('create table if not exists inline_blobs (sha256 text primary key, data blob not null) without rowid').run());
+
+  const inlineData = (sha256: string): Buffer | null => {
+    const row = direct.run((prepare) => prepare('select data from inline_blobs where sha256 = ?').get(sha256) as { data: Buffer } | undefined);
+    return row?.value?.data ?? null;
+  };
+
+  return {
+    async put(source, putOptions: BlobPutOptions = {}): Promise<BlobInfo> {
+      checkPutOptions(putOptions);
+      const { maxBytes, expectedSha256, signal } = putOptions;
+      signal?.throwIfAborted();
+      // Read up to one byte past the inline limit: a source that ends before it is stored here.
+      const iterator = readSource(source, signal)[Symbol.asyncIterator]();
+      const head: Uint8Array[] = [];
+      let headSize = 0;
+      let ended = false;
+      try {
+        while (headSize <= maxInline) {
+          const next = await iterator.next();
+          if (next.done) {
+            ended = true;
+            break;
+          }
+          head.push(next.value);
+          headSize += next.value.byteLength;
+          if (maxBytes !== undefined && headSize > maxBytes) throw new BlobTooLargeError(maxBytes);
+        }
+      } catch (error) {
+        await iterator.return?.();
+        throw error;
+      }
+      if (!ended) {
+        // Too big for here: the wrapped store gets what was read and the rest of the source.
+        async function* rest(): AsyncGenerator<Uint8Array> {
+          yield* head;
+          for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+        }
+        return large.put(rest(), putOptions);
+      }
+      const data = Buffer.concat(head, headSize);
+      const sha256 = createHash('sha256').update(data).digest('hex');
+      if (expectedSha256 !== undefined && sha256 !== expectedSha256) throw new BlobDigestMismatchError(expectedSha256, sha256);
+      signal?.throwIfAborted();
+      await direct.write((prepare) => prepare('insert into inline_blobs (sha256, data) values (?, ?) on conflict (sha256) do nothing').run(sha256, data));
+      return { sha256, size: data.length };
+    },
+
+    async stat(sha256) {
+      if (!isSha256(sha256)) return null;
+      const data = inlineData(sha256);
+      return data ? { sha256, size: data.length } : large.stat(sha256);
+    },
+
+    async get(sha256, range?: BlobRange) {
+      if (!isSha256(sha256)) return null;
+      const data = inlineData(sha256);
+      if (!data) return large.get(sha256, range);
+      const bytes = resolveRange(range, data.length);
+      return Readable.from(bytes === null ? [] : [data.subarray(bytes.start, bytes.end + 1)]);
+    },
+
+    async delete(sha256) {
+      if (!isSha256(sha256)) return false;
+      const removed = await direct.write((prepare) => prepare('delete from inline_blobs where sha256 = ?').run(sha256).changes);
+      // A blob written before it would have fit here may also be a file: remove that too.
+      const removedFile = await large.delete(sha256);
+      return removed > 0 || removedFile;
+    },
+
+    close: () => connection.close(),
+  };
+}
