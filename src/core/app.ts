@@ -7,6 +7,7 @@ import { Ajv, type Options as AjvOptions } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { HttpError, defaultCode, envelope } from './errors.ts';
+import { parseJson } from './json.ts';
 
 /** A service's Fastify instance: TypeBox schemas give validation, types and OpenAPI at once. */
 export type ServiceApp = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -29,6 +30,11 @@ export interface ServiceAppOptions {
    * `curl -d` bodies). When false only `application/json` and `+json` types are JSON.
    */
   jsonForAnyContentType?: boolean;
+  /**
+   * Parse every body (any Content-Type) with the exact JSON parser of `core/json.ts`: integers
+   * beyond 2^53 stay exact (as bigint). Services that answer such values serialize them too.
+   */
+  exactJson?: boolean;
   /** Serve the generated OpenAPI document at this path (default `/openapi.json`; null = not served). */
   openapiPath?: string | null;
   /**
@@ -90,7 +96,8 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
     return new Error(`${where} ${first.message ?? 'is invalid'}`);
   });
 
-  installJsonParser(app, options.jsonForAnyContentType ?? true);
+  if (options.exactJson) installExactJsonParser(app);
+  else installJsonParser(app, options.jsonForAnyContentType ?? true);
   installMethodNotAllowed(app, options.notFoundFallback);
   installErrorHandler(app);
 
@@ -127,6 +134,19 @@ function installJsonParser(app: ServiceApp, anyContentType: boolean): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
   app.addContentTypeParser(/^application\/[^;]*\+json/, { parseAs: 'string' }, parse);
   if (anyContentType) app.addContentTypeParser('*', { parseAs: 'string' }, parse);
+}
+
+function installExactJsonParser(app: ServiceApp): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, parseJson(text));
+    } catch (error) {
+      done(new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(error as Error).message}`));
+    }
+  });
 }
 
 /** Answers 405 (with `Allow`) when the path exists under another method, 404 otherwise. */

@@ -361,3 +361,16 @@ export function disconnectSignal(request: IncomingMessage, response: ServerRespo
     },
   };
 }
+
+/** Resolves once `res` can take more writes ('drain'), or at once when `signal` aborts. */
+export function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    res.once('drain', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

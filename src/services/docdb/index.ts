@@ -2,9 +2,8 @@ import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../../core/service.ts';
 import { DocdbAccess } from './access.ts';
 import { DatabaseRepository } from './databases.ts';
-import { invalidJson } from './body.ts';
 import { docdbMigrations } from './migrations.ts';
-import { parseJson, stringifyJson, type JsonValue } from '../../core/json.ts';
+import { stringifyJson, type JsonValue } from '../../core/json.ts';
 import { DocumentStore } from './documents.ts';
 import { registerCollectionRoutes } from './routes/collections.ts';
 import { registerDatabaseRoutes } from './routes/databases.ts';
@@ -21,22 +20,12 @@ export const docdbService: ServiceDefinition = {
       version,
       logger,
       description: 'Document database: databases with owners and API keys, collections of JSON documents, map and btree indexes, streamed insert/find/patch/remove.',
-      jsonForAnyContentType: true,
+      exactJson: true,
       // Served by routes/service.ts: OpenAPI 3.1 with each colon action as its own path.
       openapiPath: null,
     });
     // Integers above 2^53 stay exact in every body and every answer (docdb.md §1.3), not only
-    // in documents: JSON bodies are parsed and replies serialized by the exact JSON module.
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
-      const text = typeof body === 'string' ? body : body.toString('utf8');
-      if (text.trim() === '') return done(null, undefined);
-      try {
-        done(null, parseJson(text));
-      } catch {
-        done(invalidJson());
-      }
-    });
+    // in documents: bodies are parsed (exactJson) and replies serialized by the exact JSON module.
     app.setReplySerializer((payload) => stringifyJson(payload as JsonValue));
     const databases = new DatabaseRepository(store.sql);
     const access = new DocdbAccess(databases, store.notifier);

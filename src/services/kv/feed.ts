@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { drained } from '../../core/stream.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { encodeLine, unixSeconds } from './commands.ts';
 import type { KvStorage } from './storage.ts';
@@ -229,16 +230,4 @@ export class ReplicationFeed {
       subscriber.res.write(item.line);
     }
   }
-}
-
-function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    res.once('drain', done);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

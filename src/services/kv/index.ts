@@ -1,7 +1,5 @@
 import { join } from 'node:path';
 import { createServiceApp } from '../../core/app.ts';
-import { HttpError } from '../../core/errors.ts';
-import { parseJson } from '../../core/json.ts';
 import type { ServiceDefinition } from '../../core/service.ts';
 import type { MigrationSet } from '../../store/migrate.ts';
 import { ReplicationFeed } from './feed.ts';
@@ -42,17 +40,8 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
         version,
         logger,
         description: 'Key-value node: collections of JSON values with node-wide seq and per-key versions, durable, replicated parent to child.',
-      });
-      // Values round-trip exactly (integers beyond 2^53 included): bodies go through the exact parser.
-      app.removeAllContentTypeParsers();
-      app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
-        const text = typeof body === 'string' ? body : body.toString('utf8');
-        if (text.trim() === '') return done(null, undefined);
-        try {
-          done(null, parseJson(text));
-        } catch {
-          done(new HttpError(400, 'invalid_json', 'request body is not valid JSON'));
-        }
+        // Values round-trip exactly (integers beyond 2^53 included), whatever the Content-Type.
+        exactJson: true,
       });
       const storage = KvStorage.open(join(settings.dataDir, 'kv', 'kv.db'), settings.sqliteSynchronous);
       const counters: KvCounters = { writes: 0, reads: 0, commandsSent: 0, commandsReceived: 0 };

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { drained } from '../../core/stream.ts';
 import { isUtf8 } from 'node:buffer';
 import type { Notifier } from '../../store/notifier/types.ts';
 import type { LoggerRepository } from './loggers.ts';
@@ -164,16 +165,4 @@ export async function runStream(res: ServerResponse, options: StreamOptions, dep
     counters.closeStream();
     if (!res.destroyed) res.end();
   }
-}
-
-function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    res.once('drain', done);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
