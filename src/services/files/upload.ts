@@ -118,7 +118,7 @@ export async function* readAhead(request: IncomingMessage, signal: AbortSignal, 
  * read-ahead is held: the socket is read only as fast as storage writes.
  * Over `maxBytes` → 413 with nothing stored; an abort stores nothing either.
  */
-export async function receiveBody(body: IncomingMessage, blobs: BlobStore, options: { maxBytes: number; signal: AbortSignal }): Promise<ReceivedBody> {
+export async function receiveBody(body: IncomingMessage, blobs: BlobStore, options: { maxBytes: number; signal: AbortSignal; sizeHint?: number }): Promise<ReceivedBody> {
   const md5 = createHash('md5');
   const head = Buffer.alloc(SNIFF_LENGTH);
   let headLength = 0;
@@ -134,7 +134,7 @@ export async function receiveBody(body: IncomingMessage, blobs: BlobStore, optio
     }
   };
   try {
-    const info = await blobs.put(readAhead(body, options.signal, onChunk), { maxBytes: options.maxBytes, signal: options.signal });
+    const info = await blobs.put(readAhead(body, options.signal, onChunk), { maxBytes: options.maxBytes, signal: options.signal, ...(options.sizeHint === undefined ? {} : { sizeHint: options.sizeHint }) });
     return { sha256: info.sha256, size, md5: md5.digest('hex'), head: head.subarray(0, headLength) };
   } catch (error) {
     if (error instanceof BlobTooLargeError) throw payloadTooLarge(options.maxBytes);

@@ -44,8 +44,10 @@ export function withInlineSmallBlobs(large: BlobStore, file: string, options: In
   return {
     async put(source, putOptions: BlobPutOptions = {}): Promise<BlobInfo> {
       checkPutOptions(putOptions);
-      const { maxBytes, expectedSha256, signal } = putOptions;
+      const { maxBytes, expectedSha256, signal, sizeHint } = putOptions;
       signal?.throwIfAborted();
+      // Known to be large: straight to the wrapped store, nothing read here.
+      if (sizeHint !== undefined && sizeHint > maxInline) return large.put(source, putOptions);
       // Read up to one byte past the inline limit: a source that ends before it is stored here.
       const iterator = readSource(source, signal)[Symbol.asyncIterator]();
       const head: Uint8Array[] = [];

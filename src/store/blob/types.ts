@@ -11,6 +11,12 @@ export interface BlobPutOptions {
   expectedSha256?: string;
   /** Aborting rejects with the signal's reason and stores nothing (unless the blob was already durable). */
   signal?: AbortSignal;
+  /**
+   * The size the caller expects (a `Content-Length`), when it knows one: a store that places
+   * small and large blobs differently decides at once instead of reading ahead. Only a hint; the
+   * content decides the digest and size.
+   */
+  sizeHint?: number;
 }
 
 /** An inclusive byte range. `end` past the last byte is clamped; a range starting past it is empty. */

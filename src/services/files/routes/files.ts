@@ -136,7 +136,7 @@ export function registerFileRoutes(raw: ServiceApp, deps: FileRouteDeps): void {
       const disconnect = disconnectSignal(request.raw, reply.raw);
       let received;
       try {
-        received = await receiveBody(request.raw, blobs, { maxBytes: maxUploadBytes, signal: disconnect.signal });
+        received = await receiveBody(request.raw, blobs, { maxBytes: maxUploadBytes, signal: disconnect.signal, ...(declared !== undefined && /^\d+$/.test(declared) ? { sizeHint: Number(declared) } : {}) });
       } finally {
         disconnect.dispose();
       }

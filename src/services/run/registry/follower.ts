@@ -27,7 +27,8 @@ export class UploadFollower {
     private readonly idleMs: number,
     private readonly onIdle: () => void,
   ) {
-    this.result = blobs.put(readAhead(coalesce(this.source())), { maxBytes, signal: this.controller.signal });
+    // A blob pushed in several chunks is taken to be large (the hint only picks where it is stored).
+    this.result = blobs.put(readAhead(coalesce(this.source())), { maxBytes, signal: this.controller.signal, sizeHint: Number.MAX_SAFE_INTEGER });
     // Observed by `finish`; a follower that is dropped must not raise an unhandled rejection.
     this.result.catch(() => {});
     this.touch();

@@ -298,7 +298,8 @@ class Registry {
       const disconnect = disconnectSignal(request.raw, reply.raw);
       try {
         const remaining = this.deps.maxBlobBytes - upload.size;
-        part = await blobs.put(coalesce(bodyChunks(request.raw)), { maxBytes: remaining, signal: disconnect.signal });
+        const sizeHint = declaredLength(request.raw);
+        part = await blobs.put(coalesce(bodyChunks(request.raw)), { maxBytes: remaining, signal: disconnect.signal, ...(sizeHint === undefined ? {} : { sizeHint }) });
       } catch (error) {
         throw storeError(error);
       } finally {
