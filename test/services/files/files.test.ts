@@ -41,6 +41,8 @@ describe('upload and download', () => {
     assert.equal(got.headers['content-length'], '21');
     assert.equal(got.headers.etag, `"${file.hash_sha256}"`);
     assert.equal(got.headers['accept-ranges'], 'bytes');
+    assert.equal(got.headers['x-content-type-options'], 'nosniff');
+    assert.equal(got.headers['content-security-policy'], 'sandbox');
     assert.equal(got.headers['last-modified'], new Date(Math.floor(file.updated_timestamp / 1e6)).toUTCString());
   });
 

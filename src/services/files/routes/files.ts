@@ -62,6 +62,10 @@ export function registerFileRoutes(raw: ServiceApp, deps: FileRouteDeps): void {
 
     const v = validators(file);
     reply.header('etag', v.etag).header('last-modified', v.lastModified).header('accept-ranges', 'bytes');
+    // Uploaded content is never the platform's own page: browsers must not sniff it into HTML, and
+    // an HTML file opened from files.<domain> runs sandboxed in an opaque origin, so its scripts
+    // cannot call the platform's APIs with the owner's credentials (platform origins get CORS).
+    reply.header('x-content-type-options', 'nosniff').header('content-security-policy', 'sandbox');
     if (notModified({ 'if-none-match': header(request, 'if-none-match'), 'if-modified-since': header(request, 'if-modified-since') }, v)) {
       return reply.code(304).send();
     }
