@@ -1,3 +1,5 @@
+import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { loadSettings, type Settings } from '../../src/config.ts';
 import type { ServiceApp } from '../../src/core/app.ts';
@@ -49,4 +51,16 @@ export async function startTestService(definition: ServiceDefinition, overrides:
 /** The identity header the gateway would inject for this user. */
 export function asUser(id: string, extra: Record<string, unknown> = {}): Record<string, string> {
   return { 'x-gateway-authentication': JSON.stringify({ user: { id }, ...extra }) };
+}
+
+/** One in-process request; an object payload is sent as JSON, a string or Buffer as is. */
+export function call(service: TestService, method: string, url: string, headers: Record<string, string> = {}, payload?: string | Buffer | object): Promise<LightMyRequestResponse> {
+  const body = payload === undefined ? undefined : typeof payload === 'string' || Buffer.isBuffer(payload) ? payload : JSON.stringify(payload);
+  return service.app.inject({ method: method as 'GET', url, headers, ...(body === undefined ? {} : { payload: body }) });
+}
+
+/** The JSON body of a response that must have `status` (200 by default). */
+export function jsonOf<T>(response: LightMyRequestResponse, status = 200): T {
+  assert.equal(response.statusCode, status, `expected ${status}, got ${response.statusCode}: ${response.body}`);
+  return response.json<T>();
 }

@@ -1,9 +1,8 @@
-import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import type { LightMyRequestResponse } from 'fastify';
 import { createFilesService, type FilesServiceOptions } from '../../../src/services/files/index.ts';
-import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
+import { asUser, call, jsonOf, startTestService, type TestService } from '../../helpers/service.ts';
 
+export { call, jsonOf } from '../../helpers/service.ts';
 export { assertError, UUID_V4 } from '../../helpers/envelope.ts';
 export const as = asUser;
 
@@ -35,15 +34,6 @@ export interface FileBody {
   mime_type: string;
 }
 
-export function call(service: TestService, method: string, url: string, headers: Record<string, string> = {}, payload?: string | Buffer | object): Promise<LightMyRequestResponse> {
-  const body = payload === undefined ? undefined : typeof payload === 'string' || Buffer.isBuffer(payload) ? payload : JSON.stringify(payload);
-  return service.app.inject({ method: method as 'GET', url, headers, ...(body === undefined ? {} : { payload: body }) });
-}
-
-export function jsonOf<T>(response: LightMyRequestResponse, status = 200): T {
-  assert.equal(response.statusCode, status, `expected ${status}, got ${response.statusCode}: ${response.body}`);
-  return response.json<T>();
-}
 
 export async function createBucket(service: TestService, owner: string, body: object = {}): Promise<BucketBody> {
   return jsonOf<BucketBody>(await call(service, 'POST', '/v1/buckets', as(owner), body), 201);

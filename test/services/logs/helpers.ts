@@ -1,10 +1,9 @@
-import assert from 'node:assert/strict';
 import http from 'node:http';
-import type { LightMyRequestResponse } from 'fastify';
 import { createLogsService } from '../../../src/services/logs/index.ts';
 import type { LogsLimits } from '../../../src/services/logs/routes.ts';
-import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
+import { asUser, call, jsonOf, startTestService, type TestService } from '../../helpers/service.ts';
 
+export { call, jsonOf } from '../../helpers/service.ts';
 export { assertError, UUID_V4 } from '../../helpers/envelope.ts';
 
 export function startLogs(limits: Partial<LogsLimits> = {}): Promise<TestService> {
@@ -34,15 +33,6 @@ export interface CreatedKey {
   created_at: string;
 }
 
-export function call(service: TestService, method: string, url: string, headers: Record<string, string> = {}, payload?: string | Buffer | object): Promise<LightMyRequestResponse> {
-  const body = payload === undefined ? undefined : typeof payload === 'string' || Buffer.isBuffer(payload) ? payload : JSON.stringify(payload);
-  return service.app.inject({ method: method as 'GET', url, headers, ...(body === undefined ? {} : { payload: body }) });
-}
-
-export function jsonOf<T>(response: LightMyRequestResponse, status = 200): T {
-  assert.equal(response.statusCode, status, `expected ${status}, got ${response.statusCode}: ${response.body}`);
-  return response.json<T>();
-}
 
 export async function createLogger(service: TestService, owner: string, name = 'app'): Promise<LoggerBody> {
   return jsonOf<LoggerBody>(await call(service, 'POST', '/v1/loggers', as(owner), { name }), 201);
