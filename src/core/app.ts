@@ -3,11 +3,11 @@ import type { IncomingMessage, ServerResponse, Server } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Ajv, type Options as AjvOptions } from 'ajv';
+import { Ajv, type Options as AjvOptions, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
-import { HttpError, defaultCode, envelope } from './errors.ts';
-import { parseJson } from './json.ts';
+import { HttpError, defaultCode, envelope, validationError } from './errors.ts';
+import { JsonTooDeepError, MAX_BODY_NESTING, jsonTextDeeperThan, parseJsonBody } from './json.ts';
 
 /** A service's Fastify instance: TypeBox schemas give validation, types and OpenAPI at once. */
 export type ServiceApp = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -47,6 +47,47 @@ export interface ServiceAppOptions {
 // ajv-formats ships CommonJS with `exports.default`; under NodeNext the default import is the module.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
 
+type Validator = ValidateFunction & ((data: unknown, context?: unknown) => boolean);
+
+const DECIMAL_INTEGER = /^-?(0|[1-9][0-9]*)$/;
+const DECIMAL_NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/;
+
+/**
+ * Query strings and path params arrive as text that Ajv coerces with `+text`, which also takes
+ * `0x10`, `1e20`, `Infinity` and integers past 2^53. A numeric member must be written as a plain
+ * decimal (and an integer must be a safe one); anything else is a 400 before Ajv sees it.
+ */
+function strictNumbers(schema: unknown, validate: ValidateFunction): ValidateFunction {
+  const properties = (schema as { properties?: Record<string, { type?: unknown; items?: { type?: unknown } }> }).properties;
+  if (!properties) return validate;
+  const numeric: [string, 'integer' | 'number'][] = [];
+  for (const [name, member] of Object.entries(properties)) {
+    const type = member.type === 'array' ? member.items?.type : member.type;
+    if (type === 'integer' || type === 'number') numeric.push([name, type]);
+  }
+  if (numeric.length === 0) return validate;
+  const wrapped = ((data: unknown, context?: unknown) => {
+    if (data !== null && typeof data === 'object') {
+      for (const [name, type] of numeric) {
+        const raw = (data as Record<string, unknown>)[name];
+        for (const text of Array.isArray(raw) ? raw : [raw]) {
+          if (typeof text !== 'string') continue;
+          const ok = type === 'integer' ? DECIMAL_INTEGER.test(text) && Number.isSafeInteger(Number(text)) : DECIMAL_NUMBER.test(text) && Number.isFinite(Number(text));
+          if (ok) continue;
+          wrapped.errors = [{ keyword: 'type', instancePath: `/${name}`, schemaPath: '', params: { type }, message: type === 'integer' ? 'must be a decimal integer between -(2^53-1) and 2^53-1' : 'must be a finite decimal number' }];
+          return false;
+        }
+      }
+    }
+    const valid = (validate as Validator)(data, context);
+    wrapped.errors = validate.errors;
+    return valid;
+  }) as Validator;
+  // Fastify passes the parent object (for coercion of a root value) when the validator has a schemaEnv.
+  Object.assign(wrapped, { schemaEnv: (validate as { schemaEnv?: unknown }).schemaEnv, schema: validate.schema });
+  return wrapped;
+}
+
 function makeAjv(options: AjvOptions): Ajv {
   const ajv = new Ajv({ strict: false, allErrors: false, useDefaults: true, removeAdditional: false, ...options });
   addFormats(ajv);
@@ -85,7 +126,7 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
   // Bodies: exact types, no silent fixes. Query strings and params arrive as text and are coerced.
   const bodyAjv = makeAjv({ coerceTypes: false });
   const paramAjv = makeAjv({ coerceTypes: 'array' });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : strictNumbers(schema, paramAjv.compile(schema))));
   app.setSchemaErrorFormatter((errors, dataVar) => {
     const first = errors[0];
     if (!first) return new Error(`${dataVar} is invalid`);
@@ -120,10 +161,14 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
   return app;
 }
 
+/** A body nested past MAX_BODY_NESTING: refused before anything recursive sees it. */
+const tooDeep = () => validationError(`request body is nested more than ${MAX_BODY_NESTING} levels deep`);
+
 function installJsonParser(app: ServiceApp, anyContentType: boolean): void {
   const parse = (_req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim().length === 0) return done(null, undefined);
+    if (jsonTextDeeperThan(text, MAX_BODY_NESTING)) return done(tooDeep());
     try {
       done(null, JSON.parse(text));
     } catch (error) {
@@ -142,9 +187,9 @@ function installExactJsonParser(app: ServiceApp): void {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, parseJson(text));
+      done(null, parseJsonBody(text));
     } catch (error) {
-      done(new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(error as Error).message}`));
+      done(error instanceof JsonTooDeepError ? tooDeep() : new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(error as Error).message}`));
     }
   });
 }

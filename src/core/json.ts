@@ -33,11 +33,57 @@ export function cloneJson(value: JsonValue): JsonValue {
 }
 
 /**
- * How deep objects and arrays may nest in a stored document. JSON.parse accepts any depth, but the
- * serializer and every recursive walk (index keys, merge patch, equality) would overflow the call
- * stack somewhere past a few thousand levels; a limit turns that into a 400 instead of a 500.
+ * How deep objects and arrays may nest in a stored value (a document, a kv value, a task payload).
+ * JSON.parse accepts any depth, but the serializer and every recursive walk (index keys, merge
+ * patch, equality, bigint checks, Ajv) would overflow the call stack somewhere past a few thousand
+ * levels; a limit turns that into a 400 instead of a 500. One bound for every service.
  */
 export const MAX_NESTING = 1000;
+
+/** How deep a request body may nest: a value of MAX_NESTING levels one level inside its wrapper. */
+export const MAX_BODY_NESTING = MAX_NESTING + 1;
+
+/**
+ * Whether the JSON text's objects and arrays nest more than `limit` levels (a scan of the text,
+ * strings skipped; malformed text is left to the parser). Runs before parsing, so nothing
+ * recursive ever sees a deeper value; a text shorter than `limit` cannot be deeper and is not read.
+ */
+export function jsonTextDeeperThan(text: string, limit: number): boolean {
+  if (text.length <= limit) return false;
+  let depth = 0;
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      for (i++; i < length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c /* \ */) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** The error a too-deep body raises (a 400 wherever it is caught by the app's error handler). */
+export class JsonTooDeepError extends Error {
+  constructor(limit: number) {
+    super(`JSON nested more than ${limit} levels deep`);
+  }
+}
+
+/**
+ * `parseJson` for request bodies: refuses text nested deeper than `limit` (MAX_BODY_NESTING by
+ * default) with a JsonTooDeepError before parsing it.
+ */
+export function parseJsonBody(text: string, limit = MAX_BODY_NESTING): JsonValue {
+  if (jsonTextDeeperThan(text, limit)) throw new JsonTooDeepError(limit);
+  return parseJson(text);
+}
 
 /** Whether objects and arrays in `value` nest more than `limit` levels deep (iterative: any depth is safe). */
 export function nestedDeeperThan(value: JsonValue, limit: number): boolean {

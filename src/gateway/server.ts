@@ -170,7 +170,9 @@ export function createGatewayHandler(options: GatewayOptions, trusted: boolean) 
     if (!trusted && req.headers.origin !== undefined && applyCors(req, res, domain)) return;
     const rule = policy(label, path);
     if (trusted) {
-      if (rule === 'require' && req.headers[IDENTITY_HEADER] === undefined) return sendError(res, 401, 'unauthorized', 'authentication required');
+      // On the internal port the key-value node checks that credentials are present itself (403
+      // `forbidden`; decision 8, contract rule 7): `require` there is the public port's rule.
+      if (rule === 'require' && service !== 'kv' && req.headers[IDENTITY_HEADER] === undefined) return sendError(res, 401, 'unauthorized', 'authentication required');
       if (project) setRequestHeader(req, PROJECT_HEADER, project.id);
       if (req.headers['x-request-id'] === undefined) setRequestHeader(req, 'x-request-id', randomUUID());
       return dispatch(service, req, res, exchange);

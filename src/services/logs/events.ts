@@ -1,4 +1,5 @@
 import { validationError, HttpError } from '../../core/errors.ts';
+import { MAX_BODY_NESTING, jsonTextDeeperThan } from '../../core/json.ts';
 
 /** One event as stored (one JSON line) and streamed (logs.md §6.2). */
 export interface StoredEvent {
@@ -17,6 +18,8 @@ function toEvent(value: unknown, where: string, ts: string): StoredEvent {
 }
 
 function parseJson(text: string, where: string): unknown {
+  // Metadata is stored as JSON text again: nothing deeper than a body may be than reaches the serializer.
+  if (jsonTextDeeperThan(text, MAX_BODY_NESTING)) throw validationError(`${where}: nested more than ${MAX_BODY_NESTING} levels deep`);
   try {
     return JSON.parse(text);
   } catch {

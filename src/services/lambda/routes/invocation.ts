@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceApp } from '../../../core/app.ts';
-import { HttpError, notFound } from '../../../core/errors.ts';
+import { HttpError, notFound, validationError } from '../../../core/errors.ts';
 import { requireIdentity } from '../../../core/identity.ts';
+import { MAX_BODY_NESTING, jsonTextDeeperThan } from '../../../core/json.ts';
 import type { Invoker } from '../invoke.ts';
 import { projectOf } from '../project.ts';
 import type { LambdaRepository } from '../repository.ts';
@@ -43,6 +44,7 @@ async function readBody(request: FastifyRequest): Promise<unknown> {
 function decodeBody(text: string, contentType: string | undefined): unknown {
   if (text.length === 0) return undefined;
   if (!isJsonType(contentType)) return text;
+  if (jsonTextDeeperThan(text, MAX_BODY_NESTING)) throw validationError(`request body is nested more than ${MAX_BODY_NESTING} levels deep`);
   try {
     return JSON.parse(text);
   } catch (err) {

@@ -1,3 +1,4 @@
+import { MAX_BODY_NESTING, jsonTextDeeperThan } from '../../../core/json.ts';
 import { isDigest } from '../names.ts';
 import { manifestInvalid } from './errors.ts';
 
@@ -45,8 +46,10 @@ function descriptorDigest(value: unknown, where: string): string {
  */
 export function parseManifest(body: Buffer, contentType: string | undefined): ParsedManifest {
   let json: unknown;
+  const text = body.toString('utf8');
+  if (jsonTextDeeperThan(text, MAX_BODY_NESTING)) throw manifestInvalid(`manifest is nested more than ${MAX_BODY_NESTING} levels deep`);
   try {
-    json = JSON.parse(body.toString('utf8'));
+    json = JSON.parse(text);
   } catch {
     throw manifestInvalid('manifest is not valid JSON');
   }
