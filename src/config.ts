@@ -60,6 +60,10 @@ export interface Settings {
   lambdaTimeoutSeconds: number;
   /** Memory limit of a lambda isolate, in MiB. */
   lambdaMemoryMib: number;
+  /** Largest response body a lambda may produce, in bytes; above → 500 `lambda_response_too_large`. */
+  lambdaMaxResponseBytes: number;
+  /** Invocations of one owner's lambdas that run at once (as many more wait); beyond → 429. */
+  lambdaOwnerConcurrency: number;
   /** Retained bytes per logger (raw lines and events together); the oldest data goes first. */
   logsMaxBytes: number;
   /** Largest logs ingest body, in bytes; above → 413. */
@@ -78,6 +82,15 @@ export interface Settings {
   kvParentHeaders: Record<string, string>;
   /** The web console shows the mock API's canned data instead of the real services. */
   consoleDemo: boolean;
+  /** Public port: a request body that sends no byte for this long is cut (408); 0 = never. */
+  bodyIdleTimeoutSeconds: number;
+  /** Public port: open connections one client address may hold; more are closed at once. */
+  maxConnectionsPerAddress: number;
+  /**
+   * Origins (`scheme://host[:port]`, exact) besides the console that a single sign-on may send
+   * its one-time hand-over code to (`SSO_REDIRECT_ORIGINS`, comma-separated); see the auth README.
+   */
+  ssoRedirectOrigins: string[];
 }
 
 export class SettingsError extends Error {
@@ -112,6 +125,8 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
   upstreamTimeoutSeconds: { env: 'UPSTREAM_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 30 },
   lambdaTimeoutSeconds: { env: 'LAMBDA_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 10 },
   lambdaMemoryMib: { env: 'LAMBDA_MEMORY_MIB', parse: (t, f) => positiveNumber(t, f), fallback: 128 },
+  lambdaMaxResponseBytes: { env: 'LAMBDA_MAX_RESPONSE_BYTES', parse: (t, f) => byteSize(t, f), fallback: 6 * 1024 ** 2 },
+  lambdaOwnerConcurrency: { env: 'LAMBDA_OWNER_CONCURRENCY', parse: (t, f) => positiveInteger(t, f), fallback: 8 },
   logsMaxBytes: { env: 'LOGS_MAX_BYTES', parse: (t, f) => byteSize(t, f), fallback: 1024 ** 3 },
   logsMaxIngestBytes: { env: 'LOGS_MAX_INGEST_BYTES', parse: (t, f) => byteSize(t, f), fallback: 64 * 1024 ** 2 },
   filesMaxUploadBytes: { env: 'FILES_MAX_UPLOAD_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 3 },
@@ -121,6 +136,9 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
   kvNodeName: { env: 'KV_NODE_NAME', parse: (t, f) => nonEmpty(t, f), fallback: hostname() },
   kvParentHeaders: { env: 'KV_PARENT_HEADERS', parse: (t, f) => headerObject(t, f), fallback: {} },
   consoleDemo: { env: 'CONSOLE_DEMO', parse: (t, f) => bool(t, f), fallback: false },
+  bodyIdleTimeoutSeconds: { env: 'BODY_IDLE_TIMEOUT', parse: (t, f) => nonNegativeNumber(t, f), fallback: 30 },
+  maxConnectionsPerAddress: { env: 'MAX_CONNECTIONS_PER_ADDRESS', parse: (t, f) => positiveInteger(t, f), fallback: 256 },
+  ssoRedirectOrigins: { env: 'SSO_REDIRECT_ORIGINS', parse: (t, f) => origins(t, f), fallback: [] },
 };
 
 /**
@@ -256,6 +274,18 @@ function positiveNumber(text: string, from: string): number {
   return value;
 }
 
+function nonNegativeNumber(text: string, from: string): number {
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value) || value < 0) throw new SettingsError(`${from}: "${text}" must be a number ≥ 0`);
+  return value;
+}
+
+function positiveInteger(text: string, from: string): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value <= 0) throw new SettingsError(`${from}: "${text}" must be a positive whole number`);
+  return value;
+}
+
 const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4 };
 
 /** A positive whole number of bytes, optionally with a unit: `1048576`, `64MiB`, `1 GiB`, `500MB`. */
@@ -301,6 +331,23 @@ function headerObject(text: string, from: string): Record<string, string> {
     throw new SettingsError(`${from} must be a JSON object of header names to strings`);
   }
   return value as Record<string, string>;
+}
+
+/** Comma-separated exact origins (`https://app.example.com`, `http://localhost:5173`), normalised; no wildcards, paths or credentials. */
+function origins(text: string, from: string): string[] {
+  return [...new Set(list(text).map((item) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(item);
+    } catch {
+      url = undefined;
+    }
+    const bare = url && url.pathname === '/' && url.search === '' && url.hash === '' && !item.includes('?') && !item.includes('#');
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '' || url.hostname.includes('*') || !bare) {
+      throw new SettingsError(`${from}: "${item}" is not an origin (scheme://host[:port], no path, no wildcard)`);
+    }
+    return url.origin;
+  }))];
 }
 
 function databaseUrl(text: string, from: string): string {

@@ -104,7 +104,12 @@ export async function startPlatform(settings: Settings, logger: FastifyBaseLogge
     closers.push(() => keys.close(), () => projects.close());
     const authenticator = new Authenticator(store.sql, keys, new OidcProviders(settings.authProviders), settings);
     const options = { domain: settings.domain, services: apps, upstreams, gateway, projects, policy: createPolicy(settings.routePolicies), stats, logger };
-    listeners.push(await listen(createGatewayHandler({ ...options, authenticator }, false), settings.port, settings.host));
+    listeners.push(
+      await listen(createGatewayHandler({ ...options, authenticator }, false), settings.port, settings.host, {
+        bodyIdleTimeoutMs: settings.bodyIdleTimeoutSeconds * 1000,
+        maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
+      }),
+    );
     listeners.push(await listen(createGatewayHandler({ ...options, authenticator: null }, true), settings.internalPort, settings.internalHost));
     return {
       publicPort: listeners[0]!.port,

@@ -4,9 +4,9 @@ import { request as undiciRequest } from 'undici';
 import type { FastifyBaseLogger } from 'fastify';
 import { SERVICE_NAMES, type ServiceName } from '../config.ts';
 import { createServiceApp, type ServiceApp } from '../core/app.ts';
-import { requireIdentity } from '../core/identity.ts';
+import { identityOf, requireIdentity } from '../core/identity.ts';
 import type { SqlConnection } from '../store/db.ts';
-import { listAllProjects } from '../services/apikeys/index.ts';
+import { listAllProjects, type Project } from '../services/apikeys/index.ts';
 import { PLATFORM_HOSTS } from './routing.ts';
 import type { GatewayStats } from './stats.ts';
 
@@ -59,16 +59,37 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     async (_request, reply) => reply.type('text/plain; charset=utf-8').send(options.version),
   );
 
+  // Project rows (ids, names, hosts) are shown to their owners only: anonymous callers and other
+  // users see the platform's own hosts (issue 17, item 14; SECURITY.md).
+  const projectsOf = async (request: Parameters<typeof identityOf>[0]): Promise<{ mine: Project[]; others: Project[] }> => {
+    const user = identityOf(request)?.user.id;
+    const all = await listAllProjects(connection);
+    return { mine: all.filter((p) => user !== undefined && p.owners.includes(user)), others: all.filter((p) => user === undefined || !p.owners.includes(user)) };
+  };
+  const projectNote = 'Project hosts appear only for a signed-in caller who owns the project.';
+
   app.get(
     '/v0/virtualhosts',
-    { schema: { summary: 'Host names the gateway serves: platform hosts, then project hosts', response: { 200: Type.Array(Type.String(), { description: 'Host names without ports' }) } } },
-    async () => [...PLATFORM_HOSTS.map((h) => `${h}.${domain}`), ...(await listAllProjects(connection)).map((p) => `${p.slug}.${domain}`)],
+    { schema: { summary: 'Host names the gateway serves: platform hosts, then the caller\'s project hosts', description: projectNote, response: { 200: Type.Array(Type.String(), { description: 'Host names without ports' }) } } },
+    async (request) => [...PLATFORM_HOSTS.map((h) => `${h}.${domain}`), ...(await projectsOf(request)).mine.map((p) => `${p.slug}.${domain}`)],
   );
 
   app.get(
     '/v0/stats',
-    { schema: { summary: 'Traffic statistics of this gateway instance', response: { 200: Type.Array(statsRow, { description: 'Rows *, -noroute-, then each host in order of first request' }) } } },
-    async () => stats.rows(),
+    {
+      schema: {
+        summary: 'Traffic statistics of this gateway instance',
+        description: `${projectNote} The * row counts every request, project hosts included.`,
+        response: { 200: Type.Array(statsRow, { description: 'Rows *, -noroute-, then each host in order of first request' }) },
+      },
+    },
+    async (request) => {
+      const rows = stats.rows();
+      const { others } = await projectsOf(request);
+      if (others.length === 0) return rows;
+      const hidden = new Set(others.map((p) => `${p.slug}.${domain}`));
+      return rows.filter((row) => !hidden.has(row.host));
+    },
   );
 
   /** Probes a service with GET of its OpenAPI document: in process without a socket, remote over HTTP. */
@@ -95,14 +116,14 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     '/v0/status',
     {
       schema: {
-        summary: 'Health of every backend service, then of every project host',
-        description: `Each service is probed with GET of its OpenAPI document (/openapi.json; /openapi for lambda) (${PROBE_TIMEOUT_MS} ms timeout, all in parallel); a project host's status is that of the lambda service that serves it. 503 = not running anywhere known, 502 = unreachable, 504 = no answer in time.`,
+        summary: 'Health of every backend service, then of the caller\'s project hosts',
+        description: `${projectNote} Each service is probed with GET of its OpenAPI document (/openapi.json; /openapi for lambda) (${PROBE_TIMEOUT_MS} ms timeout, all in parallel); a project host's status is that of the lambda service that serves it. 503 = not running anywhere known, 502 = unreachable, 504 = no answer in time.`,
         response: { 200: Type.Array(statusRow, { description: 'One row per service, then one per project' }) },
       },
     },
-    async () => {
+    async (request) => {
       const names = SERVICE_NAMES;
-      const [statuses, projects] = await Promise.all([Promise.all(names.map(probe)), listAllProjects(connection)]);
+      const [statuses, { mine: projects }] = await Promise.all([Promise.all(names.map(probe)), projectsOf(request)]);
       const lambda = statuses[names.indexOf('lambda')] ?? 503;
       return [...names.map((name, i) => row(name, name, `${name}.${domain}`, statuses[i] ?? 503)), ...projects.map((p) => row(p.id, p.name, `${p.slug}.${domain}`, lambda))];
     },

@@ -5,6 +5,7 @@ import type { SqlConnection } from '../store/db.ts';
 import { extendSession, findSessionByToken, type User } from '../services/auth/repository.ts';
 import { readSessionCookie, sessionCookie } from '../services/auth/cookies.ts';
 import { resolveUser, type OidcProviders } from '../services/auth/oidc.ts';
+import { CredentialGuard } from './guard.ts';
 import { ApiKeyVerifier, matchScopes, type VerifiedKey } from './keys.ts';
 import { cookieAllowed } from './origins.ts';
 
@@ -12,21 +13,42 @@ import { cookieAllowed } from './origins.ts';
 export type Credential = 'api_key' | 'basic' | 'bearer_session' | 'bearer_jwt' | 'cookie';
 
 export type AuthOutcome =
-  | { kind: 'anonymous' }
-  | { kind: 'authenticated'; identity: Identity; credential: Credential; setCookie?: string; identityJson?: string }
+  /** `strip`: credential headers to remove before forwarding (a platform key that failed as Basic). */
+  | { kind: 'anonymous'; strip?: readonly string[] }
+  | {
+      kind: 'authenticated';
+      identity: Identity;
+      credential: Credential;
+      setCookie?: string;
+      identityJson?: string;
+      /** An API key bound to exactly one project (every scope names it): that project's id. */
+      keyProject?: string;
+      /** Further credential headers to remove: a platform bearer token sent beside an API key. */
+      strip?: readonly string[];
+    }
   /** A credential the gateway recognises failed: 401 whatever the route's policy. */
-  | { kind: 'rejected'; message: string };
+  | { kind: 'rejected'; message: string }
+  /** Too many failed or concurrent credential checks from this address or for this key: 429. */
+  | { kind: 'limited'; retryAfterSeconds: number };
 
 export interface RequestScope {
   /** Host name without port, lower case. */
   host: string;
   project: { id: string; slug: string } | null;
+  /**
+   * The key-value host: a key bound to one project is valid there for that project (its namespace,
+   * decision 46), although the request comes through no project host.
+   */
+  keyProjectApplies?: boolean;
 }
 
 /** A session's expiry slides at most this often (each extension is a write and a new cookie). */
 const SESSION_REFRESH_MS = 60 * 60 * 1000;
 
 const ANONYMOUS: AuthOutcome = { kind: 'anonymous' };
+const STRIP_AUTHORIZATION: AuthOutcome = { kind: 'anonymous', strip: ['authorization'] };
+/** One message for a wrong secret and (on `require` routes) an unknown key: neither tells which. */
+export const INVALID_KEY_MESSAGE = 'invalid API key or secret';
 
 function userRef(user: User): Identity['user'] {
   const ref: Identity['user'] = { id: user.id };
@@ -48,6 +70,7 @@ export class Authenticator {
     private readonly keys: ApiKeyVerifier,
     private readonly providers: OidcProviders,
     private readonly settings: Pick<Settings, 'domain' | 'cookieSecure' | 'signup'>,
+    private readonly guard: CredentialGuard = new CredentialGuard(),
   ) {}
 
   /** Cheap test for the common anonymous request: no header that could carry a credential. */
@@ -67,15 +90,20 @@ export class Authenticator {
     if (apiKey && apiSecret) {
       hash = ApiKeyVerifier.pairHash(apiKey, apiSecret);
       const cached = this.keys.cached(hash);
-      if (cached) return this.keyOutcome(cached, scope, 'api_key');
+      if (cached) {
+        const outcome = this.keyOutcome(cached, scope, 'api_key');
+        return outcome.kind === 'authenticated' && req.headers.authorization !== undefined ? this.withoutPlatformBearer(req, outcome) : outcome;
+      }
     }
     return this.authenticateSlowly(req, scope, apiKey, apiSecret, hash);
   }
 
   private async authenticateSlowly(req: IncomingMessage, scope: RequestScope, apiKey: string | undefined, apiSecret: string | undefined, hash: string | undefined): Promise<AuthOutcome> {
     const headers = req.headers;
+    const address = req.socket.remoteAddress ?? '';
     if (apiKey && apiSecret) {
-      const outcome = await this.withKey(apiKey, apiSecret, scope, 'api_key', hash);
+      const outcome = await this.withKey(apiKey, apiSecret, scope, 'api_key', address, hash);
+      if (outcome?.kind === 'authenticated' && headers.authorization !== undefined) return this.withoutPlatformBearer(req, outcome);
       if (outcome) return outcome;
     }
 
@@ -85,7 +113,7 @@ export class Authenticator {
       const schemeName = (space > 0 ? authorization.slice(0, space) : authorization).toLowerCase();
       const value = space > 0 ? authorization.slice(space + 1).trim() : '';
       if (schemeName === 'basic' && value) {
-        const outcome = await this.withBasic(value, scope);
+        const outcome = await this.withBasic(value, scope, address);
         if (outcome) return outcome;
       } else if (schemeName === 'bearer' && value) {
         const outcome = await this.withBearer(value);
@@ -101,39 +129,78 @@ export class Authenticator {
     return ANONYMOUS;
   }
 
-  /** null: the key is unknown (the caller goes on to other credentials). */
-  private async withKey(key: string, secret: string, scope: RequestScope, credential: 'api_key' | 'basic', hash?: string): Promise<AuthOutcome | null> {
-    const check = await this.keys.check(key, secret, hash);
+  /**
+   * An API key won, but `Authorization` may still carry a platform credential (a session token or
+   * a provider's ID token): it is removed too, so no backend or lambda receives it. Other bearer
+   * values (a scheduler key) pass.
+   */
+  private async withoutPlatformBearer(req: IncomingMessage, outcome: Extract<AuthOutcome, { kind: 'authenticated' }>): Promise<AuthOutcome> {
+    const authorization = req.headers.authorization ?? '';
+    const space = authorization.indexOf(' ');
+    if (space <= 0 || authorization.slice(0, space).toLowerCase() !== 'bearer') return outcome;
+    const token = authorization.slice(space + 1).trim();
+    if (token === '') return outcome;
+    const platform = this.providers.providerForToken(token) !== null || (await findSessionByToken(this.connection, token)) !== null;
+    return platform ? { ...outcome, strip: ['authorization'] } : outcome;
+  }
+
+  /**
+   * null: the key is unknown (the caller goes on to other credentials; backends have keys of their
+   * own). Uncached checks pass the guard first, which bounds the bcrypt work per address and key.
+   */
+  private async withKey(key: string, secret: string, scope: RequestScope, credential: 'api_key' | 'basic', address: string, hash = ApiKeyVerifier.pairHash(key, secret)): Promise<AuthOutcome | null> {
+    // A burst of one pair shares one verification (keys.ts): joining it needs no admission.
+    let check = await this.keys.pending(hash);
+    if (check === undefined) {
+      const admission = this.guard.admit(address, key);
+      if (!admission.ok) return { kind: 'limited', retryAfterSeconds: admission.retryAfterSeconds };
+      try {
+        check = await this.keys.check(key, secret, hash);
+      } finally {
+        admission.release();
+      }
+    }
     if (check.status === 'unknown') return null;
-    if (check.status === 'wrong_secret') return { kind: 'rejected', message: 'invalid API key secret' };
+    if (check.status === 'wrong_secret') {
+      this.guard.fail(address, key);
+      return { kind: 'rejected', message: INVALID_KEY_MESSAGE };
+    }
     return this.keyOutcome(check.key, scope, credential);
   }
 
   /** A verified key: its scopes decide (apikeys.md §2.3); the identity is the key's owner. */
   private keyOutcome(verified: VerifiedKey, scope: RequestScope, credential: 'api_key' | 'basic'): AuthOutcome {
-    const match = matchScopes(verified.scopes, scope.host, scope.project?.id ?? null);
+    const keyProject = boundProject(verified);
+    const match = matchScopes(verified.scopes, scope.host, scope.project?.id ?? (scope.keyProjectApplies ? (keyProject ?? null) : null));
     if (!match.ok) return { kind: 'rejected', message: 'the API key is not valid for this host or project' };
     const identity: Identity = {
       user: verified.user,
       auth: match.hostMetadata !== undefined ? { method: 'api_key', key: verified.key, host_metadata: match.hostMetadata } : { method: 'api_key', key: verified.key },
     };
+    const bound = keyProject === undefined ? {} : { keyProject };
     if (scope.project) {
       identity.project = scope.project;
-      return { kind: 'authenticated', identity, credential };
+      return { kind: 'authenticated', identity, credential, ...bound };
     }
     // The same key outside projects without host metadata always has the same identity JSON.
-    if (match.hostMetadata !== undefined) return { kind: 'authenticated', identity, credential };
+    if (match.hostMetadata !== undefined) return { kind: 'authenticated', identity, credential, ...bound };
     verified.plainIdentityJson ??= JSON.stringify(identity);
-    return { kind: 'authenticated', identity, credential, identityJson: verified.plainIdentityJson };
+    return { kind: 'authenticated', identity, credential, identityJson: verified.plainIdentityJson, ...bound };
   }
 
-  /** Basic credentials that fail for any reason leave the request anonymous (gateway.md §3.2). */
-  private async withBasic(encoded: string, scope: RequestScope): Promise<AuthOutcome | null> {
+  /**
+   * Basic credentials that fail for any reason leave the request anonymous (gateway.md §3.2), so
+   * container clients get the registry's own challenge. When they name a platform key (a wrong
+   * secret, or a key outside its scopes) the header is removed: no backend, least of all another
+   * user's lambda, may receive a platform key and secret.
+   */
+  private async withBasic(encoded: string, scope: RequestScope, address: string): Promise<AuthOutcome | null> {
     const decoded = Buffer.from(encoded, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon <= 0) return null;
-    const outcome = await this.withKey(decoded.slice(0, colon), decoded.slice(colon + 1), scope, 'basic');
-    return outcome?.kind === 'authenticated' ? outcome : null;
+    const outcome = await this.withKey(decoded.slice(0, colon), decoded.slice(colon + 1), scope, 'basic', address);
+    if (outcome === null || outcome.kind === 'authenticated' || outcome.kind === 'limited') return outcome;
+    return STRIP_AUTHORIZATION;
   }
 
   private async withBearer(token: string): Promise<AuthOutcome | null> {
@@ -168,6 +235,13 @@ export class Authenticator {
     return { kind: 'authenticated', identity, credential, ...(setCookie ? { setCookie } : {}) };
   }
 
+}
+
+/** The one project a key is bound to: every scope lists projects, and together they name one. */
+function boundProject(verified: VerifiedKey): string | undefined {
+  if (verified.scopes.length === 0 || verified.scopes.some((scope) => scope.projects.length === 0)) return undefined;
+  const projects = new Set(verified.scopes.flatMap((scope) => scope.projects));
+  return projects.size === 1 ? [...projects][0] : undefined;
 }
 
 function single(value: string | string[] | undefined): string | undefined {

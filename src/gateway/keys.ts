@@ -75,6 +75,11 @@ export class ApiKeyVerifier {
     return undefined;
   }
 
+  /** The verification of this pair already under way, if any (joining it costs no bcrypt). */
+  pending(hash: string): Promise<KeyCheck> | undefined {
+    return this.inFlight.get(hash);
+  }
+
   async check(key: string, secret: string, hash = ApiKeyVerifier.pairHash(key, secret)): Promise<KeyCheck> {
     const hit = this.cached(hash);
     if (hit) return { status: 'ok', key: hit };

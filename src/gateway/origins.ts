@@ -1,11 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PLATFORM_HOSTS } from './routing.ts';
 
-const PLATFORM_LABELS = new Set<string>(PLATFORM_HOSTS);
+/**
+ * Platform hosts that serve user code: lambda output (`/run`, `/mux`, static lambdas) answers on
+ * `lambda.<domain>`, `api.<domain>` and the bare domain. They are never trusted origins, and
+ * neither is a project host (SECURITY.md, decision 45).
+ */
+export const USER_CODE_HOSTS: readonly string[] = ['api', 'lambda'];
+
+const TRUSTED_LABELS = new Set<string>(PLATFORM_HOSTS.filter((label) => !USER_CODE_HOSTS.includes(label)));
 
 /**
- * Whether an `Origin` (`scheme://host[:port]`) is one of the platform's own hosts: the bare domain
- * or `<platform-host>.<domain>`. Project hosts serve user-written pages, so they never count.
+ * Whether an `Origin` (`scheme://host[:port]`) is a trusted platform origin: `<platform-host>.<domain>`
+ * for a platform host that serves no user code (console, auth, docdb, …). The bare domain, `api.`,
+ * `lambda.` and project hosts serve user-written pages, so they never count.
  */
 export function isPlatformOrigin(origin: string, domain: string): boolean {
   let host: string;
@@ -16,9 +24,8 @@ export function isPlatformOrigin(origin: string, domain: string): boolean {
   } catch {
     return false;
   }
-  if (host === domain) return true;
   if (!host.endsWith(`.${domain}`)) return false;
-  return PLATFORM_LABELS.has(host.slice(0, -(domain.length + 1)));
+  return TRUSTED_LABELS.has(host.slice(0, -(domain.length + 1)));
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -26,8 +33,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /**
  * CSRF guard for cookie sessions (gateway.md §3.6): a state-changing request whose `Origin` (or,
  * without one, `Referer`) is neither absent nor a platform host must not ride on the browser's
- * session cookie. SameSite=Lax already stops other sites; this also stops project hosts, which
- * share the site and serve anyone's code.
+ * session cookie. SameSite=Lax already stops other sites; this also stops project hosts and the
+ * hosts that serve lambda output, which share the site and serve anyone's code.
  */
 export function cookieAllowed(req: IncomingMessage, domain: string): boolean {
   if (SAFE_METHODS.has(req.method ?? 'GET')) return true;

@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { extendSession, findSessionByToken, type User } from '../../src/services/auth/repository.ts';
+import { CredentialGuard } from '../../src/gateway/guard.ts';
 import { startHarness, type Harness } from './harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -128,9 +129,45 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       const wrong = basic(key.key, 'not-the-secret');
       const anonymous = await h.call({ path: '/v2/', host: 'config.localhost', headers: { authorization: wrong } });
       assert.equal(anonymous.status, 200, 'failed Basic credentials pass on, so the registry can send its own challenge');
-      assert.equal(h.seen(anonymous).headers.authorization, wrong);
       assert.equal(h.seen(anonymous).headers['x-gateway-authentication'], undefined);
       assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { authorization: wrong } })).status, 401);
+      // Basic credentials of someone else's system (not a platform key) pass untouched.
+      const foreign = basic('registry-user', 'their-password');
+      assert.equal(h.seen(await h.call({ path: '/v2/', host: 'config.localhost', headers: { authorization: foreign } })).headers.authorization, foreign);
+    });
+
+    it('never hands a platform key to a backend: Basic with a wrong secret or outside its scopes is removed (issue 17, item 10)', async () => {
+      const wrong = basic(key.key, 'not-the-secret');
+      const wrongSeen = h.seen(await h.call({ path: '/run/x', host: 'api.localhost', headers: { authorization: wrong } }));
+      assert.equal(wrongSeen.headers.authorization, undefined, 'a wrong secret for a platform key is not passed on');
+      assert.ok(!wrongSeen.rawHeaders.some((value) => value.includes(Buffer.from(`${key.key}:`).toString('base64').slice(0, 12))));
+      const scoped = await h.createKey(ada, { name: 'config only', scopes: [{ host_rules: { 'config.localhost': '{}' } }] });
+      const valid = basic(scoped.key, scoped.secret);
+      const outside = await h.call({ path: '/run/someone-elses-lambda', host: 'api.localhost', headers: { authorization: valid } });
+      assert.equal(outside.status, 200, 'still anonymous, as failed Basic credentials are');
+      assert.equal(h.seen(outside).headers.authorization, undefined, 'the valid key and its secret never reach another backend');
+      assert.equal(h.seen(outside).headers['x-gateway-authentication'], undefined);
+    });
+
+    it('removes a platform session bearer token sent beside an API key, and passes other bearer values', async () => {
+      const token = await h.session(ada);
+      for (let round = 0; round < 2; round++) {
+        // The second round takes the cached (synchronous) key path.
+        const both = await h.call({ path: '/run/x', host: 'api.localhost', headers: { 'api-key': key.key, 'api-secret': key.secret, authorization: `Bearer ${token}` } });
+        assert.equal(both.status, 200);
+        assert.equal(h.seen(both).headers.authorization, undefined, `round ${round}: the session token never reaches a backend`);
+        assert.equal(identityOf(h.seen(both).headers)?.auth.method, 'api_key');
+      }
+      const other = await h.call({ path: '/schedulers', host: 'config.localhost', headers: { 'api-key': key.key, 'api-secret': key.secret, authorization: 'Bearer sk-scheduler-key' } });
+      assert.equal(h.seen(other).headers.authorization, 'Bearer sk-scheduler-key', "a service's own bearer key passes");
+    });
+
+    it('answers an unknown key and a wrong secret with the same 401 on a require route', async () => {
+      const unknown = await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { 'api-key': '11111111-1111-4111-8111-111111111111', 'api-secret': 'x' } });
+      const wrong = await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { 'api-key': key.key, 'api-secret': 'x' } });
+      assert.equal(unknown.status, 401);
+      assert.equal(wrong.status, 401);
+      assert.deepEqual(unknown.json(), wrong.json());
     });
 
     it('stops a revoked key at once', async () => {
@@ -249,6 +286,9 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
         h.call({ method: 'POST', path: '/v0/apikeys', host: 'api.localhost', headers: { cookie: `stratus_session=${token}`, 'content-type': 'application/json', ...origin }, body: '{"name":"csrf"}' });
       assert.equal((await create({ origin: 'https://evil.example' })).status, 401);
       assert.equal((await create({ origin: 'http://someones-project.localhost:8080' })).status, 401, 'project hosts serve user code');
+      for (const origin of ['http://lambda.localhost:8080', 'http://api.localhost:8080', 'http://localhost:8080']) {
+        assert.equal((await create({ origin })).status, 401, `${origin} serves lambda output (user code)`);
+      }
       assert.equal((await create({ origin: 'null' })).status, 401);
       assert.equal((await create({ referer: 'http://evil.example/page' })).status, 401);
       assert.equal((await create({ origin: 'http://console.localhost:8080' })).status, 201);
@@ -271,6 +311,11 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       assert.equal(foreign.headers['access-control-allow-origin'], undefined);
       const fromProject = await h.call({ path: '/x', headers: { origin: 'http://my-project.localhost' } });
       assert.equal(fromProject.headers['access-control-allow-origin'], undefined);
+      for (const origin of ['http://lambda.localhost:8080', 'http://api.localhost:8080', 'http://localhost:8080']) {
+        const userCode = await h.call({ method: 'OPTIONS', path: '/v0/apikeys', host: 'api.localhost', headers: { origin, 'access-control-request-method': 'POST' } });
+        assert.equal(userCode.headers['access-control-allow-origin'], undefined, `${origin} serves user code: no credentialed CORS`);
+        assert.equal(userCode.headers['access-control-allow-credentials'], undefined);
+      }
     });
   });
 
@@ -290,6 +335,23 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       const seen = h.seen(res);
       for (const name of ['connection', 'x-private', 'te', 'keep-alive', 'proxy-authorization']) assert.equal(seen.headers[name], undefined, name);
       assert.equal(seen.headers['x-kept'], 'yes');
+    });
+
+    it('injects its headers after removing those the client named in Connection, and refuses naming its own', async () => {
+      const project = await h.createProject(ada, 'conn-project');
+      const token = await h.session(ada);
+      const named = await h.call({ path: '/api/v0/lambdas', host: 'conn-project.localhost', headers: { authorization: `Bearer ${token}`, connection: 'keep-alive, x-forwarded-for, api-key', 'api-key': 'k' } });
+      assert.equal(named.status, 200);
+      const seen = h.seen(named);
+      assert.equal(seen.headers['x-project-id'], project.id, 'the injected project header is there');
+      assert.equal(seen.headers['x-forwarded-for'], '127.0.0.1', 'the injected X-Forwarded-For is there');
+      assert.equal(seen.headers['api-key'], undefined, 'a header named in Connection is hop-by-hop');
+      assert.equal(identityOf(seen.headers)?.user.id, ada.id);
+      for (const header of ['x-project-id', 'X-Gateway-Authentication', 'keep-alive, X-Project-Id']) {
+        const refused = await h.call({ path: '/api/v0/lambdas', host: 'conn-project.localhost', headers: { authorization: `Bearer ${token}`, connection: header } });
+        assert.equal(refused.status, 400, header);
+        assert.equal(refused.json<{ error: { code: string } }>().error.code, 'bad_request');
+      }
     });
 
     it('on the internal port trusts the caller but keeps require routes closed without identity', async () => {
@@ -320,5 +382,77 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       assert.ok(!JSON.stringify(line).includes(key.secret));
       assert.ok(!JSON.stringify(line).includes('supersecret'));
     });
+  });
+});
+
+describe('gateway: bounded bcrypt work for failed credential checks (issue 17, item 13)', () => {
+  let h: Harness;
+  let ada: User;
+  let key: { key: string; secret: string };
+  const LIMITS = { maxFailuresPerKey: 5, maxFailuresPerAddress: 12, windowMs: 60_000, maxConcurrentPerAddress: 2 };
+
+  before(async () => {
+    h = await startHarness({}, { guard: new CredentialGuard(LIMITS) });
+    ada = await h.user('guard@example.com');
+    key = await h.createKey(ada, { name: 'guarded' });
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  it('stops verifying a key after its failures in a window: 429 with Retry-After, while a cached key keeps working', async () => {
+    const other = await h.createKey(ada, { name: 'in use' });
+    assert.equal((await h.call({ path: '/x', headers: { 'api-key': other.key, 'api-secret': other.secret } })).status, 200);
+    const before = h.keys.verifications;
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await h.call({ path: '/x', headers: { 'api-key': key.key, 'api-secret': `wrong-${i}` } })).status);
+    assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429, 429, 429, 429]);
+    assert.equal(h.keys.verifications, before + LIMITS.maxFailuresPerKey, 'no bcrypt once the key is limited');
+    const limited = await h.call({ path: '/x', headers: { 'api-key': key.key, 'api-secret': key.secret } });
+    assert.equal(limited.status, 429, 'even the right secret waits for the window while the key is under attack');
+    assert.ok(Number(limited.headers['retry-after']) >= 1);
+    assert.equal(limited.json<{ error: { code: string } }>().error.code, 'too_many_requests');
+    assert.equal((await h.call({ path: '/x', headers: { 'api-key': other.key, 'api-secret': other.secret } })).status, 200, 'a cached key is not checked again');
+  });
+
+  it('caps concurrent checks per address and failures per address across keys', async () => {
+    const keys = await Promise.all([1, 2, 3].map((n) => h.createKey(ada, { name: `k${n}` })));
+    const before = h.keys.verifications;
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => h.call({ path: '/x', headers: { 'api-key': keys[i % 3]!.key, 'api-secret': `wrong-${i}` } }).then((r) => r.status)));
+    assert.ok(answers.includes(429), `some concurrent checks are refused: ${answers.join()}`);
+    assert.ok(answers.every((status) => status === 401 || status === 429), answers.join());
+    assert.ok(h.keys.verifications - before <= answers.filter((s) => s === 401).length, 'refused checks run no bcrypt');
+    // Past the address's failure budget every uncached check from it is refused, whatever the key.
+    for (let i = 0; i < LIMITS.maxFailuresPerAddress; i++) await h.call({ path: '/x', headers: { 'api-key': keys[i % 3]!.key, 'api-secret': `again-${i}` } });
+    const fresh = await h.createKey(ada, { name: 'fresh' });
+    assert.equal((await h.call({ path: '/x', headers: { 'api-key': fresh.key, 'api-secret': fresh.secret } })).status, 429);
+  });
+});
+
+describe('CredentialGuard', () => {
+  it('counts failures in a fixed window per key and per address, and releases concurrency slots once', () => {
+    let now = 1_000;
+    const guard = new CredentialGuard({ maxFailuresPerKey: 2, maxFailuresPerAddress: 3, windowMs: 10_000, maxConcurrentPerAddress: 1 }, () => now);
+    const first = guard.admit('a', 'k');
+    assert.ok(first.ok);
+    assert.deepEqual(guard.admit('a', 'k'), { ok: false, retryAfterSeconds: 1 }, 'one check at a time per address');
+    assert.ok(guard.admit('b', 'k').ok, 'another address has its own slot');
+    if (first.ok) {
+      first.release();
+      first.release();
+    }
+    guard.fail('a', 'k');
+    guard.fail('b', 'k');
+    const limited = guard.admit('c', 'k');
+    assert.deepEqual(limited, { ok: false, retryAfterSeconds: 10 }, 'the key is limited for every address');
+    now += 10_000;
+    assert.ok(guard.admit('c', 'k').ok, 'the window ends');
+  });
+
+  it('keeps at most maxEntries counters', () => {
+    const guard = new CredentialGuard({ maxFailuresPerKey: 1, maxFailuresPerAddress: 1_000, windowMs: 60_000, maxConcurrentPerAddress: 1, maxEntries: 10 });
+    for (let i = 0; i < 100; i++) guard.fail('a', `k${i}`);
+    assert.ok(!guard.admit('z', 'k0').ok === false, 'the oldest counters were dropped');
+    assert.equal(guard.admit('z', 'k99').ok, false, 'the newest is kept');
   });
 });

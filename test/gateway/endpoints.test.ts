@@ -1,11 +1,14 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import type { User } from '../../src/services/auth/repository.ts';
 import { startHarness, type Harness } from './harness.ts';
 
 const GO_DURATION = /^(0s|\d+(\.\d+)?(ns|µs|ms|s)|(\d+h)?(\d+m)?\d+(\.\d+)?s)$/;
 
 describe('gateway endpoints (gateway.md §4)', () => {
   let h: Harness;
+  /** Owner of the projects zeta and alpha (made in the first test). */
+  let ada: User;
   before(async () => {
     h = await startHarness();
   });
@@ -13,17 +16,20 @@ describe('gateway endpoints (gateway.md §4)', () => {
     await h.close();
   });
 
-  it('lists the platform hosts, then project hosts in creation order', async () => {
-    const ada = await h.user('vh@example.com');
+  it('lists the platform hosts, then the caller\'s own project hosts in creation order', async () => {
+    ada = await h.user('vh@example.com');
+    const bob = await h.user('vh-bob@example.com');
     await h.createProject(ada, 'zeta');
     await h.createProject(ada, 'alpha');
-    const res = await h.call({ path: '/v0/virtualhosts', host: 'gateway.localhost' });
-    assert.equal(res.status, 200);
-    assert.deepEqual(res.json(), [
-      ...['api', 'gateway', 'auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'].map((h) => `${h}.localhost`),
-      'zeta.localhost',
-      'alpha.localhost',
-    ]);
+    await h.createProject(bob, 'bobs');
+    const platform = ['api', 'gateway', 'auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'].map((h) => `${h}.localhost`);
+    const asAda = await h.call({ path: '/v0/virtualhosts', host: 'gateway.localhost', headers: { authorization: `Bearer ${await h.session(ada)}` } });
+    assert.equal(asAda.status, 200);
+    assert.deepEqual(asAda.json(), [...platform, 'zeta.localhost', 'alpha.localhost']);
+    const anonymous = await h.call({ path: '/v0/virtualhosts', host: 'gateway.localhost' });
+    assert.deepEqual(anonymous.json(), platform, 'anonymous callers see no project');
+    const asBob = await h.call({ path: '/v0/virtualhosts', host: 'gateway.localhost', headers: { authorization: `Bearer ${await h.session(bob)}` } });
+    assert.deepEqual(asBob.json(), [...platform, 'bobs.localhost']);
   });
 
   it('counts requests per host, with * and -noroute- first and Go durations', async () => {
@@ -44,8 +50,24 @@ describe('gateway endpoints (gateway.md §4)', () => {
     }
   });
 
+  it('shows a project host\'s traffic and health to its owner only', async () => {
+    const carol = await h.user('vh-carol@example.com');
+    await h.createProject(carol, 'carols');
+    await h.call({ path: '/anything', host: 'carols.localhost' });
+    const hosts = async (path: string, headers: Record<string, string> = {}) =>
+      (await h.call({ path, host: 'gateway.localhost', headers })).json<{ host: string }[]>().map((row) => row.host);
+    const asCarol = { authorization: `Bearer ${await h.session(carol)}` };
+    assert.ok((await hosts('/v0/stats', asCarol)).includes('carols.localhost'));
+    assert.ok((await hosts('/v0/status', asCarol)).includes('carols.localhost'));
+    for (const path of ['/v0/stats', '/v0/status']) {
+      const anonymous = await hosts(path);
+      assert.ok(anonymous.length > 0);
+      assert.ok(!anonymous.some((host) => !host.includes('.') ? false : !/^(api|gateway|auth|apikeys|lambda|scheduler|docdb|logs|files|config|run|kv|console)\.localhost$/.test(host)), `${path} shows anonymous callers platform hosts only: ${anonymous.join()}`);
+    }
+  });
+
   it('probes every backend service and project host', async () => {
-    const rows = (await h.call({ path: '/v0/status', host: 'gateway.localhost' })).json<{ id: string; name: string; host: string; status: number; statusText: string }[]>();
+    const rows = (await h.call({ path: '/v0/status', host: 'gateway.localhost', headers: { authorization: `Bearer ${await h.session(ada)}` } })).json<{ id: string; name: string; host: string; status: number; statusText: string }[]>();
     const byId = new Map(rows.map((r) => [r.id, r]));
     assert.deepEqual(rows.slice(0, 11).map((r) => r.id), ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console']);
     assert.deepEqual(byId.get('apikeys'), { id: 'apikeys', name: 'apikeys', host: 'apikeys.localhost', status: 200, statusText: '200 OK' });

@@ -5,6 +5,7 @@ import { createServiceApp, type ServiceApp } from '../../src/core/app.ts';
 import { VERSION } from '../../src/core/version.ts';
 import { buildGatewayApp } from '../../src/gateway/app.ts';
 import { Authenticator } from '../../src/gateway/authenticate.ts';
+import type { CredentialGuard } from '../../src/gateway/guard.ts';
 import { ApiKeyVerifier } from '../../src/gateway/keys.ts';
 import { createPolicy } from '../../src/gateway/policy.ts';
 import { ProjectDirectory } from '../../src/gateway/projects.ts';
@@ -65,7 +66,7 @@ export interface Harness {
  * services, and an echo backend standing in for the services whose hosts the tests call
  * (`config`, `lambda` (project hosts), `docdb`, `kv`, `run`).
  */
-export async function startHarness(overrides: Partial<Settings> = {}): Promise<Harness> {
+export async function startHarness(overrides: Partial<Settings> = {}, extras: { guard?: CredentialGuard } = {}): Promise<Harness> {
   const database: TestDatabase = await createTestDatabase();
   const settings = testSettings(database, overrides);
   const store = await openStore(settings);
@@ -98,7 +99,7 @@ export async function startHarness(overrides: Partial<Settings> = {}): Promise<H
   await gateway.ready();
   const keys = new ApiKeyVerifier(store.sql, store.notifier);
   const projects = new ProjectDirectory(store.sql, store.notifier);
-  const authenticator = new Authenticator(store.sql, keys, new OidcProviders(settings.authProviders), settings);
+  const authenticator = new Authenticator(store.sql, keys, new OidcProviders(settings.authProviders), settings, extras.guard);
   const options = { domain: settings.domain, services, upstreams: new Map(), gateway, projects, policy: createPolicy(settings.routePolicies), stats, logger };
   const listeners: Listener[] = [
     await listen(createGatewayHandler({ ...options, authenticator }, false), 0, '127.0.0.1'),

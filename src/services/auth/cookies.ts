@@ -13,9 +13,9 @@ export type CookieSettings = Pick<Settings, 'domain' | 'cookieSecure'>;
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,512}$/;
 
 /**
- * The cookie's `Domain`: the platform domain when it has a dot and is not an IP address, so that
- * one login covers every `<name>.<domain>` host. `localhost` and IP literals get host-only cookies
- * (browsers refuse `Domain=localhost` and `Domain=<ip>` or treat them as host-only anyway).
+ * The platform domain when it has a dot and is not an IP address: the `Domain` that versions
+ * before 0.2 gave the session cookie. The cookie is host-only now (see `cookie` below); this is
+ * kept to clear such an old cookie at logout.
  */
 export function cookieDomain(domain: string): string | null {
   const host = domain.trim().toLowerCase().replace(/\.$/, '');
@@ -23,28 +23,37 @@ export function cookieDomain(domain: string): string | null {
   return host;
 }
 
-function cookie(value: string, maxAge: number, settings: CookieSettings): string {
+/**
+ * The session cookie is host-only (no `Domain`): it is set by `auth.<domain>` and returns only
+ * there, never to the hosts that serve user code (project hosts, lambda, api, the bare domain;
+ * SECURITY.md). The console signs in with a bearer token instead. `domain` adds the attribute,
+ * only to clear an old domain-wide cookie.
+ */
+function cookie(value: string, maxAge: number, settings: CookieSettings, domain?: string): string {
   const parts = [`${SESSION_COOKIE}=${value}`, 'Path=/', 'HttpOnly'];
   if (settings.cookieSecure) parts.push('Secure');
   parts.push('SameSite=Lax', `Max-Age=${maxAge}`);
-  const domain = cookieDomain(settings.domain);
   if (domain) parts.push(`Domain=${domain}`);
   return parts.join('; ');
 }
 
 /**
  * `stratus_session=<token>; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=604800` (gateway.md §3.5),
- * without `Secure` when `cookieSecure` is false, and with `; Domain=<domain>` last when the domain
- * allows one. Throws on a value that is not a token (it would otherwise inject cookie attributes).
+ * without `Secure` when `cookieSecure` is false; host-only. Throws on a value that is not a token
+ * (it would otherwise inject cookie attributes).
  */
 export function sessionCookie(token: string, settings: CookieSettings): string {
   if (!TOKEN_PATTERN.test(token)) throw new Error('a session token is 1–512 base64url characters');
   return cookie(token, SESSION_COOKIE_MAX_AGE, settings);
 }
 
-/** The same attributes with an empty value and `Max-Age=0`: the browser drops the cookie. */
-export function clearSessionCookie(settings: CookieSettings): string {
-  return cookie('', 0, settings);
+/**
+ * The same attributes with an empty value and `Max-Age=0`: the browser drops the cookie. With a
+ * dotted domain a second header also drops a domain-wide cookie an older version may have set.
+ */
+export function clearSessionCookie(settings: CookieSettings): string | string[] {
+  const domain = cookieDomain(settings.domain);
+  return domain ? [cookie('', 0, settings), cookie('', 0, settings, domain)] : cookie('', 0, settings);
 }
 
 /**

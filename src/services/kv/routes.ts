@@ -143,13 +143,13 @@ export function registerKvRoutes(app: ServiceApp, node: KvNode): void {
     const v1 = plain.withTypeProvider<TypeBoxTypeProvider>();
     v1.addHook('preHandler', async (request) => requirePresence(request));
 
-    v1.get('/v1/status', { schema: { tags: ['node'], summary: 'Node, role, topology and per-collection figures (default project)', description: presence, response: { 200: Type.Unknown(), 403: errorBody } } }, async () => ({
+    v1.get('/v1/status', { schema: { tags: ['node'], summary: "Node, role, topology and per-collection figures of the request's project", description: presence, response: { 200: Type.Unknown(), 403: errorBody } } }, async (request) => ({
       node: node.name,
       role,
       parent: node.parentUrl ?? '',
       uptime_seconds: Math.floor((Date.now() - node.startedAt) / 1000),
       children: feed.children,
-      collections: storage.collectionStats(''),
+      collections: storage.collectionStats(projectOf(request)),
       replication: { enabled: node.parentUrl !== undefined || feed.children > 0, parent_connected: parentConnected(), connected_replicas: feed.children, last_seq: storage.lastSeq },
     }));
 

@@ -10,13 +10,22 @@ import { registerInvocation } from './routes/invocation.ts';
 import { registerManagement } from './routes/management.ts';
 import { LambdaRuntime, type RuntimeOptions } from './runtime/sandbox.ts';
 
-/** Builds the lambda service; `limits` overrides the settings `lambdaTimeoutSeconds` and `lambdaMemoryMib` (tests shorten them). */
-export function lambdaServiceWith(limits?: RuntimeOptions): ServiceDefinition {
+/**
+ * Builds the lambda service; `limits` overrides what the settings `lambdaTimeoutSeconds`,
+ * `lambdaMemoryMib` and `lambdaMaxResponseBytes` give the runtime, and sets the pool's size
+ * (tests shorten and shrink them).
+ */
+export function lambdaServiceWith(limits: RuntimeOptions = {}): ServiceDefinition {
   return {
     name: 'lambda',
     migrations: lambdaMigrations,
     async build({ settings, store, logger }) {
-      const options: RuntimeOptions = limits ?? { timeoutMs: settings.lambdaTimeoutSeconds * 1000, memoryLimitMiB: settings.lambdaMemoryMib };
+      const options: RuntimeOptions = {
+        timeoutMs: settings.lambdaTimeoutSeconds * 1000,
+        memoryLimitMiB: settings.lambdaMemoryMib,
+        maxResponseBytes: settings.lambdaMaxResponseBytes,
+        ...limits,
+      };
       const app = await createServiceApp({
         name: 'lambda',
         title: 'Lambda API',
@@ -30,7 +39,10 @@ export function lambdaServiceWith(limits?: RuntimeOptions): ServiceDefinition {
       const runtime = new LambdaRuntime(options);
       app.addHook('onClose', async () => runtime.close());
       // Captured console output and failures go to the server log with the invocation id.
-      const invoker = new Invoker(runtime, (entry) => logger.info(entry, 'lambda invocation'));
+      const invoker = new Invoker(runtime, (entry) => logger.info(entry, 'lambda invocation'), {
+        domain: settings.domain,
+        ownerConcurrency: settings.lambdaOwnerConcurrency,
+      });
       const repository = new LambdaRepository(store.sql);
       // Identity comes before validation: an anonymous call with a bad body is a 401, not a 400.
       app.addHook('onRequest', async (request) => {

@@ -1,6 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError } from '../../core/errors.ts';
 import { newId, rfc3339 } from '../../core/ids.ts';
+import { OwnerLimiter } from './fairness.ts';
+import { allowedHeaders, isProjectHost, securityHeaders, visitorHeaders } from './output.ts';
+import { projectOf } from './project.ts';
 import type { Lambda } from './repository.ts';
 import type { InvokeResult, LambdaRequest, LambdaRuntime, LogLine } from './runtime/sandbox.ts';
 
@@ -14,14 +17,18 @@ export interface Ongoing {
   path: string;
 }
 
+export interface InvokerOptions {
+  /** The platform domain (settings.domain): decides platform hosts from project hosts. */
+  domain: string;
+  /** Invocations of one owner's lambdas that run at once (settings.lambdaOwnerConcurrency). */
+  ownerConcurrency: number;
+}
+
 const STATIC_TYPES: Record<string, string> = {
   'static-html': 'text/html; charset=utf-8',
   'static-css': 'text/css; charset=utf-8',
   'static-js': 'text/javascript; charset=utf-8',
 };
-
-// Headers a Response from a lambda may not set: the server frames the body itself.
-const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
 
 /** Query parameters: a repeated name becomes an array of strings, a single one a string. */
 export function queryOf(url: string): Record<string, string | string[]> {
@@ -31,16 +38,6 @@ export function queryOf(url: string): Record<string, string | string[]> {
   for (const [k, v] of new URLSearchParams(url.slice(i + 1))) {
     const prev = out[k];
     out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
-  }
-  return out;
-}
-
-/** Headers with lower-case keys; a repeated header is joined with ", " (set-cookie included). */
-export function headersOf(request: FastifyRequest): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(request.headers)) {
-    if (v === undefined) continue;
-    out[k] = Array.isArray(v) ? v.join(', ') : v;
   }
   return out;
 }
@@ -57,18 +54,30 @@ export interface TestInvocation {
 /** Runs a lambda for a request and writes the mapped response (lambda.md §4.2). */
 export class Invoker {
   readonly ongoing = new Map<string, Ongoing>();
+  private readonly limiter: OwnerLimiter;
 
-  constructor(private readonly runtime: LambdaRuntime, private readonly log: (entry: Record<string, unknown>) => void) {}
+  constructor(
+    private readonly runtime: LambdaRuntime,
+    private readonly log: (entry: Record<string, unknown>) => void,
+    private readonly options: InvokerOptions,
+  ) {
+    this.limiter = new OwnerLimiter(options.ownerConcurrency);
+  }
 
-  /** One run, listed in /ongoing while it lasts; its console lines go to the server log. */
+  /**
+   * One run within its owner's share of the pool, listed in /ongoing while it runs; its console
+   * lines go to the server log. Module state is kept per lambda id (and code version).
+   */
   private async execute(lambda: Lambda, req: LambdaRequest): Promise<InvokeResult> {
+    await this.limiter.acquire(lambda.owner);
     const id = newId();
-    this.ongoing.set(id, { id, owner: lambda.owner, lambda_id: lambda.id, lambda_name: lambda.name, started_at: rfc3339(), method: req.method, path: req.path });
-    let result;
+    let result: InvokeResult;
     try {
-      result = await this.runtime.invoke(lambda.code, req);
+      this.ongoing.set(id, { id, owner: lambda.owner, lambda_id: lambda.id, lambda_name: lambda.name, started_at: rfc3339(), method: req.method, path: req.path });
+      result = await this.runtime.invoke(lambda.code, req, { contextKey: lambda.id });
     } finally {
       this.ongoing.delete(id);
+      this.limiter.release(lambda.owner);
     }
     if (result.logs.length > 0 || result.kind === 'error') {
       this.log({ invocation_id: id, lambda_id: lambda.id, outcome: result.kind === 'error' ? result.code : 'ok', logs: result.logs });
@@ -78,7 +87,8 @@ export class Invoker {
 
   /**
    * An owner's test run (the console's Invoke): the same execution as a real request, answered
-   * as data — status, headers, body text and the `console` lines the run wrote.
+   * as data — status, headers (as a project host would send them) and body text, and the
+   * `console` lines the run wrote.
    */
   async test(lambda: Lambda, req: LambdaRequest): Promise<TestInvocation> {
     const started = performance.now();
@@ -91,8 +101,12 @@ export class Invoker {
         return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: result.json, logs: result.logs, duration_ms };
       case 'text':
         return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: result.text, logs: result.logs, duration_ms };
-      case 'response':
-        return { status: result.status, headers: Object.fromEntries(result.headers.filter(([k]) => !FRAMING.has(k))), body: result.body, logs: result.logs, duration_ms };
+      case 'response': {
+        const headers: Record<string, string> = {};
+        for (const [k, v] of allowedHeaders(result.headers, false)) headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}`;
+        const body = typeof result.body === 'string' ? result.body : result.body.toString('latin1');
+        return { status: result.status, headers, body, logs: result.logs, duration_ms };
+      }
       case 'error':
         return {
           status: 500,
@@ -104,20 +118,28 @@ export class Invoker {
     }
   }
 
+  /**
+   * Serves a lambda's output for a request: `/run`, `/api/v0/run`, `/mux` and the project mux.
+   * Every answer carries nosniff, and on a platform host the sandboxing CSP; a Response's headers
+   * pass allowedHeaders() first (output.ts).
+   */
   async serve(lambda: Lambda, request: FastifyRequest, reply: FastifyReply, routePath: string, body: unknown): Promise<FastifyReply> {
+    const platformHost = !isProjectHost(request.headers.host, this.options.domain, projectOf(request));
     const type = STATIC_TYPES[lambda.language];
-    if (type) return reply.code(200).type(type).send(lambda.code);
-    const req: LambdaRequest = { method: request.method, path: routePath, query: queryOf(request.url), headers: headersOf(request), body };
+    if (type) return reply.code(200).headers(securityHeaders(platformHost)).type(type).send(lambda.code);
+    const req: LambdaRequest = { method: request.method, path: routePath, query: queryOf(request.url), headers: visitorHeaders(request), body };
     const result = await this.execute(lambda, req);
     switch (result.kind) {
       case 'json':
-        return reply.code(200).type('application/json; charset=utf-8').send(result.json);
+        return reply.code(200).headers(securityHeaders(platformHost)).type('application/json; charset=utf-8').send(result.json);
       case 'text':
-        return reply.code(200).type('text/plain; charset=utf-8').send(result.text);
+        return reply.code(200).headers(securityHeaders(platformHost)).type('text/plain; charset=utf-8').send(result.text);
       case 'response': {
+        const grouped = new Map<string, string[]>();
+        for (const [k, v] of allowedHeaders(result.headers, platformHost)) grouped.set(k, [...(grouped.get(k) ?? []), v]);
         reply.code(result.status);
-        for (const [k, v] of result.headers) if (!FRAMING.has(k)) reply.header(k, v);
-        return reply.send(result.body);
+        for (const [k, values] of grouped) reply.header(k, k === 'set-cookie' ? values : values.join(', '));
+        return reply.headers(securityHeaders(platformHost)).send(result.body);
       }
       case 'error':
         throw new HttpError(500, result.code, result.message);

@@ -26,7 +26,7 @@ describe('POST /v0/signup with SIGNUP=open', () => {
     const body = response.json() as LoginBody;
     assert.match(body.user.id, USER_ID);
     assert.deepEqual(body.user, { id: body.user.id, nick: 'grace', email: 'grace@example.com' });
-    assert.equal(setCookieOf(response), `stratus_session=${body.token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=604800; Domain=example.com`);
+    assert.equal(setCookieOf(response), `stratus_session=${body.token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=604800`, 'host-only, also for a dotted domain');
     assert.equal((await findSessionByToken(service.store.sql, body.token))?.user.id, body.user.id);
     const stored = await findUserByEmail(service.store.sql, 'grace@example.com');
     assert.equal(await verify('cobol forever', stored?.passwordHash ?? ''), true);

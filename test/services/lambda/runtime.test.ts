@@ -71,12 +71,12 @@ describe('lambda runtime: code forms', () => {
   it('starts every warm module call with empty output', async () => {
     const code = 'let calls = 0; export default () => { calls++; console.log("call"); return calls > 0 }';
     for (let i = 0; i < 3; i++) {
-      const r = await runtime.invoke(code, req());
+      const r = await runtime.invoke(code, req(), { contextKey: 'warm-logger' });
       assert.deepEqual(r, { kind: 'json', json: 'true', logs: [{ level: 'log', message: 'call' }] });
     }
     const writer = 'export default () => { write("a"); }';
-    assert.deepEqual(await runtime.invoke(writer, req()), { kind: 'text', text: 'a', logs: [] });
-    assert.deepEqual(await runtime.invoke(writer, req()), { kind: 'text', text: 'a', logs: [] });
+    assert.deepEqual(await runtime.invoke(writer, req(), { contextKey: 'warm-writer' }), { kind: 'text', text: 'a', logs: [] });
+    assert.deepEqual(await runtime.invoke(writer, req(), { contextKey: 'warm-writer' }), { kind: 'text', text: 'a', logs: [] });
   });
 
   it('takes new code on the next call and keeps no state between calls', async () => {

@@ -62,7 +62,7 @@ export function registerInvocation(app: ServiceApp, repository: LambdaRepository
   });
 
   const tags = ['invocation'];
-  const response = errors(400, 404, 413, 500);
+  const response = errors(400, 404, 413, 429, 500);
 
   const byId = async (request: FastifyRequest, reply: FastifyReply, owner: string | null) => {
     const { lambda_id } = request.params as { lambda_id: string };
@@ -104,7 +104,7 @@ export function registerInvocation(app: ServiceApp, repository: LambdaRepository
             logs: Type.Array(Type.Object({ level: Type.String(), message: Type.String() })),
             duration_ms: Type.Number(),
           }),
-          ...errors(400, 401, 404),
+          ...errors(400, 401, 404, 429),
         },
       },
     },

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import ivm from 'isolated-vm';
-import { PRELUDE } from './prelude.ts';
+import { preludeSource, type PreludeLimits } from './prelude.ts';
 
 /** What the host hands to a lambda as `req` (lambda.md §4.1). Must be JSON-serialisable. */
 export interface LambdaRequest {
@@ -16,12 +16,28 @@ export interface LogLine {
   message: string;
 }
 
-/** The outcome of one invocation; never throws for anything the user's code does. */
+export type LambdaErrorCode = 'lambda_error' | 'lambda_timeout' | 'lambda_memory' | 'lambda_response_too_large';
+
+/**
+ * The outcome of one invocation; never throws for anything the user's code does. Everything in it
+ * has been checked by the host: a `response` has a status from 200 to 599, header names that are
+ * RFC 9110 tokens (lower case) with values free of CR, LF, NUL and other control characters, a body
+ * within `maxResponseBytes` (a Buffer when the code returned bytes), and `logs` within the caps.
+ */
 export type InvokeResult =
   | { kind: 'json'; json: string; logs: LogLine[] }
   | { kind: 'text'; text: string; logs: LogLine[] }
-  | { kind: 'response'; status: number; headers: [string, string][]; body: string; logs: LogLine[] }
-  | { kind: 'error'; code: 'lambda_error' | 'lambda_timeout' | 'lambda_memory'; message: string; logs: LogLine[] };
+  | { kind: 'response'; status: number; headers: [string, string][]; body: string | Buffer; logs: LogLine[] }
+  | { kind: 'error'; code: LambdaErrorCode; message: string; logs: LogLine[] };
+
+export interface InvokeOptions {
+  /**
+   * Whose module state this call may see: a module's evaluated context is kept per key and code
+   * version and reused by the next call with the same key (the service passes the lambda id).
+   * Without a key the call gets a fresh context that nobody else sees.
+   */
+  contextKey?: string;
+}
 
 export interface RuntimeOptions {
   /** Wall-clock limit per invocation in milliseconds (default 10 s). */
@@ -36,10 +52,29 @@ export interface RuntimeOptions {
   prewarm?: number;
   /** An isolate is retired after this many invocations to bound slow heap growth (default 2000). */
   maxUsesPerIsolate?: number;
+  /** Largest response body in bytes (default 6 MiB); above → `lambda_response_too_large`. */
+  maxResponseBytes?: number;
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_MEMORY_LIMIT_MIB = 128;
+export const DEFAULT_MAX_RESPONSE_BYTES = 6 * 1024 * 1024;
+/** Console output per invocation: characters of all lines together, and lines. */
+export const MAX_LOG_CHARS = 65_536;
+export const MAX_LOG_LINES = 1000;
+/** Characters of an error message a lambda produces. */
+export const MAX_MESSAGE_CHARS = 4096;
+/** Headers of a returned Response, and characters of their names and values together. */
+export const MAX_RESPONSE_HEADERS = 100;
+export const MAX_HEADER_CHARS = 65_536;
+/** The outcome's metadata (logs, headers, message) can never be longer than this once encoded. */
+const MAX_META_CHARS = 2 * 1024 * 1024;
+const LOG_LEVELS = new Set(['log', 'info', 'debug', 'warn', 'error', 'trace']);
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// What Node's http module accepts in a header value (it throws on anything else): no CR, LF, NUL.
+const BAD_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+// Any UTF-16 code unit above 0xFF (surrogates included): not one byte.
+const NOT_LATIN1 = /[\u0100-\uffff]/;
 const COMPILE_CACHE_MAX = 1000;
 const SCRIPT_CACHE_PER_ISOLATE = 64;
 const MODULE_CONTEXTS_PER_ISOLATE = 16;
@@ -53,7 +88,7 @@ interface Worker {
   isolate: ivm.Isolate;
   prelude: ivm.Script;
   scripts: Map<string, ivm.Script>;
-  /** Evaluated module contexts by code version: a warm call is a single round trip. */
+  /** Evaluated module contexts by lambda (context key) and code version, least recently used first. */
   modules: Map<string, ivm.Context>;
   uses: number;
 }
@@ -61,14 +96,18 @@ interface Worker {
 class TimeoutSignal extends Error {}
 
 /**
- * Runs untrusted JavaScript in isolated-vm isolates (never node:vm). Each invocation gets its own
- * isolate from a warm pool and a fresh context in it, so no state leaks between calls; compiled
- * code is cached per code version (V8 cached data, shared by every isolate). The async API runs
- * user code on isolated-vm's own threads, so an endless loop never blocks the Node event loop.
+ * Runs untrusted JavaScript in isolated-vm isolates (never node:vm). Each invocation gets an
+ * isolate from a warm pool; a script gets a fresh context, a module the evaluated context of its
+ * own lambda and code version (never another lambda's). Compiled code is cached per code version
+ * (V8 cached data, shared by every isolate). The async API runs user code on isolated-vm's own
+ * threads, so an endless loop never blocks the Node event loop. What comes back from the sandbox
+ * is checked here as untrusted input (decodeOutcome).
  */
 export class LambdaRuntime {
   readonly timeoutMs: number;
   readonly memoryLimitMiB: number;
+  readonly maxResponseBytes: number;
+  private readonly prelude: string;
   private readonly maxIdle: number;
   private readonly maxIsolates: number;
   private readonly maxUses: number;
@@ -82,6 +121,16 @@ export class LambdaRuntime {
   constructor(options: RuntimeOptions = {}) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.memoryLimitMiB = options.memoryLimitMiB ?? DEFAULT_MEMORY_LIMIT_MIB;
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const limits: PreludeLimits = {
+      maxBody: this.maxResponseBytes,
+      maxLogChars: MAX_LOG_CHARS,
+      maxLogLines: MAX_LOG_LINES,
+      maxMessage: MAX_MESSAGE_CHARS,
+      maxHeaders: MAX_RESPONSE_HEADERS,
+      maxHeaderChars: MAX_HEADER_CHARS,
+    };
+    this.prelude = preludeSource(limits);
     this.maxIsolates = Math.max(1, options.maxIsolates ?? 32);
     this.maxIdle = Math.min(options.maxIdle ?? this.maxIsolates, this.maxIsolates);
     this.maxUses = options.maxUsesPerIsolate ?? 2000;
@@ -121,7 +170,7 @@ export class LambdaRuntime {
     }
   }
 
-  async invoke(code: string, request: LambdaRequest): Promise<InvokeResult> {
+  async invoke(code: string, request: LambdaRequest, options: InvokeOptions = {}): Promise<InvokeResult> {
     if (this.closed) throw new Error('lambda runtime is closed');
     const key = createHash('sha256').update(code).digest('base64');
     const worker = await this.acquire();
@@ -139,10 +188,10 @@ export class LambdaRuntime {
       }, this.timeoutMs);
     });
     try {
-      const run = this.run(worker, key, code, request, (c) => { context = c; });
+      const run = this.run(worker, key, code, request, options.contextKey, (c) => { context = c; });
       run.catch(() => undefined); // settled by the race below; avoid an unhandled rejection
       const raw = await Promise.race([run, deadline]);
-      return parseOutcome(raw);
+      return decodeOutcome(raw, this.maxResponseBytes);
     } catch (err) {
       discard = true;
       if (timedOut || err instanceof TimeoutSignal || isTimeoutError(err)) {
@@ -152,9 +201,10 @@ export class LambdaRuntime {
         // Only a memory-limit kill disposes an isolate we did not dispose ourselves.
         return { kind: 'error', code: 'lambda_memory', message: `memory limit of ${this.memoryLimitMiB} MiB exceeded`, logs: [] };
       }
-      // A compile or load failure: the isolate is still healthy.
+      // A compile or load failure, or a throw from a script or a module's top level: the isolate
+      // is still healthy. The message is the user's, so it is bounded like any other output.
       discard = false;
-      return { kind: 'error', code: 'lambda_error', message: errorMessage(err), logs: [] };
+      return { kind: 'error', code: 'lambda_error', message: clip(errorMessage(err), MAX_MESSAGE_CHARS), logs: [] };
     } finally {
       clearTimeout(timer);
       if (context && !worker.isolate.isDisposed) {
@@ -164,16 +214,20 @@ export class LambdaRuntime {
     }
   }
 
-  private async run(worker: Worker, key: string, code: string, request: LambdaRequest,
-    onContext: (c: ivm.Context | undefined) => void): Promise<string> {
+  private async run(worker: Worker, key: string, code: string, request: LambdaRequest, contextKey: string | undefined,
+    onContext: (c: ivm.Context | undefined) => void): Promise<unknown> {
     const { isolate } = worker;
     const timeout = this.timeoutMs;
     const reqJson = JSON.stringify(request);
-    const warm = worker.modules.get(key);
-    if (warm) {
-      // Module state lives on between calls of the same code version in this isolate, as in a
-      // warm container; the request, output buffers and logs are per call.
-      return await warm.evalClosure('return __stratus.call($0)', [reqJson], { timeout, result: { promise: true } }) as string;
+    // Module state belongs to one lambda: contexts are kept per lambda and code version.
+    const moduleKey = contextKey === undefined ? undefined : `${contextKey}\u0000${key}`;
+    const warm = moduleKey === undefined ? undefined : worker.modules.get(moduleKey);
+    if (moduleKey !== undefined && warm) {
+      // Module state lives on between calls of the same lambda and code version in this isolate,
+      // as in a warm container; the request, output buffers and logs are per call.
+      worker.modules.delete(moduleKey);
+      worker.modules.set(moduleKey, warm);
+      return await warm.evalClosure('return __stratus.callModule($0)', [reqJson], { timeout, result: { promise: true } });
     }
     const context = await isolate.createContext();
     onContext(context);
@@ -188,18 +242,21 @@ export class LambdaRuntime {
           throw new Error(`import of "${specifier}" is not available in lambdas`);
         });
         await mod.evaluate({ timeout });
-        await context.global.set('__stratus_ns', mod.namespace.derefInto());
+        // Handed over as an argument, never through a global the module could have trapped.
+        await context.evalClosure('__stratus.bindModule($0)', [mod.namespace.derefInto()], { timeout });
       } finally {
         mod.release();
       }
-      // Keep the evaluated context for the next call of this version (the caller must not release it).
-      onContext(undefined);
-      if (worker.modules.size >= MODULE_CONTEXTS_PER_ISOLATE) {
-        const oldest = worker.modules.keys().next().value;
-        if (oldest !== undefined) { worker.modules.get(oldest)?.release(); worker.modules.delete(oldest); }
+      if (moduleKey !== undefined) {
+        // Keep the evaluated context for this lambda's next call (the caller must not release it).
+        onContext(undefined);
+        if (worker.modules.size >= MODULE_CONTEXTS_PER_ISOLATE) {
+          const oldest = worker.modules.keys().next().value;
+          if (oldest !== undefined) { worker.modules.get(oldest)?.release(); worker.modules.delete(oldest); }
+        }
+        worker.modules.set(moduleKey, context);
       }
-      worker.modules.set(key, context);
-      return await context.eval('__stratus.runModule(globalThis.__stratus_ns)', { timeout, promise: true }) as string;
+      return await context.eval('__stratus.runModule()', { timeout, promise: true });
     }
     let script = worker.scripts.get(key);
     if (!script) {
@@ -210,17 +267,13 @@ export class LambdaRuntime {
       }
       worker.scripts.set(key, script);
     }
-    let value: unknown;
+    // The completion value stays in the isolate (a reference) and is finished there.
+    const ref = await script.run(context, { timeout, reference: true });
     try {
-      const ref = await script.run(context, { timeout, reference: true });
-      await context.global.set('__stratus_value', ref.derefInto());
-      value = await context.eval('__stratus.finishScript(globalThis.__stratus_value)', { timeout, promise: true });
-    } catch (err) {
-      if (isolate.isDisposed || isTimeoutError(err) || isMemoryError(err)) throw err;
-      // A throw from a plain script is the user's error, reported like a module's.
-      return JSON.stringify({ kind: 'error', message: errorMessage(err), logs: [] });
+      return await context.evalClosure('return __stratus.finishScript($0)', [ref.derefInto()], { timeout, result: { promise: true } });
+    } finally {
+      ref.release();
     }
-    return value as string;
   }
 
   /** Decides module vs script once per code version and produces V8 cached data for it. */
@@ -251,7 +304,7 @@ export class LambdaRuntime {
   private createWorker(): Worker {
     this.live++;
     const isolate = new ivm.Isolate({ memoryLimit: this.memoryLimitMiB });
-    const prelude = isolate.compileScriptSync(PRELUDE, { filename: 'stratus-prelude.js' });
+    const prelude = isolate.compileScriptSync(this.prelude, { filename: 'stratus-prelude.js' });
     return { isolate, prelude, scripts: new Map(), modules: new Map(), uses: 0 };
   }
 
@@ -293,10 +346,101 @@ export class LambdaRuntime {
   }
 }
 
-function parseOutcome(raw: string): InvokeResult {
-  const o = JSON.parse(raw) as { kind: string; logs: LogLine[]; message?: string } & Record<string, unknown>;
-  if (o.kind === 'error') return { kind: 'error', code: 'lambda_error', message: String(o.message), logs: o.logs };
-  return o as unknown as InvokeResult;
+/**
+ * Turns what the sandbox returned into an InvokeResult, trusting none of it: the prelude builds
+ * `<meta length>\n<meta JSON><body>` from intrinsics user code cannot replace, but this check is
+ * written as if it could. Anything malformed is a `lambda_error`; an oversized body is
+ * `lambda_response_too_large`; console lines are capped again.
+ */
+export function decodeOutcome(raw: unknown, maxResponseBytes: number): InvokeResult {
+  const invalid = (why: string, logs: LogLine[] = []): InvokeResult =>
+    ({ kind: 'error', code: 'lambda_error', message: `the lambda produced an invalid response: ${why}`, logs });
+  const tooLarge = (logs: LogLine[]): InvokeResult =>
+    ({ kind: 'error', code: 'lambda_response_too_large', message: `the response body exceeds the limit of ${maxResponseBytes} bytes`, logs });
+  if (typeof raw !== 'string') return invalid('not a string');
+  if (raw.length > maxResponseBytes + MAX_META_CHARS + 16) return tooLarge([]);
+  const newline = raw.indexOf('\n');
+  const head = newline > 0 && newline <= 8 ? raw.slice(0, newline) : '';
+  if (!/^\d+$/.test(head)) return invalid('no metadata');
+  const metaEnd = newline + 1 + Number(head);
+  if (metaEnd > raw.length || Number(head) > MAX_META_CHARS) return invalid('truncated metadata');
+  let meta: unknown;
+  try {
+    meta = JSON.parse(raw.slice(newline + 1, metaEnd));
+  } catch {
+    return invalid('metadata is not JSON');
+  }
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return invalid('metadata is not an object');
+  const m = meta as Record<string, unknown>;
+  const logs = cleanLogs(m.logs);
+  const body = raw.slice(metaEnd);
+  const textTooLarge = (text: string) => text.length > maxResponseBytes || Buffer.byteLength(text, 'utf8') > maxResponseBytes;
+  switch (m.kind) {
+    case 'too_large':
+      return tooLarge(logs);
+    case 'error': {
+      const message = typeof m.message === 'string' && m.message !== '' ? clip(m.message, MAX_MESSAGE_CHARS) : 'lambda failed';
+      return { kind: 'error', code: 'lambda_error', message, logs };
+    }
+    case 'json':
+      return textTooLarge(body) ? tooLarge(logs) : { kind: 'json', json: body, logs };
+    case 'text':
+      return textTooLarge(body) ? tooLarge(logs) : { kind: 'text', text: body, logs };
+    case 'response': {
+      const status = m.status;
+      if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) return invalid(`status ${clip(JSON.stringify(status) ?? 'undefined', 40)} is not an integer from 200 to 599`, logs);
+      const headers = checkHeaders(m.headers);
+      if (typeof headers === 'string') return invalid(headers, logs);
+      if (m.binary === true) {
+        if (body.length > maxResponseBytes) return tooLarge(logs);
+        if (NOT_LATIN1.test(body)) return invalid('a byte body holds characters beyond one byte', logs);
+        return { kind: 'response', status, headers, body: Buffer.from(body, 'latin1'), logs };
+      }
+      if (m.binary !== false && m.binary !== undefined) return invalid('malformed body flag', logs);
+      return textTooLarge(body) ? tooLarge(logs) : { kind: 'response', status, headers, body, logs };
+    }
+    default:
+      return invalid('unknown kind', logs);
+  }
+}
+
+/** Header pairs as [lower-case name, value]; a message when any is not a valid header. */
+function checkHeaders(value: unknown): [string, string][] | string {
+  if (!Array.isArray(value)) return 'headers are not a list';
+  if (value.length > MAX_RESPONSE_HEADERS) return `more than ${MAX_RESPONSE_HEADERS} headers`;
+  const out: [string, string][] = [];
+  let chars = 0;
+  for (const pair of value as unknown[]) {
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string') return 'a header is not a [name, value] pair of strings';
+    const [name, text] = pair as [string, string];
+    if (!HEADER_NAME.test(name)) return `header name ${clip(JSON.stringify(name), 100)} is not a token`;
+    if (BAD_HEADER_VALUE.test(text)) return `the value of header ${JSON.stringify(name)} holds CR, LF, NUL, a control character or a character beyond one byte`;
+    chars += name.length + text.length;
+    if (chars > MAX_HEADER_CHARS) return `headers longer than ${MAX_HEADER_CHARS} characters`;
+    out.push([name.toLowerCase(), text]);
+  }
+  return out;
+}
+
+/** Console lines within the caps (64 KiB of text, 1,000 lines); malformed entries are dropped. */
+function cleanLogs(value: unknown): LogLine[] {
+  if (!Array.isArray(value)) return [];
+  const out: LogLine[] = [];
+  let room = MAX_LOG_CHARS;
+  for (const entry of value as unknown[]) {
+    if (out.length >= MAX_LOG_LINES || room <= 0) break;
+    if (typeof entry !== 'object' || entry === null) continue;
+    const { level, message } = entry as { level?: unknown; message?: unknown };
+    if (typeof level !== 'string' || !LOG_LEVELS.has(level) || typeof message !== 'string') continue;
+    const line = clip(message, room);
+    room -= line.length;
+    out.push({ level, message: line });
+  }
+  return out;
+}
+
+function clip(text: string, max: number): string {
+  return text.length > max ? text.slice(0, max) : text;
 }
 
 function disposeQuietly(isolate: ivm.Isolate): void {

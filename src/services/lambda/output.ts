@@ -1,0 +1,125 @@
+import { isIP } from 'node:net';
+import type { FastifyRequest } from 'fastify';
+import { IDENTITY_HEADER, identityOf } from '../../core/identity.ts';
+
+/**
+ * The rules for what lambda output may carry and what a lambda learns of its visitor (issue 17).
+ * Every path that serves lambda output (`/run`, `/api/v0/run`, `/mux`, the project mux, static
+ * lambdas) goes through here.
+ */
+
+/** Host labels of the platform's own services (DESIGN §2); any other label is a project's host. */
+export const PLATFORM_HOST_LABELS: ReadonlySet<string> = new Set([
+  'api', 'gateway', 'auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console',
+]);
+
+/**
+ * The CSP of lambda output on platform hosts: the page runs in an opaque origin (no cookie or
+ * storage of the platform host is readable, its requests carry `Origin: null`) but scripts, forms
+ * and popups still work, so a lambda can serve an interactive page.
+ */
+export const SANDBOX_CSP = 'sandbox allow-scripts allow-forms allow-popups';
+
+/** Framing and hop-by-hop headers: the server frames the body and owns the connection. */
+const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer']);
+/**
+ * Never from a lambda, whatever the host: `Clear-Site-Data: "cookies"` clears the cookies of the
+ * whole registrable domain, the platform session included; X-Content-Type-Options is the platform's.
+ */
+const NEVER = new Set(['clear-site-data', 'x-content-type-options']);
+/** Never from a lambda on a platform host: the platform's CSP, and HSTS, which would bind platform hosts. */
+const NEVER_ON_PLATFORM = new Set(['content-security-policy', 'strict-transport-security']);
+
+/** The host name of a Host header: lower case, no port, no brackets, no trailing dot. */
+function hostName(hostHeader: string | undefined): string {
+  const host = (hostHeader ?? '').trim().toLowerCase();
+  if (host.startsWith('[')) {
+    const end = host.indexOf(']');
+    return end > 0 ? host.slice(1, end) : host;
+  }
+  const colon = host.indexOf(':');
+  return (colon >= 0 ? host.slice(0, colon) : host).replace(/\.$/, '');
+}
+
+/**
+ * Whether a request came in on a project's host: its Host is `<label>.<domain>` with one label that
+ * is not a platform host name, and the gateway marked it with the project's id (X-Project-Id).
+ * Everything else — platform hosts, the bare domain, IP literals, hosts outside the domain, a
+ * missing Host — counts as a platform host, so a mistake sandboxes instead of trusting.
+ */
+export function isProjectHost(hostHeader: string | undefined, domain: string, projectId: string | null): boolean {
+  if (projectId === null) return false;
+  const host = hostName(hostHeader);
+  const suffix = `.${domain.toLowerCase()}`;
+  if (isIP(host) !== 0 || !host.endsWith(suffix)) return false;
+  const label = host.slice(0, -suffix.length);
+  return label !== '' && !label.includes('.') && !PLATFORM_HOST_LABELS.has(label);
+}
+
+/**
+ * Whether a Set-Cookie value sets a platform cookie: a name starting with `stratus_`, also behind
+ * the `__Host-` and `__Secure-` prefixes, compared without regard to case (as some clients do).
+ * A value without `=` is a nameless cookie whose value browsers send as if it were a name.
+ */
+export function isPlatformCookie(setCookie: string): boolean {
+  return isPlatformCookiePair(setCookie.split(';', 1)[0] ?? '');
+}
+
+function isPlatformCookiePair(pair: string): boolean {
+  const eq = pair.indexOf('=');
+  const name = (eq >= 0 ? pair.slice(0, eq) : pair).trim().toLowerCase();
+  const bare = name.startsWith('__host-') ? name.slice(7) : name.startsWith('__secure-') ? name.slice(9) : name;
+  return bare.startsWith('stratus_');
+}
+
+/**
+ * The headers a lambda's Response may send, given headers already checked for syntax by the
+ * runtime: framing, hop-by-hop (`proxy-*` too) and `clear-site-data` dropped, platform cookies
+ * dropped, and on platform hosts the lambda's own CSP, X-Content-Type-Options and HSTS dropped
+ * (securityHeaders() sets the platform's).
+ */
+export function allowedHeaders(headers: readonly (readonly [string, string])[], platformHost: boolean): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [rawName, value] of headers) {
+    const name = rawName.toLowerCase();
+    if (HOP_BY_HOP.has(name) || name.startsWith('proxy-') || NEVER.has(name)) continue;
+    if (platformHost && NEVER_ON_PLATFORM.has(name)) continue;
+    if (name === 'set-cookie' && isPlatformCookie(value)) continue;
+    out.push([name, value]);
+  }
+  return out;
+}
+
+/** Headers every piece of lambda output carries: nosniff always, the sandbox CSP on platform hosts. */
+export function securityHeaders(platformHost: boolean): Record<string, string> {
+  return platformHost
+    ? { 'x-content-type-options': 'nosniff', 'content-security-policy': SANDBOX_CSP }
+    : { 'x-content-type-options': 'nosniff' };
+}
+
+/**
+ * The request headers a lambda sees (lower-case keys; a repeated header joined with ", "). Of the
+ * gateway's identity only what the lambda's owner may know of a visitor is left: the user's id and
+ * email, as `{"user":{"id","email"}}` in X-Gateway-Authentication. Session, authentication method,
+ * API key and project details never reach user code; without a usable identity the header is absent.
+ * Platform cookies (`stratus_…`) are left out of Cookie as well: the gateway already removes the
+ * session cookie on the public port, and this holds on the internal port too.
+ */
+export function visitorHeaders(request: FastifyRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(request.headers)) {
+    if (v === undefined || k === IDENTITY_HEADER) continue;
+    out[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  if (out.cookie !== undefined) {
+    const kept = out.cookie.split(';').map((part) => part.trim()).filter((part) => part !== '' && !isPlatformCookiePair(part));
+    if (kept.length > 0) out.cookie = kept.join('; ');
+    else delete out.cookie;
+  }
+  const identity = identityOf(request);
+  if (identity) {
+    const { id, email } = identity.user;
+    out[IDENTITY_HEADER] = JSON.stringify({ user: typeof email === 'string' && email !== '' ? { id, email } : { id } });
+  }
+  return out;
+}
