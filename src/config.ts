@@ -335,19 +335,20 @@ function headerObject(text: string, from: string): Record<string, string> {
 
 /** Comma-separated exact origins (`https://app.example.com`, `http://localhost:5173`), normalised; no wildcards, paths or credentials. */
 function origins(text: string, from: string): string[] {
-  return [...new Set(list(text).map((item) => {
+  const origin = (item: string): string => {
     let url: URL | undefined;
     try {
       url = new URL(item);
     } catch {
       url = undefined;
     }
-    const bare = url && url.pathname === '/' && url.search === '' && url.hash === '' && !item.includes('?') && !item.includes('#');
-    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '' || url.hostname.includes('*') || !bare) {
+    const bare = url !== undefined && url.pathname === '/' && !item.includes('?') && !item.includes('#');
+    if (!url || !bare || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '' || url.hostname.includes('*')) {
       throw new SettingsError(`${from}: "${item}" is not an origin (scheme://host[:port], no path, no wildcard)`);
     }
     return url.origin;
-  }))];
+  };
+  return [...new Set(list(text).map(origin))];
 }
 
 function databaseUrl(text: string, from: string): string {

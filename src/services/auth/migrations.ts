@@ -79,5 +79,16 @@ export const authMigrations: MigrationSet = {
         )`.execute(db);
       },
     },
+    {
+      // The hand-over code is bound to the page that started the sign-in (issue 17): the state
+      // carries the S256 challenge that page sent to /login, and the code inherits it. Codes
+      // issued before this migration were bound to nothing; they are dropped (they live 60 s).
+      name: '003_sso_code_binding',
+      async up(db) {
+        await sql`alter table auth_sso_states add column code_challenge text`.execute(db);
+        await sql`alter table auth_sso_codes add column challenge text`.execute(db);
+        await sql`delete from auth_sso_codes`.execute(db);
+      },
+    },
   ],
 };

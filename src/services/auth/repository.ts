@@ -17,9 +17,9 @@ type AuthTables = {
   };
   auth_identities: { provider: string; subject: string; user_id: string; created_at: string };
   auth_sessions: { id: string; token_hash: string; user_id: string; created_at: number; expires_at: number; last_seen_at: number };
-  auth_sso_states: { state_hash: string; provider: string; nonce: string; verifier: string; redirect: string; expires_at: number };
+  auth_sso_states: { state_hash: string; provider: string; nonce: string; verifier: string; redirect: string; expires_at: number; code_challenge: string | null };
   auth_login_failures: { email: string; failures: number; window_started_at: number };
-  auth_sso_codes: { code_hash: string; user_id: string; expires_at: number };
+  auth_sso_codes: { code_hash: string; user_id: string; expires_at: number; challenge: string | null };
 };
 
 /** The user record (gateway.md §5); members the platform does not know are absent. */
@@ -239,6 +239,17 @@ export async function extendSession(connection: SqlConnection, sessionId: string
   return row ? toSession(row) : null;
 }
 
+/** The live session with this public id; null when it is unknown, deleted or expired. */
+export async function findSessionById(connection: SqlConnection, sessionId: string, now: number = Date.now()): Promise<Session | null> {
+  const row = await tables(connection)
+    .selectFrom('auth_sessions')
+    .select(['id', 'user_id', 'created_at', 'expires_at', 'last_seen_at'])
+    .where('id', '=', sessionId)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return row ? toSession(row) : null;
+}
+
 /** Deletes the session (logout); its token fails everywhere at once. False when it did not exist. */
 export async function deleteSession(connection: SqlConnection, sessionId: string): Promise<boolean> {
   const result = await tables(connection).deleteFrom('auth_sessions').where('id', '=', sessionId).executeTakeFirst();
@@ -254,10 +265,14 @@ export async function deleteExpiredSessions(connection: SqlConnection, now: numb
 // ---------------------------------------------------------------------------------------------
 // Single sign-on states
 
-/** Stores a login attempt's state (only its SHA-256), nonce, PKCE verifier and redirect target. */
+/**
+ * Stores a login attempt's state (only its SHA-256), nonce, PKCE verifier (towards the provider),
+ * redirect target and, when the page that started it asked for a hand-over code, the S256
+ * challenge that binds that code (see handover.ts).
+ */
 export async function saveSsoState(
   connection: SqlConnection,
-  state: { state: string; provider: string; nonce: string; verifier: string; redirect: string; expiresAt: number },
+  state: { state: string; provider: string; nonce: string; verifier: string; redirect: string; expiresAt: number; codeChallenge?: string | null },
 ): Promise<void> {
   await tables(connection)
     .insertInto('auth_sso_states')
@@ -268,6 +283,7 @@ export async function saveSsoState(
       verifier: state.verifier,
       redirect: state.redirect,
       expires_at: state.expiresAt,
+      code_challenge: state.codeChallenge ?? null,
     })
     .execute();
 }
@@ -280,15 +296,15 @@ export async function takeSsoState(
   connection: SqlConnection,
   state: string,
   now: number = Date.now(),
-): Promise<{ provider: string; nonce: string; verifier: string; redirect: string } | null> {
+): Promise<{ provider: string; nonce: string; verifier: string; redirect: string; codeChallenge: string | null } | null> {
   if (state.length === 0 || state.length > MAX_TOKEN_LENGTH) return null;
   const row = await tables(connection)
     .deleteFrom('auth_sso_states')
     .where('state_hash', '=', sha256Hex(state))
-    .returning(['provider', 'nonce', 'verifier', 'redirect', 'expires_at'])
+    .returning(['provider', 'nonce', 'verifier', 'redirect', 'expires_at', 'code_challenge'])
     .executeTakeFirst();
   if (!row || Number(row.expires_at) <= now) return null;
-  return { provider: row.provider, nonce: row.nonce, verifier: row.verifier, redirect: row.redirect };
+  return { provider: row.provider, nonce: row.nonce, verifier: row.verifier, redirect: row.redirect, codeChallenge: row.code_challenge };
 }
 
 /** Removes SSO states and codes that have expired unused; returns how many. */
@@ -301,18 +317,30 @@ export async function deleteExpiredSsoStates(connection: SqlConnection, now: num
 /** How long a single sign-on's hand-over code stays valid. */
 export const SSO_CODE_TTL_MS = 60_000;
 
-/** A one-time code for `userId` (only its SHA-256 is stored), valid for a minute. */
-export async function createSsoCode(connection: SqlConnection, userId: string, now: number = Date.now()): Promise<string> {
+/**
+ * A one-time code for `userId`, valid for a minute from `now`, bound to `challenge` (the S256
+ * challenge of a verifier only the page that started the sign-in holds). Only the code's SHA-256
+ * is stored; the code itself is returned once.
+ */
+export async function createSsoCode(connection: SqlConnection, userId: string, challenge: string, now: number = Date.now()): Promise<string> {
   const code = randomBytes(32).toString('base64url');
-  await tables(connection).insertInto('auth_sso_codes').values({ code_hash: sha256Hex(code), user_id: userId, expires_at: now + SSO_CODE_TTL_MS }).execute();
+  await tables(connection).insertInto('auth_sso_codes').values({ code_hash: sha256Hex(code), user_id: userId, expires_at: now + SSO_CODE_TTL_MS, challenge }).execute();
   return code;
 }
 
-/** Takes a code (single use, deleted by the statement that reads it): its user id, or null. */
-export async function takeSsoCode(connection: SqlConnection, code: string, now: number = Date.now()): Promise<string | null> {
+/**
+ * Takes a code: single use, deleted by the statement that reads it, so a code presented with the
+ * wrong binding is burned too and two concurrent exchanges cannot both get it. Its user and
+ * binding challenge, or null when unknown, used or expired.
+ */
+export async function takeSsoCode(connection: SqlConnection, code: string, now: number = Date.now()): Promise<{ userId: string; challenge: string | null } | null> {
   if (code.length === 0 || code.length > MAX_TOKEN_LENGTH) return null;
-  const row = await tables(connection).deleteFrom('auth_sso_codes').where('code_hash', '=', sha256Hex(code)).returning(['user_id', 'expires_at']).executeTakeFirst();
-  return row && Number(row.expires_at) > now ? row.user_id : null;
+  const row = await tables(connection)
+    .deleteFrom('auth_sso_codes')
+    .where('code_hash', '=', sha256Hex(code))
+    .returning(['user_id', 'expires_at', 'challenge'])
+    .executeTakeFirst();
+  return row && Number(row.expires_at) > now ? { userId: row.user_id, challenge: row.challenge } : null;
 }
 
 // ---------------------------------------------------------------------------------------------

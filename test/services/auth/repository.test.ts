@@ -7,13 +7,16 @@ import pino from 'pino';
 import { authService } from '../../../src/services/auth/index.ts';
 import {
   SESSION_LIFETIME_MS,
+  SSO_CODE_TTL_MS,
   clearLoginAttempts,
   createSession,
+  createSsoCode,
   createUser,
   deleteExpiredSessions,
   deleteSession,
   extendSession,
   findLoginAttempts,
+  findSessionById,
   findSessionByToken,
   findUserByEmail,
   findUserById,
@@ -21,6 +24,7 @@ import {
   linkIdentity,
   recordLoginAttempt,
   saveSsoState,
+  takeSsoCode,
   takeSsoState,
   updateUserProfile,
 } from '../../../src/services/auth/repository.ts';
@@ -185,7 +189,7 @@ describe('SSO states', () => {
     await saveSsoState(conn, state);
     assert.equal((await tableText(conn, 'auth_sso_states')).includes('state-abc-123'), false);
     assert.equal(await takeSsoState(conn, 'state-unknown', now), null);
-    assert.deepEqual(await takeSsoState(conn, 'state-abc-123', now), { provider: 'google', nonce: 'n-1', verifier: 'v-1', redirect: '/console' });
+    assert.deepEqual(await takeSsoState(conn, 'state-abc-123', now), { provider: 'google', nonce: 'n-1', verifier: 'v-1', redirect: '/console', codeChallenge: null });
     assert.equal(await takeSsoState(conn, 'state-abc-123', now), null, 'single use');
 
     await saveSsoState(conn, { ...state, state: 'state-expired' });
@@ -193,11 +197,58 @@ describe('SSO states', () => {
     assert.equal(await takeSsoState(conn, 'state-expired', now), null, 'an expired take still consumes it');
   });
 
+  test('a state keeps the hand-over challenge it was started with', async () => {
+    const now = Date.now();
+    const codeChallenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
+    await saveSsoState(conn, { state: 'state-with-challenge', provider: 'p', nonce: 'n', verifier: 'v', redirect: '/', expiresAt: now + 600_000, codeChallenge });
+    assert.equal((await takeSsoState(conn, 'state-with-challenge', now))?.codeChallenge, codeChallenge);
+  });
+
   test('concurrent takes of one state: exactly one wins', async () => {
     const now = Date.now();
     await saveSsoState(conn, { state: 'state-race', provider: 'p', nonce: 'n', verifier: 'v', redirect: '/', expiresAt: now + 600_000 });
     const results = await Promise.all(Array.from({ length: 5 }, () => takeSsoState(conn, 'state-race', now)));
     assert.equal(results.filter((r) => r !== null).length, 1);
+  });
+});
+
+describe('SSO hand-over codes', () => {
+  const challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
+
+  test('stored as a hash with their challenge, single use, valid 60 s by the given clock', async () => {
+    assert.equal(SSO_CODE_TTL_MS, 60_000);
+    const user = await createUser(conn, { email: uniqueEmail('code') });
+    const now = Date.now();
+    const code = await createSsoCode(conn, user.id, challenge, now);
+    assert.match(code, /^[A-Za-z0-9_-]{43}$/);
+    const rows = (await sql<Record<string, unknown>>`select * from auth_sso_codes`.execute(conn.db)).rows;
+    assert.ok(!JSON.stringify(rows).includes(code));
+    assert.deepEqual(await takeSsoCode(conn, code, now + SSO_CODE_TTL_MS - 1), { userId: user.id, challenge });
+    assert.equal(await takeSsoCode(conn, code, now), null, 'single use');
+
+    const late = await createSsoCode(conn, user.id, challenge, now);
+    assert.equal(await takeSsoCode(conn, late, now + SSO_CODE_TTL_MS), null, 'expired at 60 s');
+    assert.equal(await takeSsoCode(conn, late, now), null, 'an expired take still consumes it');
+    assert.equal(await takeSsoCode(conn, 'x'.repeat(600), now), null);
+  });
+
+  test('concurrent takes of one code: exactly one wins', async () => {
+    const user = await createUser(conn, { email: uniqueEmail('code-race') });
+    const code = await createSsoCode(conn, user.id, challenge);
+    const results = await Promise.all(Array.from({ length: 5 }, () => takeSsoCode(conn, code)));
+    assert.equal(results.filter((r) => r !== null).length, 1);
+  });
+});
+
+describe('findSessionById', () => {
+  test('finds a live session, not a deleted or expired one', async () => {
+    const user = await createUser(conn, { email: uniqueEmail('by-id') });
+    const now = Date.now();
+    const live = await createSession(conn, user.id, now);
+    assert.deepEqual(await findSessionById(conn, live.session.id, now), live.session);
+    assert.equal(await findSessionById(conn, live.session.id, now + SESSION_LIFETIME_MS), null);
+    await deleteSession(conn, live.session.id);
+    assert.equal(await findSessionById(conn, live.session.id, now), null);
   });
 });
 

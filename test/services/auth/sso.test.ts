@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { SignJWT, UnsecuredJWT, generateKeyPair } from 'jose';
 import { authService } from '../../../src/services/auth/index.ts';
@@ -19,6 +19,10 @@ function tokenFromCookie(setCookie: string): string {
   return match[1];
 }
 
+
+/** A console's hand-over binding: the verifier it keeps and the `code_challenge` it sends to /login. */
+const VERIFIER = randomBytes(32).toString('base64url');
+const CHALLENGE = createHash('sha256').update(VERIFIER).digest('base64url');
 
 /** A sign-on's redirect: the target it was given, and the one-time `sso_code` added to it. */
 function splitCode(location: string | string[] | undefined): { target: string; code: string } {
@@ -133,6 +137,10 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
         'javascript:alert(1)',
         'ftp://console.localhost/',
         'http://user:pw@console.localhost/',
+        'http://my-project.localhost/',
+        'http://lambda.localhost/',
+        'http://api.localhost/',
+        'http://localhost/',
         'relative/path',
         '/ok\npath',
         `/${'a'.repeat(2100)}`,
@@ -161,7 +169,7 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
   describe('GET /v0/sso/{provider}/callback', () => {
     test('full code flow: 302 to the redirect target with a session cookie for the linked user', async () => {
       const target = 'http://console.localhost/projects?tab=1';
-      const callback = await signInAt(service, 'alice', { query: `?redirect=${encodeURIComponent(target)}` });
+      const callback = await signInAt(service, 'alice', { query: `?redirect=${encodeURIComponent(target)}&code_challenge=${CHALLENGE}` });
       assert.match(callback, /^\/v0\/sso\/test\/callback\?code=[^&]+&state=[^&]+&iss=/);
       const states = await countRows(service.store.sql, 'auth_sso_states');
       const response = await get(service, callback);
@@ -189,8 +197,10 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
       assert.equal(me.statusCode, 200);
       assert.equal((me.json() as { email: string }).email, 'alice@example.com');
 
-      // The one-time code in the redirect buys the web console a bearer session of its own, once.
-      const exchange = () => service.app.inject({ method: 'POST', url: '/v0/session/token', headers: { host: HOST, 'content-type': 'application/json' }, payload: { code: back.code } });
+      // The one-time code in the redirect buys the web console (which holds the verifier) a bearer
+      // session of its own, once.
+      const exchange = () =>
+        service.app.inject({ method: 'POST', url: '/v0/session/token', headers: { host: HOST, 'content-type': 'application/json' }, payload: { code: back.code, code_verifier: VERIFIER } });
       const traded = await exchange();
       assert.equal(traded.statusCode, 200, traded.body);
       assert.equal((await findSessionByToken(service.store.sql, traded.json<{ token: string }>().token))?.user.id, found.user.id);
@@ -203,10 +213,12 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
     });
 
     test('default target is the console; a path goes to the console host; the port is kept', async () => {
-      assert.equal(splitCode((await get(service, await signInAt(service, 'alice'))).headers.location).target, 'http://console.localhost/');
-      assert.equal(splitCode((await get(service, await signInAt(service, 'alice', { query: '?redirect=/dash%3Fa%3D1' }))).headers.location).target, 'http://console.localhost/dash?a=1');
-      assert.equal(splitCode((await get(service, await signInAt(service, 'alice', { query: '?redirect=https%3A%2F%2Fmy-project.localhost%2Fx' }))).headers.location).target, 'https://my-project.localhost/x');
-      const login = await get(service, '/v0/sso/test/login', { host: 'auth.localhost:8080' });
+      const bound = `code_challenge=${CHALLENGE}`;
+      assert.equal(splitCode((await get(service, await signInAt(service, 'alice', { query: `?${bound}` }))).headers.location).target, 'http://console.localhost/');
+      assert.equal(splitCode((await get(service, await signInAt(service, 'alice', { query: `?redirect=/dash%3Fa%3D1&${bound}` }))).headers.location).target, 'http://console.localhost/dash?a=1');
+      // A project host serves user code: never a target (issue 17).
+      assertError(await get(service, '/v0/sso/test/login?redirect=https%3A%2F%2Fmy-project.localhost%2Fx'), 400, 'validation_error');
+      const login = await get(service, `/v0/sso/test/login?${bound}`, { host: 'auth.localhost:8080' });
       const back = await idp.authorize(String(login.headers.location), { account: 'alice' });
       assert.equal(back.origin, 'http://auth.localhost:8080');
       const response = await get(service, back.pathname + back.search, { host: 'auth.localhost:8080' });

@@ -7,7 +7,8 @@ import type { SqlConnection } from '../../../store/db.ts';
 import { clearSessionCookie } from '../cookies.ts';
 import { normaliseEmail, verifyPassword } from '../credentials.ts';
 import { loginResponseSchema, startSession } from '../login.ts';
-import { createSession, deleteSession, findUserByEmail, takeSsoCode } from '../repository.ts';
+import { CODE_VERIFIER_PATTERN, verifierMatches } from '../handover.ts';
+import { createSession, deleteSession, findSessionById, findUserByEmail, takeSsoCode } from '../repository.ts';
 import { errorResponse, loginBody } from '../schemas.ts';
 import type { LoginThrottle } from '../throttle.ts';
 
@@ -70,36 +71,58 @@ export async function registerSessionRoutes(app: ServiceApp, { connection, setti
 
   });
 
-  // The web console calls many hosts with a bearer session of its own: where the session cookie
-  // cannot span them (`localhost` cookies are host-only) it trades the one-time code a single
-  // sign-on put in its redirect, or a session it already has, for a new bearer session. Never an
-  // API key's identity.
+  // The web console calls many hosts with a bearer session of its own (the session cookie is
+  // host-only and never reaches them): it trades the one-time code a single
+  // sign-on put in its redirect (with the verifier that binds it to the console that started the
+  // sign-in), or a session it already has (cookie or bearer), for a new bearer session. Never an
+  // API key's identity or a provider JWT's.
   app.post(
     '/v0/session/token',
     {
       schema: {
         tags,
         security: [{ gatewayIdentity: [] }],
-        summary: "Trade the single sign-on's one-time code (body {code}), or the current session, for a new bearer session token",
-        description: 'Body: none (trade the current session) or {"code": "<sso_code from the sign-on redirect>"}.',
+        summary: "Trade the single sign-on's one-time code (body {code, code_verifier}), or the current session (cookie or bearer), for a new bearer session token",
+        description:
+          'Body: none (trade the current session: a stratus_session cookie or Authorization: Bearer <session token>) or {"code": "<sso_code from the sign-on redirect>", "code_verifier": "<the verifier whose S256 challenge was sent to /v0/sso/{provider}/login>"}. A code works once, for 60 s, and only with its verifier; a wrong or missing verifier burns it.',
         response: { 200: Type.Object({ token: Type.String(), expires_at: Type.String() }), 400: errorResponse, 401: errorResponse, 403: errorResponse },
       },
     },
     async (request, reply) => {
       let userId: string;
-      const body = request.body as { code?: unknown } | undefined | null;
+      const body = request.body as { code?: unknown; code_verifier?: unknown } | undefined | null;
       const code = body?.code;
-      if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body) || typeof code !== 'string' || code === '' || Object.keys(body).some((k) => k !== 'code'))) {
-        throw validationError('the body must be empty or {"code": "<sign-in code>"}');
+      const verifier = body?.code_verifier;
+      if (
+        body !== undefined &&
+        body !== null &&
+        (typeof body !== 'object' || Array.isArray(body) || typeof code !== 'string' || code === '' || Object.keys(body).some((k) => k !== 'code' && k !== 'code_verifier'))
+      ) {
+        throw validationError('the body must be empty or {"code": "<sign-in code>", "code_verifier": "<verifier>"}');
+      }
+      if (verifier !== undefined && (typeof verifier !== 'string' || !CODE_VERIFIER_PATTERN.test(verifier))) {
+        throw validationError('code_verifier must be 43–128 characters of A–Z, a–z, 0–9, "-", ".", "_" and "~"');
       }
       if (typeof code === 'string') {
+        // Taken (deleted) before the binding is checked: a code presented without its verifier is burned.
         const found = await takeSsoCode(connection, code);
         if (!found) throw unauthorized('unknown, used or expired sign-in code; sign in again');
-        userId = found;
+        if (typeof verifier !== 'string' || found.challenge === null || !verifierMatches(verifier, found.challenge)) {
+          throw unauthorized('the sign-in code belongs to the page that started the sign-in and its code_verifier did not come with it; the code is now used up, sign in again');
+        }
+        userId = found.userId;
       } else {
         const identity = identityOf(request);
         if (!identity) throw unauthorized();
-        if (identity.auth?.method !== 'session' || !identity.session?.id) throw forbidden('a signed-in session is required (API keys cannot start sessions)');
+        const method = identity.auth?.method;
+        const sessionId = identity.session?.id;
+        if ((method !== 'session' && method !== 'bearer') || typeof sessionId !== 'string' || sessionId === '') {
+          throw forbidden('a signed-in session (cookie or bearer session token) is required; API keys and provider tokens cannot start sessions');
+        }
+        // The session the identity names must still be the caller's: it may have ended since the
+        // gateway looked it up, and a trusted caller of the internal port must not borrow another's.
+        const live = await findSessionById(connection, sessionId);
+        if (!live || live.userId !== identity.user.id) throw unauthorized('the session has ended; sign in again');
         userId = identity.user.id;
       }
       const { token, session } = await createSession(connection, userId);

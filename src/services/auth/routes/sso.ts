@@ -6,6 +6,7 @@ import type { ServiceApp } from '../../../core/app.ts';
 import { HttpError, forbidden, notFound, unauthorized, validationError } from '../../../core/errors.ts';
 import type { SqlConnection } from '../../../store/db.ts';
 import { sessionCookie } from '../cookies.ts';
+import { CODE_CHALLENGE_PATTERN, REDIRECT_MAX_LENGTH, allowedRedirectOrigins, redirectTarget } from '../handover.ts';
 import { loginResponseSchema, startSession } from '../login.ts';
 import { InvalidTokenError, OidcProviders, ProviderError, UnknownProviderError, linkOrCreateUser, type ProviderSettings } from '../oidc.ts';
 import { createSession, createSsoCode, saveSsoState, takeSsoState, type User } from '../repository.ts';
@@ -14,9 +15,12 @@ import { errorResponse } from '../schemas.ts';
 /**
  * Single sign-on with OpenID Connect providers (gateway.md §5.5–§5.8):
  *
- * - `GET /v0/sso/{provider}/login?redirect=` → 302 to the provider (code flow, state, nonce, PKCE S256);
+ * - `GET /v0/sso/{provider}/login?redirect=&code_challenge=` → 302 to the provider (code flow, state,
+ *   nonce, PKCE S256). `redirect` must be on the console's origin or an allow-listed one;
+ *   `code_challenge` (optional) asks for a hand-over code bound to its verifier (handover.ts);
  * - `GET /v0/sso/{provider}/callback?code&state` → exchanges the code, validates the ID token,
- *   finds or creates the user, sets the session cookie, 302 to the stored redirect target;
+ *   finds or creates the user, sets the session cookie, 302 to the stored redirect target, with
+ *   `sso_code` added when the sign-in was started with a `code_challenge`;
  * - `POST /v0/sso/{provider}/token {id_token}` → for a console that ran the flow itself.
  *
  * The redirect URI sent to the provider is `<scheme>://auth.<domain>[:port]/v0/sso/{provider}/callback`,
@@ -26,8 +30,6 @@ import { errorResponse } from '../schemas.ts';
 
 /** A login attempt must come back within 10 minutes (gateway.md §5.6). */
 export const SSO_STATE_TTL_MS = 10 * 60 * 1000;
-
-const REDIRECT_MAX_LENGTH = 2048;
 
 export interface SsoRoutesDeps {
   connection: SqlConnection;
@@ -44,9 +46,17 @@ const loginQuery = Type.Object(
     redirect: Type.Optional(
       Type.String({
         maxLength: REDIRECT_MAX_LENGTH,
-        description: 'Where the browser goes after signing in: a path (on the console host) or an http(s) URL on the platform domain or a subdomain. Default: the console.',
+        description: "Where the browser goes after signing in: a path (on the console) or a URL on the console's origin or on an origin listed in SSO_REDIRECT_ORIGINS. Default: the console.",
       }),
     ),
+    code_challenge: Type.Optional(
+      Type.String({
+        pattern: CODE_CHALLENGE_PATTERN.source,
+        description:
+          'BASE64URL(SHA-256(code_verifier)) of a verifier the page keeps: the redirect then carries a one-time sso_code that only that verifier can trade at POST /v0/session/token. Without it no code is issued.',
+      }),
+    ),
+    code_challenge_method: Type.Optional(Type.Literal('S256', { description: 'Only S256' })),
   },
   { additionalProperties: true },
 );
@@ -95,35 +105,6 @@ function callbackUri(request: FastifyRequest, provider: string, domain: string):
   return `${platformOrigin(request, 'auth', domain)}/v0/sso/${encodeURIComponent(provider)}/callback`;
 }
 
-/**
- * The absolute URL to send the browser to after signing in. A path (one leading `/`) is taken on
- * the console host, since `auth.<domain>` serves no pages; an absolute URL must be http(s) on the
- * domain or one of its subdomains, without credentials. Anything else is a 400.
- */
-export function redirectTarget(raw: string | undefined, consoleOrigin: string, domain: string): string {
-  if (raw === undefined || raw === '') return `${consoleOrigin}/`;
-  const invalid = () => validationError(`redirect must be a path starting with a single / or an http(s) URL on ${domain} or a subdomain of it`);
-  // Backslashes and control characters make browsers and URL parsers disagree (`/\evil.example`).
-  if (raw.length > REDIRECT_MAX_LENGTH || /[\\\p{Cc}]/u.test(raw)) throw invalid();
-  if (raw.startsWith('/')) {
-    if (raw.startsWith('//')) throw invalid();
-    const url = new URL(raw, consoleOrigin);
-    if (url.origin !== consoleOrigin) throw invalid();
-    return url.href;
-  }
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw invalid();
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid();
-  if (url.username !== '' || url.password !== '') throw invalid();
-  const host = url.hostname.toLowerCase().replace(/\.$/, '');
-  if (host !== domain && !host.endsWith(`.${domain}`)) throw invalid();
-  return url.href;
-}
-
 /** Maps the OIDC layer's errors to the service's HTTP errors; anything else passes unchanged. */
 function httpError(error: unknown, logger: FastifyBaseLogger, provider: string): unknown {
   if (error instanceof UnknownProviderError) return notFound(error.message);
@@ -140,6 +121,8 @@ export function registerSsoRoutes(app: ServiceApp, deps: SsoRoutesDeps): void {
   const providers = deps.providers ?? new OidcProviders(settings.authProviders);
   const tags = ['single sign-on'];
   const domain = settings.domain;
+  // Checked when the service is built: a bad allow-list stops the platform from starting.
+  const allowedOrigins = allowedRedirectOrigins(settings);
 
   const providerNamed = (name: string): ProviderSettings => {
     const provider = providers.get(name);
@@ -180,7 +163,9 @@ export function registerSsoRoutes(app: ServiceApp, deps: SsoRoutesDeps): void {
     },
     async (request, reply) => {
       const provider = providerNamed(request.params.provider);
-      const redirect = redirectTarget(request.query.redirect, platformOrigin(request, 'console', domain), domain);
+      const redirect = redirectTarget(request.query.redirect, platformOrigin(request, 'console', domain), allowedOrigins);
+      const codeChallenge = request.query.code_challenge ?? null;
+      if (request.query.code_challenge_method !== undefined && codeChallenge === null) throw validationError('code_challenge_method needs a code_challenge');
       let authorizationEndpoint: string;
       try {
         authorizationEndpoint = (await providers.discover(provider.name)).authorization_endpoint;
@@ -190,7 +175,7 @@ export function registerSsoRoutes(app: ServiceApp, deps: SsoRoutesDeps): void {
       const state = b64url(randomBytes(32));
       const nonce = b64url(randomBytes(32));
       const verifier = b64url(randomBytes(32));
-      await saveSsoState(connection, { state, provider: provider.name, nonce, verifier, redirect, expiresAt: Date.now() + SSO_STATE_TTL_MS });
+      await saveSsoState(connection, { state, provider: provider.name, nonce, verifier, redirect, codeChallenge, expiresAt: Date.now() + SSO_STATE_TTL_MS });
       const location = new URL(authorizationEndpoint);
       const query: Record<string, string> = {
         response_type: 'code',
@@ -253,11 +238,12 @@ export function registerSsoRoutes(app: ServiceApp, deps: SsoRoutesDeps): void {
         throw httpError(caught, logger, provider.name);
       }
       const { token } = await createSession(connection, user.id);
-      // The cookie serves pages that share it; a one-time code in the redirect lets the web console,
-      // whose cookie cannot reach every host (`localhost` cookies are host-only), get a bearer
-      // session of its own from POST /v0/session/token.
+      // The cookie serves pages that share it. A page that started the sign-in with a code_challenge
+      // (the web console, whose origin the cookie does not reach) gets a one-time code in the
+      // redirect, which only the matching verifier trades for a bearer session at
+      // POST /v0/session/token. Without a challenge there is nothing to bind a code to: none is issued.
       const target = new URL(stored.redirect);
-      target.searchParams.set('sso_code', await createSsoCode(connection, user.id));
+      if (stored.codeChallenge) target.searchParams.set('sso_code', await createSsoCode(connection, user.id, stored.codeChallenge));
       return reply
         .header('set-cookie', sessionCookie(token, settings))
         .header('cache-control', 'no-store')
