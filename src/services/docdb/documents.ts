@@ -65,6 +65,11 @@ const COLLECTIONS_CHANGED_TOPIC = 'docdb.collections.changed';
 const MAX_CACHED_COLLECTIONS = 10_000;
 const collectionKey = (databaseId: string, name: string) => `${databaseId}/${name}`;
 const READ_BATCH = 1000;
+/**
+ * Bodies up to this many bytes come with their batch; a larger one is read on its own when the
+ * traversal reaches it, so a batch holds at most READ_BATCH × INLINE_BODY_BYTES of documents.
+ */
+const INLINE_BODY_BYTES = 16 * 1024;
 
 function entryTable(index: IndexInfo): string {
   return index.unique ? 'docdb_unique_entries' : 'docdb_index_entries';
@@ -547,22 +552,29 @@ export class DocumentStore {
     let afterSeq = 0;
     let afterKey: Buffer | null = null;
     const mapKey = source.kind === 'map' ? mapStoredKey(source.key) : null;
+    // Large bodies stay behind (null) and are read one at a time (below). octet_length reads only
+    // the stored size (SQLite's record header, PostgreSQL's TOAST pointer), not the text. A
+    // collection holding less than a batch's worth of bytes cannot fill one, so it is not needed.
+    const sizedBody = (column: string) => `case when octet_length(${column}) <= ${INLINE_BODY_BYTES} then ${column} end as body`;
+    const plainBody = (column: string) => `${column} as body`;
     for (;;) {
       const batchSize = size;
       const positionKey = afterKey;
       const positionSeq = afterSeq;
       const rows = await this.sql.read(function* () {
+        const stored = yield* first<{ bytes: number }>('select document_bytes as bytes from docdb_collections where id = ?', collection.id);
+        const body = Number(stored?.bytes ?? 0) <= READ_BATCH * INLINE_BODY_BYTES ? plainBody : sizedBody;
         if (source.kind === 'scan') {
-          return yield* all<{ seq: number; body: string }>('select seq, body from docdb_documents where collection_id = ? and seq > ? order by seq limit ?', collection.id, positionSeq, batchSize);
+          return yield* all<{ seq: number; body: string | null }>(`select seq, ${body('body')} from docdb_documents where collection_id = ? and seq > ? order by seq limit ?`, collection.id, positionSeq, batchSize);
         }
         const table = entryTable(source.index);
         if (source.kind === 'map' && source.index.unique) {
           // One document at most: no ordering (it would cost SQLite a temporary b-tree per lookup).
-          return yield* all<{ seq: number; body: string }>('select e.seq, d.body from docdb_unique_entries e join docdb_documents d on d.seq = e.seq where e.index_id = ? and e.key = ?', source.index.id, mapKey);
+          return yield* all<{ seq: number; body: string | null }>(`select e.seq, ${body('d.body')} from docdb_unique_entries e join docdb_documents d on d.seq = e.seq where e.index_id = ? and e.key = ?`, source.index.id, mapKey);
         }
         if (source.kind === 'map') {
-          return yield* all<{ seq: number; body: string }>(
-            `select e.seq, d.body from ${table} e join docdb_documents d on d.seq = e.seq where e.index_id = ? and e.key = ? and e.seq > ? order by e.seq limit ?`,
+          return yield* all<{ seq: number; body: string | null }>(
+            `select e.seq, ${body('d.body')} from ${table} e join docdb_documents d on d.seq = e.seq where e.index_id = ? and e.key = ? and e.seq > ? order by e.seq limit ?`,
             source.index.id,
             mapKey,
             positionSeq,
@@ -584,8 +596,8 @@ export class DocumentStore {
           params.push(source.to);
         }
         const direction = source.reverse ? 'desc' : 'asc';
-        return yield* all<{ seq: number; body: string; key: Buffer }>(
-          `select e.key, e.seq, d.body from ${table} e join docdb_documents d on d.seq = e.seq where ${conditions.join(' and ')} order by e.key ${direction}, e.seq ${direction} limit ?`,
+        return yield* all<{ seq: number; body: string | null; key: Buffer }>(
+          `select e.key, e.seq, ${body('d.body')} from ${table} e join docdb_documents d on d.seq = e.seq where ${conditions.join(' and ')} order by e.key ${direction}, e.seq ${direction} limit ?`,
           ...params,
           batchSize,
         );
@@ -594,7 +606,22 @@ export class DocumentStore {
       const last = rows[rows.length - 1]!;
       afterSeq = Number(last.seq);
       if ('key' in last) afterKey = last.key as Buffer;
-      yield rows.map((row) => ({ seq: Number(row.seq), body: row.body }));
+      let inline: StoredDocument[] = [];
+      for (const row of rows) {
+        if (row.body !== null) {
+          inline.push({ seq: Number(row.seq), body: row.body });
+          continue;
+        }
+        if (inline.length > 0) yield inline;
+        inline = [];
+        const seq = Number(row.seq);
+        const large = await this.sql.read(function* () {
+          return yield* first<{ body: string }>('select body from docdb_documents where seq = ?', seq);
+        });
+        // Removed since its batch was read: skipped, as if read a moment later.
+        if (large) yield [{ seq, body: large.body }];
+      }
+      if (inline.length > 0) yield inline;
       // A unique map key has one document at most.
       if (rows.length < batchSize || (source.kind === 'map' && source.index.unique)) return;
       size = READ_BATCH;

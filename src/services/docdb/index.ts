@@ -5,6 +5,7 @@ import { DatabaseRepository } from './databases.ts';
 import { docdbMigrations } from './migrations.ts';
 import { stringifyJson, type JsonValue } from '../../core/json.ts';
 import { DocumentStore } from './documents.ts';
+import { DocumentFilters } from './filtering.ts';
 import { registerCollectionRoutes } from './routes/collections.ts';
 import { registerDatabaseRoutes } from './routes/databases.ts';
 import { registerServiceRoutes } from './routes/service.ts';
@@ -30,13 +31,15 @@ export const docdbService: ServiceDefinition = {
     const databases = new DatabaseRepository(store.sql);
     const access = new DocdbAccess(databases, store.notifier);
     const documents = new DocumentStore(store.sql, store.notifier);
+    const filters = new DocumentFilters();
     app.addHook('onClose', async () => {
       access.close();
       documents.close();
+      await filters.close();
     });
     registerServiceRoutes(app, { version, databases, documents, access });
     registerDatabaseRoutes(app, { databases, access });
-    registerCollectionRoutes(app, { documents, access });
+    registerCollectionRoutes(app, { documents, access, filters });
     return app;
   },
 };

@@ -1,6 +1,7 @@
 import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../../core/service.ts';
 import { LogsAccess } from './access.ts';
+import { LogFilters } from './filters.ts';
 import { LoggerRepository } from './loggers.ts';
 import { logsMigrations } from './migrations.ts';
 import { registerLogsRoutes, type LogsLimits } from './routes.ts';
@@ -29,11 +30,13 @@ export function createLogsService(overrides: Partial<LogsLimits> = {}): ServiceD
       const access = new LogsAccess(loggers, store.notifier);
       const hub = new FollowHub(store.notifier);
       const stats = new LogStats();
+      const filters = new LogFilters();
       app.addHook('onClose', async () => {
         hub.close();
         access.close();
+        await filters.close();
       });
-      registerLogsRoutes(app, { loggers, access, hub, stats, limits });
+      registerLogsRoutes(app, { loggers, access, hub, stats, filters, limits });
       return app;
     },
   };

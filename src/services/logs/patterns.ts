@@ -1,19 +1,31 @@
 import { RE2JS } from 're2js';
-import { badRequest } from '../../core/errors.ts';
+import { badRequest, validationError } from '../../core/errors.ts';
 
 /** Longest accepted pattern, in characters (logs.md §6.1, open: 1 KiB). */
 export const MAX_PATTERN_LENGTH = 1024;
-/** Most patterns in one stream. */
-export const MAX_PATTERNS = 32;
+/** Most `regex` parameters in one stream. */
+export const MAX_PATTERNS = 16;
+/**
+ * Largest compiled pattern, in RE2 program instructions. Matching costs up to a few nanoseconds
+ * per instruction per byte, so this (with the total below) bounds the work per byte of log:
+ * `[0-9a-f]{64}` is 66 instructions, a 1 KiB literal about 1,000; `.{1000}` or `[a-z]{1,1000}`
+ * reach it.
+ */
+export const MAX_PATTERN_PROGRAM = 2_000;
+/** Largest total of the compiled patterns of one stream, in RE2 program instructions. */
+export const MAX_TOTAL_PROGRAM = 8_000;
 
 const META = /[\\^$.|?*+()[\]{}]/;
 
-/** A compiled pattern: RE2JS (linear time), plus the literal itself when it has no metacharacters. */
+/** A compiled pattern: RE2JS (linear time), or substring search for literals. */
 export interface Pattern {
   source: string;
+  /** The pattern itself when it has no metacharacters: decided with substring search. */
   literal: string | null;
-  /** For `A|B|C` of plain literals: the alternatives; a chunk with none of them has no match. */
+  /** For `A|B|C` of plain literals: the alternatives; a text with none of them has no match. */
   anyOf: string[] | null;
+  /** Size of the compiled RE2 program, in instructions. */
+  program: number;
   test(line: string): boolean;
 }
 
@@ -24,28 +36,42 @@ function literalAlternatives(source: string): string[] | null {
   return parts;
 }
 
+/** Compiles one pattern; throws a 400 `invalid_regex` naming it when it is not accepted. */
+export function compilePattern(source: string): Pattern {
+  const named = source.length > 60 ? `${JSON.stringify(source.slice(0, 60))}…` : JSON.stringify(source);
+  if (source.length > MAX_PATTERN_LENGTH) throw badRequest('invalid_regex', `regex ${named} is longer than ${MAX_PATTERN_LENGTH} characters`);
+  let compiled: RE2JS;
+  try {
+    compiled = RE2JS.compile(source);
+  } catch (error) {
+    throw badRequest('invalid_regex', `invalid regex ${named}: ${(error as Error).message}`);
+  }
+  const program = compiled.programSize();
+  if (program > MAX_PATTERN_PROGRAM) {
+    throw badRequest('invalid_regex', `regex ${named} is too complex: it compiles to ${program} RE2 instructions, at most ${MAX_PATTERN_PROGRAM} are allowed (use smaller repetition counts)`);
+  }
+  const literal = META.test(source) || source.length === 0 ? null : source;
+  const anyOf = literal === null ? literalAlternatives(source) : null;
+  let test = (line: string) => compiled.test(line);
+  if (literal !== null) test = (line) => line.includes(literal);
+  else if (anyOf !== null) test = (line) => anyOf.some((alternative) => line.includes(alternative));
+  return { source, literal, anyOf, program, test };
+}
+
 /**
- * Compiles every `regex` query value before anything is streamed; an invalid one (or one over
- * the length limit) is a 400 `invalid_regex` naming it.
+ * Compiles every `regex` query value before anything is streamed. One that does not compile, is
+ * too long or too complex is a 400 `invalid_regex` naming it; too many of them, or too much
+ * compiled program together, is a 400 `validation_error`.
  */
 export function compilePatterns(raw: string | string[] | undefined): Pattern[] {
   const sources = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
-  if (sources.length > MAX_PATTERNS) throw badRequest('invalid_regex', `at most ${MAX_PATTERNS} regex parameters are allowed`);
-  return sources.map((source) => {
-    if (source.length > MAX_PATTERN_LENGTH) throw badRequest('invalid_regex', `regex ${JSON.stringify(source.slice(0, 40))}… is longer than ${MAX_PATTERN_LENGTH} characters`);
-    let compiled: RE2JS;
-    try {
-      compiled = RE2JS.compile(source);
-    } catch (error) {
-      throw badRequest('invalid_regex', `invalid regex ${JSON.stringify(source)}: ${(error as Error).message}`);
-    }
-    const literal = META.test(source) || source.length === 0 ? null : source;
-    const anyOf = literal === null ? literalAlternatives(source) : null;
-    let test = (line: string) => compiled.matcher(line).find();
-    if (literal !== null) test = (line) => line.includes(literal);
-    else if (anyOf !== null) test = (line) => anyOf.some((alternative) => line.includes(alternative));
-    return { source, literal, anyOf, test };
-  });
+  if (sources.length > MAX_PATTERNS) throw validationError(`at most ${MAX_PATTERNS} regex parameters are allowed in one request (got ${sources.length})`);
+  const patterns = sources.map(compilePattern);
+  const total = patterns.reduce((sum, pattern) => sum + pattern.program, 0);
+  if (total > MAX_TOTAL_PROGRAM) {
+    throw validationError(`the regex parameters together compile to ${total} RE2 instructions; at most ${MAX_TOTAL_PROGRAM} are allowed in one request`);
+  }
+  return patterns;
 }
 
 export function matchesAll(patterns: readonly Pattern[], line: string): boolean {

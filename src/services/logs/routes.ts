@@ -6,7 +6,7 @@ import type { FastifyRequest } from 'fastify';
 import type { ServiceApp } from '../../core/app.ts';
 import { notFound, validationError } from '../../core/errors.ts';
 import type { LogsAccess } from './access.ts';
-import { parseEvents } from './events.ts';
+import { FilterTimeLimitError, Pacer, type LogFilters } from './filters.ts';
 import type { LoggerRepository } from './loggers.ts';
 import { compilePatterns } from './patterns.ts';
 import type { LogStats } from './stats.ts';
@@ -29,6 +29,7 @@ export interface LogsDeps {
   access: LogsAccess;
   hub: FollowHub;
   stats: LogStats;
+  filters: LogFilters;
   limits: LogsLimits;
 }
 
@@ -47,10 +48,19 @@ const streamQuery = Type.Object({ regex: Type.Optional(Type.Union([Type.String()
 const errors = { 400: errorBody, 401: errorBody, 403: errorBody, 404: errorBody };
 const scoped = 'Access: the identity of an owner, or Api-Key + Api-Secret of a key of this logger.';
 
-/** Splits a raw body's line count; a final segment without `\n` gets one (logs.md §4.5). */
-function asLines(body: Buffer): { data: Buffer; lines: number } {
+/** Newlines searched for between looks at the clock (a body of nothing but newlines is the slow case). */
+const LINES_PER_LOOK = 1 << 16;
+
+/**
+ * A raw body's lines; a final segment without `\n` gets one (logs.md §4.5). A 64 MiB body of empty
+ * lines is 64 million searches, so the count yields to the event loop as it goes.
+ */
+async function asLines(body: Buffer): Promise<{ data: Buffer; lines: number }> {
+  const pacer = new Pacer();
   let lines = 0;
-  for (let at = body.indexOf(10); at !== -1; at = body.indexOf(10, at + 1)) lines++;
+  for (let at = body.indexOf(10); at !== -1; at = body.indexOf(10, at + 1)) {
+    if (++lines % LINES_PER_LOOK === 0) await pacer.pace();
+  }
   if (body.length > 0 && body[body.length - 1] !== 10) return { data: Buffer.concat([body, Buffer.from('\n')]), lines: lines + 1 };
   return { data: body, lines };
 }
@@ -60,7 +70,7 @@ function rawBody(request: FastifyRequest): Buffer {
 }
 
 export function registerLogsRoutes(app: ServiceApp, deps: LogsDeps): void {
-  const { loggers, access, hub, stats, limits } = deps;
+  const { loggers, access, hub, stats, filters, limits } = deps;
   const tags = ['loggers'];
 
   async function loadOr404(id: string) {
@@ -233,8 +243,9 @@ export function registerLogsRoutes(app: ServiceApp, deps: LogsDeps): void {
         const patterns = compilePatterns(request.query.regex);
         const follow = request.query.follow !== undefined;
         reply.hijack();
-        await runStream(reply.raw, { loggerId, kind, patterns, follow }, { loggers, hub, stats }).catch((error: unknown) => {
-          request.log.error({ err: error }, 'logs stream failed');
+        await runStream(reply.raw, { loggerId, kind, patterns, follow }, { loggers, hub, stats, filters }).catch((error: unknown) => {
+          if (error instanceof FilterTimeLimitError) request.log.warn({ loggerId, patterns: patterns.map((p) => p.source) }, `logs stream cut off: ${error.message}`);
+          else request.log.error({ err: error }, 'logs stream failed');
           reply.raw.destroy();
         });
       },
@@ -259,7 +270,7 @@ export function registerLogsRoutes(app: ServiceApp, deps: LogsDeps): void {
         if (body.length === 0) return { n: 0 };
         counters.concurrentIngests++;
         try {
-          const { data, lines } = asLines(body);
+          const { data, lines } = await asLines(body);
           if ((await loggers.append(loggerId, 'raw', data, lines, limits.maxBytes)) === null) throw notFound('logger not found');
         } finally {
           counters.concurrentIngests--;
@@ -275,20 +286,20 @@ export function registerLogsRoutes(app: ServiceApp, deps: LogsDeps): void {
       async (request) => {
         const loggerId = await access.keyLogger(request);
         const body = rawBody(request);
-        const events = parseEvents(body, request.headers['content-type'], new Date().toISOString());
+        // Parsed off the event loop when large; all or nothing (a 4xx stores nothing).
+        const { data, count } = await filters.parseEvents(body, request.headers['content-type'], new Date().toISOString());
         const counters = stats.of(loggerId);
         counters.totalIngests++;
         counters.bytesReceived += body.length;
-        if (events.length === 0) return { events: 0, bytes: body.length };
-        const data = Buffer.from(events.map((event) => `${JSON.stringify(event)}\n`).join(''));
+        if (count === 0) return { events: 0, bytes: body.length };
         counters.concurrentIngests++;
         try {
-          if ((await loggers.append(loggerId, 'event', data, events.length, limits.maxBytes)) === null) throw notFound('logger not found');
+          if ((await loggers.append(loggerId, 'event', data, count, limits.maxBytes)) === null) throw notFound('logger not found');
         } finally {
           counters.concurrentIngests--;
         }
         await hub.announce(loggerId).catch((error: unknown) => request.log.warn({ err: error }, 'logs append not announced'));
-        return { events: events.length, bytes: body.length };
+        return { events: count, bytes: body.length };
       },
     );
   });

@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { drained } from '../../core/stream.ts';
-import { isUtf8 } from 'node:buffer';
 import type { Notifier } from '../../store/notifier/types.ts';
+import { Pacer, SLICE_BYTES, type LogFilters } from './filters.ts';
 import type { LoggerRepository } from './loggers.ts';
-import { matchesAll, type Pattern } from './patterns.ts';
+import type { Pattern } from './patterns.ts';
 import type { LogStats } from './stats.ts';
 
 /** Published after every append (`<loggerId>`) and delete (`<loggerId>`): wakes followers everywhere. */
@@ -13,8 +13,8 @@ export const LOGS_APPENDED_TOPIC = 'logs.appended';
 const CHUNKS_PER_READ = 2;
 /** A follower re-checks the store this often even without a wake-up (a missed message costs at most this). */
 const FOLLOW_POLL_MS = 1_000;
-/** Output buffered before a write. */
-const WRITE_AT_BYTES = 64 * 1024;
+/** Matching jobs of one stream under way at once: the next slice is matched while one is written. */
+const JOBS_AHEAD = 2;
 
 export interface StreamOptions {
   loggerId: string;
@@ -74,62 +74,29 @@ export class FollowHub {
   }
 }
 
-/** The text a pattern is tested against: a raw line without its `\n`; an event's message. */
-function eventMessage(line: string): string {
-  try {
-    const value = JSON.parse(line) as { message?: unknown };
-    return typeof value.message === 'string' ? value.message : '';
-  } catch {
-    return '';
-  }
-}
-
-/** The matching lines of one chunk, as stored. */
-function matchChunk(data: Buffer, kind: 'raw' | 'event', patterns: readonly Pattern[]): Buffer[] {
-  if (patterns.length === 0) return [data];
-  // A literal missing from the whole chunk rules out every line of it.
-  for (const pattern of patterns) {
-    if (pattern.literal !== null && data.indexOf(pattern.literal) === -1) return [];
-    if (pattern.anyOf !== null && pattern.anyOf.every((alternative) => data.indexOf(alternative) === -1)) return [];
-  }
-  const out: Buffer[] = [];
-  if (isUtf8(data)) {
-    const text = data.toString('utf8');
-    let start = 0;
-    let pending = '';
-    while (start < text.length) {
-      let end = text.indexOf('\n', start);
-      if (end === -1) end = text.length;
-      const line = text.slice(start, end);
-      if (matchesAll(patterns, kind === 'raw' ? line : eventMessage(line))) pending += `${line}\n`;
-      start = end + 1;
-      if (pending.length >= WRITE_AT_BYTES) {
-        out.push(Buffer.from(pending));
-        pending = '';
-      }
-    }
-    if (pending) out.push(Buffer.from(pending));
-    return out;
-  }
-  // Not UTF-8: test a decoded copy of each line, send the stored bytes.
+/** `data` cut into slices of whole lines, each at most SLICE_BYTES unless one line is longer. */
+function* slices(data: Buffer): Generator<Buffer> {
   let start = 0;
   while (start < data.length) {
-    let end = data.indexOf(10, start);
-    if (end === -1) end = data.length;
-    const line = data.subarray(start, end).toString('utf8');
-    if (matchesAll(patterns, kind === 'raw' ? line : eventMessage(line))) out.push(data.subarray(start, Math.min(end + 1, data.length)));
-    start = end + 1;
+    let end = data.length;
+    if (data.length - start > SLICE_BYTES) {
+      const newline = data.indexOf(10, start + SLICE_BYTES - 1);
+      if (newline !== -1) end = newline + 1;
+    }
+    yield start === 0 && end === data.length ? data : data.subarray(start, end);
+    start = end;
   }
-  return out;
 }
 
 /**
  * Streams a logger's matching lines on a hijacked response: catch-up from the first retained
  * chunk, then (with follow) every new chunk, by chunk id, so nothing is lost or repeated at the
- * boundary. Writes wait for 'drain'; the client leaving aborts everything, including the wait.
- * A follower behind retention simply continues from the oldest chunk still there.
+ * boundary. Chunks are matched in slices (`filters.ts`: inline between yields when cheap, in a
+ * worker thread otherwise), a couple of slices ahead of the writes. Writes wait for 'drain'; the
+ * client leaving aborts everything, including the wait. A follower behind retention simply
+ * continues from the oldest chunk still there.
  */
-export async function runStream(res: ServerResponse, options: StreamOptions, deps: { loggers: LoggerRepository; hub: FollowHub; stats: LogStats }): Promise<void> {
+export async function runStream(res: ServerResponse, options: StreamOptions, deps: { loggers: LoggerRepository; hub: FollowHub; stats: LogStats; filters: LogFilters }): Promise<void> {
   const { loggerId, kind, patterns, follow } = options;
   const controller = new AbortController();
   const onClose = () => controller.abort();
@@ -138,7 +105,16 @@ export async function runStream(res: ServerResponse, options: StreamOptions, dep
   counters.openStream(patterns.map((p) => p.source));
   res.writeHead(200, { 'content-type': kind === 'raw' ? 'text/plain; charset=utf-8' : 'application/x-ndjson', 'cache-control': 'no-store' });
   res.flushHeaders();
+  const pacer = new Pacer();
+  const ahead: Promise<Buffer>[] = [];
+  const writeNext = async () => {
+    const piece = await ahead.shift()!;
+    if (piece.length === 0 || controller.signal.aborted) return;
+    counters.bytesSent += piece.length;
+    if (!res.write(piece)) await drained(res, controller.signal);
+  };
   let lastId = 0;
+  let failed = false;
   try {
     while (!controller.signal.aborted) {
       const chunks = await deps.loggers.chunksAfter(loggerId, kind, lastId, CHUNKS_PER_READ);
@@ -146,13 +122,18 @@ export async function runStream(res: ServerResponse, options: StreamOptions, dep
         if (controller.signal.aborted) break;
         lastId = chunk.id;
         counters.bytesFiltered += chunk.bytes;
-        for (const piece of matchChunk(chunk.data, kind, patterns)) {
-          counters.bytesSent += piece.length;
-          if (!res.write(piece)) await drained(res, controller.signal);
+        for (const slice of patterns.length === 0 ? [chunk.data] : slices(chunk.data)) {
           if (controller.signal.aborted) break;
+          if (pacer.due) await pacer.turn();
+          const matched = patterns.length === 0 ? Promise.resolve(slice) : deps.filters.match(slice, kind, patterns);
+          matched.catch(() => undefined);
+          ahead.push(matched);
+          while (ahead.length >= JOBS_AHEAD && !controller.signal.aborted) await writeNext();
         }
       }
+      // More to read: the slice under way carries on while the next chunks are read.
       if (chunks.length === CHUNKS_PER_READ) continue;
+      while (ahead.length > 0 && !controller.signal.aborted) await writeNext();
       if (!follow) break;
       // Register before re-checking, so an append between the check and the wait is not missed.
       const woken = deps.hub.wait(loggerId, FOLLOW_POLL_MS, controller.signal);
@@ -160,9 +141,16 @@ export async function runStream(res: ServerResponse, options: StreamOptions, dep
       if ((await deps.loggers.owners(loggerId)) === null) break;
       await woken;
     }
+  } catch (error) {
+    failed = true;
+    throw error;
   } finally {
     res.off('close', onClose);
     counters.closeStream();
-    if (!res.destroyed) res.end();
+    // A stream that failed midway is cut off (no final chunk), so the client cannot take it for complete.
+    if (!res.destroyed) {
+      if (failed) res.destroy();
+      else res.end();
+    }
   }
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { SqlConnection } from '../../store/db.ts';
 // The generator executor is docdb's: one statement list for SQLite (synchronous, group commit)
 // and PostgreSQL (async transaction). It has no docdb-specific logic.
@@ -58,6 +59,46 @@ const SCHEDULER_COLUMNS = `s.id, s.display_name, s.created_ms, s.updated_ms,
   (select count(*) from scheduler_tasks t where t.scheduler_id = s.id) as total,
   (select count(*) from scheduler_tasks t where t.scheduler_id = s.id and t.lease_id is not null and t.due_ms > ?) as inflight`;
 
+/*
+ * On SQLite every query runs on the event loop, so work that grows with a scheduler's tasks is
+ * done in slices with a turn for the event loop between them: counts and pages in windows of
+ * `windows.count` sequence numbers, `search`/`label` filters over windows of at most `windows.searchBytes`
+ * of payload and labels, tested with JavaScript's linear-time substring search. A listing read in
+ * slices may show a change made while it runs in one slice and not another. On PostgreSQL the
+ * queries run in the database server and stay single statements.
+ */
+export interface WindowSizes {
+  /** Sequence numbers per counting window. */
+  count: number;
+  /** Bytes of payload and labels per search window (a larger task is a window of its own). */
+  searchBytes: number;
+  /** Tasks sized per query while cutting search windows. */
+  probeRows: number;
+}
+const WINDOWS: WindowSizes = { count: 32_768, searchBytes: 1024 * 1024, probeRows: 1024 };
+/** Work done before the event loop gets a turn. */
+const TURN_MS = 5;
+
+/** Gives the event loop a turn once TURN_MS of work has gone by since the last one. */
+class Pacer {
+  private since = performance.now();
+
+  async pace(): Promise<void> {
+    if (performance.now() - this.since < TURN_MS) return;
+    await nextTurn();
+    this.since = performance.now();
+  }
+}
+
+const INFLIGHT = 'lease_id is not null and due_ms > ?';
+const SCHEDULED = '(lease_id is null or due_ms <= ?)';
+
+/** Whether a task's stored labels (a compact JSON array) hold `label` as a whole element (as the SQL test). */
+function hasLabel(labels: string, label: string): boolean {
+  const quoted = JSON.stringify(label);
+  return labels.includes(`[${quoted}`) || labels.includes(`,${quoted}`);
+}
+
 /**
  * The scheduler's only door to storage. A task is *in flight* exactly when `lease_id is not null
  * and due_ms > now`; every other row is *scheduled* with `future = due_ms` (an expired lease
@@ -68,7 +109,11 @@ export class SchedulerRepository {
   private readonly strpos: string;
   readonly dialect: 'sqlite' | 'postgres';
 
-  constructor(connection: SqlConnection) {
+  /** `windows`: the SQLite slice sizes (tests make them small). */
+  constructor(
+    connection: SqlConnection,
+    private readonly windows: WindowSizes = WINDOWS,
+  ) {
     this.sql = new SqlWork(connection);
     this.dialect = connection.dialect;
     this.strpos = connection.dialect === 'postgres' ? 'strpos' : 'instr';
@@ -77,11 +122,46 @@ export class SchedulerRepository {
   // ---- schedulers ----
 
   async listSchedulers(now: number): Promise<SchedulerRow[]> {
-    return this.sql.read(() => all<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s order by s.seq`, now));
+    if (this.dialect === 'postgres') return this.sql.read(() => all<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s order by s.seq`, now));
+    const rows = await this.sql.read(() => all<SchedulerRow>('select id, display_name, created_ms, updated_ms from scheduler_schedulers order by seq'));
+    const pacer = new Pacer();
+    for (const row of rows) await this.withCounts(row, now, pacer);
+    return rows;
   }
 
   async getScheduler(id: string, now: number): Promise<SchedulerRow | undefined> {
-    return this.sql.read(() => first<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s where s.id = ?`, now, id));
+    if (this.dialect === 'postgres') return this.sql.read(() => first<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s where s.id = ?`, now, id));
+    const row = await this.sql.read(() => first<SchedulerRow>('select id, display_name, created_ms, updated_ms from scheduler_schedulers where id = ?', id));
+    return row ? this.withCounts(row, now, new Pacer()) : undefined;
+  }
+
+  /** SQLite: fills in `total` and `inflight` from the windowed count. */
+  private async withCounts(row: SchedulerRow, now: number, pacer: Pacer): Promise<SchedulerRow> {
+    const windows = await this.countWindows(row.id, now, pacer);
+    row.total = windows.reduce((sum, w) => sum + w.total, 0);
+    row.inflight = windows.reduce((sum, w) => sum + w.inflight, 0);
+    return row;
+  }
+
+  /**
+   * SQLite: the scheduler's tasks counted per window of `windows.count` sequence numbers (empty
+   * windows left out), in sequence order, with a turn for the event loop between windows.
+   */
+  private async countWindows(schedulerId: string, now: number, pacer: Pacer): Promise<{ from: number; total: number; inflight: number }[]> {
+    const windows: { from: number; total: number; inflight: number }[] = [];
+    const nextSeq = (at: number) => this.sql.read(() => first<{ seq: number | null }>('select min(seq) as seq from scheduler_tasks where scheduler_id = ? and seq >= ?', schedulerId, at));
+    for (let from = (await nextSeq(0))?.seq ?? null; from !== null; ) {
+      await pacer.pace();
+      const start = Number(from);
+      const to = start + this.windows.count;
+      const row = await this.sql.read(() =>
+        first<{ total: number; inflight: number | null }>(`select count(*) as total, sum(case when ${INFLIGHT} then 1 else 0 end) as inflight from scheduler_tasks where scheduler_id = ? and seq >= ? and seq < ?`, now, schedulerId, start, to),
+      );
+      const total = Number(row?.total ?? 0);
+      if (total > 0) windows.push({ from: start, total, inflight: Number(row?.inflight ?? 0) });
+      from = (await nextSeq(to))?.seq ?? null;
+    }
+    return windows;
   }
 
   async exists(id: string): Promise<boolean> {
@@ -208,6 +288,12 @@ export class SchedulerRepository {
   }
 
   async counts(schedulerId: string, now: number): Promise<Counts> {
+    if (this.dialect === 'sqlite') {
+      const windows = await this.countWindows(schedulerId, now, new Pacer());
+      const total = windows.reduce((sum, w) => sum + w.total, 0);
+      const inflight = windows.reduce((sum, w) => sum + w.inflight, 0);
+      return { scheduled: total - inflight, inflight };
+    }
     const row = await this.sql.read(() =>
       first<{ total: number; inflight: number | null }>('select count(*) as total, sum(case when lease_id is not null and due_ms > ? then 1 else 0 end) as inflight from scheduler_tasks where scheduler_id = ?', now, schedulerId),
     );
@@ -218,6 +304,10 @@ export class SchedulerRepository {
 
   /** Both lists with the same filter, paginated independently, in enqueue order. */
   async listTasks(schedulerId: string, filter: TaskFilter, scheduledPage: Page, inflightPage: Page, now: number): Promise<TaskPages> {
+    if (this.dialect === 'sqlite') {
+      const filtered = (filter.search !== undefined && filter.search !== '') || filter.labels.length > 0;
+      return filtered ? this.searchTasks(schedulerId, filter, scheduledPage, inflightPage, now) : this.pageTasks(schedulerId, scheduledPage, inflightPage, now);
+    }
     const conditions: string[] = ['scheduler_id = ?'];
     const params: unknown[] = [schedulerId];
     if (filter.search !== undefined && filter.search !== '') {
@@ -252,6 +342,85 @@ export class SchedulerRepository {
           : [];
       return { scheduled: scheduledRows, inflight: inflightRows, scheduledTotal, inflightTotal };
     });
+  }
+
+  /**
+   * SQLite, no filter: totals from the windowed count; each page is read from the window where it
+   * starts, so no query skips more than one window of rows.
+   */
+  private async pageTasks(schedulerId: string, scheduledPage: Page, inflightPage: Page, now: number): Promise<TaskPages> {
+    const pacer = new Pacer();
+    const windows = await this.countWindows(schedulerId, now, pacer);
+    const read = async (page: Page, inflight: boolean): Promise<{ rows: ListedTask[]; total: number }> => {
+      const countOf = (w: { total: number; inflight: number }) => (inflight ? w.inflight : w.total - w.inflight);
+      const total = windows.reduce((sum, w) => sum + countOf(w), 0);
+      const rows: ListedTask[] = [];
+      let skip = (page.page - 1) * page.perPage;
+      // Window by window from the one where the page starts, each query bounded by its window.
+      for (const w of windows) {
+        if (rows.length >= page.perPage) break;
+        if (skip >= countOf(w)) {
+          skip -= countOf(w);
+          continue;
+        }
+        await pacer.pace();
+        const offset = skip;
+        const found = await this.sql.read(() =>
+          all<ListedTask>(`select id, due_ms, labels from scheduler_tasks where scheduler_id = ? and seq >= ? and seq < ? and ${inflight ? INFLIGHT : SCHEDULED} order by seq limit ? offset ?`, schedulerId, w.from, w.from + this.windows.count, now, page.perPage - rows.length, offset),
+        );
+        rows.push(...found);
+        skip = 0;
+      }
+      return { rows, total };
+    };
+    const scheduled = await read(scheduledPage, false);
+    const inflight = await read(inflightPage, true);
+    return { scheduled: scheduled.rows, inflight: inflight.rows, scheduledTotal: scheduled.total, inflightTotal: inflight.total };
+  }
+
+  /**
+   * SQLite, with `search` or `label`: the tasks are read in windows of at most `windows.searchBytes`
+   * of payload and labels (or one task), tested here, counted, and kept when on a requested page.
+   */
+  private async searchTasks(schedulerId: string, filter: TaskFilter, scheduledPage: Page, inflightPage: Page, now: number): Promise<TaskPages> {
+    const pacer = new Pacer();
+    const search = filter.search !== undefined && filter.search !== '' ? filter.search : null;
+    const result: TaskPages = { scheduled: [], inflight: [], scheduledTotal: 0, inflightTotal: 0 };
+    const keep = (task: ListedTask, inflight: boolean) => {
+      const page = inflight ? inflightPage : scheduledPage;
+      const index = inflight ? result.inflightTotal++ : result.scheduledTotal++;
+      const start = (page.page - 1) * page.perPage;
+      if (index >= start && index < start + page.perPage) (inflight ? result.inflight : result.scheduled).push(task);
+    };
+    const columns = search !== null ? 'seq, id, due_ms, labels, lease_id, payload' : 'seq, id, due_ms, labels, lease_id';
+    const size = search !== null ? 'octet_length(payload) + octet_length(labels)' : 'octet_length(labels)';
+    let after = 0;
+    for (;;) {
+      await pacer.pace();
+      const sizes = await this.sql.read(() => all<{ seq: number; size: number }>(`select seq, ${size} as size from scheduler_tasks where scheduler_id = ? and seq > ? order by seq limit ?`, schedulerId, after, this.windows.probeRows));
+      if (sizes.length === 0) break;
+      let at = 0;
+      while (at < sizes.length) {
+        // One window: tasks up to `windows.searchBytes` together, at least one.
+        let bytes = Number(sizes[at]!.size);
+        let end = at + 1;
+        while (end < sizes.length && bytes + Number(sizes[end]!.size) <= this.windows.searchBytes) bytes += Number(sizes[end++]!.size);
+        const last = Number(sizes[end - 1]!.seq);
+        await pacer.pace();
+        const rows = await this.sql.read(() =>
+          all<{ seq: number; id: string; due_ms: number; labels: string; lease_id: string | null; payload?: string }>(`select ${columns} from scheduler_tasks where scheduler_id = ? and seq > ? and seq <= ? order by seq`, schedulerId, after, last),
+        );
+        for (const row of rows) {
+          if (search !== null && !row.payload!.includes(search)) continue;
+          if (!filter.labels.every((label) => hasLabel(row.labels, label))) continue;
+          keep({ id: row.id, due_ms: row.due_ms, labels: row.labels }, row.lease_id !== null && Number(row.due_ms) > now);
+        }
+        after = last;
+        at = end;
+      }
+      if (sizes.length < this.windows.probeRows) break;
+    }
+    return result;
   }
 
   // ---- the generated key (decision 19) ----

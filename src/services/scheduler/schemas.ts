@@ -26,7 +26,17 @@ export const createSchedulerBody = Type.Object(
 export const putSchedulerBody = Type.Object({ display_name: Type.String({ minLength: 1 }), description: Type.Optional(Type.String()) }, { additionalProperties: false });
 export const patchSchedulerBody = Type.Object({ display_name: Type.Optional(Type.String({ minLength: 1 })), description: Type.Optional(Type.String()) }, { additionalProperties: false });
 
-const labels = Type.Array(Type.String({ pattern: ':', description: 'key:value' }), { description: 'Labels, each a string key:value' });
+/** Most labels on one task, and the longest label (task lists return every label of every listed task). */
+export const MAX_LABELS = 64;
+export const MAX_LABEL_LENGTH = 256;
+/** Longest `search` text, and most `label` filters, of one task list request. */
+export const MAX_SEARCH_LENGTH = 256;
+export const MAX_LABEL_FILTERS = 16;
+
+const labels = Type.Array(Type.String({ pattern: ':', maxLength: MAX_LABEL_LENGTH, description: `key:value, at most ${MAX_LABEL_LENGTH} characters` }), {
+  maxItems: MAX_LABELS,
+  description: `Labels, each a string key:value; at most ${MAX_LABELS}`,
+});
 const duration = (description: string) => Type.String({ description: `${description} (Go duration: 300ms, 1.5h, 2h45m)` });
 const time = (description: string) => Type.String({ description: `${description} (RFC 3339)` });
 
@@ -50,8 +60,10 @@ export const listQuery = Type.Object(
     scheduled_per_page: perPage,
     inflight_page: page,
     inflight_per_page: perPage,
-    search: Type.Optional(Type.String({ description: 'Substring of the payload as compact JSON (case-sensitive)' })),
-    label: Type.Optional(Type.Array(Type.String({ pattern: ':' }), { description: 'Exact label; repeat to require several' })),
+    search: Type.Optional(Type.String({ maxLength: MAX_SEARCH_LENGTH, description: `Substring of the payload as compact JSON (case-sensitive), at most ${MAX_SEARCH_LENGTH} characters` })),
+    label: Type.Optional(
+      Type.Array(Type.String({ pattern: ':', maxLength: MAX_LABEL_LENGTH }), { maxItems: MAX_LABEL_FILTERS, description: `Exact label; repeat to require several (at most ${MAX_LABEL_FILTERS})` }),
+    ),
   },
   { additionalProperties: true },
 );

@@ -1,6 +1,11 @@
 // The filter language (spec §9.3). A filter is validated and compiled once into closures; the
 // predicate then runs over every candidate document without re-reading the filter and without
 // allocating, and never throws: a value of an unexpected type simply does not match.
+//
+// Filters come from request bodies, so their size is bounded (MAX_FILTER_VALUES values in all,
+// MAX_OPERATOR_ELEMENTS per operator array) and each compiled filter reports its `weight`: the
+// number of conditions that may each walk the value they test. A document's evaluation costs at
+// most about weight × its JSON size; callers use that to decide where it may run.
 
 import { isJsonObject, type JsonObject, type JsonValue } from '../../../core/json.ts';
 import { compareStrings } from './order.ts';
@@ -17,12 +22,58 @@ type Condition = (value: JsonValue) => boolean;
 // Filters come from request bodies; a limit on nesting keeps compilation and evaluation far from
 // the call stack's limit, so a hostile filter is a 400 rather than a crash.
 const MAX_DEPTH = 256;
+/** Most elements in the array of one `$in`, `$nin`, `$and` or `$or`. */
+export const MAX_OPERATOR_ELEMENTS = 10_000;
+/** Most JSON values (objects, arrays, strings, numbers, booleans, nulls) in a whole filter. */
+export const MAX_FILTER_VALUES = 20_000;
 
 const always: Condition = () => true;
 
+/** A compiled filter and the number of its conditions that may walk a value (see above). */
+export interface CompiledFilter {
+  predicate: Predicate;
+  weight: number;
+}
+
 export function compileFilter(filter: unknown): Predicate {
+  return compileFilterPlan(filter).predicate;
+}
+
+export function compileFilterPlan(filter: unknown): CompiledFilter {
   if (!isPlainObject(filter)) throw new InvalidFilterError('filter must be an object');
-  return compileObject(filter, 0);
+  checkSize(filter);
+  weight = 0;
+  const predicate = compileObject(filter, 0);
+  return { predicate, weight: Math.max(1, weight) };
+}
+
+/** Conditions compiled so far by the current compileFilterPlan (compiling is synchronous). */
+let weight = 0;
+
+/**
+ * Refuses filters over the size caps before anything is compiled, counting at most
+ * MAX_FILTER_VALUES + 1 values: an operator array over MAX_OPERATOR_ELEMENTS is named when its
+ * object is reached, and more than MAX_FILTER_VALUES values in all is refused.
+ */
+function checkSize(filter: Record<string, unknown>): void {
+  let values = 0;
+  const stack: unknown[] = [filter];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (++values > MAX_FILTER_VALUES) throw new InvalidFilterError(`filter is too large: at most ${MAX_FILTER_VALUES} values (objects, arrays, strings, numbers…) are allowed`);
+    if (typeof value !== 'object' || value === null) continue;
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length && stack.length <= MAX_FILTER_VALUES; i++) stack.push(value[i]);
+      continue;
+    }
+    for (const key of Object.keys(value)) {
+      const member = (value as Record<string, unknown>)[key];
+      if (key.startsWith('$') && Array.isArray(member) && member.length > MAX_OPERATOR_ELEMENTS) {
+        throw new InvalidFilterError(`operator '${key}' has ${member.length} elements; at most ${MAX_OPERATOR_ELEMENTS} are allowed`);
+      }
+      stack.push(member);
+    }
+  }
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -36,6 +87,7 @@ function checkDepth(depth: number): void {
 /** Any JSON value as a condition: objects are conditions, everything else implicit equality. */
 function compileCondition(condition: unknown, depth: number): Condition {
   checkDepth(depth);
+  weight++;
   if (isPlainObject(condition)) return compileObject(condition, depth);
   return compileEquality(condition, depth);
 }
@@ -75,6 +127,7 @@ function anyOf(parts: Condition[]): Condition {
 
 /** `path: sub` — on an object, sub holds at the path (missing → null); on an array, for some object element. */
 function compileField(path: string, sub: unknown, depth: number): Condition {
+  weight++;
   const compiled = compilePath(path);
   const inner = compileCondition(sub, depth);
   const holdsIn = (object: JsonObject): boolean => inner(lookup(object, compiled));
@@ -95,6 +148,7 @@ function lookup(object: JsonObject, path: CompiledPath): JsonValue {
 }
 
 function compileOperator(operator: string, operand: unknown, depth: number): Condition {
+  weight++;
   switch (operator) {
     case '$eq':
       return compileCondition(operand, depth);
@@ -112,7 +166,15 @@ function compileOperator(operator: string, operand: unknown, depth: number): Con
     case '$in':
     case '$nin': {
       const elements = expectArray(operator, operand);
-      const any = elements.length === 0 ? () => false : anyOf(elements.map((element) => compileCondition(element, depth + 1)));
+      // Scalar elements are looked up in sets (one lookup per value, however many there are);
+      // objects (conditions) and arrays (literals) are tested one by one.
+      const scalars = new ScalarSet();
+      const parts: Condition[] = [];
+      for (const element of elements) {
+        if (!scalars.add(element)) parts.push(compileCondition(element, depth + 1));
+      }
+      if (scalars.size > 0) parts.unshift(equalityWith(scalars.has));
+      const any = parts.length === 0 ? () => false : anyOf(parts);
       return operator === '$in' ? any : (value) => !any(value);
     }
     case '$contains': {
@@ -168,9 +230,63 @@ function compileNumbers(operand: number | bigint, upward: boolean, orEqual: bool
   return orEqual ? (value) => isNumber(value) && value <= operand : (value) => isNumber(value) && value < operand;
 }
 
+/**
+ * Scalars of an `$in`/`$nin` operand, by kind. A number and a bigint are equal when they are the
+ * same integer (as in compileExact): every integer number is also kept as a bigint, and every
+ * bigint that a double holds exactly also as a number.
+ */
+class ScalarSet {
+  private readonly strings = new Set<string>();
+  private readonly numbers = new Set<number>();
+  private readonly bigints = new Set<bigint>();
+  private readonly others = new Set<boolean | null>();
+  size = 0;
+
+  /** False when `value` is not a scalar (an object or an array). */
+  add(value: unknown): boolean {
+    switch (typeof value) {
+      case 'string':
+        this.strings.add(value);
+        break;
+      case 'number':
+        this.numbers.add(value);
+        if (Number.isInteger(value)) this.bigints.add(BigInt(value));
+        break;
+      case 'bigint': {
+        this.bigints.add(value);
+        const number = Number(value);
+        if (Number.isFinite(number) && BigInt(number) === value) this.numbers.add(number);
+        break;
+      }
+      case 'boolean':
+        this.others.add(value);
+        break;
+      default:
+        if (value !== null) return false;
+        this.others.add(null);
+    }
+    this.size++;
+    return true;
+  }
+
+  readonly has = (value: JsonValue): boolean => {
+    switch (typeof value) {
+      case 'string': return this.strings.has(value);
+      case 'number': return this.numbers.has(value);
+      case 'bigint': return this.bigints.has(value);
+      case 'boolean': return this.others.has(value);
+      default: return value === null && this.others.has(null);
+    }
+  };
+}
+
 /** eq(c, v): v equals c, or v is an array with an element equal to c. */
 function compileEquality(condition: unknown, depth: number): Condition {
-  const equals = compileExact(condition, depth);
+  return equalityWith(compileExact(condition, depth));
+}
+
+/** `equals` holds for the value, or the value is an array with an element for which it holds. */
+function equalityWith(equals: Condition): Condition {
   return (value) => {
     if (equals(value)) return true;
     if (!Array.isArray(value)) return false;
@@ -185,6 +301,7 @@ function compileEquality(condition: unknown, depth: number): Condition {
  */
 function compileExact(literal: unknown, depth: number): Condition {
   checkDepth(depth);
+  weight++;
   if (literal === null) return (value) => value === null;
   switch (typeof literal) {
     case 'boolean':

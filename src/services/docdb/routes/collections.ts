@@ -9,7 +9,8 @@ import { BODY_LIMIT, discardRest, fields, invalidJson, readChunks, readJsonBody,
 import { DEFAULT_DEFAULTS, indexRecord, type CollectionInfo, type DocumentStore, type Source, type WriteOutcome } from '../documents.ts';
 import { JsonStreamError, jsonValues } from '../json-values.ts';
 import { LineResponse } from '../lines.ts';
-import { InvalidFilterError, compileFilter, type Predicate } from '../query/filter.ts';
+import { Filter, Pacer, type DocumentFilters } from '../filtering.ts';
+import { InvalidFilterError } from '../query/filter.ts';
 import { MAX_NESTING, isJsonObject, nestedDeeperThan, parseJson, stringifyJson, type JsonObject, type JsonValue } from '../../../core/json.ts';
 import { jsonEquals, mergePatch } from '../query/merge-patch.ts';
 import { encodeKey } from '../query/order.ts';
@@ -17,6 +18,7 @@ import { encodeKey } from '../query/order.ts';
 export interface CollectionRouteDeps {
   documents: DocumentStore;
   access: DocdbAccess;
+  filters: DocumentFilters;
 }
 
 const COLLECTION_NAME_MAX = 255;
@@ -56,7 +58,7 @@ const dbParams = Type.Object({ databaseId: Type.String() });
 
 interface Traversal {
   source: Source;
-  predicate: Predicate | null;
+  filter: Filter | null;
   skip: number;
   /** Negative: no limit. */
   limit: number;
@@ -93,25 +95,37 @@ function parseTraversal(body: JsonObject, collection: CollectionInfo): Traversal
       source = { kind: 'btree', index, from: pivot('from'), to: pivot('to'), reverse };
     }
   }
-  const filter = body.filter === undefined ? {} : body.filter;
-  let predicate: Predicate | null = null;
-  if (!(isJsonObject(filter) && Object.keys(filter).length === 0)) {
+  const value = body.filter === undefined ? {} : body.filter;
+  let filter: Filter | null = null;
+  if (!(isJsonObject(value) && Object.keys(value).length === 0)) {
     try {
-      predicate = compileFilter(filter);
+      filter = new Filter(value);
     } catch (error) {
       if (error instanceof InvalidFilterError) throw badRequest('invalid_filter', error.message);
       throw error;
     }
   }
-  return { source, predicate, skip: Math.max(0, skip), limit };
+  return { source, filter, skip: Math.max(0, skip), limit };
 }
 
+/** Selected documents handed to `act` at once, in bytes of JSON (at least one document). */
+const ACT_BYTES = 1024 * 1024;
 /**
- * Runs the pipeline, handing each batch of selected documents to `act`, which returns the lines
- * to write (and whether to stop). Stops reading as soon as the limit is reached.
+ * The clock is read once this much work has been done since the last look: a document counts its
+ * JSON bytes (times the filter's weight) plus 1 KiB, so small documents are looked at every few
+ * hundred and costly ones every time.
+ */
+const WORK_PER_LOOK = 256 * 1024;
+
+/**
+ * Runs the pipeline, handing the selected documents to `act` (at most about ACT_BYTES at a time),
+ * which returns whether to go on. Stops reading as soon as the limit is reached. The event loop
+ * gets a turn every few milliseconds of work (filter tests included), whether or not anything is
+ * selected; documents too costly to test here are tested in a worker (filtering.ts).
  */
 async function traverse(
   documents: DocumentStore,
+  filters: DocumentFilters,
   collection: CollectionInfo,
   traversal: Traversal,
   act: (selected: { seq: number; body: string }[]) => Promise<boolean>,
@@ -120,27 +134,44 @@ async function traverse(
   let skip = traversal.skip;
   let remaining = traversal.limit < 0 ? Infinity : traversal.limit;
   if (remaining === 0) return;
-  const firstBatch = traversal.predicate === null && Number.isFinite(remaining) ? skip + remaining : 1000;
+  const { filter } = traversal;
+  const firstBatch = filter === null && Number.isFinite(remaining) ? skip + remaining : 1000;
   const batches = documents.traverse(collection, traversal.source, firstBatch);
+  const pacer = new Pacer();
+  const weight = filter?.weight ?? 1;
+  let work = 0;
   try {
     for await (const batch of batches) {
       // The client has gone: stop reading, even while nothing matches (nothing is written then).
       if (options.stopped?.()) return;
-      const selected: { seq: number; body: string }[] = [];
+      let selected: { seq: number; body: string }[] = [];
+      let bytes = 0;
       for (const candidate of batch) {
+        if (work >= WORK_PER_LOOK) {
+          work = 0;
+          if (pacer.due) await pacer.turn();
+        }
+        work += candidate.body.length * weight + 1024;
         if (options.upToSeq !== undefined && candidate.seq > options.upToSeq) continue;
         if (options.skipSeqs?.has(candidate.seq)) continue;
-        if (traversal.predicate !== null && !traversal.predicate(parseJson(candidate.body))) continue;
+        if (filter !== null && !(filters.inline(filter, candidate.body) ?? (await filters.inWorker(filter, candidate.body)))) continue;
         if (skip > 0) {
           skip--;
           continue;
         }
         selected.push(candidate);
+        bytes += candidate.body.length;
         remaining--;
         if (remaining === 0) break;
+        if (bytes >= ACT_BYTES) {
+          if (!(await act(selected)) || options.stopped?.()) return;
+          selected = [];
+          bytes = 0;
+        }
       }
       if (selected.length > 0 && !(await act(selected))) return;
       if (remaining === 0) return;
+      await pacer.pace();
     }
   } finally {
     await batches.return(undefined);
@@ -150,7 +181,7 @@ async function traverse(
 // ---------------------------------------------------------------------------------------------
 
 export function registerCollectionRoutes(app: ServiceApp, deps: CollectionRouteDeps): void {
-  const { documents, access } = deps;
+  const { documents, access, filters } = deps;
   const tags = ['collections'];
 
   app.get(
@@ -212,8 +243,14 @@ export function registerCollectionRoutes(app: ServiceApp, deps: CollectionRouteD
           if (hit) return sendJson(reply, { id, document: parseJson(hit.body), source: { type: 'index', name: index.name } });
         }
       }
+      // Stored bodies are canonical JSON, so a document whose id is `id` holds its escaped text:
+      // only those are parsed. The event loop gets a turn every few milliseconds.
+      const needle = JSON.stringify(id).slice(1, -1);
+      const pacer = new Pacer();
       for await (const batch of documents.traverse(collection, { kind: 'scan' })) {
         for (const candidate of batch) {
+          if (pacer.due) await pacer.turn();
+          if (!candidate.body.includes(needle)) continue;
           const document = parseJson(candidate.body) as JsonObject;
           if (idText(document.id) === id) return sendJson(reply, { id, document, source: { type: 'fullscan' } });
         }
@@ -240,7 +277,7 @@ export function registerCollectionRoutes(app: ServiceApp, deps: CollectionRouteD
           throw new HttpError(405, 'method_not_allowed', 'collections accept GET; actions are POST {collection}:{action}', { allow: 'GET' });
         }
         const database = await access.authorize(request, request.params.databaseId);
-        return runAction(target.action, { request, reply, stream, databaseId: database.id, name: target.name, documents });
+        return runAction(target.action, { request, reply, stream, databaseId: database.id, name: target.name, documents, filters });
       },
     );
   });
@@ -253,6 +290,7 @@ interface ActionContext {
   databaseId: string;
   name: string;
   documents: DocumentStore;
+  filters: DocumentFilters;
 }
 
 /** A document id as text for the full-scan lookup: strings trimmed, numbers in shortest JSON form. */
@@ -353,7 +391,7 @@ function indexDefinition(body: JsonObject): { name: string; type: 'map' | 'btree
 // find, patch, remove
 
 async function traversalAction(action: 'find' | 'patch' | 'remove', context: ActionContext): Promise<void> {
-  const { reply, documents } = context;
+  const { reply, documents, filters } = context;
   const body = requireObject(await readJsonBody(context.stream));
   // Body types first, then the collection and index (404), then the filter (§9.1 step 1).
   traversalFields(body);
@@ -376,6 +414,7 @@ async function traversalAction(action: 'find' | 'patch' | 'remove', context: Act
     if (action === 'find') {
       await traverse(
         documents,
+        filters,
         collection,
         traversal,
         async (selected) => {
@@ -396,6 +435,7 @@ async function traversalAction(action: 'find' | 'patch' | 'remove', context: Act
       };
       await traverse(
         documents,
+        filters,
         collection,
         traversal,
         async (selected) => {

@@ -1,0 +1,105 @@
+import { availableParallelism } from 'node:os';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { HttpError } from '../../core/errors.ts';
+import { parseJson, stringifyJson, type JsonValue } from '../../core/json.ts';
+import { compileFilterPlan, type Predicate } from './query/filter.ts';
+import { WorkerPool, WorkerTimeLimitError, startWorker } from '../../core/worker-pool.ts';
+
+/**
+ * Where a filter is evaluated. A document costs about (filter weight × its JSON size) to test, and
+ * both are chosen by clients, so: cheap documents are tested on the event loop, which the
+ * traversal gives a turn every TURN_MS (see Pacer); a document over INLINE_DOCUMENT_BYTES, or one
+ * whose cost is over INLINE_COST, is parsed and tested in a worker thread, under a time limit.
+ */
+
+/** Documents larger than this (JSON bytes) are parsed and tested in a worker. */
+const INLINE_DOCUMENT_BYTES = 1024 * 1024;
+/** Filter weight × document bytes above which the test runs in a worker (a few ms at most inline). */
+const INLINE_COST = 4 * 1024 * 1024;
+/** Longest a worker may spend on one document. */
+export const DOCUMENT_FILTER_MS = 10_000;
+/** Work done on the event loop before it gets a turn. */
+const TURN_MS = 5;
+
+const POOL_SIZE = Math.max(1, Math.min(4, availableParallelism() - 1));
+
+export interface FilterJob {
+  filter: string;
+  body: string;
+}
+
+export type FilterJobReply = { ok: true; matched: boolean } | { ok: false; message: string };
+
+/** A validated, compiled filter of one request. */
+export class Filter {
+  readonly predicate: Predicate;
+  readonly weight: number;
+  private text: string | null = null;
+
+  /** Throws InvalidFilterError for a filter that is not valid or over the size caps. */
+  constructor(private readonly value: JsonValue) {
+    const plan = compileFilterPlan(value);
+    this.predicate = plan.predicate;
+    this.weight = plan.weight;
+  }
+
+  /** The filter as JSON text, for a worker (made once, on first need). */
+  get json(): string {
+    this.text ??= stringifyJson(this.value);
+    return this.text;
+  }
+}
+
+/**
+ * Gives the event loop a turn once the work since the last turn has taken TURN_MS: call
+ * `if (pacer.due) await pacer.turn()` between pieces of work (no promise when it is not due).
+ */
+export class Pacer {
+  private since = performance.now();
+
+  get due(): boolean {
+    return performance.now() - this.since >= TURN_MS;
+  }
+
+  async turn(): Promise<void> {
+    await nextTurn();
+    this.since = performance.now();
+  }
+
+  async pace(): Promise<void> {
+    if (this.due) await this.turn();
+  }
+}
+
+export class DocumentFilters {
+  private readonly pool = new WorkerPool(() => startWorker(import.meta.url, 'filter-worker'), POOL_SIZE);
+
+  /** Whether the document (its stored JSON text) passes the filter: on the event loop, or null when it must go to a worker. */
+  inline(filter: Filter, body: string): boolean | null {
+    if (body.length > INLINE_DOCUMENT_BYTES || filter.weight * body.length > INLINE_COST) return null;
+    return filter.predicate(parseJson(body));
+  }
+
+  /** The same test in a worker thread; a document that takes longer than DOCUMENT_FILTER_MS fails the request. */
+  async inWorker(filter: Filter, body: string): Promise<boolean> {
+    let reply: FilterJobReply;
+    try {
+      reply = await this.pool.run<FilterJobReply>({ filter: filter.json, body } satisfies FilterJob, [], DOCUMENT_FILTER_MS);
+    } catch (error) {
+      if (error instanceof WorkerTimeLimitError) {
+        throw new HttpError(400, 'invalid_filter', `the filter took longer than ${DOCUMENT_FILTER_MS / 1000} s on one document; simplify it or select fewer documents with an index`);
+      }
+      throw error;
+    }
+    if (!reply.ok) throw new Error(`docdb filter worker: ${reply.message}`);
+    return reply.matched;
+  }
+
+  async matches(filter: Filter, body: string): Promise<boolean> {
+    return this.inline(filter, body) ?? this.inWorker(filter, body);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
