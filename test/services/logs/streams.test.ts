@@ -72,7 +72,10 @@ describe('raw ingest and filter', () => {
     assertError(await call(service, 'GET', `/v1/loggers/${logger.id}/filter`, as('bob')), 403, 'forbidden');
   });
 
-  test('(a+)+$ over 1 MB of a finishes in under a second', async () => {
+  // A backtracking engine needs seconds for (a+)+$ over 30 characters and would never finish over
+  // 1 MB; RE2 takes well under a second. The bound is wide so that a loaded 2-core machine cannot
+  // break it, and still far below what exponential matching would take.
+  test('(a+)+$ over 1 MB of a finishes in linear time', async () => {
     const logger = await createLogger(service, 'alice');
     await ingest(logger.id, `${'a'.repeat(1024 * 1024)}b\n`);
     const started = performance.now();
@@ -80,7 +83,7 @@ describe('raw ingest and filter', () => {
     const elapsed = performance.now() - started;
     assert.equal(response.statusCode, 200);
     assert.equal(response.body, '');
-    assert.ok(elapsed < 1000, `took ${elapsed} ms`);
+    assert.ok(elapsed < 10_000, `took ${elapsed} ms`);
   });
 
   test('follow delivers a line ingested after the stream opened; delete ends it', async () => {
