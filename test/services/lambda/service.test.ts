@@ -10,7 +10,9 @@ type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD' | 'OPTIONS';
 describe('lambda service', () => {
   let service: TestService;
   before(async () => {
-    service = await startTestService(lambdaServiceWith({ timeoutMs: 400, memoryLimitMiB: 32, prewarm: 1 }));
+    // A wall-clock limit long enough for the memory bomb below to reach its 32 MiB on a loaded
+    // machine (V8 collects garbage several times before it gives up): it ends as lambda_memory.
+    service = await startTestService(lambdaServiceWith({ timeoutMs: 2000, memoryLimitMiB: 32, prewarm: 1 }));
     // Project ownership lives in the apikeys service's table; a minimal copy for the 403 checks.
     await sql`create table apikeys_project_owners (project_id text not null, user_id text not null)`.execute(service.store.sql.db);
     await sql`insert into apikeys_project_owners (project_id, user_id) values ('proj-1', 'user-ada')`.execute(service.store.sql.db);
