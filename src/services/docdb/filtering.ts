@@ -1,5 +1,4 @@
 import { availableParallelism } from 'node:os';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { HttpError } from '../../core/errors.ts';
 import { parseJson, stringifyJson, type JsonValue } from '../../core/json.ts';
 import { compileFilterPlan, type Predicate } from './query/filter.ts';
@@ -8,7 +7,7 @@ import { WorkerPool, WorkerTimeLimitError, startWorker } from '../../core/worker
 /**
  * Where a filter is evaluated. A document costs about (filter weight × its JSON size) to test, and
  * both are chosen by clients, so: cheap documents are tested on the event loop, which the
- * traversal gives a turn every TURN_MS (see Pacer); a document over INLINE_DOCUMENT_BYTES, or one
+ * traversal gives a turn every TURN_MS (core/pacer.ts); a document over INLINE_DOCUMENT_BYTES, or one
  * whose cost is over INLINE_COST, is parsed and tested in a worker thread, under a time limit.
  */
 
@@ -18,9 +17,6 @@ const INLINE_DOCUMENT_BYTES = 1024 * 1024;
 const INLINE_COST = 4 * 1024 * 1024;
 /** Longest a worker may spend on one document. */
 export const DOCUMENT_FILTER_MS = 10_000;
-/** Work done on the event loop before it gets a turn. */
-const TURN_MS = 5;
-
 const POOL_SIZE = Math.max(1, Math.min(4, availableParallelism() - 1));
 
 export interface FilterJob {
@@ -47,27 +43,6 @@ export class Filter {
   get json(): string {
     this.text ??= stringifyJson(this.value);
     return this.text;
-  }
-}
-
-/**
- * Gives the event loop a turn once the work since the last turn has taken TURN_MS: call
- * `if (pacer.due) await pacer.turn()` between pieces of work (no promise when it is not due).
- */
-export class Pacer {
-  private since = performance.now();
-
-  get due(): boolean {
-    return performance.now() - this.since >= TURN_MS;
-  }
-
-  async turn(): Promise<void> {
-    await nextTurn();
-    this.since = performance.now();
-  }
-
-  async pace(): Promise<void> {
-    if (this.due) await this.turn();
   }
 }
 

@@ -1,5 +1,4 @@
 import { availableParallelism } from 'node:os';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { HttpError } from '../../core/errors.ts';
 import { parseEvents, type StoredEvent } from './events.ts';
 import { matchLines } from './matching.ts';
@@ -23,9 +22,6 @@ const INLINE_COST = 1 << 20;
 const INLINE_EVENTS_BYTES = 256 * 1024;
 /** Time a worker may spend per MiB of a job (at least one MiB's worth): 10 s is 100 KB/s. */
 export const JOB_MS_PER_MIB = 10_000;
-/** Work done inline before the event loop gets a turn. */
-const TURN_MS = 5;
-
 const POOL_SIZE = Math.max(1, Math.min(4, availableParallelism() - 1));
 
 export type FilterRequest =
@@ -37,27 +33,6 @@ export type FilterReply = { ok: true; bytes: Uint8Array; count: number } | { ok:
 /** A job took longer than its time limit: the request asked for more work than is allowed. */
 export class FilterTimeLimitError extends Error {
   override readonly name = 'FilterTimeLimitError';
-}
-
-/**
- * Gives the event loop a turn once the work since the last turn has taken TURN_MS: call
- * `if (pacer.due) await pacer.turn()` between pieces of work (no promise when it is not due).
- */
-export class Pacer {
-  private since = performance.now();
-
-  get due(): boolean {
-    return performance.now() - this.since >= TURN_MS;
-  }
-
-  async turn(): Promise<void> {
-    await nextTurn();
-    this.since = performance.now();
-  }
-
-  async pace(): Promise<void> {
-    if (this.due) await this.turn();
-  }
 }
 
 /** The stored form of events: one JSON line each, in a buffer that owns its memory. */

@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import { drained } from '../../core/stream.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
-import { Pacer, SLICE_BYTES, type LogFilters } from './filters.ts';
+import { Pacer } from '../../core/pacer.ts';
+import { SLICE_BYTES, type LogFilters } from './filters.ts';
 import type { LoggerRepository } from './loggers.ts';
 import type { Pattern } from './patterns.ts';
 import type { LogStats } from './stats.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { Pacer } from '../../core/pacer.ts';
 import type { SqlConnection } from '../../store/db.ts';
 // The generator executor is docdb's: one statement list for SQLite (synchronous, group commit)
 // and PostgreSQL (async transaction). It has no docdb-specific logic.
@@ -76,20 +76,6 @@ export interface WindowSizes {
   probeRows: number;
 }
 const WINDOWS: WindowSizes = { count: 32_768, searchBytes: 1024 * 1024, probeRows: 1024 };
-/** Work done before the event loop gets a turn. */
-const TURN_MS = 5;
-
-/** Gives the event loop a turn once TURN_MS of work has gone by since the last one. */
-class Pacer {
-  private since = performance.now();
-
-  async pace(): Promise<void> {
-    if (performance.now() - this.since < TURN_MS) return;
-    await nextTurn();
-    this.since = performance.now();
-  }
-}
-
 const INFLIGHT = 'lease_id is not null and due_ms > ?';
 const SCHEDULED = '(lease_id is null or due_ms <= ?)';
 

@@ -9,7 +9,8 @@ import { BODY_LIMIT, discardRest, fields, invalidJson, readChunks, readJsonBody,
 import { DEFAULT_DEFAULTS, indexRecord, type CollectionInfo, type DocumentStore, type Source, type WriteOutcome } from '../documents.ts';
 import { JsonStreamError, jsonValues } from '../json-values.ts';
 import { LineResponse } from '../lines.ts';
-import { Filter, Pacer, type DocumentFilters } from '../filtering.ts';
+import { Pacer } from '../../../core/pacer.ts';
+import { Filter, type DocumentFilters } from '../filtering.ts';
 import { InvalidFilterError } from '../query/filter.ts';
 import { MAX_NESTING, isJsonObject, nestedDeeperThan, parseJson, stringifyJson, type JsonObject, type JsonValue } from '../../../core/json.ts';
 import { jsonEquals, mergePatch } from '../query/merge-patch.ts';
