@@ -114,6 +114,9 @@ describe('scheduler: two server processes on one PostgreSQL database', { skip: t
         assert.equal(res.status, 200, res.text);
         const { id } = res.json<{ id: string }>();
         if (id.startsWith('stop-')) return;
+        // A task of an earlier test whose lease ran out (a loaded machine makes this test slow) is
+        // not one of this test's.
+        if (!/^t\d+$/.test(id)) continue;
         if (seen.has(id)) duplicates++;
         seen.add(id);
         if (seen.size === TASKS) await Promise.all(Array.from({ length: 20 }, (_, k) => call(a, 'POST', '/schedulers/shared/tasks', { id: `stop-${k}` })));
