@@ -71,8 +71,8 @@ describe('settings', () => {
     assert.equal(defaults.kvParentUrl, undefined);
     assert.ok(defaults.kvNodeName.length > 0);
     assert.deepEqual(defaults.kvParentHeaders, {});
-    const s = loadSettings({ kvParentUrl: 'http://10.0.0.1:8081/', kvNodeName: 'edge-1' }, { KV_PARENT_HEADERS: '{"Api-Key":"k","Api-Secret":"s"}' }, dir);
-    assert.equal(s.kvParentUrl, 'http://10.0.0.1:8081');
+    const s = loadSettings({ kvParentUrl: 'http://127.0.0.2:8081/', kvNodeName: 'edge-1' }, { KV_PARENT_HEADERS: '{"Api-Key":"k","Api-Secret":"s"}' }, dir);
+    assert.equal(s.kvParentUrl, 'http://127.0.0.2:8081');
     assert.equal(s.kvNodeName, 'edge-1');
     assert.deepEqual(s.kvParentHeaders, { 'Api-Key': 'k', 'Api-Secret': 's' });
     const file = join(dir, 'kv.json');

@@ -51,7 +51,7 @@ describe('cookieDomain', () => {
     assert.equal(cookieDomain('example.com'), 'example.com');
     assert.equal(cookieDomain('Example.COM'), 'example.com');
     assert.equal(cookieDomain('localhost'), null);
-    assert.equal(cookieDomain('192.168.0.10'), null);
+    assert.equal(cookieDomain('127.0.0.2'), null);
     assert.equal(cookieDomain('::1'), null);
     assert.equal(cookieDomain(''), null);
   });

@@ -131,7 +131,7 @@ describe('lambda output on platform and project hosts', () => {
       const onProject = await other.app.inject({ method: 'GET', url: '/', headers: { host: 'site.example.test', 'x-project-id': 'proj-x' } });
       assert.equal(onProject.statusCode, 200);
       assert.equal(onProject.headers['content-security-policy'], undefined);
-      for (const host of ['example.test', 'lambda.example.test', 'API.Example.Test:443', '10.0.0.1']) {
+      for (const host of ['example.test', 'lambda.example.test', 'API.Example.Test:443', '127.0.0.2']) {
         const res = await other.app.inject({ method: 'GET', url: `/run/${made.json<{ id: string }>().id}`, headers: { host } });
         assert.equal(res.statusCode, 200, host);
         assert.equal(res.headers['content-security-policy'], SANDBOX, host);
