@@ -1,11 +1,19 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx with the flag isolated-vm needs on Node 20.
+// Runs the TypeScript CLI through tsx, on a supported Node line: when the `node` on PATH is an
+// older one (this machine kind ships Node 20), on the Node the project installed for itself.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { ENGINES, isSupported, projectNode } from '../scripts/node-lines.mjs';
 
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 // Resolved from this file, so the command works from any working directory.
 const tsx = import.meta.resolve('tsx');
-const child = spawn(process.execPath, ['--no-node-snapshot', '--import', tsx, cli, ...process.argv.slice(2)], { stdio: 'inherit' });
+const node = isSupported(process.version) ? process.execPath : projectNode();
+if (!node) {
+  console.error(`stratus needs Node ${ENGINES}; this is ${process.version} and npm installed no Node for ${process.platform}-${process.arch}.`);
+  process.exit(1);
+}
+// --no-node-snapshot: isolated-vm's README requires it on Node 20 and later (see DESIGN.md §5).
+const child = spawn(node, ['--no-node-snapshot', '--import', tsx, cli, ...process.argv.slice(2)], { stdio: 'inherit' });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(signal ? 1 : (code ?? 1)));

@@ -1,9 +1,12 @@
 #!/usr/bin/env node
-// Runs every test file under test/ with node:test through tsx. Node 20 does not expand globs, so
-// the files are listed here. `--pg` runs the same suite on PostgreSQL and fails without DATABASE_URL.
+// Runs every test file under test/ with node:test through tsx, on the Node that runs this script
+// (npm test: the project's own; CI also runs it with each other supported line). The files are
+// listed here rather than globbed so the order and the ALONE list below are ours.
+// `--pg` runs the same suite on PostgreSQL and fails without DATABASE_URL.
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
+import { ENGINES, isSupported } from './node-lines.mjs';
 
 const args = process.argv.slice(2);
 const pg = args.includes('--pg');
@@ -13,6 +16,12 @@ if (pg && !process.env.DATABASE_URL) {
   console.error('test:pg needs DATABASE_URL pointing at a PostgreSQL database (see README).');
   process.exit(1);
 }
+
+if (!isSupported(process.version)) {
+  console.error(`The tests run on Node ${ENGINES}; this is ${process.version} (${process.execPath}). Run them with npm test, which uses the Node npm install put in node_modules.`);
+  process.exit(1);
+}
+console.log(`Node ${process.version} (${process.execPath}), ${pg ? 'PostgreSQL' : 'SQLite'}`);
 
 function collect(dir) {
   const out = [];

@@ -66,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
     return command ? 0 : 2;
   }
   if (command === 'version' || command === '--version') {
-    process.stdout.write(`${VERSION}\n`);
+    process.stdout.write(`${VERSION} (Node ${process.version})\n`);
     return 0;
   }
   if (command === 'users') {
@@ -89,7 +89,7 @@ async function main(argv: string[]): Promise<number> {
   const where = settings.databaseUrl ? 'PostgreSQL' : `SQLite in ${settings.dataDir}`;
   process.stdout.write(
     `stratus ${VERSION} ready: public port ${platform.publicPort} (${settings.host}), internal port ${platform.internalPort} (${settings.internalHost}); ` +
-      `services ${platform.services.join(',')}; store ${where}\n`,
+      `services ${platform.services.join(',')}; store ${where}; Node ${process.version}\n`,
   );
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {

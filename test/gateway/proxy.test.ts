@@ -86,7 +86,7 @@ function call(port: number, options: Call = {}): Promise<Answer> {
         resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks), complete: res.complete });
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', done);
-      // A cut connection: 'aborted'/'error' on Node 20, then 'close' without 'end'.
+      // A cut connection: 'aborted'/'error' (depending on the Node line), then 'close' without 'end'.
       res.on('error', () => undefined);
       res.on('close', () => {
         if (!res.complete) done();

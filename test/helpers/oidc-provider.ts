@@ -116,7 +116,7 @@ const STEP_TIMEOUT_MS = 5_000;
 const b64url = (bytes: Buffer) => bytes.toString('base64url');
 
 /**
- * Keeps oidc-provider's start-up warnings (Node 20 is "unsupported", the in-memory adapter is
+ * Keeps oidc-provider's start-up warnings (an "unsupported" Node line, the in-memory adapter being
  * "development-only") off the test output while `work` runs; other warnings pass.
  */
 async function quietly<T>(work: () => T | Promise<T>): Promise<T> {
