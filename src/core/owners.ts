@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import type { SqlConnection } from '../store/db.ts';
+import { first, run } from '../store/sql-work.ts';
 /**
  * The owner-list rules shared by resources that several users own (docdb databases, loggers):
  * owners keep their order, the creator first; adding an owner twice changes nothing; the last
@@ -59,13 +59,12 @@ export async function removeStoredOwner(connection: SqlConnection, table: string
  * a constant of the calling repository, never user input.
  */
 async function changeStoredOwners<T>(connection: SqlConnection, table: string, id: string, change: (owners: string[]) => OwnerChange<T>): Promise<T | undefined> {
-  return connection.db.transaction().execute(async (trx) => {
-    const lock = connection.dialect === 'postgres' ? sql` for update` : sql``;
-    const { rows } = await sql<{ owners: string }>`select owners from ${sql.table(table)} where id = ${id}${lock}`.execute(trx);
-    const row = rows[0];
+  const { database } = connection;
+  return database.write(function* () {
+    const row = yield* first<{ owners: string }>(`select owners from ${table} where id = ?${database.syntax.forUpdate}`, id);
     if (!row) return undefined;
     const outcome = change(parseOwners(row.owners));
-    if (outcome.owners) await sql`update ${sql.table(table)} set owners = ${JSON.stringify(outcome.owners)} where id = ${id}`.execute(trx);
+    if (outcome.owners) yield* run(`update ${table} set owners = ? where id = ?`, JSON.stringify(outcome.owners), id);
     return outcome.result;
   });
 }

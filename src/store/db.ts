@@ -3,8 +3,11 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
+import { postgresDatabase } from './sql/postgres.ts';
+import { sqliteDatabase } from './sql/sqlite.ts';
+import type { SqlDatabase, SqlDialect } from './sql/types.ts';
 
-export type SqlDialect = 'sqlite' | 'postgres';
+export type { SqlDialect };
 
 /**
  * The untyped root handle. Each repository narrows it with `db.withTables<MyTables>()`, so one
@@ -14,6 +17,8 @@ export type RootDb = Kysely<object>;
 
 export interface SqlConnection {
   readonly dialect: SqlDialect;
+  /** The SQL port every repository is moving to (see `sql/types.ts`). */
+  readonly database: SqlDatabase;
   readonly db: RootDb;
   /** PostgreSQL only: the pool behind `db`, for adapters that stream (blobs) or need raw clients. */
   readonly pool?: pg.Pool;
@@ -174,23 +179,27 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqlConnec
   database.pragma('mmap_size = 1073741824');
   const prepare = statementCache(database);
   const db = new Kysely<object>({ dialect: new SqliteDialect({ database: { close: () => database.close(), prepare } }) });
+  const direct = directAccess(database, prepare);
   return {
     dialect: 'sqlite',
+    database: sqliteDatabase(db, direct),
     db,
     schema: 'main',
-    direct: directAccess(database, prepare),
+    direct,
     async close() {
       await db.destroy();
     },
   };
 }
 
-// int8 (COUNT, BIGINT columns) comes back from pg as a string; every BIGINT this platform stores
-// (milliseconds, sizes, counters) fits in a double, so it is parsed as a number.
+// int8 (COUNT, BIGINT columns) and numeric (SUM of a BIGINT column) come back from pg as strings;
+// every BIGINT this platform stores (milliseconds, sizes, counters) and every sum of them fits in a
+// double, and no table has a numeric column, so both are parsed as numbers, as SQLite returns them.
 const PG_INT8_OID = 20;
+const PG_NUMERIC_OID = 1700;
 const pgTypes = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === PG_INT8_OID && format !== 'binary') return (value: string) => Number(value);
+    if ((oid === PG_INT8_OID || oid === PG_NUMERIC_OID) && format !== 'binary') return (value: string) => Number(value);
     return pg.types.getTypeParser(oid, format);
   },
 };
@@ -219,6 +228,7 @@ export async function openPostgres(url: string, max = 10): Promise<SqlConnection
   await sql`select 1`.execute(db);
   return {
     dialect: 'postgres',
+    database: postgresDatabase(db),
     db,
     pool,
     pgConfig,

@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
 import type { RootDb, SqlConnection, SqlDialect } from './db.ts';
+import { postgresSyntax } from './sql/postgres.ts';
+import { sqliteSyntax } from './sql/sqlite.ts';
 
 /**
  * One schema change. `up` runs inside a transaction; it gets the dialect so that it can choose
@@ -16,15 +18,18 @@ export interface MigrationSet {
   readonly migrations: readonly Migration[];
 }
 
-/** Column types that differ between the two databases. */
+/** Column types and table options that differ between the two databases. */
 export function columnTypes(dialect: SqlDialect) {
+  const syntax = dialect === 'postgres' ? postgresSyntax : sqliteSyntax;
   return {
     /** Large binary values. */
-    blob: dialect === 'postgres' ? 'bytea' : 'blob',
+    blob: syntax.types.blob,
     /** 64-bit integers (milliseconds, byte counts). */
     bigint: 'bigint',
     /** An auto-numbered integer primary key (SQLite numbers only its rowid alias), for creation order. */
-    serialPrimaryKey: dialect === 'postgres' ? 'bigserial primary key' : 'integer primary key autoincrement',
+    serialPrimaryKey: syntax.types.serialPrimaryKey,
+    /** Appended to `create table (…)` where SQLite should keep rows in the primary key's b-tree. */
+    withoutRowid: syntax.withoutRowid,
   } as const;
 }
 

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { SqlConnection, SqlDialect } from './db.ts';
+import type { SqlDatabase } from './sql/types.ts';
 
 /**
  * Storage work written once for both databases: a generator yields each statement and receives
@@ -43,7 +44,7 @@ function sqliteParams(params: readonly unknown[]): unknown[] {
   return params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p));
 }
 
-function driveSqlite<T>(work: Work<T>, prepare: (sql: string) => Database.Statement): T {
+export function driveSqlite<T>(work: Work<T>, prepare: (sql: string) => Database.Statement): T {
   let step = work.next();
   while (!step.done) {
     const { text, params, kind } = step.value;
@@ -60,7 +61,7 @@ function driveSqlite<T>(work: Work<T>, prepare: (sql: string) => Database.Statem
   return step.value;
 }
 
-async function driveKysely<T>(work: Work<T>, db: Kysely<object>, dialect: SqlDialect): Promise<T> {
+export async function driveKysely<T>(work: Work<T>, db: Kysely<object>, dialect: SqlDialect): Promise<T> {
   let step = work.next();
   while (!step.done) {
     const { text, params, kind } = step.value;
@@ -78,27 +79,23 @@ async function driveKysely<T>(work: Work<T>, db: Kysely<object>, dialect: SqlDia
   return step.value;
 }
 
+/** The connection's SQL port (see `sql/types.ts`), under the name repositories have used. */
 export class SqlWork {
   readonly dialect: SqlDialect;
-  constructor(private readonly connection: SqlConnection) {
+  private readonly database: SqlDatabase;
+  constructor(connection: SqlConnection) {
     this.dialect = connection.dialect;
+    this.database = connection.database;
   }
 
   /** A read: on SQLite synchronous when the connection is free. No transaction. */
-  async read<T>(make: () => Work<T>): Promise<T> {
-    const direct = this.connection.direct?.run((prepare) => driveSqlite(make(), prepare));
-    if (direct) return direct.value;
-    return driveKysely(make(), this.connection.db, this.dialect);
+  read<T>(make: () => Work<T>): Promise<T> {
+    return this.database.read(make);
   }
 
-  /**
-   * A write transaction. On SQLite it joins the group commit (settles after the commit); on
-   * PostgreSQL it is its own transaction. `make` may run again if the first attempt could not
-   * start, so it must not have side effects outside the database before it is driven.
-   */
-  async write<T>(make: () => Work<T>): Promise<T> {
-    if (this.connection.direct) return this.connection.direct.write((prepare) => driveSqlite(make(), prepare));
-    return this.connection.db.transaction().execute((trx) => driveKysely(make(), trx, this.dialect));
+  /** A write transaction (see `SqlDatabase.write`). */
+  write<T>(make: () => Work<T>): Promise<T> {
+    return this.database.write(make);
   }
 }
 

@@ -38,7 +38,7 @@ export class ConfigRepository {
 
   constructor(connection: SqlConnection) {
     this.db = connection.db.withTables<ConfigTables>();
-    this.cache = connection.dialect === 'postgres' ? null : new TextCache(READ_CACHE_CHARS);
+    this.cache = connection.database.soleWriter ? new TextCache(READ_CACHE_CHARS) : null;
     this.direct = connection.direct;
   }
 

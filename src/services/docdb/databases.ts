@@ -2,7 +2,7 @@ import { isForeignKeyViolation } from '../../store/sql-work.ts';
 import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../../core/owners.ts';
 import { sql, type Generated, type Kysely } from 'kysely';
 import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
-import type { SqlConnection, SqlDialect } from '../../store/db.ts';
+import type { SqlConnection } from '../../store/db.ts';
 
 type DatabaseTables = {
   docdb_databases: { seq: Generated<number>; id: string; name: string; created_at: string; owners: string };
@@ -75,11 +75,9 @@ function groupRecords(rows: readonly DatabaseRow[]): DatabaseRecord[] {
  */
 export class DatabaseRepository {
   private readonly db: Kysely<DatabaseTables>;
-  private readonly dialect: SqlDialect;
 
   constructor(private readonly connection: SqlConnection) {
     this.db = connection.db.withTables<DatabaseTables>();
-    this.dialect = connection.dialect;
   }
 
   private selectRecords() {

@@ -6,7 +6,8 @@ import { BODY_LIMIT } from './body.ts';
 import { applyDefaults, unixNanoNow, usesAuto } from './query/defaults.ts';
 import { MAX_NESTING, nestedDeeperThan, parseJson, stringifyJson, isJsonObject, type JsonObject, type JsonValue } from '../../core/json.ts';
 import { encodeKey } from './query/order.ts';
-import { SqlWork, all, first, isUniqueViolation, run, type Work } from '../../store/sql-work.ts';
+import { all, first, run, type Work } from '../../store/sql-work.ts';
+import type { SqlDatabase } from '../../store/sql/types.ts';
 
 export interface IndexRecord {
   name: string;
@@ -176,7 +177,7 @@ function parseDefinition(row: { id: number; name: string; definition: string }):
  * on SQLite the single connection serializes them.
  */
 export class DocumentStore {
-  readonly sql: SqlWork;
+  readonly sql: SqlDatabase;
   /**
    * Collection definitions (id, defaults, indexes) by database and name, so a lookup costs no
    * query. Writes never trust it: they re-read defaults and indexes under the collection lock.
@@ -189,7 +190,7 @@ export class DocumentStore {
     connection: SqlConnection,
     private readonly notifier: Notifier,
   ) {
-    this.sql = new SqlWork(connection);
+    this.sql = connection.database;
     this.unsubscribe = [
       notifier.subscribe(COLLECTIONS_CHANGED_TOPIC, (message) => {
         try {
@@ -215,7 +216,7 @@ export class DocumentStore {
   }
 
   private *lockCollection(collectionId: number): Work<CollectionRow | undefined> {
-    const lock = this.sql.dialect === 'postgres' ? ' for update' : '';
+    const lock = this.sql.syntax.forUpdate;
     return yield* first<CollectionRow>(`select id, database_id, name, defaults, auto_counter, document_count from docdb_collections where id = ?${lock}`, collectionId);
   }
 
@@ -274,9 +275,8 @@ export class DocumentStore {
   }
 
   private *insertCollection(databaseId: string, name: string, defaults: JsonObject | null): Work<boolean> {
-    const dialect = this.sql.dialect;
     const inserted = yield* run(
-      `insert into docdb_collections (database_id, name, defaults) values (?, ?, ?) on conflict ${dialect === 'postgres' ? '(database_id, name) ' : ''}do nothing`,
+      'insert into docdb_collections (database_id, name, defaults) values (?, ?, ?) on conflict (database_id, name) do nothing',
       databaseId,
       name,
       defaults === null ? null : stringifyJson(defaults),
@@ -311,7 +311,7 @@ export class DocumentStore {
   async setDefaults(databaseId: string, name: string, patch: JsonObject): Promise<JsonObject | null> {
     const work = function* (this: DocumentStore) {
       yield* this.insertCollection(databaseId, name, DEFAULT_DEFAULTS);
-      const lock = this.sql.dialect === 'postgres' ? ' for update' : '';
+      const lock = this.sql.syntax.forUpdate;
       const row = yield* first<{ id: number; defaults: string | null }>(`select id, defaults from docdb_collections where database_id = ? and name = ?${lock}`, databaseId, name);
       const merged: JsonObject = { ...(row?.defaults ? (parseJson(row.defaults) as JsonObject) : {}), ...patch };
       for (const key of Object.keys(merged)) if (merged[key] === null) delete merged[key];
@@ -325,14 +325,14 @@ export class DocumentStore {
   }
 
   async size(collection: CollectionInfo): Promise<Record<string, number>> {
-    const length = this.sql.dialect === 'postgres' ? 'octet_length' : 'length';
+    const { syntax } = this.sql;
     return this.sql.read(function* () {
       const row = yield* first<{ document_count: number; document_bytes: number }>('select document_count, document_bytes from docdb_collections where id = ?', collection.id);
       const memory = Number(row?.document_bytes ?? 0);
       // Each stored row costs its body plus a rowid, a collection id and row header (~24 bytes).
       const result: Record<string, number> = { memory, disk: memory + Number(row?.document_count ?? 0) * 24 };
       for (const index of collection.indexes) {
-        const sizes = yield* first<{ bytes: number | null; entries: number }>(`select sum(${length}(key)) as bytes, count(*) as entries from ${entryTable(index)} where index_id = ?`, index.id);
+        const sizes = yield* first<{ bytes: number | null; entries: number }>(`select sum(${syntax.byteLength('key')}) as bytes, count(*) as entries from ${entryTable(index)} where index_id = ?`, index.id);
         // Key bytes plus the document reference and row overhead of each entry.
         const bytes = Number(sizes?.bytes ?? 0) + Number(sizes?.entries ?? 0) * 16;
         result[`index.${index.name}`] = bytes;
@@ -629,4 +629,3 @@ export class DocumentStore {
   }
 }
 
-export { isUniqueViolation };

@@ -18,7 +18,7 @@ export const docdbMigrations: MigrationSet = {
         const types = columnTypes(dialect);
         const serial = sql.raw(types.serialPrimaryKey);
         const blob = sql.raw(types.blob);
-        const withoutRowid = sql.raw(dialect === 'sqlite' ? ' without rowid' : '');
+        const withoutRowid = sql.raw(types.withoutRowid);
         await sql`create table docdb_databases (
           seq ${serial}, id text not null unique, name text not null, created_at text not null,
           owners text not null)`.execute(db);

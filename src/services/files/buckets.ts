@@ -1,7 +1,8 @@
 import { conflict, validationError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import type { BlobRefs } from '../../store/blob/refs.ts';
-import { all, first, run, isUniqueViolation, type SqlWork, type Work } from '../../store/sql-work.ts';
+import { all, first, run, type Work } from '../../store/sql-work.ts';
+import type { SqlDatabase } from '../../store/sql/types.ts';
 import { fileHolder } from './files.ts';
 import { jsonObject } from './json.ts';
 import { parseNs, rfc3339Ns, type NanoClock } from './timestamps.ts';
@@ -60,10 +61,10 @@ export function checkBucketInput(input: { name?: unknown; description?: unknown 
 
 /** Buckets: the service's only door to their rows. Every lookup is scoped to the caller. */
 export class BucketRepository {
-  private readonly work: SqlWork;
+  private readonly work: SqlDatabase;
 
   constructor(
-    work: SqlWork,
+    work: SqlDatabase,
     private readonly refs: BlobRefs,
     private readonly clock: NanoClock,
   ) {
@@ -81,7 +82,7 @@ export class BucketRepository {
         ),
       );
     } catch (error) {
-      if (isUniqueViolation(error)) throw conflict('bucket already exists');
+      if (this.work.isUniqueViolation(error)) throw conflict('bucket already exists');
       throw error;
     }
     return record;
@@ -102,7 +103,7 @@ export class BucketRepository {
    * references; the blobs themselves go through the sweeper. Returns the bucket as it was.
    */
   async deleteOwned(id: string, owner: string): Promise<BucketRecord | null> {
-    const locking = this.work.dialect === 'postgres' ? ' for update' : '';
+    const locking = this.work.syntax.forUpdate;
     const refs = this.refs;
     return this.work.write(function* (): Work<BucketRecord | null> {
       // The row lock orders this delete after uploads committing into the bucket (they take a

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BlobPin, BlobRefs } from '../../store/blob/refs.ts';
-import { all, first, run, type SqlWork, type Work } from '../../store/sql-work.ts';
+import { all, first, run, type Work } from '../../store/sql-work.ts';
+import type { SqlDatabase } from '../../store/sql/types.ts';
 import { jsonObject } from './json.ts';
 import { parseNs, type NanoClock } from './timestamps.ts';
 
@@ -34,7 +35,7 @@ interface FileRow {
 
 const COLUMNS = 'id, uuid, bucket_id, name, owners, created_ns, updated_ns, size, hash_md5, hash_sha256, mime_type';
 // Second key of the PostgreSQL advisory lock that serializes writes to one path of one bucket.
-const PG_PATH_LOCK_CLASS = 0x53544650; // "STFP"
+const PATH_LOCK_SPACE = 0x53544650; // "STFP"
 
 /** The blob reference a file holds on its content. */
 export function fileHolder(fileId: string): string {
@@ -91,7 +92,7 @@ export type FileLookup = { bucket: false } | { bucket: true; file: FileRecord | 
 /** Files: the service's only door to their rows and references. */
 export class FileRepository {
   constructor(
-    private readonly work: SqlWork,
+    private readonly work: SqlDatabase,
     private readonly refs: BlobRefs,
     private readonly clock: NanoClock,
   ) {}
@@ -127,14 +128,13 @@ export class FileRepository {
    * one path commit one after the other; the last to commit wins.
    */
   async commitUpload(bucketId: string, owner: string, name: string, content: StoredContent): Promise<CommitResult> {
-    const postgres = this.work.dialect === 'postgres';
-    const { refs, clock } = this;
-    return this.work.write(function* (): Work<CommitResult> {
+    const { refs, clock, work } = this;
+    return work.write(function* (): Work<CommitResult> {
       // PostgreSQL: a share lock on the bucket row orders this against a bucket delete, and an
       // advisory lock on the path against other writes to it. SQLite serializes every write.
-      const bucket = yield* first('select id from files_buckets where id = ? and owner = ?' + (postgres ? ' for share' : ''), bucketId, owner);
+      const bucket = yield* first(`select id from files_buckets where id = ? and owner = ?${work.syntax.forShare}`, bucketId, owner);
       if (!bucket) return { kind: 'no_bucket' };
-      if (postgres) yield* all('select pg_advisory_xact_lock(cast(? as integer), hashtext(?))', PG_PATH_LOCK_CLASS, `${bucketId}/${name}`);
+      yield* work.lockName(PATH_LOCK_SPACE, `${bucketId}/${name}`);
       const now = clock();
       const existing = yield* first<FileRow>(`select ${COLUMNS} from files_files where bucket_id = ? and name = ?`, bucketId, name);
       if (existing) {
@@ -160,12 +160,11 @@ export class FileRepository {
 
   /** Deletes one file and drops its reference. 'no_bucket' / 'no_file' when absent. */
   async delete(bucketId: string, owner: string, name: string): Promise<'deleted' | 'no_bucket' | 'no_file'> {
-    const postgres = this.work.dialect === 'postgres';
-    const refs = this.refs;
-    return this.work.write(function* (): Work<'deleted' | 'no_bucket' | 'no_file'> {
-      const bucket = yield* first('select id from files_buckets where id = ? and owner = ?' + (postgres ? ' for share' : ''), bucketId, owner);
+    const { refs, work } = this;
+    return work.write(function* (): Work<'deleted' | 'no_bucket' | 'no_file'> {
+      const bucket = yield* first(`select id from files_buckets where id = ? and owner = ?${work.syntax.forShare}`, bucketId, owner);
       if (!bucket) return 'no_bucket';
-      if (postgres) yield* all('select pg_advisory_xact_lock(cast(? as integer), hashtext(?))', PG_PATH_LOCK_CLASS, `${bucketId}/${name}`);
+      yield* work.lockName(PATH_LOCK_SPACE, `${bucketId}/${name}`);
       const existing = yield* first<{ id: string; hash_sha256: string }>('select id, hash_sha256 from files_files where bucket_id = ? and name = ?', bucketId, name);
       if (!existing) return 'no_file';
       yield* run('delete from files_files where id = ?', existing.id);

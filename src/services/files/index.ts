@@ -2,7 +2,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../../core/service.ts';
 import { BlobRefs, type BlobRefsOptions } from '../../store/blob/refs.ts';
-import { SqlWork } from '../../store/sql-work.ts';
 import { BucketRepository } from './buckets.ts';
 import { FileRepository } from './files.ts';
 import { filesMigrations } from './migrations.ts';
@@ -34,7 +33,7 @@ export function createFilesService(options: FilesServiceOptions = {}): ServiceDe
         description: 'File buckets: buckets owned by users, files addressed by path, streamed uploads and downloads.',
         jsonForAnyContentType: true,
       });
-      const work = new SqlWork(store.sql);
+      const work = store.sql.database;
       const clock = options.clock ?? createNanoClock();
       const refs = new BlobRefs(store.sql, store.blobs, {
         ...options.blobRefs,

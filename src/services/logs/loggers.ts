@@ -2,7 +2,7 @@ import { isForeignKeyViolation } from '../../store/sql-work.ts';
 import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../../core/owners.ts';
 import { sql, type Generated, type Kysely } from 'kysely';
 import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
-import type { SqlConnection, SqlDialect } from '../../store/db.ts';
+import type { SqlConnection } from '../../store/db.ts';
 
 type LogsTables = {
   logs_loggers: {
@@ -90,11 +90,9 @@ export interface Chunk {
  */
 export class LoggerRepository {
   private readonly db: Kysely<LogsTables>;
-  private readonly dialect: SqlDialect;
 
   constructor(private readonly connection: SqlConnection) {
     this.db = connection.db.withTables<LogsTables>();
-    this.dialect = connection.dialect;
   }
 
   private async records(rows: LoggerRow[]): Promise<LoggerRecord[]> {

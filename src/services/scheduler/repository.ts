@@ -3,7 +3,8 @@ import { Pacer } from '../../core/pacer.ts';
 import type { SqlConnection } from '../../store/db.ts';
 // The generator executor is docdb's: one statement list for SQLite (synchronous, group commit)
 // and PostgreSQL (async transaction). It has no docdb-specific logic.
-import { SqlWork, all, first, isUniqueViolation, run, type Work } from '../../store/sql-work.ts';
+import { all, first, run, type Work } from '../../store/sql-work.ts';
+import type { SqlDatabase } from '../../store/sql/types.ts';
 import { MAX_TIME_MS } from './time.ts';
 
 export interface SchedulerRow {
@@ -91,24 +92,20 @@ function hasLabel(labels: string, label: string): boolean {
  * counts as scheduled, due at its expiry instant), so expiry needs no background write.
  */
 export class SchedulerRepository {
-  private readonly sql: SqlWork;
-  private readonly strpos: string;
-  readonly dialect: 'sqlite' | 'postgres';
+  private readonly sql: SqlDatabase;
 
   /** `windows`: the SQLite slice sizes (tests make them small). */
   constructor(
     connection: SqlConnection,
     private readonly windows: WindowSizes = WINDOWS,
   ) {
-    this.sql = new SqlWork(connection);
-    this.dialect = connection.dialect;
-    this.strpos = connection.dialect === 'postgres' ? 'strpos' : 'instr';
+    this.sql = connection.database;
   }
 
   // ---- schedulers ----
 
   async listSchedulers(now: number): Promise<SchedulerRow[]> {
-    if (this.dialect === 'postgres') return this.sql.read(() => all<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s order by s.seq`, now));
+    if (!this.sql.queriesBlockTheProcess) return this.sql.read(() => all<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s order by s.seq`, now));
     const rows = await this.sql.read(() => all<SchedulerRow>('select id, display_name, created_ms, updated_ms from scheduler_schedulers order by seq'));
     const pacer = new Pacer();
     for (const row of rows) await this.withCounts(row, now, pacer);
@@ -116,7 +113,7 @@ export class SchedulerRepository {
   }
 
   async getScheduler(id: string, now: number): Promise<SchedulerRow | undefined> {
-    if (this.dialect === 'postgres') return this.sql.read(() => first<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s where s.id = ?`, now, id));
+    if (!this.sql.queriesBlockTheProcess) return this.sql.read(() => first<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s where s.id = ?`, now, id));
     const row = await this.sql.read(() => first<SchedulerRow>('select id, display_name, created_ms, updated_ms from scheduler_schedulers where id = ?', id));
     return row ? this.withCounts(row, now, new Pacer()) : undefined;
   }
@@ -160,7 +157,7 @@ export class SchedulerRepository {
       await this.sql.write(() => run('insert into scheduler_schedulers (id, display_name, description, created_ms, updated_ms) values (?, ?, ?, ?, ?)', id, displayName, description, now, now));
       return true;
     } catch (error) {
-      if (isUniqueViolation(error)) return false;
+      if (this.sql.isUniqueViolation(error)) return false;
       throw error;
     }
   }
@@ -195,14 +192,14 @@ export class SchedulerRepository {
   async enqueue(schedulerId: string, id: string, payload: string, labels: string, due: number): Promise<'created' | 'exists' | 'not_found'> {
     // On PostgreSQL the scheduler row is share-locked: an enqueue racing a delete of its scheduler
     // either finishes first (and the delete removes its task) or sees the scheduler gone.
-    const lock = this.dialect === 'postgres' ? ' for share' : '';
+    const lock = this.sql.syntax.forShare;
     try {
       const inserted = await this.sql.write(() =>
         run(`insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?${lock})`, schedulerId, id, payload, labels, due, schedulerId),
       );
       return inserted > 0 ? 'created' : 'not_found';
     } catch (error) {
-      if (isUniqueViolation(error)) return 'exists';
+      if (this.sql.isUniqueViolation(error)) return 'exists';
       throw error;
     }
   }
@@ -215,7 +212,7 @@ export class SchedulerRepository {
   async claim(schedulerId: string, now: number, worktimeMs: number): Promise<Claimed | undefined> {
     const leaseId = randomUUID();
     const expires = now + worktimeMs;
-    const lock = this.dialect === 'postgres' ? ' for update skip locked' : '';
+    const lock = this.sql.syntax.forUpdateSkipLocked;
     const row = await this.sql.write(() =>
       first<Omit<Claimed, 'lease_id'>>(
         `update scheduler_tasks set lease_id = ?, due_ms = ? where seq = (select seq from scheduler_tasks where scheduler_id = ? and due_ms <= ? order by due_ms, seq limit 1${lock}) returning id, payload, labels, due_ms`,
@@ -252,7 +249,7 @@ export class SchedulerRepository {
   }
 
   async extend(schedulerId: string, taskId: string, leaseId: string | undefined, extensionMs: number, now: number): Promise<ExtendOutcome> {
-    const lock = this.dialect === 'postgres' ? ' for update' : '';
+    const lock = this.sql.syntax.forUpdate;
     return this.sql.write(function* (): Work<ExtendOutcome> {
       const row = yield* first<{ due_ms: number; lease_id: string | null }>(`select due_ms, lease_id from scheduler_tasks where scheduler_id = ? and id = ?${lock}`, schedulerId, taskId);
       if (!row) return yield* missing(schedulerId, taskId, 'task_not_found');
@@ -274,7 +271,7 @@ export class SchedulerRepository {
   }
 
   async counts(schedulerId: string, now: number): Promise<Counts> {
-    if (this.dialect === 'sqlite') {
+    if (this.sql.queriesBlockTheProcess) {
       const windows = await this.countWindows(schedulerId, now, new Pacer());
       const total = windows.reduce((sum, w) => sum + w.total, 0);
       const inflight = windows.reduce((sum, w) => sum + w.inflight, 0);
@@ -290,21 +287,21 @@ export class SchedulerRepository {
 
   /** Both lists with the same filter, paginated independently, in enqueue order. */
   async listTasks(schedulerId: string, filter: TaskFilter, scheduledPage: Page, inflightPage: Page, now: number): Promise<TaskPages> {
-    if (this.dialect === 'sqlite') {
+    if (this.sql.queriesBlockTheProcess) {
       const filtered = (filter.search !== undefined && filter.search !== '') || filter.labels.length > 0;
       return filtered ? this.searchTasks(schedulerId, filter, scheduledPage, inflightPage, now) : this.pageTasks(schedulerId, scheduledPage, inflightPage, now);
     }
     const conditions: string[] = ['scheduler_id = ?'];
     const params: unknown[] = [schedulerId];
     if (filter.search !== undefined && filter.search !== '') {
-      conditions.push(`${this.strpos}(payload, ?) > 0`);
+      conditions.push(`${this.sql.syntax.position('payload', '?')} > 0`);
       params.push(filter.search);
     }
     for (const label of filter.labels) {
       // Labels are stored as a compact JSON array: an element is exactly `"…"` after `[` or `,`,
       // and an unescaped quote can only be a delimiter, so this matches whole labels only.
       const quoted = JSON.stringify(label);
-      conditions.push(`(${this.strpos}(labels, ?) > 0 or ${this.strpos}(labels, ?) > 0)`);
+      conditions.push(`(${this.sql.syntax.position('labels', '?')} > 0 or ${this.sql.syntax.position('labels', '?')} > 0)`);
       params.push(`[${quoted}`, `,${quoted}`);
     }
     const where = conditions.join(' and ');
@@ -413,8 +410,7 @@ export class SchedulerRepository {
 
   /** The stored generated key, creating it when there is none; `created` tells whether this call did. */
   async generatedKey(candidate: string): Promise<{ key: string; created: boolean }> {
-    const conflict = this.dialect === 'postgres' ? ' on conflict (slot) do nothing' : ' on conflict (slot) do nothing';
-    const inserted = await this.sql.write(() => run(`insert into scheduler_generated_key (slot, api_key) values (1, ?)${conflict}`, candidate));
+    const inserted = await this.sql.write(() => run('insert into scheduler_generated_key (slot, api_key) values (1, ?) on conflict (slot) do nothing', candidate));
     const row = await this.sql.read(() => first<{ api_key: string }>('select api_key from scheduler_generated_key where slot = 1'));
     if (!row) throw new Error('scheduler: generated key missing after insert');
     return { key: row.api_key, created: inserted > 0 };

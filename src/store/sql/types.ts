@@ -1,0 +1,77 @@
+import type { Work } from '../sql-work.ts';
+
+export type SqlDialect = 'sqlite' | 'postgres';
+
+/**
+ * The SQL text that differs between the two databases, as fragments a repository splices into its
+ * statements. Everything else is written once: statements use `?` placeholders, `on conflict …
+ * do nothing|do update set … = excluded.…`, `returning`, and `limit`, which both databases accept.
+ */
+export interface SqlSyntax {
+  /**
+   * Appended to a `select` inside a write that changes what it read. PostgreSQL locks the rows;
+   * on SQLite it is empty, because a write transaction (`begin immediate`) already excludes every
+   * other writer.
+   */
+  readonly forUpdate: string;
+  /** Appended to a `select` that must keep its rows from changing until the write commits. */
+  readonly forShare: string;
+  /** Appended to a claim's `select`: rows another transaction holds are skipped, not waited for. */
+  readonly forUpdateSkipLocked: string;
+  /** Appended to `create table (…)` where SQLite should store the rows in the primary key's b-tree. */
+  readonly withoutRowid: string;
+  /** Length in bytes of a text or binary expression (SQLite's `length` counts characters of text). */
+  byteLength(expression: string): string;
+  /** 1-based position of `needle` in `haystack`, 0 when absent. */
+  position(haystack: string, needle: string): string;
+  /** Column types. */
+  readonly types: {
+    /** Large binary values. */
+    readonly blob: 'blob' | 'bytea';
+    /** An auto-numbered integer primary key, for creation order. */
+    readonly serialPrimaryKey: string;
+  };
+}
+
+/**
+ * The SQL port: the one door to the database for every repository. Work is written once as a
+ * generator of statements (see `sql-work.ts`: `all`, `first`, `run`) and the adapter drives it:
+ * SQLite synchronously through cached prepared statements, PostgreSQL through its pool.
+ */
+export interface SqlDatabase {
+  /** Which adapter this is; for the store's own wiring and for labels, never for branching in services. */
+  readonly dialect: SqlDialect;
+  readonly syntax: SqlSyntax;
+  /**
+   * True where queries run on this process's own thread (SQLite). A long scan then holds every
+   * other request up for its whole length, so repositories cut such scans into slices; where it is
+   * false (PostgreSQL) one query is cheaper than many.
+   */
+  readonly queriesBlockTheProcess: boolean;
+  /**
+   * True where this process is the database's only writer (the embedded SQLite file), so a cache of
+   * rows kept up to date by this process's own writes is never stale; false where other instances
+   * write too (PostgreSQL).
+   */
+  readonly soleWriter: boolean;
+  /** A read outside any transaction (on SQLite synchronous when the connection is free). */
+  read<T>(make: () => Work<T>): Promise<T>;
+  /**
+   * A transaction. On SQLite it joins the group commit: it runs inside a transaction shared with
+   * the writes of the same turn, in its own savepoint (one failing write does not undo the others),
+   * and settles once that transaction has committed. On PostgreSQL it is its own transaction.
+   * `make` may run again if the first attempt could not start, so it must have no side effects
+   * outside the database before it is driven.
+   */
+  write<T>(make: () => Work<T>): Promise<T>;
+  /**
+   * Work that serialises the write it runs in against every other write that takes the same lock
+   * (`space` a constant of the caller, `name` any text), until that write ends: an advisory
+   * transaction lock on PostgreSQL; nothing on SQLite, where writes are already one at a time.
+   */
+  lockName(space: number, name: string): Work<void>;
+  /** True for a unique or primary key violation thrown by this database. */
+  isUniqueViolation(error: unknown): boolean;
+  /** True for a foreign key violation (the referenced row is gone). */
+  isForeignKeyViolation(error: unknown): boolean;
+}
