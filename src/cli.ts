@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { loadSettings, SettingsError, type FlagValues } from './config.ts';
 import { VERSION } from './core/version.ts';
 import { createLogger, migrateAll, startPlatform } from './platform.ts';
-import { runUsersCommand, USERS_OPTIONS } from './services/auth/cli.ts';
+import { runUsersCommand, USERS_OPTIONS } from './services/auth/index.ts';
 
 const USAGE = `Usage: stratus <command> [options]
 

@@ -16,7 +16,7 @@ import { GatewayStats } from './gateway/stats.ts';
 import { AVAILABLE_SERVICES } from './services/index.ts';
 import { apikeysService } from './services/apikeys/index.ts';
 import { authService } from './services/auth/index.ts';
-import { OidcProviders } from './services/auth/oidc.ts';
+import { OidcProviders } from './services/auth/index.ts';
 import { migrateStore, openStore, type Store } from './store/index.ts';
 
 export interface RunningPlatform {

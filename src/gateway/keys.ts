@@ -3,7 +3,7 @@ import { verify } from '@node-rs/bcrypt';
 import type { SqlConnection } from '../store/db.ts';
 import type { Notifier } from '../store/notifier/types.ts';
 import { findApiKey, KEY_REVOKED_TOPIC, type Scope } from '../services/apikeys/index.ts';
-import { findUserById } from '../services/auth/repository.ts';
+import { findUserById } from '../services/auth/index.ts';
 import type { Identity } from '../core/identity.ts';
 
 export interface VerifiedKey {

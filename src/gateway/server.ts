@@ -6,7 +6,7 @@ import type { ServiceName } from '../config.ts';
 import type { ServiceApp } from '../core/app.ts';
 import { envelope } from '../core/errors.ts';
 import { IDENTITY_HEADER, PROJECT_HEADER } from '../core/identity.ts';
-import { SESSION_COOKIE } from '../services/auth/cookies.ts';
+import { SESSION_COOKIE } from '../services/auth/index.ts';
 import { Authenticator, INVALID_KEY_MESSAGE, type AuthOutcome, type Credential } from './authenticate.ts';
 import { addHeaderAtWriteHead, hopByHopHeaderNames, removeRequestHeaders, setRequestHeader, setRequestHeaders } from './headers.ts';
 import { applyCors } from './origins.ts';

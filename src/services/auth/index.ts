@@ -30,6 +30,8 @@ export {
   type User,
 } from './repository.ts';
 export { authMigrations } from './migrations.ts';
+export { OidcProviders, resolveUser } from './oidc.ts';
+export { runUsersCommand, USERS_OPTIONS } from './cli.ts';
 
 /** Users, password login, sessions and single sign-on (gateway.md §5), on `auth.<domain>`. */
 export const authService: ServiceDefinition = {
