@@ -62,5 +62,5 @@ export async function openStore(settings: StoreSettings): Promise<Store> {
 }
 
 export async function migrateStore(store: Store, sets: readonly MigrationSet[]): Promise<string[]> {
-  return migrate(store.sql, [storeMigrations, ...sets]);
+  return migrate(store.sql.database, [storeMigrations, ...sets]);
 }

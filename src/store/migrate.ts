@@ -1,15 +1,14 @@
-import { sql } from 'kysely';
-import type { RootDb, SqlConnection, SqlDialect } from './db.ts';
-import { postgresSyntax } from './sql/postgres.ts';
-import { sqliteSyntax } from './sql/sqlite.ts';
+import { all, first, run } from './sql-work.ts';
+import type { SqlDatabase, SqlSyntax } from './sql/types.ts';
 
 /**
- * One schema change. `up` runs inside a transaction; it gets the dialect so that it can choose
- * column types where SQLite and PostgreSQL differ (see `columnTypes`).
+ * One schema change: its statements for one database, run in order in one transaction. `syntax`
+ * gives what differs between SQLite and PostgreSQL (column types such as `types.blob` and
+ * `types.serialPrimaryKey`, `withoutRowid`, `binaryStoredAsIs`); everything else is written once.
  */
 export interface Migration {
   readonly name: string;
-  up(db: RootDb, dialect: SqlDialect): Promise<void>;
+  statements(syntax: SqlSyntax): readonly string[];
 }
 
 /** The migrations one owner (a service, or the store itself) applies, in order. */
@@ -18,77 +17,36 @@ export interface MigrationSet {
   readonly migrations: readonly Migration[];
 }
 
-/** Column types and table options that differ between the two databases. */
-export function columnTypes(dialect: SqlDialect) {
-  const syntax = dialect === 'postgres' ? postgresSyntax : sqliteSyntax;
-  return {
-    /** Large binary values. */
-    blob: syntax.types.blob,
-    /** 64-bit integers (milliseconds, byte counts). */
-    bigint: 'bigint',
-    /** An auto-numbered integer primary key (SQLite numbers only its rowid alias), for creation order. */
-    serialPrimaryKey: syntax.types.serialPrimaryKey,
-    /** Appended to `create table (…)` where SQLite should keep rows in the primary key's b-tree. */
-    withoutRowid: syntax.withoutRowid,
-  } as const;
-}
-
 // An arbitrary constant: every instance migrating the same PostgreSQL database takes this lock so
-// two processes starting at once do not apply the same migration twice.
+// two processes starting at once do not apply the same migration twice. (SQLite's write
+// transactions, `begin immediate`, already exclude every other writer, other processes included.)
 const PG_MIGRATION_LOCK = 7_316_420_021;
 
-/**
- * Runs `work` in a transaction that holds the migration lock: an advisory lock on PostgreSQL, and
- * on SQLite `BEGIN IMMEDIATE`, which takes the write lock up front (a deferred transaction that
- * reads first fails with SQLITE_BUSY instead of waiting when another process migrates too).
- */
-async function inMigrationTransaction<T>(connection: SqlConnection, work: (db: RootDb) => Promise<T>): Promise<T> {
-  if (connection.dialect === 'postgres') {
-    return connection.db.transaction().execute(async (trx) => {
-      await sql`select pg_advisory_xact_lock(${PG_MIGRATION_LOCK})`.execute(trx);
-      return work(trx);
-    });
-  }
-  return connection.db.connection().execute(async (db) => {
-    await sql`begin immediate`.execute(db);
-    try {
-      const result = await work(db);
-      await sql`commit`.execute(db);
-      return result;
-    } catch (error) {
-      await sql`rollback`.execute(db);
-      throw error;
-    }
-  });
+function* migrationLock(database: SqlDatabase) {
+  if (database.dialect === 'postgres') yield* all('select pg_advisory_xact_lock(cast(? as bigint))', PG_MIGRATION_LOCK);
 }
 
 /**
  * Applies every migration not yet recorded in `stratus_migrations`, owner by owner, each in its
- * own transaction. Returns the names it applied (`owner/name`).
+ * own transaction under the migration lock. Returns the names it applied (`owner/name`).
  */
-export async function migrate(connection: SqlConnection, sets: readonly MigrationSet[]): Promise<string[]> {
-  const { dialect } = connection;
+export async function migrate(database: SqlDatabase, sets: readonly MigrationSet[]): Promise<string[]> {
   // Under the migration lock too: PostgreSQL's `create table if not exists` is not safe against a
   // second process creating the same table at the same moment (a unique violation in pg_type).
-  await inMigrationTransaction(connection, (trx) =>
-    trx.schema
-      .createTable('stratus_migrations')
-      .ifNotExists()
-      .addColumn('owner', 'text', (c) => c.notNull())
-      .addColumn('name', 'text', (c) => c.notNull())
-      .addColumn('applied_at', 'text', (c) => c.notNull())
-      .addPrimaryKeyConstraint('stratus_migrations_pk', ['owner', 'name'])
-      .execute(),
-  );
+  await database.write(function* () {
+    yield* migrationLock(database);
+    yield* run('create table if not exists stratus_migrations (owner text not null, name text not null, applied_at text not null, constraint stratus_migrations_pk primary key (owner, name))');
+  });
 
   const applied: string[] = [];
   for (const set of sets) {
     for (const migration of set.migrations) {
-      const done = await inMigrationTransaction(connection, async (trx) => {
-        const existing = await sql<{ name: string }>`select name from stratus_migrations where owner = ${set.owner} and name = ${migration.name}`.execute(trx);
-        if (existing.rows.length > 0) return false;
-        await migration.up(trx, dialect);
-        await sql`insert into stratus_migrations (owner, name, applied_at) values (${set.owner}, ${migration.name}, ${new Date().toISOString()})`.execute(trx);
+      const done = await database.write(function* () {
+        yield* migrationLock(database);
+        const existing = yield* first('select name from stratus_migrations where owner = ? and name = ?', set.owner, migration.name);
+        if (existing) return false;
+        for (const statement of migration.statements(database.syntax)) yield* run(statement);
+        yield* run('insert into stratus_migrations (owner, name, applied_at) values (?, ?, ?)', set.owner, migration.name, new Date().toISOString());
         return true;
       });
       if (done) applied.push(`${set.owner}/${migration.name}`);

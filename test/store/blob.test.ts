@@ -163,8 +163,8 @@ describe('blob migrations', () => {
     const database = await createTestDatabase();
     const connection = await database.connect();
     try {
-      assert.deepEqual(await migrate(connection, [blobMigrations]), ['store/blob_001_tables', 'store/blob_002_refs']);
-      assert.deepEqual(await migrate(connection, [blobMigrations]), []);
+      assert.deepEqual(await migrate(connection.database, [blobMigrations]), ['store/blob_001_tables', 'store/blob_002_refs']);
+      assert.deepEqual(await migrate(connection.database, [blobMigrations]), []);
       for (const table of ['stratus_blobs', 'stratus_blob_chunks', 'stratus_blob_uploads']) {
         const result = await sql<{ n: number }>`select count(*) as n from ${sql.table(table)}`.execute(connection.db);
         assert.equal(Number(result.rows[0]?.n), 0, table);
@@ -181,7 +181,7 @@ if (testDialect === 'postgres') {
   const openStore = async (options?: { chunkSize?: number; readBatch?: number }) => {
     const database = await createTestDatabase();
     const connection = await database.connect();
-    await migrate(connection, [blobMigrations]);
+    await migrate(connection.database, [blobMigrations]);
     assert.ok(connection.pool);
     return {
       connection,

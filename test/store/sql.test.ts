@@ -2,11 +2,12 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import type { SqlConnection } from '../../src/store/db.ts';
-import { columnTypes, migrate, type MigrationSet } from '../../src/store/migrate.ts';
+import { migrate, type MigrationSet } from '../../src/store/migrate.ts';
+import { all, first, run } from '../../src/store/sql-work.ts';
 import { createTestDatabase, testDialect, type TestDatabase } from '../helpers/database.ts';
 
-// The SQL port's contract: the same behaviour from SQLite and PostgreSQL (the suite runs on the
-// one `npm test` or `npm run test:pg` selects).
+// Migrations and connections: the same behaviour from SQLite and PostgreSQL (the suite runs on the
+// one `npm test` or `npm run test:pg` selects). The port's own contract is sql-contract.ts.
 describe(`SQL connection and migrations (${testDialect})`, () => {
   let database: TestDatabase;
   let connection: SqlConnection;
@@ -17,17 +18,16 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
     migrations: [
       {
         name: '001_items',
-        async up(db, dialect) {
+        statements: ({ types }) => {
           applied++;
-          const t = columnTypes(dialect);
-          await sql`create table contract_items (${sql.raw(`seq ${t.serialPrimaryKey}`)}, name text not null unique, size ${sql.raw(t.bigint)} not null, data ${sql.raw(t.blob)})`.execute(db);
+          return [`create table contract_items (seq ${types.serialPrimaryKey}, name text not null unique, size ${types.bigint} not null, data ${types.blob})`];
         },
       },
       {
         name: '002_index',
-        async up(db) {
+        statements: () => {
           applied++;
-          await sql`create index contract_items_size on contract_items (size)`.execute(db);
+          return ['create index contract_items_size on contract_items (size)'];
         },
       },
     ],
@@ -43,10 +43,14 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
     await database.cleanup();
   });
 
+  const count = async (db = connection) => Number((await db.database.read(() => first<{ n: number }>('select count(*) as n from contract_items')))?.n);
+
   it('applies each migration once, in order, and records it', async () => {
-    assert.deepEqual(await migrate(connection, [sample]), ['contract/001_items', 'contract/002_index']);
-    assert.deepEqual(await migrate(connection, [sample]), []);
+    assert.deepEqual(await migrate(connection.database, [sample]), ['contract/001_items', 'contract/002_index']);
+    assert.deepEqual(await migrate(connection.database, [sample]), []);
     assert.equal(applied, 2);
+    const recorded = await connection.database.read(() => all<{ name: string }>('select name from stratus_migrations where owner = ? order by name', 'contract'));
+    assert.deepEqual(recorded.map((row) => row.name), ['001_items', '002_index']);
   });
 
   it('lets several instances migrate at once without applying anything twice', async () => {
@@ -56,9 +60,9 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
         ...sample.migrations,
         {
           name: '003_column',
-          async up(db) {
+          statements: () => {
             applied++;
-            await sql`alter table contract_items add column note text`.execute(db);
+            return ['alter table contract_items add column note text'];
           },
         },
       ],
@@ -69,8 +73,8 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
       // on SQLite they take turns here (the e2e suite races two `stratus migrate` processes).
       const results =
         testDialect === 'postgres'
-          ? await Promise.all([migrate(connection, [late]), ...others.map((c) => migrate(c, [late]))])
-          : [await migrate(connection, [late]), await migrate(others[0]!, [late]), await migrate(others[1]!, [late])];
+          ? await Promise.all([migrate(connection.database, [late]), ...others.map((c) => migrate(c.database, [late]))])
+          : [await migrate(connection.database, [late]), await migrate(others[0]!.database, [late]), await migrate(others[1]!.database, [late])];
       assert.equal(results.flat().filter((name) => name === 'contract/003_column').length, 1);
       assert.equal(applied, 3);
     } finally {
@@ -81,50 +85,42 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
   it('rolls a failed migration back whole and does not record it', async () => {
     const broken: MigrationSet = {
       owner: 'contract-broken',
-      migrations: [
-        {
-          name: '001_half',
-          async up(db) {
-            await sql`create table contract_half (id text)`.execute(db);
-            await sql`this is not sql`.execute(db);
-          },
-        },
-      ],
+      migrations: [{ name: '001_half', statements: () => ['create table contract_half (id text)', 'this is not sql'] }],
     };
-    await assert.rejects(migrate(connection, [broken]));
-    await assert.rejects(sql`select * from contract_half`.execute(connection.db));
-    assert.deepEqual(await migrate(connection, [{ owner: 'contract-broken', migrations: [] }]), []);
+    await assert.rejects(migrate(connection.database, [broken]));
+    await assert.rejects(connection.database.read(() => all('select * from contract_half')));
+    assert.equal(await connection.database.read(() => first('select name from stratus_migrations where owner = ?', 'contract-broken')), undefined);
   });
 
   it('returns 64-bit integers as numbers and blobs as bytes', async () => {
     const big = 2 ** 40 + 3;
-    await sql`insert into contract_items (name, size, data) values (${'big'}, ${big}, ${Buffer.from([1, 2, 3])})`.execute(connection.db);
-    const row = (await sql<{ size: number; data: Uint8Array; n: number }>`select size, data, (select count(*) from contract_items) as n from contract_items where name = ${'big'}`.execute(connection.db)).rows[0];
+    await connection.database.write(() => run('insert into contract_items (name, size, data) values (?, ?, ?)', 'big', big, Buffer.from([1, 2, 3])));
+    const row = await connection.database.read(() =>
+      first<{ size: number; data: Uint8Array; n: number }>('select size, data, (select count(*) from contract_items) as n from contract_items where name = ?', 'big'),
+    );
     assert.equal(row?.size, big);
     assert.equal(typeof row?.n, 'number');
     assert.deepEqual([...(row?.data ?? [])], [1, 2, 3]);
   });
 
   it('rolls a failed transaction back and keeps reused statements fresh', async () => {
-    const count = async () => Number((await sql<{ n: number }>`select count(*) as n from contract_items`.execute(connection.db)).rows[0]?.n);
     const before = await count();
     await assert.rejects(
-      connection.db.transaction().execute(async (trx) => {
-        await sql`insert into contract_items (name, size) values (${'tx-1'}, ${1})`.execute(trx);
-        await sql`insert into contract_items (name, size) values (${'big'}, ${1})`.execute(trx); // duplicate name
+      connection.database.write(function* () {
+        yield* run('insert into contract_items (name, size) values (?, ?)', 'tx-1', 1);
+        yield* run('insert into contract_items (name, size) values (?, ?)', 'big', 1); // duplicate name
       }),
     );
     assert.equal(await count(), before);
-    await sql`insert into contract_items (name, size) values (${'fresh'}, ${1})`.execute(connection.db);
+    await connection.database.write(() => run('insert into contract_items (name, size) values (?, ?)', 'fresh', 1));
     assert.equal(await count(), before + 1, 'the same statement text sees the new row');
   });
 
   it('sees writes from another connection at once', async () => {
     const other = await database.connect();
     try {
-      await sql`insert into contract_items (name, size) values (${'from-other'}, ${7})`.execute(other.db);
-      const rows = (await sql<{ size: number }>`select size from contract_items where name = ${'from-other'}`.execute(connection.db)).rows;
-      assert.deepEqual(rows, [{ size: 7 }]);
+      await other.database.write(() => run('insert into contract_items (name, size) values (?, ?)', 'from-other', 7));
+      assert.deepEqual(await connection.database.read(() => all('select size from contract_items where name = ?', 'from-other')), [{ size: 7 }]);
     } finally {
       await other.close();
     }

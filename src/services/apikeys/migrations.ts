@@ -1,5 +1,4 @@
-import { sql } from 'kysely';
-import { columnTypes, type MigrationSet } from '../../store/migrate.ts';
+import type { MigrationSet } from '../../store/migrate.ts';
 
 /**
  * Tables of the apikeys service. `seq` is the creation order lists follow; it is the integer key
@@ -11,37 +10,35 @@ export const apikeysMigrations: MigrationSet = {
   migrations: [
     {
       name: '001_keys_and_projects',
-      async up(db, dialect) {
-        const seq = sql.raw(`seq ${columnTypes(dialect).serialPrimaryKey}`);
-        await sql`create table apikeys_keys (
-          ${seq},
+      statements: ({ types }) => [
+        `create table apikeys_keys (
+          seq ${types.serialPrimaryKey},
           key text not null unique,
           owner text not null,
           name text not null,
           secret_hash text not null,
           scopes text not null,
           created_at text not null
-        )`.execute(db);
-        await sql`create index apikeys_keys_owner on apikeys_keys (owner, seq)`.execute(db);
-
-        await sql`create table apikeys_projects (
-          ${seq},
+        )`,
+        'create index apikeys_keys_owner on apikeys_keys (owner, seq)',
+        `create table apikeys_projects (
+          seq ${types.serialPrimaryKey},
           id text not null unique,
           name text not null,
           slug text not null,
           owners text not null,
           created_at text not null,
           constraint apikeys_projects_slug_unique unique (slug)
-        )`.execute(db);
+        )`,
         // Who owns what, for "my projects" queries without parsing JSON in SQL; written in the same
         // transaction as `owners`, and gone with the project.
-        await sql`create table apikeys_project_owners (
+        `create table apikeys_project_owners (
           project_id text not null references apikeys_projects (id) on delete cascade,
           user_id text not null,
           primary key (project_id, user_id)
-        )`.execute(db);
-        await sql`create index apikeys_project_owners_user on apikeys_project_owners (user_id)`.execute(db);
-      },
+        )`,
+        'create index apikeys_project_owners_user on apikeys_project_owners (user_id)',
+      ],
     },
   ],
 };

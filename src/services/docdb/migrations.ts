@@ -1,5 +1,4 @@
-import { sql } from 'kysely';
-import { columnTypes, type MigrationSet } from '../../store/migrate.ts';
+import type { MigrationSet } from '../../store/migrate.ts';
 
 /**
  * Document database tables. Documents keep their JSON text as stored (key order, exact big
@@ -14,41 +13,37 @@ export const docdbMigrations: MigrationSet = {
   migrations: [
     {
       name: '001_docdb',
-      async up(db, dialect) {
-        const types = columnTypes(dialect);
-        const serial = sql.raw(types.serialPrimaryKey);
-        const blob = sql.raw(types.blob);
-        const withoutRowid = sql.raw(types.withoutRowid);
-        await sql`create table docdb_databases (
-          seq ${serial}, id text not null unique, name text not null, created_at text not null,
-          owners text not null)`.execute(db);
-        await sql`create table docdb_api_keys (
-          seq ${serial}, key text not null unique,
+      statements: ({ types }) => [
+        `create table docdb_databases (
+          seq ${types.serialPrimaryKey}, id text not null unique, name text not null, created_at text not null,
+          owners text not null)`,
+        `create table docdb_api_keys (
+          seq ${types.serialPrimaryKey}, key text not null unique,
           database_id text not null references docdb_databases (id) on delete cascade,
-          name text not null, secret_hash text not null, created_at text not null)`.execute(db);
-        await sql`create index docdb_api_keys_database on docdb_api_keys (database_id)`.execute(db);
-        await sql`create table docdb_collections (
-          id ${serial}, database_id text not null references docdb_databases (id) on delete cascade,
+          name text not null, secret_hash text not null, created_at text not null)`,
+        `create index docdb_api_keys_database on docdb_api_keys (database_id)`,
+        `create table docdb_collections (
+          id ${types.serialPrimaryKey}, database_id text not null references docdb_databases (id) on delete cascade,
           name text not null, defaults text, auto_counter bigint not null default 0,
           document_count bigint not null default 0, document_bytes bigint not null default 0,
-          unique (database_id, name))`.execute(db);
-        await sql`create table docdb_indexes (
-          id ${serial}, collection_id bigint not null references docdb_collections (id) on delete cascade,
-          name text not null, definition text not null, unique (collection_id, name))`.execute(db);
-        await sql`create table docdb_documents (
-          seq ${serial}, collection_id bigint not null references docdb_collections (id) on delete cascade,
-          body text not null)`.execute(db);
-        await sql`create index docdb_documents_collection on docdb_documents (collection_id, seq)`.execute(db);
-        await sql`create table docdb_index_entries (
+          unique (database_id, name))`,
+        `create table docdb_indexes (
+          id ${types.serialPrimaryKey}, collection_id bigint not null references docdb_collections (id) on delete cascade,
+          name text not null, definition text not null, unique (collection_id, name))`,
+        `create table docdb_documents (
+          seq ${types.serialPrimaryKey}, collection_id bigint not null references docdb_collections (id) on delete cascade,
+          body text not null)`,
+        `create index docdb_documents_collection on docdb_documents (collection_id, seq)`,
+        `create table docdb_index_entries (
           index_id bigint not null references docdb_indexes (id) on delete cascade,
-          key ${blob} not null, seq bigint not null, primary key (index_id, key, seq))${withoutRowid}`.execute(db);
-        await sql`create table docdb_unique_entries (
+          key ${types.blob} not null, seq bigint not null, primary key (index_id, key, seq))${types.withoutRowid}`,
+        `create table docdb_unique_entries (
           index_id bigint not null references docdb_indexes (id) on delete cascade,
-          key ${blob} not null, seq bigint not null, primary key (index_id, key))${withoutRowid}`.execute(db);
+          key ${types.blob} not null, seq bigint not null, primary key (index_id, key))${types.withoutRowid}`,
         // Removing a document deletes its entries by seq.
-        await sql`create index docdb_index_entries_seq on docdb_index_entries (seq)`.execute(db);
-        await sql`create index docdb_unique_entries_seq on docdb_unique_entries (seq)`.execute(db);
-      },
+        `create index docdb_index_entries_seq on docdb_index_entries (seq)`,
+        `create index docdb_unique_entries_seq on docdb_unique_entries (seq)`,
+      ],
     },
   ],
 };

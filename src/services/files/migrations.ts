@@ -1,5 +1,4 @@
-import { sql } from 'kysely';
-import { columnTypes, type MigrationSet } from '../../store/migrate.ts';
+import type { MigrationSet } from '../../store/migrate.ts';
 
 /**
  * File-bucket tables. `seq` gives creation order (bucket listing, and file listing by first
@@ -13,20 +12,19 @@ export const filesMigrations: MigrationSet = {
   migrations: [
     {
       name: '001_files',
-      async up(db, dialect) {
-        const serial = sql.raw(columnTypes(dialect).serialPrimaryKey);
-        await sql`create table files_buckets (
-          seq ${serial}, id text not null unique, owner text not null, owners text not null,
-          project_id text not null, name text not null, description text not null, created_ns text not null)`.execute(db);
-        await sql`create unique index files_buckets_owner_name on files_buckets (owner, name)`.execute(db);
-        await sql`create table files_files (
-          seq ${serial}, id text not null unique, uuid text not null,
+      statements: ({ types }) => [
+        `create table files_buckets (
+          seq ${types.serialPrimaryKey}, id text not null unique, owner text not null, owners text not null,
+          project_id text not null, name text not null, description text not null, created_ns text not null)`,
+        `create unique index files_buckets_owner_name on files_buckets (owner, name)`,
+        `create table files_files (
+          seq ${types.serialPrimaryKey}, id text not null unique, uuid text not null,
           bucket_id text not null references files_buckets (id) on delete cascade,
           name text not null, owners text not null, created_ns text not null, updated_ns text not null,
-          size bigint not null, hash_md5 text not null, hash_sha256 text not null, mime_type text not null)`.execute(db);
-        await sql`create unique index files_files_bucket_name on files_files (bucket_id, name)`.execute(db);
-        await sql`create index files_files_bucket_seq on files_files (bucket_id, seq)`.execute(db);
-      },
+          size bigint not null, hash_md5 text not null, hash_sha256 text not null, mime_type text not null)`,
+        `create unique index files_files_bucket_name on files_files (bucket_id, name)`,
+        `create index files_files_bucket_seq on files_files (bucket_id, seq)`,
+      ],
     },
   ],
 };

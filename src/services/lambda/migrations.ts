@@ -1,16 +1,14 @@
-import { sql } from 'kysely';
-import { columnTypes, type MigrationSet } from '../../store/migrate.ts';
+import type { MigrationSet } from '../../store/migrate.ts';
 
 export const lambdaMigrations: MigrationSet = {
   owner: 'lambda',
   migrations: [
     {
       name: '001_lambda_functions',
-      async up(db, dialect) {
-        // `seq` keeps creation order for lists and for "oldest wins" in the mux.
-        const seq = sql.raw(`seq ${columnTypes(dialect).serialPrimaryKey}`);
-        await sql`create table lambda_functions (
-          ${seq},
+      // `seq` keeps creation order for lists and for "oldest wins" in the mux.
+      statements: ({ types }) => [
+        `create table lambda_functions (
+          seq ${types.serialPrimaryKey},
           id text not null unique,
           created_timestamp integer not null,
           owner text not null,
@@ -21,9 +19,9 @@ export const lambdaMigrations: MigrationSet = {
           method text not null,
           path text not null,
           constraint lambda_functions_owner_name unique (owner, name)
-        )`.execute(db);
-        await sql`create index lambda_functions_project on lambda_functions (project_id, seq)`.execute(db);
-      },
+        )`,
+        'create index lambda_functions_project on lambda_functions (project_id, seq)',
+      ],
     },
   ],
 };

@@ -1,5 +1,4 @@
-import { sql } from 'kysely';
-import { columnTypes, type MigrationSet } from '../../store/migrate.ts';
+import type { MigrationSet } from '../../store/migrate.ts';
 
 /**
  * Logging tables. Loggers and their keys mirror docdb's databases (owners as a JSON text array).
@@ -14,37 +13,32 @@ export const logsMigrations: MigrationSet = {
   migrations: [
     {
       name: '001_logs',
-      async up(db, dialect) {
-        const types = columnTypes(dialect);
-        const serial = sql.raw(types.serialPrimaryKey);
-        const blob = sql.raw(types.blob);
-        await sql`create table logs_loggers (
-          seq ${serial}, id text not null unique, name text not null, created_at text not null,
-          owners text not null)`.execute(db);
-        await sql`create table logs_api_keys (
-          seq ${serial}, id text not null unique, key text not null unique,
+      statements: ({ types }) => [
+        `create table logs_loggers (
+          seq ${types.serialPrimaryKey}, id text not null unique, name text not null, created_at text not null,
+          owners text not null)`,
+        `create table logs_api_keys (
+          seq ${types.serialPrimaryKey}, id text not null unique, key text not null unique,
           logger_id text not null references logs_loggers (id) on delete cascade,
-          name text not null, secret_hash text not null, created_at text not null)`.execute(db);
-        await sql`create index logs_api_keys_logger on logs_api_keys (logger_id)`.execute(db);
-        await sql`create table logs_chunks (
-          id ${serial}, logger_id text not null references logs_loggers (id) on delete cascade,
-          kind text not null, data ${blob} not null, bytes bigint not null, lines bigint not null)`.execute(db);
-        await sql`create index logs_chunks_logger on logs_chunks (logger_id, id, bytes)`.execute(db);
-      },
+          name text not null, secret_hash text not null, created_at text not null)`,
+        `create index logs_api_keys_logger on logs_api_keys (logger_id)`,
+        `create table logs_chunks (
+          id ${types.serialPrimaryKey}, logger_id text not null references logs_loggers (id) on delete cascade,
+          kind text not null, data ${types.blob} not null, bytes bigint not null, lines bigint not null)`,
+        `create index logs_chunks_logger on logs_chunks (logger_id, id, bytes)`,
+      ],
     },
     {
       // Running totals of what each logger retains, kept by every append and retention cut, so
       // neither an append nor a logger read sums its chunks (10M small ingests are 10M rows).
       name: '002_logs_retained_totals',
-      async up(db) {
-        for (const column of ['retained_bytes', 'raw_lines', 'event_lines']) {
-          await sql`alter table logs_loggers add column ${sql.raw(column)} bigint not null default 0`.execute(db);
-        }
-        await sql`update logs_loggers set
+      statements: () => [
+        ...['retained_bytes', 'raw_lines', 'event_lines'].map((column) => `alter table logs_loggers add column ${column} bigint not null default 0`),
+        `update logs_loggers set
           retained_bytes = (select coalesce(sum(bytes), 0) from logs_chunks c where c.logger_id = logs_loggers.id),
           raw_lines = (select coalesce(sum(lines), 0) from logs_chunks c where c.logger_id = logs_loggers.id and c.kind = 'raw'),
-          event_lines = (select coalesce(sum(lines), 0) from logs_chunks c where c.logger_id = logs_loggers.id and c.kind = 'event')`.execute(db);
-      },
+          event_lines = (select coalesce(sum(lines), 0) from logs_chunks c where c.logger_id = logs_loggers.id and c.kind = 'event')`,
+      ],
     },
   ],
 };

@@ -1,5 +1,4 @@
-import { sql } from 'kysely';
-import { columnTypes, type MigrationSet } from '../../store/migrate.ts';
+import type { MigrationSet } from '../../store/migrate.ts';
 
 /**
  * Run service tables (one set for SQLite and PostgreSQL).
@@ -22,35 +21,32 @@ export const runMigrations: MigrationSet = {
   migrations: [
     {
       name: '001_run',
-      async up(db, dialect) {
-        const t = columnTypes(dialect);
-        const serial = sql.raw(t.serialPrimaryKey);
-        const blob = sql.raw(t.blob);
-        await sql`create table run_repositories (
-          seq ${serial}, name text not null unique, owner text not null, created_at text not null,
+      statements: ({ types }) => [
+        `create table run_repositories (
+          seq ${types.serialPrimaryKey}, name text not null unique, owner text not null, created_at text not null,
           desired_state text not null default 'stopped', desired_reference text, desired_digest text,
-          env text not null default '[]', volumes text not null default '[]')`.execute(db);
-        await sql`create table run_history (
-          seq ${serial}, repository text not null, action text not null, reference text, digest text,
-          user_id text not null, at text not null)`.execute(db);
-        await sql`create index run_history_repository on run_history (repository, seq)`.execute(db);
-        await sql`create table run_tags (
-          seq ${serial}, repository text not null, tag text not null, digest text not null,
-          unique (repository, tag))`.execute(db);
-        await sql`create table run_blobs (
+          env text not null default '[]', volumes text not null default '[]')`,
+        `create table run_history (
+          seq ${types.serialPrimaryKey}, repository text not null, action text not null, reference text, digest text,
+          user_id text not null, at text not null)`,
+        `create index run_history_repository on run_history (repository, seq)`,
+        `create table run_tags (
+          seq ${types.serialPrimaryKey}, repository text not null, tag text not null, digest text not null,
+          unique (repository, tag))`,
+        `create table run_blobs (
           repository text not null, digest text not null, size bigint not null, created_at text not null,
-          primary key (repository, digest))`.execute(db);
-        await sql`create table run_manifests (
+          primary key (repository, digest))`,
+        `create table run_manifests (
           repository text not null, digest text not null, media_type text not null, size bigint not null,
-          body ${blob} not null, created_at text not null, primary key (repository, digest))`.execute(db);
-        await sql`create table run_uploads (
+          body ${types.blob} not null, created_at text not null, primary key (repository, digest))`,
+        `create table run_uploads (
           id text primary key, repository text not null, owner text not null, size bigint not null,
-          parts text not null, created_at bigint not null, updated_at bigint not null)`.execute(db);
-        await sql`create index run_uploads_updated on run_uploads (updated_at)`.execute(db);
-        await sql`create table run_driver_records (
+          parts text not null, created_at bigint not null, updated_at bigint not null)`,
+        `create index run_uploads_updated on run_uploads (updated_at)`,
+        `create table run_driver_records (
           repository text primary key, state text not null, reference text, digest text,
-          env text not null, volumes text not null, applied_at text not null)`.execute(db);
-      },
+          env text not null, volumes text not null, applied_at text not null)`,
+      ],
     },
   ],
 };

@@ -1,25 +1,23 @@
-import { sql } from 'kysely';
-import { columnTypes, type MigrationSet } from '../../store/migrate.ts';
+import type { MigrationSet } from '../../store/migrate.ts';
 
 export const schedulerMigrations: MigrationSet = {
   owner: 'scheduler',
   migrations: [
     {
       name: '001_schedulers_and_tasks',
-      async up(db, dialect) {
-        const types = columnTypes(dialect);
+      statements: ({ types }) => [
         // `seq` keeps creation order for listing. Times are epoch milliseconds.
-        await sql`create table scheduler_schedulers (${sql.raw(`seq ${types.serialPrimaryKey}`)}, id text not null unique, display_name text not null, description text, created_ms bigint not null, updated_ms bigint not null)`.execute(db);
+        `create table scheduler_schedulers (seq ${types.serialPrimaryKey}, id text not null unique, display_name text not null, description text, created_ms bigint not null, updated_ms bigint not null)`,
         // One row per live task. `due_ms` is the task's due time while it is scheduled and its lease
         // expiry while leased: a task is claimable exactly when due_ms <= now, whether it is waiting
         // or its lease ran out, so a single index serves reserve, expiry and the next-wake timer.
         // `seq` is the enqueue order (ties in reserve, order of both lists).
-        await sql`create table scheduler_tasks (${sql.raw(`seq ${types.serialPrimaryKey}`)}, scheduler_id text not null, id text not null, payload text not null, labels text not null, due_ms bigint not null, lease_id text, unique (scheduler_id, id))`.execute(db);
-        await sql`create index scheduler_tasks_due on scheduler_tasks (scheduler_id, due_ms, seq)`.execute(db);
-        await sql`create index scheduler_tasks_order on scheduler_tasks (scheduler_id, seq)`.execute(db);
+        `create table scheduler_tasks (seq ${types.serialPrimaryKey}, scheduler_id text not null, id text not null, payload text not null, labels text not null, due_ms bigint not null, lease_id text, unique (scheduler_id, id))`,
+        'create index scheduler_tasks_due on scheduler_tasks (scheduler_id, due_ms, seq)',
+        'create index scheduler_tasks_order on scheduler_tasks (scheduler_id, seq)',
         // The key generated when SCHEDULER_API_KEYS is empty (decision 19): one row, shared by instances.
-        await sql`create table scheduler_generated_key (slot integer primary key, api_key text not null)`.execute(db);
-      },
+        'create table scheduler_generated_key (slot integer primary key, api_key text not null)',
+      ],
     },
   ],
 };

@@ -1,5 +1,4 @@
-import { sql } from 'kysely';
-import { columnTypes, type MigrationSet } from '../migrate.ts';
+import type { MigrationSet } from '../migrate.ts';
 
 /**
  * Tables of the PostgreSQL blob store. They are created on SQLite too (one migration set serves
@@ -15,33 +14,14 @@ export const blobMigrations: MigrationSet = {
   migrations: [
     {
       name: 'blob_001_tables',
-      async up(db, dialect) {
-        const t = columnTypes(dialect);
-        await db.schema
-          .createTable('stratus_blobs')
-          .addColumn('sha256', 'text', (c) => c.primaryKey())
-          .addColumn('size', t.bigint, (c) => c.notNull())
-          .addColumn('chunk_size', 'integer', (c) => c.notNull())
-          .addColumn('created_at', 'text', (c) => c.notNull())
-          .execute();
-        await db.schema
-          .createTable('stratus_blob_chunks')
-          .addColumn('sha256', 'text', (c) => c.notNull())
-          .addColumn('seq', 'integer', (c) => c.notNull())
-          .addColumn('data', t.blob, (c) => c.notNull())
-          .addPrimaryKeyConstraint('stratus_blob_chunks_pk', ['sha256', 'seq'])
-          .execute();
-        await db.schema
-          .createTable('stratus_blob_uploads')
-          .addColumn('id', 'text', (c) => c.primaryKey())
-          .addColumn('created_at', 'text', (c) => c.notNull())
-          .execute();
-        if (dialect === 'postgres') {
-          // Blob content is mostly already compressed (images, archives, image layers): skip
-          // PostgreSQL's attempt to compress every chunk and store it out of line as is.
-          await sql`alter table stratus_blob_chunks alter column data set storage external`.execute(db);
-        }
-      },
+      statements: ({ types, binaryStoredAsIs }) => [
+        `create table stratus_blobs (sha256 text primary key, size ${types.bigint} not null, chunk_size integer not null, created_at text not null)`,
+        `create table stratus_blob_chunks (sha256 text not null, seq integer not null, data ${types.blob} not null, constraint stratus_blob_chunks_pk primary key (sha256, seq))`,
+        'create table stratus_blob_uploads (id text primary key, created_at text not null)',
+        // Blob content is mostly already compressed (images, archives, image layers): PostgreSQL
+        // stores each chunk as it is instead of trying to compress it.
+        ...binaryStoredAsIs('stratus_blob_chunks', 'data'),
+      ],
     },
     {
       // Reference tracking shared by every service that keeps blobs (see refs.ts): a blob is kept
@@ -50,20 +30,13 @@ export const blobMigrations: MigrationSet = {
       // and unreferenced. Candidates are rows, not a set: each loss adds its own row with its own
       // due time, so a sweeper pass never erases a newer grace period it did not read.
       name: 'blob_002_refs',
-      async up(db, dialect) {
-        const t = columnTypes(dialect);
-        await db.schema
-          .createTable('stratus_blob_refs')
-          .addColumn('sha256', 'text', (c) => c.notNull())
-          .addColumn('holder', 'text', (c) => c.notNull())
-          .addPrimaryKeyConstraint('stratus_blob_refs_pk', ['sha256', 'holder'])
-          .execute();
-        await db.schema.createIndex('stratus_blob_refs_holder').on('stratus_blob_refs').column('holder').execute();
-        await sql`create table stratus_blob_candidates (
-          id ${sql.raw(t.serialPrimaryKey)}, sha256 text not null, due_at ${sql.raw(t.bigint)} not null)`.execute(db);
-        await db.schema.createIndex('stratus_blob_candidates_due').on('stratus_blob_candidates').columns(['due_at', 'id']).execute();
-        await db.schema.createIndex('stratus_blob_candidates_sha').on('stratus_blob_candidates').columns(['sha256', 'due_at']).execute();
-      },
+      statements: ({ types }) => [
+        'create table stratus_blob_refs (sha256 text not null, holder text not null, constraint stratus_blob_refs_pk primary key (sha256, holder))',
+        'create index stratus_blob_refs_holder on stratus_blob_refs (holder)',
+        `create table stratus_blob_candidates (id ${types.serialPrimaryKey}, sha256 text not null, due_at ${types.bigint} not null)`,
+        'create index stratus_blob_candidates_due on stratus_blob_candidates (due_at, id)',
+        'create index stratus_blob_candidates_sha on stratus_blob_candidates (sha256, due_at)',
+      ],
     },
   ],
 };

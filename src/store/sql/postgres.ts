@@ -6,10 +6,10 @@ export const postgresSyntax: SqlSyntax = {
   forUpdate: ' for update',
   forShare: ' for share',
   forUpdateSkipLocked: ' for update skip locked',
-  withoutRowid: '',
+  binaryStoredAsIs: (table, column) => [`alter table ${table} alter column ${column} set storage external`],
   byteLength: (expression) => `octet_length(${expression})`,
   position: (haystack, needle) => `strpos(${haystack}, ${needle})`,
-  types: { blob: 'bytea', serialPrimaryKey: 'bigserial primary key' },
+  types: { blob: 'bytea', serialPrimaryKey: 'bigserial primary key', bigint: 'bigint', withoutRowid: '' },
 };
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html

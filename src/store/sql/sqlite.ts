@@ -6,10 +6,10 @@ export const sqliteSyntax: SqlSyntax = {
   forUpdate: '',
   forShare: '',
   forUpdateSkipLocked: '',
-  withoutRowid: ' without rowid',
+  binaryStoredAsIs: () => [],
   byteLength: (expression) => `length(cast(${expression} as blob))`,
   position: (haystack, needle) => `instr(${haystack}, ${needle})`,
-  types: { blob: 'blob', serialPrimaryKey: 'integer primary key autoincrement' },
+  types: { blob: 'blob', serialPrimaryKey: 'integer primary key autoincrement', bigint: 'bigint', withoutRowid: ' without rowid' },
 };
 
 const UNIQUE_CODES = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);

@@ -18,8 +18,11 @@ export interface SqlSyntax {
   readonly forShare: string;
   /** Appended to a claim's `select`: rows another transaction holds are skipped, not waited for. */
   readonly forUpdateSkipLocked: string;
-  /** Appended to `create table (…)` where SQLite should store the rows in the primary key's b-tree. */
-  readonly withoutRowid: string;
+  /**
+   * Statements that make a binary column store its values as they are, uncompressed and out of line
+   * (PostgreSQL `set storage external`: blob content is mostly compressed already); none on SQLite.
+   */
+  binaryStoredAsIs(table: string, column: string): readonly string[];
   /** Length in bytes of a text or binary expression (SQLite's `length` counts characters of text). */
   byteLength(expression: string): string;
   /** 1-based position of `needle` in `haystack`, 0 when absent. */
@@ -30,6 +33,10 @@ export interface SqlSyntax {
     readonly blob: 'blob' | 'bytea';
     /** An auto-numbered integer primary key, for creation order. */
     readonly serialPrimaryKey: string;
+    /** 64-bit integers (milliseconds, byte counts). */
+    readonly bigint: 'bigint';
+    /** Appended to `create table (…)` where SQLite should store the rows in the primary key's b-tree. */
+    readonly withoutRowid: string;
   };
 }
 
