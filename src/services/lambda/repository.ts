@@ -1,5 +1,6 @@
-import { sql, type Generated, type Kysely } from 'kysely';
 import type { SqlConnection } from '../../store/db.ts';
+import { all, first, run } from '../../store/sql-work.ts';
+import type { SqlDatabase } from '../../store/sql/types.ts';
 
 export const LANGUAGES = ['javascript', 'static-html', 'static-css', 'static-js'] as const;
 export type Language = (typeof LANGUAGES)[number];
@@ -16,23 +17,16 @@ export interface Lambda {
   path: string;
 }
 
-type LambdaTables = {
-  lambda_functions: Omit<Lambda, 'language'> & { seq: Generated<number>; language: string };
-  apikeys_project_owners: { project_id: string; user_id: string };
-};
+const COLUMNS = 'id, created_timestamp, owner, project_id, name, language, code, method, path';
 
-const COLUMNS = ['id', 'created_timestamp', 'owner', 'project_id', 'name', 'language', 'code', 'method', 'path'] as const;
+/** The columns a change may set, in the order the update statement names them. */
+const CHANGEABLE = ['name', 'language', 'code', 'method', 'path'] as const;
 
 /** Thrown when an owner already has a lambda with that name. */
 export class NameTaken extends Error {}
 
-function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown };
-  return e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || (typeof e.message === 'string' && /UNIQUE constraint failed/.test(e.message));
-}
-
-function row(r: Record<string, unknown>): Lambda {
-  return { ...(r as unknown as Lambda), created_timestamp: Number(r.created_timestamp) };
+function row(r: Lambda): Lambda {
+  return { ...r, created_timestamp: Number(r.created_timestamp) };
 }
 
 /** Strips one trailing slash so `/hello` and `/hello/` are one route; `/` stays `/`. */
@@ -42,39 +36,46 @@ export function routeKey(path: string): string {
 
 /** The lambda service's only door to storage. Every read goes to the database (scale-out safe). */
 export class LambdaRepository {
-  private readonly db: Kysely<LambdaTables>;
+  private readonly database: SqlDatabase;
 
   constructor(connection: SqlConnection) {
-    this.db = connection.db.withTables<LambdaTables>();
+    this.database = connection.database;
   }
 
   async create(lambda: Lambda): Promise<Lambda> {
+    const { id, created_timestamp, owner, project_id, name, language, code, method, path } = lambda;
     try {
-      await this.db.insertInto('lambda_functions').values(lambda).execute();
+      await this.database.write(() => run(`insert into lambda_functions (${COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, created_timestamp, owner, project_id, name, language, code, method, path));
     } catch (err) {
-      if (isUniqueViolation(err)) throw new NameTaken(lambda.name);
+      if (this.database.isUniqueViolation(err)) throw new NameTaken(lambda.name);
       throw err;
     }
     return lambda;
   }
 
   async list(owner: string, projectId: string | null): Promise<Lambda[]> {
-    let q = this.db.selectFrom('lambda_functions').select(COLUMNS).where('owner', '=', owner);
-    if (projectId !== null) q = q.where('project_id', '=', projectId);
-    return (await q.orderBy('seq').execute()).map(row);
+    const rows = await this.database.read(() =>
+      projectId === null
+        ? all<Lambda>(`select ${COLUMNS} from lambda_functions where owner = ? order by seq`, owner)
+        : all<Lambda>(`select ${COLUMNS} from lambda_functions where owner = ? and project_id = ? order by seq`, owner, projectId),
+    );
+    return rows.map(row);
   }
 
   async get(id: string): Promise<Lambda | null> {
-    const r = await this.db.selectFrom('lambda_functions').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+    const r = await this.database.read(() => first<Lambda>(`select ${COLUMNS} from lambda_functions where id = ?`, id));
     return r ? row(r) : null;
   }
 
   async update(id: string, changes: Partial<Pick<Lambda, 'name' | 'language' | 'code' | 'method' | 'path'>>): Promise<Lambda | null> {
-    if (Object.keys(changes).length > 0) {
+    const columns = CHANGEABLE.filter((column) => changes[column] !== undefined);
+    if (columns.length > 0) {
+      const assignments = columns.map((column) => `${column} = ?`).join(', ');
+      const values = columns.map((column) => changes[column]);
       try {
-        await this.db.updateTable('lambda_functions').set(changes).where('id', '=', id).execute();
+        await this.database.write(() => run(`update lambda_functions set ${assignments} where id = ?`, ...values, id));
       } catch (err) {
-        if (isUniqueViolation(err)) throw new NameTaken(changes.name ?? '');
+        if (this.database.isUniqueViolation(err)) throw new NameTaken(changes.name ?? '');
         throw err;
       }
     }
@@ -82,8 +83,7 @@ export class LambdaRepository {
   }
 
   async delete(id: string): Promise<boolean> {
-    const r = await this.db.deleteFrom('lambda_functions').where('id', '=', id).executeTakeFirst();
-    return Number(r.numDeletedRows) > 0;
+    return (await this.database.write(() => run('delete from lambda_functions where id = ?', id))) > 0;
   }
 
   /**
@@ -94,11 +94,13 @@ export class LambdaRepository {
   async route(scope: { owner: string } | { projectId: string }, method: string, path: string): Promise<Lambda | null> {
     const key = routeKey(path);
     const methods = method === 'HEAD' ? ['HEAD', 'GET', 'ANY'] : [method, 'ANY'];
-    let q = this.db.selectFrom('lambda_functions').select([...COLUMNS, 'seq'])
-      .where('method', 'in', methods)
-      .where((eb) => eb.or([eb('path', '=', key), eb('path', '=', `${key}/`)]));
-    q = 'owner' in scope ? q.where('owner', '=', scope.owner) : q.where('project_id', '=', scope.projectId);
-    const rows = await q.orderBy('seq').execute();
+    const [scopeColumn, scopeValue] = 'owner' in scope ? ['owner', scope.owner] : ['project_id', scope.projectId];
+    const rows = await this.database.read(() =>
+      all<Lambda>(
+        `select ${COLUMNS} from lambda_functions where method in (${methods.map(() => '?').join(', ')}) and (path = ? or path = ?) and ${scopeColumn} = ? order by seq`,
+        ...methods, key, `${key}/`, scopeValue,
+      ),
+    );
     const exact = rows.find((r) => r.method !== 'ANY' && routeKey(r.path) === key);
     const any = rows.find((r) => routeKey(r.path) === key);
     const chosen = exact ?? any;
@@ -108,8 +110,7 @@ export class LambdaRepository {
   /** Whether the user owns the project (the apikeys service's table; absent → nobody owns it). */
   async ownsProject(userId: string, projectId: string): Promise<boolean> {
     try {
-      const r = await this.db.selectFrom('apikeys_project_owners').select(sql<number>`1`.as('one'))
-        .where('project_id', '=', projectId).where('user_id', '=', userId).executeTakeFirst();
+      const r = await this.database.read(() => first('select 1 as one from apikeys_project_owners where project_id = ? and user_id = ?', projectId, userId));
       return r !== undefined;
     } catch {
       return false;

@@ -1,11 +1,10 @@
-import { sql } from 'kysely';
 import type { Settings } from '../../config.ts';
 import { createServiceApp } from '../../core/app.ts';
 import { envelope } from '../../core/errors.ts';
 import type { ServiceDefinition } from '../../core/service.ts';
 import { BlobRefs, type BlobRefsOptions } from '../../store/blob/refs.ts';
 import type { SqlConnection } from '../../store/db.ts';
-import { SqlWork } from '../../store/sql-work.ts';
+import { all, SqlWork } from '../../store/sql-work.ts';
 import { registerConsoleRoutes } from './console.ts';
 import { RecordingDriver, type RuntimeDriver } from './driver.ts';
 import { runMigrations } from './migrations.ts';
@@ -102,7 +101,7 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
       app.get('/readyz', { schema: { summary: 'Readiness: ok once storage is reachable and the driver is ready; 503 not_ready otherwise', produces: ['text/plain'] } }, async (_request, reply) => {
         let problem: string | null = null;
         try {
-          await sql`select 1`.execute(store.sql.db);
+          await store.sql.database.read(() => all('select 1'));
           if (driver.ready && !(await driver.ready())) problem = `the ${driver.name} driver is not ready`;
         } catch {
           problem = 'storage is not reachable';

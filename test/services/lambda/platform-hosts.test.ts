@@ -1,8 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
 import { lambdaServiceWith } from '../../../src/services/lambda/index.ts';
+import { run } from '../../../src/store/sql-work.ts';
 import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
 import { startTestPlatform, type TestPlatform } from '../../helpers/platform.ts';
 
@@ -20,8 +20,10 @@ describe('lambda output on platform and project hosts', () => {
 
   before(async () => {
     service = await startTestService(lambdaServiceWith({ timeoutMs: 2000, memoryLimitMiB: 64, prewarm: 1 }));
-    await sql`create table apikeys_project_owners (project_id text not null, user_id text not null)`.execute(service.store.sql.db);
-    await sql`insert into apikeys_project_owners (project_id, user_id) values ('proj-shop', 'user-owner')`.execute(service.store.sql.db);
+    await service.store.sql.database.write(function* () {
+      yield* run('create table apikeys_project_owners (project_id text not null, user_id text not null)');
+      yield* run(`insert into apikeys_project_owners (project_id, user_id) values ('proj-shop', 'user-owner')`);
+    });
     const lambdas: Record<string, Record<string, unknown>> = {
       json: { code: 'export default () => ({ ok: true })' },
       text: { code: 'write("<script>alert(1)</script>")' },
@@ -124,8 +126,10 @@ describe('lambda output on platform and project hosts', () => {
   it('uses the configured domain to tell platform hosts from project hosts', async () => {
     const other = await startTestService(lambdaServiceWith({ timeoutMs: 2000, memoryLimitMiB: 64, prewarm: 0 }), { domain: 'example.test' });
     try {
-      await sql`create table apikeys_project_owners (project_id text not null, user_id text not null)`.execute(other.store.sql.db);
-      await sql`insert into apikeys_project_owners (project_id, user_id) values ('proj-x', 'user-owner')`.execute(other.store.sql.db);
+      await other.store.sql.database.write(function* () {
+        yield* run('create table apikeys_project_owners (project_id text not null, user_id text not null)');
+        yield* run(`insert into apikeys_project_owners (project_id, user_id) values ('proj-x', 'user-owner')`);
+      });
       const made = await other.app.inject({ method: 'POST', url: '/api/v0/lambdas', headers: { ...owner, 'x-project-id': 'proj-x', host: 'site.example.test', 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'p', method: 'GET', path: '/', code: '1' }) });
       assert.equal(made.statusCode, 201, made.body);
       const onProject = await other.app.inject({ method: 'GET', url: '/', headers: { host: 'site.example.test', 'x-project-id': 'proj-x' } });

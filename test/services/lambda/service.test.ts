@@ -1,8 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
 import { lambdaServiceWith } from '../../../src/services/lambda/index.ts';
+import { run } from '../../../src/store/sql-work.ts';
 import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD' | 'OPTIONS';
@@ -14,8 +14,10 @@ describe('lambda service', () => {
     // machine (V8 collects garbage several times before it gives up): it ends as lambda_memory.
     service = await startTestService(lambdaServiceWith({ timeoutMs: 2000, memoryLimitMiB: 32, prewarm: 1 }));
     // Project ownership lives in the apikeys service's table; a minimal copy for the 403 checks.
-    await sql`create table apikeys_project_owners (project_id text not null, user_id text not null)`.execute(service.store.sql.db);
-    await sql`insert into apikeys_project_owners (project_id, user_id) values ('proj-1', 'user-ada')`.execute(service.store.sql.db);
+    await service.store.sql.database.write(function* () {
+      yield* run('create table apikeys_project_owners (project_id text not null, user_id text not null)');
+      yield* run(`insert into apikeys_project_owners (project_id, user_id) values ('proj-1', 'user-ada')`);
+    });
   });
   after(async () => {
     await service.close();
