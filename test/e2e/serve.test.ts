@@ -4,6 +4,16 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { request } from '../helpers/http.ts';
 import { runCli, serve, type ServedProcess } from '../helpers/serve.ts';
 
+/** Every service of the platform, in the order /v0/status lists them (src/config.ts SERVICE_NAMES). */
+const PLATFORM = ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'];
+
+/** The services the process says it started (its ready line). */
+const startedServices = (server: ServedProcess): string[] => {
+  const listed = /; services ([^;]*);/.exec(server.output())?.[1];
+  assert.ok(listed, `no services in the ready line:\n${server.output()}`);
+  return listed.split(',');
+};
+
 const asUser = (id: string) => ({ 'x-gateway-authentication': JSON.stringify({ user: { id } }) });
 
 describe('stratus serve, end to end over HTTP', () => {
@@ -59,8 +69,14 @@ describe('stratus serve, end to end over HTTP', () => {
   });
 
   it('reports every service of the whole platform healthy in /v0/status', async () => {
-    const rows = (await request(server.publicPort, { path: '/v0/status', host: 'gateway.localhost' })).json<{ id: string; status: number }[]>();
-    const unhealthy = rows.filter((row) => !row.id.startsWith('project-') && row.status !== 200);
+    // Without --services, the process starts the whole platform and says so.
+    assert.deepEqual(startedServices(server), PLATFORM);
+    const res = await request(server.publicPort, { path: '/v0/status', host: 'gateway.localhost' });
+    assert.equal(res.status, 200);
+    const rows = res.json<{ id: string; name: string; status: number }[]>();
+    // One row per service, in order, and nothing else (no project rows for an anonymous caller).
+    assert.deepEqual(rows.map((row) => row.id), PLATFORM);
+    const unhealthy = rows.filter((row) => row.status !== 200);
     assert.deepEqual(unhealthy, []);
   });
 
@@ -91,6 +107,12 @@ describe('stratus serve --services: each service starts alone', () => {
         assert.equal(doc.info.title, `Stratus ${only}`);
         const missing = await request(server.publicPort, { path: '/', host: `${other}.localhost` });
         assert.equal(missing.status, 503);
+        // /v0/status still lists every service: this one healthy, the ones not started 503.
+        assert.deepEqual(startedServices(server), [only]);
+        const rows = (await request(server.publicPort, { path: '/v0/status', host: 'gateway.localhost' })).json<{ id: string; status: number }[]>();
+        assert.deepEqual(rows.map((row) => row.id), PLATFORM);
+        assert.deepEqual(rows.filter((row) => row.status === 200).map((row) => row.id), [only]);
+        assert.equal(rows.find((row) => row.id === other)?.status, 503);
       } finally {
         await server.stop();
         await database.cleanup();

@@ -243,6 +243,82 @@ describe('whole bodies over a real socket', () => {
   });
 });
 
+function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** `promise`, or a failure naming `what` after 10 s (so a broken stop fails instead of hanging). */
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 10_000)));
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Watches the service's traversals from the server side: counts the batches read from the store
+ * and the documents handed to the service, holds the traversal once batch `holdAt` has been read
+ * (before handing it over) until `release()`, and tells when the traversal has ended.
+ */
+function watchTraversals(holdAt: number) {
+  const original = DocumentStore.prototype.traverse;
+  const held = deferred();
+  const gate = deferred();
+  const ended = deferred();
+  let read = 0;
+  let handedOver = 0;
+  DocumentStore.prototype.traverse = async function* (this: DocumentStore, ...args: Parameters<typeof original>) {
+    try {
+      for await (const batch of original.apply(this, args)) {
+        read++;
+        if (read === holdAt) {
+          held.resolve();
+          await gate.promise;
+        }
+        handedOver += batch.length;
+        yield batch;
+      }
+    } finally {
+      ended.resolve();
+    }
+  };
+  return {
+    get read() {
+      return read;
+    },
+    get handedOver() {
+      return handedOver;
+    },
+    held: held.promise,
+    ended: ended.promise,
+    release: () => gate.resolve(),
+    restore: () => {
+      DocumentStore.prototype.traverse = original;
+    },
+  };
+}
+
+/**
+ * Resolves when the server's response to the next request for `path` closes: whether it had
+ * finished, and what `sample` returned at that very moment (before the service can react).
+ */
+function serverSideClose<T>(path: string, sample: () => T): Promise<{ finished: boolean; atClose: T }> {
+  return new Promise((resolve) => {
+    const server = service.app.server;
+    const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      if (req.url !== path) return;
+      server.off('request', onRequest);
+      res.once('close', () => resolve({ finished: res.writableFinished, atClose: sample() }));
+    };
+    server.on('request', onRequest);
+  });
+}
+
 describe('large finds and disconnects', () => {
   const COUNT = 20_000;
 
@@ -291,37 +367,27 @@ describe('large finds and disconnects', () => {
   });
 
   it('a disconnect stops a find even while nothing matches (nothing is being written)', async () => {
-    // Count the batches the service reads, and make each one slow, so a scan of the whole
-    // collection takes far longer than the client waits.
-    const original = DocumentStore.prototype.traverse;
-    let batches = 0;
-    DocumentStore.prototype.traverse = async function* (this: DocumentStore, ...args: Parameters<typeof original>) {
-      for await (const batch of original.apply(this, args)) {
-        batches++;
-        await new Promise((resolve) => setTimeout(resolve, 15));
-        yield batch;
+    for (const action of ['find', 'remove']) {
+      const path = `${C}/big:${action}`;
+      // Hold the scan before its second batch: the server is mid-scan, with 18 batches to go.
+      const watch = watchTraversals(2);
+      try {
+        const req = http.request({ host: '127.0.0.1', port, method: 'POST', path, headers: { ...headers, 'content-type': 'application/json' }, agent: false });
+        req.on('error', () => {});
+        const cut = serverSideClose(path, () => watch.read);
+        req.end('{"limit":-1,"filter":{"i":-1}}');
+        await within(watch.held, `${action}: the scan to reach its second batch`);
+        req.destroy();
+        const { finished, atClose: readAtClose } = await within(cut, `${action}: the server to see the disconnect`);
+        assert.equal(finished, false, `${action}: the answer was cut, not finished`);
+        // Let the scan go on at full speed: only the disconnect can stop it now.
+        watch.release();
+        await within(watch.ended, `${action}: the scan to end`);
+        assert.equal(readAtClose, 2);
+        assert.equal(watch.read, readAtClose, `${action}: no batch is read once the server has seen the client go (of ${COUNT / 1000})`);
+      } finally {
+        watch.restore();
       }
-    };
-    try {
-      for (const action of ['find', 'remove']) {
-        batches = 0;
-        await new Promise<void>((resolve) => {
-          const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: `${C}/big:${action}`, headers: { ...headers, 'content-type': 'application/json' }, agent: false });
-          req.on('error', () => resolve());
-          req.end('{"limit":-1,"filter":{"i":-1}}');
-          setTimeout(() => {
-            req.destroy();
-            resolve();
-          }, 40);
-        });
-        await new Promise((resolve) => setTimeout(resolve, 250));
-        const seen = batches;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        assert.equal(batches, seen, `${action}: no more batches are read once the client has gone`);
-        assert.ok(seen < COUNT / 1000, `${action} read ${seen} batches`);
-      }
-    } finally {
-      DocumentStore.prototype.traverse = original;
     }
     const answer = await call('POST', `${C}/big:find`, '{"limit":1,"skip":19999}');
     assert.deepEqual((parseLines(answer.text) as { i: number }[]).map((d) => d.i), [19999]);
@@ -350,6 +416,7 @@ describe('large finds and disconnects', () => {
   });
 
   it('a client that disconnects mid-insert keeps what was committed; the server carries on', async () => {
+    const insertCut = serverSideClose(`${C}/cut:insert`, () => undefined);
     const talk = new Conversation(`${C}/cut:insert`);
     talk.send('{"id":"1"}\n{"id":"2"}\n');
     assert.equal((await talk.response).statusCode, 201);
@@ -359,26 +426,41 @@ describe('large finds and disconnects', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     talk.req.destroy();
     await talk.done;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal((await within(insertCut, 'the server to see the disconnect')).finished, false);
     assert.deepEqual(await findAll('cut'), [{ id: '1' }, { id: '2' }]);
-    // Likewise during a long patch or remove: what was done stays done, nothing breaks.
-    const patch = await new Promise<void>((resolve) => {
-      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: `${C}/big:patch`, headers: { ...headers, 'content-type': 'application/json' }, agent: false }, (res) => {
-        res.once('data', () => {
-          req.destroy();
-          resolve();
+    // Likewise during a long patch: what was done stays done, nothing breaks, and nothing is
+    // patched after the server has seen the client go. The scan is held before its second batch
+    // until then, so the server cannot get ahead of the disconnect.
+    const path = `${C}/big:patch`;
+    const watch = watchTraversals(2);
+    try {
+      const cut = serverSideClose(path, () => watch.handedOver);
+      const firstLines = new Promise<void>((resolve) => {
+        const req = http.request({ host: '127.0.0.1', port, method: 'POST', path, headers: { ...headers, 'content-type': 'application/json' }, agent: false }, (res) => {
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+          res.on('error', () => {});
         });
-        res.on('error', () => {});
+        req.on('error', () => {});
+        req.end('{"limit":-1,"patch":{"seen":true}}');
       });
-      req.on('error', () => {});
-      req.end('{"limit":-1,"patch":{"seen":true}}');
-    });
-    await patch;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const count = await call('POST', `${C}/big:find`, '{"limit":-1,"filter":{"seen":true}}');
-    const patched = parseLines(count.text) as { i: number }[];
-    // Patched in order from the start, each at most once.
-    for (let i = 0; i < patched.length; i++) assert.equal(patched[i]!.i, i);
+      await within(firstLines, 'the first patched documents to come back');
+      const { finished, atClose: handedOverAtClose } = await within(cut, 'the server to see the disconnect');
+      assert.equal(finished, false, 'the answer was cut, not finished');
+      watch.release();
+      await within(watch.ended, 'the patch to end');
+      assert.ok(handedOverAtClose < COUNT, `${handedOverAtClose} documents were handed to the patch before the disconnect`);
+      const count = await call('POST', `${C}/big:find`, '{"limit":-1,"filter":{"seen":true}}');
+      const patched = parseLines(count.text) as { i: number }[];
+      assert.ok(patched.length > 0, 'the answer the client saw was committed');
+      assert.ok(patched.length <= handedOverAtClose, `patched ${patched.length}, but only ${handedOverAtClose} were handed over before the disconnect`);
+      // Patched in order from the start, each at most once.
+      for (let i = 0; i < patched.length; i++) assert.equal(patched[i]!.i, i);
+    } finally {
+      watch.restore();
+    }
     const total = await call('GET', `${C}/big`);
     assert.equal((JSON.parse(total.text) as { total: number }).total, COUNT);
   });

@@ -2,15 +2,17 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough, Readable } from 'node:stream';
 import { BlobRefs } from '../../../src/store/blob/refs.ts';
-import { SqlWork } from '../../../src/store/sql-work.ts';
+import { SqlWork, first as firstRow } from '../../../src/store/sql-work.ts';
 import type { TestService } from '../../helpers/service.ts';
 import { as, assertError, call, createBucket, jsonOf, pendingUploads, sha256, startFiles, storedBlobs, upload, waitUntil, type FileBody } from './helpers.ts';
 
-// A sweeper with a 100 ms grace period that runs every 10 ms: blobs that lose their last
-// reference go almost at once, so each test can watch the store.
+// A sweeper with a 1 s grace period that runs every 10 ms: blobs that lose their last reference
+// go a second later, so each test can watch the store. The grace period also bounds an upload's
+// put → commit (past it the upload answers a retryable 503), which a loaded machine can stretch
+// well past 100 ms.
 let service: TestService;
 before(async () => {
-  service = await startFiles({ blobRefs: { graceMs: 100, sweepIntervalMs: 10 } });
+  service = await startFiles({ blobRefs: { graceMs: 1000, sweepIntervalMs: 10 } });
 });
 after(async () => {
   await service.close();
@@ -18,7 +20,23 @@ after(async () => {
 
 const url = (bucket: string, path: string) => `/v1/buckets/${bucket}/files/${path}`;
 const hasBlob = async (sha: string) => (await storedBlobs(service)).includes(sha);
-const gone = (sha: string) => waitUntil(async () => !(await hasBlob(sha)), 5_000, `blob ${sha.slice(0, 8)} to be swept`);
+const gone = (sha: string) => waitUntil(async () => !(await hasBlob(sha)), 10_000, `blob ${sha.slice(0, 8)} to be swept`);
+const candidates = async (sha: string) => {
+  const row = await new SqlWork(service.store.sql).read(() => firstRow<{ n: number | string }>('select count(*) as n from stratus_blob_candidates where sha256 = ?', sha));
+  return Number(row?.n ?? 0);
+};
+/** Waits until the sweeper has decided on every deletion candidate of this blob: each came due and was dropped (still referenced) or swept. */
+const decided = (sha: string) => waitUntil(async () => (await candidates(sha)) === 0, 10_000, `the sweeper to decide on blob ${sha.slice(0, 8)}`);
+/** `promise`, or a failure naming `what` after 10 s. */
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 10_000)));
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 /** Long enough for several sweeper passes. */
 const severalSweeps = () => new Promise((resolve) => setTimeout(resolve, 250));
 
@@ -33,7 +51,7 @@ describe('content storage and blob references', () => {
     assert.equal((await storedBlobs(service)).filter((s) => s === a.hash_sha256).length, 1);
 
     assert.equal((await call(service, 'DELETE', url(bucket.id, 'a'), as('s-share'))).statusCode, 204);
-    await severalSweeps();
+    await decided(a.hash_sha256);
     assert.ok(await hasBlob(a.hash_sha256), 'still used by b');
     assert.equal((await call(service, 'GET', url(other.id, 'b'), as('s-share'))).body, content);
 
@@ -62,7 +80,7 @@ describe('content storage and blob references', () => {
 
     jsonOf(await call(service, 'DELETE', `/v1/buckets/${bucket.id}`, as('s-bucket')));
     await gone(own.hash_sha256);
-    await severalSweeps();
+    await decided(shared.hash_sha256);
     assert.ok(await hasBlob(shared.hash_sha256), 'the registry still holds it');
     assert.equal(await refs.countRefs(shared.hash_sha256), 1);
   });
@@ -84,14 +102,39 @@ describe('content storage and blob references', () => {
 
   test('an upload whose bucket is deleted while the body streams → 404, and its blob is swept', async () => {
     const bucket = await createBucket(service, 's-race');
-    const body = new PassThrough();
-    const pending = service.app.inject({ method: 'PUT', url: url(bucket.id, 'late'), headers: as('s-race'), payload: body });
-    body.write('the first half, ');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    jsonOf(await call(service, 'DELETE', `/v1/buckets/${bucket.id}`, as('s-race')));
-    body.end('and the rest after the bucket is gone');
-    assertError(await pending, 404, 'not_found');
-    await gone(sha256('the first half, and the rest after the bucket is gone'));
+    const content = 'the first half, and the rest after the bucket is gone';
+    const blobs = service.store.blobs;
+    const { put } = blobs;
+    // Seen from the server: the first bytes reaching the store (the upload is past its bucket
+    // check), and the content the store then holds.
+    let firstBytes!: () => void;
+    const reading = new Promise<void>((resolve) => (firstBytes = resolve));
+    const stored: string[] = [];
+    blobs.put = async (source, options) => {
+      const watched = async function* () {
+        for await (const chunk of source as AsyncIterable<Uint8Array>) {
+          firstBytes();
+          yield chunk;
+        }
+      };
+      const info = await put.call(blobs, watched(), options);
+      stored.push(info.sha256);
+      return info;
+    };
+    try {
+      const body = new PassThrough();
+      const pending = service.app.inject({ method: 'PUT', url: url(bucket.id, 'late'), headers: as('s-race'), payload: body });
+      body.write('the first half, ');
+      await within(reading, 'the first half to reach the store');
+      jsonOf(await call(service, 'DELETE', `/v1/buckets/${bucket.id}`, as('s-race')));
+      body.end('and the rest after the bucket is gone');
+      assertError(await pending, 404, 'not_found');
+    } finally {
+      blobs.put = put;
+    }
+    // The whole content was stored before the upload found its bucket gone; nothing holds it.
+    assert.deepEqual(stored, [sha256(content)]);
+    await gone(sha256(content));
   });
 
   test('content missing from the store → 500 internal_error, no details leaked', async () => {
@@ -110,8 +153,8 @@ describe('content storage and blob references', () => {
     const files: FileBody[] = [];
     for (let i = 0; i < 5; i++) files.push(await upload(service, 's-many', bucket.id, `copy-${i}`, 'same bytes everywhere'));
     for (const file of files.slice(0, 4)) assert.equal((await call(service, 'DELETE', url(bucket.id, file.name), as('s-many'))).statusCode, 204);
-    await severalSweeps();
-    assert.ok(await hasBlob(files[0]!.hash_sha256));
+    await decided(files[0]!.hash_sha256);
+    assert.ok(await hasBlob(files[0]!.hash_sha256), 'still used by copy-4');
     assert.equal((await call(service, 'DELETE', url(bucket.id, 'copy-4'), as('s-many'))).statusCode, 204);
     await gone(files[0]!.hash_sha256);
   });

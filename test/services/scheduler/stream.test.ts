@@ -2,6 +2,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { request } from '../../helpers/http.ts';
+import { SchedulerEvents } from '../../../src/services/scheduler/events.ts';
+import { SchedulerRepository } from '../../../src/services/scheduler/repository.ts';
 import { KEY, startScheduler, type SchedulerHarness } from './helpers.ts';
 
 interface Snapshot {
@@ -65,6 +67,74 @@ function openStream(port: number, path: string) {
     },
     close: () => req.destroy(),
   };
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** `promise`, or a failure naming `what` after 10 s. */
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 10_000)));
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Watches reserves on one scheduler from the server side: `waiting` resolves once a reserve has
+ * found nothing due and is about to wait (it looks up the next due time only then), `ended` once
+ * a reserve stops listening for changes (its handler is done), and `claims` counts its claims.
+ */
+function watchReserve(schedulerId: string) {
+  const { nextDue, claim } = SchedulerRepository.prototype;
+  const { listen } = SchedulerEvents.prototype;
+  const waiting = deferred();
+  const ended = deferred();
+  let claims = 0;
+  SchedulerRepository.prototype.nextDue = async function (this: SchedulerRepository, ...args: Parameters<typeof nextDue>) {
+    const next = await nextDue.apply(this, args);
+    if (args[0] === schedulerId) waiting.resolve();
+    return next;
+  };
+  SchedulerRepository.prototype.claim = function (this: SchedulerRepository, ...args: Parameters<typeof claim>) {
+    if (args[0] === schedulerId) claims++;
+    return claim.apply(this, args);
+  };
+  SchedulerEvents.prototype.listen = function (this: SchedulerEvents, ...args: Parameters<typeof listen>) {
+    const unlisten = listen.apply(this, args);
+    if (args[0] !== schedulerId) return unlisten;
+    return () => {
+      unlisten();
+      ended.resolve();
+    };
+  };
+  return {
+    waiting: waiting.promise,
+    ended: ended.promise,
+    claims: () => claims,
+    restore() {
+      Object.assign(SchedulerRepository.prototype, { nextDue, claim });
+      SchedulerEvents.prototype.listen = listen;
+    },
+  };
+}
+
+/** Resolves when the server's response to the next request for `path` closes: with whether it had finished. */
+function serverSideClose(server: http.Server, path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      if (req.url !== path) return;
+      server.off('request', onRequest);
+      res.once('close', () => resolve(res.writableFinished));
+    };
+    server.on('request', onRequest);
+  });
 }
 
 describe('scheduler: snapshot stream', () => {
@@ -144,15 +214,26 @@ describe('scheduler: snapshot stream', () => {
 
   it('a reserve whose client disconnects while waiting leases nothing', async () => {
     await h.createScheduler('hangup');
-    const req = http.request({ host: '127.0.0.1', port, path: '/schedulers/hangup/tasks/reserve', method: 'POST', agent: false, headers: { host: 'scheduler.localhost', 'x-api-key': KEY, 'content-type': 'application/json' } });
-    req.on('error', () => {});
-    req.end('{"worktime":"10s"}');
-    await new Promise((r) => setTimeout(r, 200));
-    req.destroy();
-    await new Promise((r) => setTimeout(r, 100));
-    await h.enqueue('hangup', { id: 'kept' });
-    await new Promise((r) => setTimeout(r, 200));
-    const health = (await h.call('GET', '/schedulers/hangup/health')).json();
-    assert.deepEqual([health.scheduled, health.inflight], [1, 0]);
+    const path = '/schedulers/hangup/tasks/reserve';
+    const watch = watchReserve('hangup');
+    try {
+      const cut = serverSideClose(h.service.app.server, path);
+      const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { host: 'scheduler.localhost', 'x-api-key': KEY, 'content-type': 'application/json' } });
+      req.on('error', () => {});
+      // 30 s: the longest a reserve waits; only the disconnect can end it within this test.
+      req.end('{"worktime":"30s"}');
+      await within(watch.waiting, 'the reserve to find nothing due and wait');
+      req.destroy();
+      assert.equal(await within(cut, 'the server to see the disconnect'), false, 'the answer was cut, not finished');
+      const claimsAtClose = watch.claims();
+      // The reserve would take this task if it were still waiting for its client.
+      await h.enqueue('hangup', { id: 'kept' });
+      await within(watch.ended, 'the reserve to end');
+      const health = (await h.call('GET', '/schedulers/hangup/health')).json();
+      assert.deepEqual([health.scheduled, health.inflight], [1, 0], 'nothing is leased to a client that has gone');
+      assert.equal(watch.claims(), claimsAtClose, 'no claim after the server has seen the client go');
+    } finally {
+      watch.restore();
+    }
   });
 });

@@ -1,9 +1,33 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { UUID_V4, assertError } from '../../helpers/envelope.ts';
+import { SchedulerRepository } from '../../../src/services/scheduler/repository.ts';
 import { startScheduler, type SchedulerHarness } from './helpers.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Resolves once a reserve on `schedulerId` has found nothing due and is about to wait: the server
+ * looks up the next due time only then (seen by wrapping the repository, not guessed with a sleep).
+ * Call it before starting the reserve; it fails after 10 s.
+ */
+async function reserveWaits(schedulerId: string): Promise<void> {
+  const { nextDue } = SchedulerRepository.prototype;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`no reserve waited on ${schedulerId} within 10 s`)), 10_000);
+      SchedulerRepository.prototype.nextDue = async function (this: SchedulerRepository, ...args: Parameters<typeof nextDue>) {
+        const next = await nextDue.apply(this, args);
+        if (args[0] === schedulerId) resolve();
+        return next;
+      };
+    });
+  } finally {
+    clearTimeout(timer);
+    SchedulerRepository.prototype.nextDue = nextDue;
+  }
+}
 
 describe('scheduler: tasks', () => {
   let h: SchedulerHarness;
@@ -162,8 +186,10 @@ describe('scheduler: tasks', () => {
     it('long-polls: wakes on an enqueue and on a delayed task coming due', async () => {
       await h.createScheduler('poll');
       const started = Date.now();
+      const waits = reserveWaits('poll');
       const waiting = reserve('poll', '10s');
-      await sleep(150);
+      // Only once the reserve waits: a task already there would be taken without any waking.
+      await waits;
       await h.enqueue('poll', { id: 'arrives' });
       const got = await waiting;
       assert.equal(got.statusCode, 200);
@@ -179,10 +205,17 @@ describe('scheduler: tasks', () => {
 
     it('a reserve waiting on a scheduler that is deleted ends with 404', async () => {
       await h.createScheduler('doomed');
-      const waiting = reserve('doomed', '10s');
-      await sleep(100);
+      // 30 s, the longest a reserve waits: within this test only the delete can end the wait.
+      const waits = reserveWaits('doomed');
+      const waiting = reserve('doomed', '30s');
+      // Only once the reserve waits: one arriving after the delete would be a plain 404.
+      await waits;
       assert.equal((await h.call('DELETE', '/schedulers/doomed')).statusCode, 204);
-      assertError(await waiting, 404, 'not_found');
+      let timer: NodeJS.Timeout | undefined;
+      const ended = await Promise.race([waiting, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), 10_000)))]);
+      clearTimeout(timer);
+      assert.ok(ended, 'the delete ends the wait (not the 30 s deadline)');
+      assertError(ended, 404, 'not_found');
     });
   });
 
