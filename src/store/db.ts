@@ -228,7 +228,7 @@ export async function openPostgres(url: string, max = 10): Promise<SqlConnection
   await sql`select 1`.execute(db);
   return {
     dialect: 'postgres',
-    database: postgresDatabase(db),
+    database: postgresDatabase(pool),
     db,
     pool,
     pgConfig,

@@ -1,5 +1,5 @@
-import type { RootDb } from '../db.ts';
-import { all, driveKysely, type Work } from '../sql-work.ts';
+import type pg from 'pg';
+import { all, type Work } from '../sql-work.ts';
 import type { SqlDatabase, SqlSyntax } from './types.ts';
 
 export const postgresSyntax: SqlSyntax = {
@@ -20,18 +20,59 @@ function errorCode(error: unknown): unknown {
   return (error as { code?: unknown } | null)?.code;
 }
 
-/** The PostgreSQL adapter: each read a query on the pool, each write its own transaction. */
-export function postgresDatabase(kysely: RootDb): SqlDatabase {
+/** `?` placeholders as PostgreSQL's `$1, $2, …`. Statements never contain a literal `?`. */
+function numbered(text: string): string {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+}
+
+/** Drives `work` on one client (inside a transaction) or on the pool (each statement on any client). */
+async function drive<T>(work: Work<T>, client: pg.Pool | pg.PoolClient): Promise<T> {
+  let step = work.next();
+  while (!step.done) {
+    const { text, params, kind } = step.value;
+    let result: unknown;
+    try {
+      const output = await client.query(numbered(text), params as unknown[]);
+      result = kind === 'all' ? output.rows : (output.rowCount ?? 0);
+    } catch (error) {
+      step = work.throw(error);
+      continue;
+    }
+    step = work.next(result);
+  }
+  return step.value;
+}
+
+/** The PostgreSQL adapter: each read on the pool, each write its own transaction on one client. */
+export function postgresDatabase(pool: pg.Pool): SqlDatabase {
   return {
     dialect: 'postgres',
     syntax: postgresSyntax,
     queriesBlockTheProcess: false,
     soleWriter: false,
     read<T>(make: () => Work<T>): Promise<T> {
-      return driveKysely(make(), kysely, 'postgres');
+      return drive(make(), pool);
     },
-    write<T>(make: () => Work<T>): Promise<T> {
-      return kysely.transaction().execute((trx) => driveKysely(make(), trx, 'postgres'));
+    async write<T>(make: () => Work<T>): Promise<T> {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query('begin');
+        try {
+          const value = await drive(make(), client);
+          await client.query('commit');
+          return value;
+        } catch (error) {
+          await client.query('rollback').catch((rollbackError: unknown) => {
+            // A client that cannot even roll back is not given back to the pool.
+            broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+          });
+          throw error;
+        }
+      } finally {
+        client.release(broken);
+      }
     },
     *lockName(space: number, name: string): Work<void> {
       yield* all('select pg_advisory_xact_lock(cast(? as integer), hashtext(?))', space, name);
