@@ -1,8 +1,8 @@
 import { isJsonObject, parseJson, stringifyJson, type JsonValue } from '../../core/json.ts';
 
 /**
- * A change as it travels down the replication tree: one NDJSON line of `/v1/replicate` (kv.md
- * §7.2). `value` is kept as exact JSON text, so integers beyond 2^53 cross every hop unchanged.
+ * A change as it travels down the replication tree: one NDJSON line of `/v1/replicate`.
+ * `value` is kept as exact JSON text, so integers beyond 2^53 cross every hop unchanged.
  * `project` is '' for the default project and is then left out of the line.
  */
 export type Command =

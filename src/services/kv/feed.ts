@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { encodeLine, unixSeconds } from './commands.ts';
 import type { KvStorage } from './storage.ts';
 
-/** Keep-alive interval of a replication stream (kv.md §7.3: 15 s). */
+/** Keep-alive interval of a replication stream (15 s). */
 export const PING_INTERVAL_MS = 15_000;
 /** Keys read per baseline batch, and log entries per catch-up read. */
 const BATCH = 1_000;
@@ -29,7 +29,7 @@ interface Subscriber {
 }
 
 /**
- * The parent side of replication (kv.md §7.2–7.3): every `/v1/replicate` subscriber gets a
+ * The parent side of replication: every `/v1/replicate` subscriber gets a
  * baseline (or, with `?since=<seq>`, the log after that seq), a PING, then every applied command
  * in log order. Commands are published by log id after their commit; a small reorder buffer keeps
  * the order even when commits' continuations run out of turn.

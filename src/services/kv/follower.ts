@@ -12,9 +12,9 @@ function isCommand(line: StreamLine): line is Command {
 export interface FollowerOptions {
   parentUrl: string;
   headers: Record<string, string>;
-  /** No line for this long means the parent is gone (kv.md §7.4: three ping intervals). */
+  /** No line for this long means the parent is gone (three ping intervals). */
   silenceMs?: number;
-  /** Reconnect back-off: first delay, doubling up to the maximum (kv.md §7.4: 0.5 s to 30 s). */
+  /** Reconnect back-off: first delay, doubling up to the maximum (0.5 s to 30 s). */
   backoffMs?: number;
   maxBackoffMs?: number;
 }
@@ -24,7 +24,7 @@ export interface FollowerCounters {
 }
 
 /**
- * The replica side of replication (kv.md §7.4): subscribes to the parent's `/v1/replicate`,
+ * The replica side of replication: subscribes to the parent's `/v1/replicate`,
  * applies its baseline and live commands, passes them on to this node's own children, and
  * reconnects with back-off when the stream breaks. With a complete local copy it asks to resume
  * after its last seq (`?since=`), and the parent sends a baseline only when its log cannot.

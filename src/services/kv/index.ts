@@ -5,7 +5,7 @@ import type { MigrationSet } from '../../store/migrate.ts';
 import { ReplicationFeed } from './feed.ts';
 import { ParentFollower } from './follower.ts';
 import { parentHeaders } from './parent.ts';
-import { registerKvRoutes, type KvCounters, type KvNode } from './routes.ts';
+import { registerKvRoutes, type KvCounters, type KvNode } from './routes/index.ts';
 import { KvStorage } from './storage.ts';
 
 /** Log entries a node keeps for children to resume from (about; trimmed every few seconds). */
@@ -26,7 +26,7 @@ export interface KvOptions {
 const noMigrations: MigrationSet = { owner: 'kv', migrations: [] };
 
 /**
- * The key-value node (kv.md): collections of JSON values, durable in the node's own SQLite file,
+ * The key-value node (see its README): collections of JSON values, durable in the node's own SQLite file,
  * replicated down a tree of nodes (`--kv-parent` / `KV_PARENT_URL` makes this node a replica).
  */
 export function createKvService(options: KvOptions = {}): ServiceDefinition {

@@ -1,0 +1,71 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { IDENTITY_HEADER, PROJECT_HEADER, parseIdentity } from '../../../core/identity.ts';
+import { isoSeconds } from '../commands.ts';
+import { KvErrors } from '../errors.ts';
+import type { ReplicationFeed } from '../feed.ts';
+import type { ParentFollower } from '../follower.ts';
+import type { KvStorage } from '../storage.ts';
+
+export interface KvCounters {
+  writes: number;
+  reads: number;
+  commandsSent: number;
+  commandsReceived: number;
+}
+
+/** What every route of the node works with. */
+export interface KvNode {
+  name: string;
+  parentUrl: string | undefined;
+  parentHeaders: Record<string, string>;
+  startedAt: number;
+  storage: KvStorage;
+  feed: ReplicationFeed;
+  follower: ParentFollower | undefined;
+  counters: KvCounters;
+}
+
+const PROJECT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+export const roleOf = (node: KvNode) => (node.parentUrl ? 'replica' : 'primary');
+/** A primary has no parent to lose, so it counts as connected. */
+export const parentConnected = (node: KvNode) => (node.follower ? node.follower.connected : true);
+export const uptimeSeconds = (node: KvNode) => Math.floor((Date.now() - node.startedAt) / 1000);
+
+const present = (value: string | string[] | undefined) => typeof value === 'string' && value.length > 0;
+
+/** The internal port's rule: one accepted credential form present (empty values count as absent), else 403. */
+export function requirePresence(request: FastifyRequest): void {
+  const h = request.headers;
+  if (present(h[IDENTITY_HEADER]) || (present(h.apikey) && present(h.secret)) || (present(h['api-key']) && present(h['api-secret']))) return;
+  throw KvErrors.credentialsRequired();
+}
+
+/** The request's project: `X-Project-Id`, else the identity's `project.id`, else '' (the default one). */
+export function projectOf(request: FastifyRequest): string {
+  const header = request.headers[PROJECT_HEADER];
+  const project = typeof header === 'string' && header !== '' ? header : (parseIdentity(request.headers[IDENTITY_HEADER])?.project?.id ?? '');
+  if (project !== '' && !PROJECT_ID.test(project)) throw KvErrors.invalidProject();
+  return project;
+}
+
+/** The key: everything after `/keys/` in the raw path, percent-decoded, slashes included. */
+export function keyOf(request: FastifyRequest): string {
+  const path = (request.raw.url ?? '').split('?')[0]!;
+  const at = path.indexOf('/keys/', '/v1/collections/'.length);
+  let key: string;
+  try {
+    key = decodeURIComponent(path.slice(at + '/keys/'.length));
+  } catch {
+    throw KvErrors.keyNotPercentEncoded();
+  }
+  if (key === '') throw KvErrors.emptyKey();
+  return key;
+}
+
+/** Sends JSON text as it is: stored values are exact JSON text (integers beyond 2^53 included). */
+export const json = (reply: FastifyReply, text: string, status = 200) => reply.code(status).type('application/json; charset=utf-8').send(text);
+
+export function entryJson(e: { key: string; value: string; version: number; updatedAt: number }): string {
+  return `{"key":${JSON.stringify(e.key)},"value":${e.value},"version":${e.version},"updatedAt":"${isoSeconds(e.updatedAt)}"}`;
+}

@@ -1,0 +1,44 @@
+import type { FastifyReply } from 'fastify';
+import { Type } from 'typebox';
+import type { ServiceApp } from '../../../core/app.ts';
+import { KvErrors } from '../errors.ts';
+import { errorBody, health } from '../schemas.ts';
+import { parentConnected, roleOf, type KvNode } from './common.ts';
+
+const healthSchema = (summary: string) => ({ tags: ['health'], summary, response: { 200: health, 500: errorBody } });
+
+const readySchema = {
+  tags: ['health'],
+  summary: 'Ready: state loaded and, on a replica, connected with a complete baseline; 503 otherwise',
+  response: { 200: Type.Unknown(), 503: Type.Unknown() },
+};
+
+/** The health checks, public on both ports. State is loaded before the node listens, so started = alive. */
+export function registerHealthRoutes(app: ServiceApp, node: KvNode): void {
+  const alive = (reply: FastifyReply) => {
+    try {
+      node.storage.totals();
+    } catch {
+      throw KvErrors.storageUnreadable();
+    }
+    return reply.send({ ok: true, node: node.name, role: roleOf(node) });
+  };
+
+  app.get('/livez', { schema: healthSchema('Alive: the node can read its storage') }, async (_request, reply) => alive(reply));
+  app.get('/healthz', { schema: healthSchema('Same as /livez') }, async (_request, reply) => alive(reply));
+  app.get('/startupz', { schema: healthSchema('Started: local state is loaded (it is before the node listens)') }, async (_request, reply) => alive(reply));
+
+  app.get('/readyz', { schema: readySchema }, async (_request, reply) => {
+    const ready = node.follower ? node.follower.ready : true;
+    const connected = parentConnected(node);
+    return reply.code(ready ? 200 : 503).send({
+      ok: ready,
+      node: node.name,
+      role: roleOf(node),
+      ready,
+      status: ready ? 'ok' : 'unavailable',
+      parent_connected: connected,
+      checks: { wal_replayed: true, parent_connected: connected },
+    });
+  });
+}

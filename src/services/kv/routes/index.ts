@@ -1,0 +1,24 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ServiceApp } from '../../../core/app.ts';
+import { registerCollectionRoutes } from './collections.ts';
+import { requirePresence, type KvNode } from './common.ts';
+import { registerHealthRoutes } from './health.ts';
+import { registerKeyRoutes } from './keys.ts';
+import { registerReplicateRoute } from './replicate.ts';
+import { registerStatusRoutes } from './status.ts';
+
+export type { KvCounters, KvNode } from './common.ts';
+
+/** Every endpoint of the node: health checks open to all, every `/v1/…` route behind the presence check. */
+export function registerKvRoutes(app: ServiceApp, node: KvNode): void {
+  registerHealthRoutes(app, node);
+
+  app.register(async (plain) => {
+    const v1 = plain.withTypeProvider<TypeBoxTypeProvider>();
+    v1.addHook('preHandler', async (request) => requirePresence(request));
+    registerStatusRoutes(v1, node);
+    registerCollectionRoutes(v1, node);
+    registerKeyRoutes(v1, node);
+    registerReplicateRoute(v1, node);
+  });
+}
