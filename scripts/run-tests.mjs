@@ -41,11 +41,16 @@ const files = only.length > 0 ? only : collect('test');
 const env = { ...process.env, STRATUS_TEST_DB: pg ? 'postgres' : 'sqlite', LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' };
 if (!pg) delete env.DATABASE_URL;
 
+// Per test and per hook, not per file or describe block: 5 min, 1.6x the slowest test seen (1 GiB files, 186 s on PostgreSQL, loaded machine).
+const TEST_TIMEOUT_MS = 300_000;
+
 function run(list, concurrency) {
   return new Promise((resolve) => {
+    // --test-force-exit ends a file's process once its tests are done, so a timed-out test whose
+    // timers or sockets are still alive fails the run instead of keeping the process, and CI, waiting.
     const child = spawn(
       process.execPath,
-      ['--no-node-snapshot', '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...list],
+      ['--no-node-snapshot', '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-force-exit', '--test-reporter=spec', ...list],
       { stdio: 'inherit', env },
     );
     child.on('exit', (code, signal) => resolve(signal ? 1 : (code ?? 1)));

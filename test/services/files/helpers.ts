@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createFilesService, type FilesServiceOptions } from '../../../src/services/files/index.ts';
 import { asUser, call, jsonOf, startTestService, type TestService } from '../../helpers/service.ts';
@@ -46,6 +47,20 @@ export async function upload(service: TestService, owner: string, bucket: string
 export const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 export const md5 = (data: string | Buffer) => createHash('md5').update(data).digest('hex');
 
+/**
+ * The blob directory of a SQLite-mode service, which must exist (the small-blob store keeps
+ * blobs/inline.db in it from the start): a check of what is or is not in it must not pass because
+ * the blobs went somewhere else.
+ */
+async function blobDirectory(service: TestService): Promise<string> {
+  const { stat } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  const root = join(service.database.dataDir, 'blobs');
+  const info = await stat(root).catch(() => null);
+  assert.ok(info?.isDirectory(), `the blob directory ${root} is missing: has the blob store's layout changed? (see src/store/index.ts)`);
+  return root;
+}
+
 /** Every blob file under a directory blob store (SQLite mode), or every blob row (PostgreSQL). */
 export async function storedBlobs(service: TestService): Promise<string[]> {
   const { sql } = service.store;
@@ -55,17 +70,12 @@ export async function storedBlobs(service: TestService): Promise<string[]> {
     const result = await sql.pool!.query<{ sha256: string }>('select sha256 from stratus_blobs order by sha256');
     return result.rows.map((row) => row.sha256);
   }
-  const root = join(service.database.dataDir, 'blobs');
+  const root = await blobDirectory(service);
   const found: string[] = [];
+  // Blobs are at <aa>/<bb>/<sha256> (src/store/blob/directory.ts); anything else in the way fails.
   const walk = async (dir: string, depth: number): Promise<void> => {
-    let entries: string[];
-    try {
-      entries = await readdir(dir);
-    } catch {
-      return;
-    }
-    for (const name of entries) {
-      if (name === '.tmp' || name.startsWith('inline.db')) continue;
+    for (const name of await readdir(dir)) {
+      if (depth === 0 && (name === '.tmp' || name.startsWith('inline.db'))) continue;
       if (depth === 2) found.push(name);
       else await walk(join(dir, name), depth + 1);
     }
@@ -91,11 +101,18 @@ export async function pendingUploads(service: TestService): Promise<number> {
   }
   const { readdir } = await import('node:fs/promises');
   const { join } = await import('node:path');
+  const root = await blobDirectory(service);
   try {
-    return (await readdir(join(service.database.dataDir, 'blobs', '.tmp'))).length;
-  } catch {
-    return 0;
+    return (await readdir(join(root, '.tmp'))).length;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
+  // The directory store makes .tmp before it writes anything, and the small-blob store writes only
+  // inline.db; so no .tmp is right only while nothing but inline.db is in the blob directory (an
+  // upload refused within the inline limit never reaches the directory store).
+  const others = (await readdir(root)).filter((name) => !name.startsWith('inline.db'));
+  assert.deepEqual(others, [], `${join(root, '.tmp')} is missing though the blob directory holds ${others.join(', ')}: where do temp files go now?`);
+  return 0;
 }
 
 export async function waitUntil(predicate: () => Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> {
