@@ -1,12 +1,12 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { unauthorized } from '../../core/errors.ts';
+import { SchedulerErrors } from './errors.ts';
 import type { SchedulerRepository } from './repository.ts';
 
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 
 /**
- * The scheduler API keys (decision 19). Only their SHA-256 digests are kept in memory, and every
+ * The scheduler API keys (README: generated key). Only their SHA-256 digests are kept in memory, and every
  * check compares the presented key's digest with every key in constant time.
  */
 export class SchedulerKeys {
@@ -27,11 +27,11 @@ export class SchedulerKeys {
   /** Throws 401 unless the request carries a valid key in X-API-Key or Authorization: Bearer. */
   check(request: FastifyRequest): void {
     const presented = presentedKey(request);
-    if (presented === undefined) throw unauthorized('a scheduler API key is required (X-API-Key or Authorization: Bearer)');
+    if (presented === undefined) throw SchedulerErrors.keyRequired();
     const hash = digest(presented);
     let ok = false;
     for (const known of this.digests) ok = timingSafeEqual(hash, known) || ok;
-    if (!ok) throw unauthorized('invalid scheduler API key');
+    if (!ok) throw SchedulerErrors.keyInvalid();
   }
 }
 

@@ -1,7 +1,7 @@
 import { DurationError, parseDurationMs } from '../../core/duration.ts';
-import { validationError } from '../../core/errors.ts';
+import { SchedulerErrors } from './errors.ts';
 
-/** Outputs are whole seconds, truncated (scheduler.md §1); arithmetic keeps milliseconds. */
+/** Outputs are whole seconds, truncated (README: output timestamps); arithmetic keeps milliseconds. */
 export function formatTime(ms: number): string {
   return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
@@ -13,7 +13,7 @@ export function parseTime(field: string, text: string): number {
   const match = RFC3339.exec(text);
   const ms = match ? Date.parse(text.replace(/(\.\d{3})\d+/, '$1')) : NaN;
   if (!match || Number.isNaN(ms) || Number(match[2]) > 12 || Number(match[3]) > 31 || Number(match[4]) > 23 || Number(match[5]) > 59 || Number(match[6]) > 60) {
-    throw validationError(`${field} must be an RFC 3339 time such as 2025-06-21T12:01:01Z`);
+    throw SchedulerErrors.invalidTime(field);
   }
   return ms;
 }
@@ -23,12 +23,12 @@ export function parseDuration(field: string, text: string): number {
   try {
     return parseDurationMs(text);
   } catch (error) {
-    if (error instanceof DurationError) throw validationError(`${field}: ${error.message}`);
+    if (error instanceof DurationError) throw SchedulerErrors.invalidDuration(field, error.message);
     throw error;
   }
 }
 
-/** The longest lease a reserve may take (scheduler.md §6.3 leaves it open). */
+/** The longest lease a reserve may take (README: maximum worktime). */
 export const MAX_WORKTIME_MS = 24 * 3600 * 1000;
 /** The latest instant the service stores: far beyond any real use, well inside Date's range. */
 export const MAX_TIME_MS = Date.UTC(9999, 11, 31, 23, 59, 59);
@@ -37,10 +37,10 @@ export const MIN_TIME_MS = -62_135_596_800_000; // 0001-01-01T00:00:00Z
 
 /** The due time of `delay` / `future` (exactly one or neither); undefined when neither is given. */
 export function dueTime(body: { delay?: string; future?: string }, now: number): number | undefined {
-  if (body.delay !== undefined && body.future !== undefined) throw validationError('give either delay or future, not both');
+  if (body.delay !== undefined && body.future !== undefined) throw SchedulerErrors.delayAndFuture();
   let due: number | undefined;
   if (body.delay !== undefined) due = now + parseDuration('delay', body.delay);
   else if (body.future !== undefined) due = parseTime('future', body.future);
-  if (due !== undefined && (due > MAX_TIME_MS || due < MIN_TIME_MS)) throw validationError('the due time is out of range (years 0001–9999)');
+  if (due !== undefined && (due > MAX_TIME_MS || due < MIN_TIME_MS)) throw SchedulerErrors.dueTimeOutOfRange();
   return due;
 }
