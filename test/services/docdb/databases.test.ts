@@ -1,8 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { verify } from '@node-rs/bcrypt';
-import { sql } from 'kysely';
 import { newId } from '../../../src/core/ids.ts';
+import { all, first, run } from '../../../src/store/sql-work.ts';
 import type { TestService } from '../../helpers/service.ts';
 import {
   as,
@@ -39,8 +39,8 @@ async function listDatabases(user: string): Promise<Summary[]> {
 }
 
 async function storedHash(key: string): Promise<string | undefined> {
-  const result = await sql<{ secret_hash: string }>`select secret_hash from docdb_api_keys where key = ${key}`.execute(service.store.sql.db);
-  return result.rows[0]?.secret_hash;
+  const row = await service.store.sql.database.read(() => first<{ secret_hash: string }>('select secret_hash from docdb_api_keys where key = ?', key));
+  return row?.secret_hash;
 }
 
 const dbUrl = (id: string, suffix = '') => `/v1/databases/${id}${suffix}`;
@@ -257,13 +257,14 @@ describe('DELETE /v1/databases/{id}', () => {
     const keep = await createDatabase(service, 'del-cascade');
     await createApiKey(service, db.id, as('del-cascade'));
     await createApiKey(service, keep.id, as('del-cascade'));
-    const kysely = service.store.sql.db;
     for (const id of [db.id, keep.id]) {
-      await sql`insert into docdb_collections (database_id, name) values (${id}, ${'c'})`.execute(kysely);
-      const collection = await sql<{ id: number }>`select id from docdb_collections where database_id = ${id}`.execute(kysely);
-      const collectionId = Number(collection.rows[0]?.id);
-      await sql`insert into docdb_documents (collection_id, body) values (${collectionId}, ${'{"a":1}'})`.execute(kysely);
-      await sql`insert into docdb_indexes (collection_id, name, definition) values (${collectionId}, ${'i'}, ${'{}'})`.execute(kysely);
+      await service.store.sql.database.write(function* () {
+        yield* run('insert into docdb_collections (database_id, name) values (?, ?)', id, 'c');
+        const collection = yield* first<{ id: number }>('select id from docdb_collections where database_id = ?', id);
+        const collectionId = Number(collection?.id);
+        yield* run('insert into docdb_documents (collection_id, body) values (?, ?)', collectionId, '{"a":1}');
+        yield* run('insert into docdb_indexes (collection_id, name, definition) values (?, ?, ?)', collectionId, 'i', '{}');
+      });
     }
     const count = async (id: string) => ({
       keys: await countRows(service, 'docdb_api_keys', { column: 'database_id', value: id }),
@@ -316,8 +317,8 @@ describe('POST /v1/databases/{id}:createApiKey', () => {
     assert.ok(hash);
     assert.match(hash, /^\$2[aby]\$10\$/);
     assert.equal(await verify(created.secret, hash), true);
-    const rows = await sql`select * from docdb_api_keys where key = ${created.key}`.execute(service.store.sql.db);
-    assert.ok(!JSON.stringify(rows.rows).includes(created.secret), 'the secret appears in no column');
+    const rows = await service.store.sql.database.read(() => all('select * from docdb_api_keys where key = ?', created.key));
+    assert.ok(!JSON.stringify(rows).includes(created.secret), 'the secret appears in no column');
     for (const response of [
       await call(service, 'GET', dbUrl(db.id), as('key-hash')),
       await call(service, 'GET', '/v1/databases', as('key-hash')),

@@ -1,8 +1,8 @@
 import type { DatabaseRecord } from '../../../src/services/docdb/databases.ts';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
-import { sql } from 'kysely';
 import { docdbService } from '../../../src/services/docdb/index.ts';
+import { first } from '../../../src/store/sql-work.ts';
 import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
 
 export { assertError, UUID_V4 } from '../../helpers/envelope.ts';
@@ -77,11 +77,11 @@ export async function getDatabase(service: TestService, databaseId: string, cred
 
 /** Number of rows in one of docdb's tables, straight from the database. */
 export async function countRows(service: TestService, table: string, where?: { column: string; value: string | number }): Promise<number> {
-  const query = where
-    ? sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)} where ${sql.ref(where.column)} = ${where.value}`
-    : sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)}`;
-  const result = await query.execute(service.store.sql.db);
-  return Number(result.rows[0]?.n);
+  // `table` and `column` are constants of the tests, never input.
+  const row = await service.store.sql.database.read(() =>
+    where ? first<{ n: number }>(`select count(*) as n from ${table} where ${where.column} = ?`, where.value) : first<{ n: number }>(`select count(*) as n from ${table}`),
+  );
+  return Number(row?.n);
 }
 
 export { nextMessage } from '../../helpers/notifier.ts';
