@@ -1,26 +1,6 @@
-import { sql, type Generated, type Kysely } from 'kysely';
 import type { SqlConnection } from '../../store/db.ts';
-
-type ApikeysTables = {
-  apikeys_keys: {
-    seq: Generated<number>;
-    key: string;
-    owner: string;
-    name: string;
-    secret_hash: string;
-    scopes: string;
-    created_at: string;
-  };
-  apikeys_projects: {
-    seq: Generated<number>;
-    id: string;
-    name: string;
-    slug: string;
-    owners: string;
-    created_at: string;
-  };
-  apikeys_project_owners: { project_id: string; user_id: string };
-};
+import { all, first, run } from '../../store/sql-work.ts';
+import type { SqlDatabase } from '../../store/sql/types.ts';
 
 /** Where a key is valid (apikeys.md §2.2); always stored with both members present. */
 export interface Scope {
@@ -60,9 +40,9 @@ export interface Project {
 
 type ProjectRow = { id: string; name: string; slug: string; owners: string; created_at: string };
 
-const PROJECT_COLUMNS = ['id', 'name', 'slug', 'owners', 'created_at'] as const;
-
-const tables = (connection: SqlConnection): Kysely<ApikeysTables> => connection.db.withTables<ApikeysTables>();
+const PROJECT_COLUMNS = 'id, name, slug, owners, created_at';
+/** The same columns of `apikeys_projects as p`, for joins. */
+const P_PROJECT_COLUMNS = 'p.id, p.name, p.slug, p.owners, p.created_at';
 
 function toProject(row: ProjectRow): Project {
   return { id: row.id, name: row.name, slug: row.slug, owners: JSON.parse(row.owners) as string[], created_at: row.created_at };
@@ -83,55 +63,56 @@ function isSlugConflict(error: unknown): boolean {
 export async function findApiKey(connection: SqlConnection, key: string): Promise<StoredApiKey | null> {
   type Row = { key: string; owner: string; secret_hash: string; scopes: string };
   // Every request with an Api-Key the cache does not hold asks this (database keys of docdb pass
-  // through the gateway too), so SQLite answers it synchronously when it can.
-  const direct = connection.direct?.run((prepare) => prepare('select key, owner, secret_hash, scopes from apikeys_keys where key = ?').get(key) as Row | undefined);
-  const row = direct ? direct.value : await tables(connection).selectFrom('apikeys_keys').select(['key', 'owner', 'secret_hash', 'scopes']).where('key', '=', key).executeTakeFirst();
+  // through the gateway too): one keyed read, which the port answers synchronously on SQLite when
+  // the connection is free.
+  const row = await connection.database.read(() => first<Row>('select key, owner, secret_hash, scopes from apikeys_keys where key = ?', key));
   return row ? { key: row.key, owner: row.owner, secretHash: row.secret_hash, scopes: JSON.parse(row.scopes) as Scope[] } : null;
 }
 
 /** The project whose host is `<slug>.<domain>`; null when no project has that slug. */
 export async function findProjectBySlug(connection: SqlConnection, slug: string): Promise<Project | null> {
-  const row = await tables(connection).selectFrom('apikeys_projects').select(PROJECT_COLUMNS).where('slug', '=', slug).executeTakeFirst();
+  const row = await connection.database.read(() => first<ProjectRow>(`select ${PROJECT_COLUMNS} from apikeys_projects where slug = ?`, slug));
   return row ? toProject(row) : null;
 }
 
 export async function findProjectById(connection: SqlConnection, id: string): Promise<Project | null> {
-  const row = await tables(connection).selectFrom('apikeys_projects').select(PROJECT_COLUMNS).where('id', '=', id).executeTakeFirst();
+  const row = await connection.database.read(() => first<ProjectRow>(`select ${PROJECT_COLUMNS} from apikeys_projects where id = ?`, id));
   return row ? toProject(row) : null;
 }
 
 /** Every project of every user, in creation order (the gateway's routing table). */
 export async function listAllProjects(connection: SqlConnection): Promise<Project[]> {
-  const rows = await tables(connection).selectFrom('apikeys_projects').select(PROJECT_COLUMNS).orderBy('seq').execute();
+  const rows = await connection.database.read(() => all<ProjectRow>(`select ${PROJECT_COLUMNS} from apikeys_projects order by seq`));
   return rows.map(toProject);
 }
 
 /** The apikeys service's only door to storage. Every method that takes `owner` only sees that user's rows. */
 export class ApikeysRepository {
   private readonly connection: SqlConnection;
-  private readonly db: Kysely<ApikeysTables>;
+  private readonly sql: SqlDatabase;
 
   constructor(connection: SqlConnection) {
     this.connection = connection;
-    this.db = tables(connection);
+    this.sql = connection.database;
   }
 
   async createKey(key: NewApiKey): Promise<void> {
-    await this.db
-      .insertInto('apikeys_keys')
-      .values({
-        key: key.key,
-        owner: key.owner,
-        name: key.name,
-        secret_hash: key.secretHash,
-        scopes: JSON.stringify(key.scopes),
-        created_at: key.createdAt,
-      })
-      .execute();
+    const scopes = JSON.stringify(key.scopes);
+    await this.sql.write(() =>
+      run(
+        'insert into apikeys_keys (key, owner, name, secret_hash, scopes, created_at) values (?, ?, ?, ?, ?, ?)',
+        key.key,
+        key.owner,
+        key.name,
+        key.secretHash,
+        scopes,
+        key.createdAt,
+      ),
+    );
   }
 
   async listKeys(owner: string): Promise<ApiKeySummary[]> {
-    const rows = await this.db.selectFrom('apikeys_keys').select(['key', 'name', 'scopes']).where('owner', '=', owner).orderBy('seq').execute();
+    const rows = await this.sql.read(() => all<{ key: string; name: string; scopes: string }>('select key, name, scopes from apikeys_keys where owner = ? order by seq', owner));
     return rows.map((row) => ({ key: row.key, name: row.name, scopes: JSON.parse(row.scopes) as Scope[] }));
   }
 
@@ -141,8 +122,8 @@ export class ApikeysRepository {
 
   /** Deletes the owner's key; false when it does not exist or belongs to someone else. */
   async deleteKey(owner: string, key: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('apikeys_keys').where('key', '=', key).where('owner', '=', owner).executeTakeFirst();
-    return Number(result.numDeletedRows) > 0;
+    const deleted = await this.sql.write(() => run('delete from apikeys_keys where key = ? and owner = ?', key, owner));
+    return deleted > 0;
   }
 
   /**
@@ -151,16 +132,18 @@ export class ApikeysRepository {
    * slug cannot both succeed, on either database.
    */
   async createProject(project: Project): Promise<boolean> {
+    const owners = JSON.stringify(project.owners);
     try {
-      await this.db.transaction().execute(async (trx) => {
-        await trx
-          .insertInto('apikeys_projects')
-          .values({ id: project.id, name: project.name, slug: project.slug, owners: JSON.stringify(project.owners), created_at: project.created_at })
-          .execute();
-        await trx
-          .insertInto('apikeys_project_owners')
-          .values(project.owners.map((user_id) => ({ project_id: project.id, user_id })))
-          .execute();
+      await this.sql.write(function* () {
+        yield* run(
+          'insert into apikeys_projects (id, name, slug, owners, created_at) values (?, ?, ?, ?, ?)',
+          project.id,
+          project.name,
+          project.slug,
+          owners,
+          project.created_at,
+        );
+        for (const userId of project.owners) yield* run('insert into apikeys_project_owners (project_id, user_id) values (?, ?)', project.id, userId);
       });
       return true;
     } catch (error) {
@@ -170,46 +153,48 @@ export class ApikeysRepository {
   }
 
   async slugTaken(slug: string): Promise<boolean> {
-    const row = await this.db.selectFrom('apikeys_projects').select(sql<number>`1`.as('one')).where('slug', '=', slug).executeTakeFirst();
+    const row = await this.sql.read(() => first('select 1 as one from apikeys_projects where slug = ?', slug));
     return row !== undefined;
   }
 
   async listProjects(owner: string): Promise<Project[]> {
-    const rows = await this.db
-      .selectFrom('apikeys_projects as p')
-      .innerJoin('apikeys_project_owners as o', 'o.project_id', 'p.id')
-      .select(['p.id', 'p.name', 'p.slug', 'p.owners', 'p.created_at'])
-      .where('o.user_id', '=', owner)
-      .orderBy('p.seq')
-      .execute();
+    const rows = await this.sql.read(() =>
+      all<ProjectRow>(
+        `select ${P_PROJECT_COLUMNS} from apikeys_projects p join apikeys_project_owners o on o.project_id = p.id
+          where o.user_id = ? order by p.seq`,
+        owner,
+      ),
+    );
     return rows.map(toProject);
   }
 
   /** The project when `owner` owns it; null otherwise, so foreign projects look like missing ones. */
   async getProject(owner: string, id: string): Promise<Project | null> {
-    const row = await this.db
-      .selectFrom('apikeys_projects as p')
-      .innerJoin('apikeys_project_owners as o', 'o.project_id', 'p.id')
-      .select(['p.id', 'p.name', 'p.slug', 'p.owners', 'p.created_at'])
-      .where('p.id', '=', id)
-      .where('o.user_id', '=', owner)
-      .executeTakeFirst();
+    const row = await this.sql.read(() =>
+      first<ProjectRow>(
+        `select ${P_PROJECT_COLUMNS} from apikeys_projects p join apikeys_project_owners o on o.project_id = p.id
+          where p.id = ? and o.user_id = ?`,
+        id,
+        owner,
+      ),
+    );
     return row ? toProject(row) : null;
   }
 
   /** Deletes a project `owner` owns and returns it (its slug is free at once); null when not owned or missing. */
   async deleteProject(owner: string, id: string): Promise<Project | null> {
-    return this.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .deleteFrom('apikeys_projects')
-        .where('id', '=', id)
-        .where('id', 'in', trx.selectFrom('apikeys_project_owners').select('project_id').where('user_id', '=', owner))
-        .returning(PROJECT_COLUMNS)
-        .executeTakeFirst();
-      if (!row) return null;
+    const row = await this.sql.write(function* () {
+      const deleted = yield* first<ProjectRow>(
+        `delete from apikeys_projects where id = ? and id in (select project_id from apikeys_project_owners where user_id = ?)
+          returning ${PROJECT_COLUMNS}`,
+        id,
+        owner,
+      );
+      if (!deleted) return undefined;
       // The foreign key cascades too; deleting here keeps the table clean even if it is off.
-      await trx.deleteFrom('apikeys_project_owners').where('project_id', '=', id).execute();
-      return toProject(row);
+      yield* run('delete from apikeys_project_owners where project_id = ?', id);
+      return deleted;
     });
+    return row ? toProject(row) : null;
   }
 }

@@ -446,16 +446,18 @@ export async function linkOrCreateUser(conn: SqlConnection, provider: ProviderSe
 
   let user: User;
   try {
-    user = await createUser(conn, { email, ...profile });
+    // The user and its link are one transaction: a concurrent sign-in of the same identity that the
+    // email refuses finds this user through the link at once (no moment with the user unlinked).
+    user = await createUser(conn, { email, ...profile }, { provider: provider.name, subject });
   } catch (error) {
     if (!isConflict(error)) throw error;
-    // A concurrent sign-in of the same identity created the user first.
+    // A concurrent sign-in of the same identity created the user (and its link) first, or linked
+    // the identity to another user: the identity then leads to that user.
     const raced = await findUserByIdentity(conn, provider.name, subject);
     if (raced) return { user: raced, created: false, linked: false };
     return { user: null, reason: 'email_taken', message: 'an account with this email already exists' };
   }
-  const winner = await link(conn, provider, subject, user);
-  return { user: winner, created: winner.id === user.id, linked: true };
+  return { user, created: true, linked: true };
 }
 
 /** Links (provider, subject) to `user`; if a concurrent request linked it first, returns that link's user. */
