@@ -1,10 +1,11 @@
-import { conflict, validationError } from '../../core/errors.ts';
+import { validationError } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
+import type { JsonObject } from '../../core/json.ts';
 import type { BlobRefs } from '../../store/blob/refs.ts';
 import { all, first, run, type Work } from '../../store/sql-work.ts';
 import type { SqlDatabase } from '../../store/sql/types.ts';
+import { FilesErrors } from './errors.ts';
 import { fileHolder } from './files.ts';
-import { jsonObject } from './json.ts';
 import { parseNs, rfc3339Ns, type NanoClock } from './timestamps.ts';
 
 export const MAX_BUCKET_NAME_LENGTH = 64;
@@ -35,17 +36,17 @@ function toRecord(row: BucketRow): BucketRecord {
   return { id: row.id, projectId: row.project_id, createdNs: parseNs(row.created_ns), owners: JSON.parse(row.owners) as string[], name: row.name, description: row.description };
 }
 
-/** The Bucket object (files.md §2). */
-export function bucketJson(bucket: BucketRecord): string {
-  return jsonObject({ id: bucket.id, project_id: bucket.projectId, created_timestamp: bucket.createdNs, owners: bucket.owners, name: bucket.name, description: bucket.description });
+/** The Bucket object; `created_timestamp` stays a bigint for core's exact JSON writing. */
+export function bucketJson(bucket: BucketRecord): JsonObject {
+  return { id: bucket.id, project_id: bucket.projectId, created_timestamp: bucket.createdNs, owners: bucket.owners, name: bucket.name, description: bucket.description };
 }
 
 /** A bucket list item: with `created_h`, without `project_id`. */
-export function bucketListItemJson(bucket: BucketRecord): string {
-  return jsonObject({ id: bucket.id, name: bucket.name, description: bucket.description, created_timestamp: bucket.createdNs, created_h: rfc3339Ns(bucket.createdNs), owners: bucket.owners });
+export function bucketListItemJson(bucket: BucketRecord): JsonObject {
+  return { id: bucket.id, name: bucket.name, description: bucket.description, created_timestamp: bucket.createdNs, created_h: rfc3339Ns(bucket.createdNs), owners: bucket.owners };
 }
 
-/** Validates create input (files.md §3.2); returns the trimmed name ('' = use the id). */
+/** Validates create input; returns the trimmed name ('' = use the id). */
 export function checkBucketInput(input: { name?: unknown; description?: unknown }): { name: string; description: string } {
   const name = input.name === undefined ? '' : input.name;
   const description = input.description === undefined ? '' : input.description;
@@ -82,7 +83,7 @@ export class BucketRepository {
         ),
       );
     } catch (error) {
-      if (this.work.isUniqueViolation(error)) throw conflict('bucket already exists');
+      if (this.work.isUniqueViolation(error)) throw FilesErrors.bucketExists();
       throw error;
     }
     return record;

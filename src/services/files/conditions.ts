@@ -1,6 +1,6 @@
 /**
- * Conditional and range requests for downloads (files.md §4.3, RFC 9110 §13 and §14), as pure
- * functions of the request headers and the file's validators.
+ * Conditional and range requests for downloads (RFC 9110 §13 and §14), as pure functions of the
+ * request headers and the file's validators.
  */
 
 export interface Validators {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import type { JsonObject } from '../../core/json.ts';
 import type { BlobPin, BlobRefs } from '../../store/blob/refs.ts';
 import { all, first, run, type Work } from '../../store/sql-work.ts';
 import type { SqlDatabase } from '../../store/sql/types.ts';
-import { jsonObject } from './json.ts';
 import { parseNs, type NanoClock } from './timestamps.ts';
 
 export interface FileRecord {
@@ -58,9 +58,9 @@ function toRecord(row: FileRow): FileRecord {
   };
 }
 
-/** The File object (files.md §2); list items leave out `uuid`. */
-export function fileJson(file: FileRecord, withUuid = true): string {
-  return jsonObject({
+/** The File object (timestamps stay bigints for core's exact JSON writing); list items leave out `uuid`. */
+export function fileJson(file: FileRecord, withUuid = true): JsonObject {
+  return {
     id: file.id,
     ...(withUuid ? { uuid: file.uuid } : {}),
     created_timestamp: file.createdNs,
@@ -73,7 +73,7 @@ export function fileJson(file: FileRecord, withUuid = true): string {
     hash_md5: file.md5,
     hash_sha256: file.sha256,
     mime_type: file.mimeType,
-  });
+  };
 }
 
 /** What an upload stored, ready to commit. */

@@ -1,12 +1,10 @@
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { createServiceApp } from '../../core/app.ts';
-import type { ServiceDefinition } from '../../core/service.ts';
+import type { ServiceDefinition } from '../context.ts';
 import { BlobRefs, type BlobRefsOptions } from '../../store/blob/refs.ts';
 import { BucketRepository } from './buckets.ts';
 import { FileRepository } from './files.ts';
 import { filesMigrations } from './migrations.ts';
-import { registerBucketRoutes } from './routes/buckets.ts';
-import { registerFileRoutes } from './routes/files.ts';
+import { registerFilesRoutes } from './routes/index.ts';
 import { createNanoClock, type NanoClock } from './timestamps.ts';
 
 export interface FilesServiceOptions {
@@ -18,7 +16,7 @@ export interface FilesServiceOptions {
   clock?: NanoClock;
 }
 
-/** The file-bucket service (files.md). */
+/** The file-bucket service (README.md). */
 export function createFilesService(options: FilesServiceOptions = {}): ServiceDefinition {
   return {
     name: 'files',
@@ -46,21 +44,7 @@ export function createFilesService(options: FilesServiceOptions = {}): ServiceDe
       app.addHook('onClose', async () => {
         await refs.stop();
       });
-
-      // Raw-body scope: no parser reads the body; the request stream is handed over untouched.
-      await app.register(async (plain) => {
-        const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
-        scope.removeAllContentTypeParsers();
-        scope.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
-        // An answer sent before the body was read to its end (413, 404, 400, a failed upload)
-        // closes the connection: the rest of the body must not be read as the next request.
-        scope.addHook('onSend', async (request, reply) => {
-          const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
-          if (hasBody && !request.raw.readableEnded) reply.header('connection', 'close');
-        });
-        registerFileRoutes(scope, { files, blobs: store.blobs, refs, maxUploadBytes });
-        registerBucketRoutes(app, scope, buckets);
-      });
+      await registerFilesRoutes(app, { buckets, files, blobs: store.blobs, refs, maxUploadBytes });
       return app;
     },
   };

@@ -1,10 +1,10 @@
 import { validationError } from '../../core/errors.ts';
 
-/** Longest file path accepted, in UTF-8 bytes (files.md §4.1 leaves it open; README). */
+/** Longest file path accepted, in UTF-8 bytes (a common object-store limit; README). */
 export const MAX_PATH_BYTES = 1024;
 
 /**
- * Checks a decoded file path (files.md §4.1): non-empty, at most 1024 UTF-8 bytes, no NUL, no
+ * Checks a decoded file path: non-empty, at most 1024 UTF-8 bytes, no NUL, no
  * empty segment (`a//b`, leading or trailing `/`), no `.` or `..` segment. Throws a 400
  * `validation_error` naming the rule; returns the path unchanged (paths are stored exactly).
  */
@@ -20,7 +20,7 @@ export function checkFilePath(path: string): string {
 }
 
 /**
- * The prefix of a file listing (files.md §4.6): everything after `/list/`, one trailing `*`
+ * The prefix of a file listing: everything after `/list/`, one trailing `*`
  * stripped (`list/*` = every file, `list/notes/*` = `list/notes/`). NUL is refused (no name can
  * contain it, and PostgreSQL text cannot hold it); so is a prefix longer than any path.
  */

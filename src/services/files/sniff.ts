@@ -1,7 +1,7 @@
 /**
  * Content sniffing: the WHATWG MIME-sniffing table as Go's `net/http.DetectContentType`
- * implements it (files.md §5), over at most the first 512 bytes, plus the choice between the
- * sniffed type and the type the client declared (decision 36).
+ * implements it, over at most the first 512 bytes, plus the choice between the sniffed type and
+ * the type the client declared (the README's decisions on declared types).
  */
 
 export const SNIFF_LENGTH = 512;
@@ -175,7 +175,7 @@ export function declaredType(header: string | undefined): string | null {
 }
 
 /**
- * The stored media type (decision 36): a binary signature found in the content wins; content
+ * The stored media type: a binary signature found in the content wins; content
  * recognisable only as UTF-8 text keeps a declared textual type (`application/json`, `text/css`,
  * …); content matching nothing takes the declared type; else what sniffing found, and
  * `application/octet-stream` last.
@@ -187,7 +187,7 @@ export function chooseMediaType(head: Uint8Array, contentType: string | undefine
   const essence = declared.split(';')[0]!.trim();
   if (sniffed === OCTET_STREAM) return declared;
   if (sniffed === TEXT_PLAIN && isTextual(essence)) {
-    // `text/plain` itself is answered with the charset the content has (files.md §4.2 example).
+    // `text/plain` itself is answered with the charset the content has, as a client that declared plain text expects.
     return essence === 'text/plain' && !declared.includes(';') ? TEXT_PLAIN : declared;
   }
   return sniffed;

@@ -1,7 +1,7 @@
 /**
- * File and bucket timestamps are integer nanoseconds since the Unix epoch (files.md §1). They pass
- * 2^53, so they are `bigint` everywhere: stored as decimal text, written into JSON by `json.ts`
- * without ever becoming a JavaScript number.
+ * File and bucket timestamps are integer nanoseconds since the Unix epoch. They pass
+ * 2^53, so they are `bigint` everywhere: stored as decimal text, written into JSON as exact
+ * integers by core's `stringifyJson` without ever becoming a JavaScript number.
  */
 
 /** A source of nanosecond timestamps (tests inject fixed values). */

@@ -1,8 +1,8 @@
 import { disconnectSignal as disconnectSignalOf } from '../../core/stream.ts';
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpError } from '../../core/errors.ts';
 import { BlobTooLargeError, type BlobStore } from '../../store/blob/types.ts';
+import { FilesErrors } from './errors.ts';
 import { SNIFF_LENGTH } from './sniff.ts';
 
 /** What streaming a body into the blob store produced. */
@@ -14,11 +14,9 @@ export interface ReceivedBody {
   head: Buffer;
 }
 
-export const payloadTooLarge = (maxBytes: number) => new HttpError(413, 'payload_too_large', `upload exceeds the limit of ${maxBytes} bytes`);
-
 /** Aborts the upload when the client goes away before its body is complete. */
 export function disconnectSignal(request: IncomingMessage, response: ServerResponse): { signal: AbortSignal; dispose(): void } {
-  return disconnectSignalOf(request, response, () => new HttpError(400, 'client_disconnected', 'the client disconnected during the upload'));
+  return disconnectSignalOf(request, response, FilesErrors.clientDisconnected);
 }
 
 /** Bytes read ahead of the store: the socket keeps flowing while the store writes. */
@@ -70,7 +68,7 @@ export async function* readAhead(request: IncomingMessage, signal: AbortSignal, 
     notify();
   };
   const onClose = () => {
-    if (!ended) fail(new HttpError(400, 'client_disconnected', 'the request ended before its body was complete'));
+    if (!ended) fail(FilesErrors.bodyIncomplete());
   };
   const onAbort = () => fail(signal.reason);
   request.on('data', onData);
@@ -125,7 +123,7 @@ export async function receiveBody(body: IncomingMessage, blobs: BlobStore, optio
   let size = 0;
   const onChunk = (chunk: Buffer) => {
     size += chunk.byteLength;
-    if (size > options.maxBytes) throw payloadTooLarge(options.maxBytes);
+    if (size > options.maxBytes) throw FilesErrors.payloadTooLarge(options.maxBytes);
     md5.update(chunk);
     if (headLength < SNIFF_LENGTH) {
       const n = Math.min(SNIFF_LENGTH - headLength, chunk.byteLength);
@@ -137,7 +135,7 @@ export async function receiveBody(body: IncomingMessage, blobs: BlobStore, optio
     const info = await blobs.put(readAhead(body, options.signal, onChunk), { maxBytes: options.maxBytes, signal: options.signal, ...(options.sizeHint === undefined ? {} : { sizeHint: options.sizeHint }) });
     return { sha256: info.sha256, size, md5: md5.digest('hex'), head: head.subarray(0, headLength) };
   } catch (error) {
-    if (error instanceof BlobTooLargeError) throw payloadTooLarge(options.maxBytes);
+    if (error instanceof BlobTooLargeError) throw FilesErrors.payloadTooLarge(options.maxBytes);
     throw error;
   }
 }

@@ -4,7 +4,7 @@ import { chooseMediaType, declaredType, detectContentType } from '../../../src/s
 import { checkFilePath, listPrefix } from '../../../src/services/files/paths.ts';
 import { ifRangeHolds, notModified, parseRange } from '../../../src/services/files/conditions.ts';
 import { createNanoClock, rfc3339Ns } from '../../../src/services/files/timestamps.ts';
-import { jsonObject } from '../../../src/services/files/json.ts';
+import { stringifyJson } from '../../../src/core/json.ts';
 
 const b = (text: string) => Buffer.from(text, 'latin1');
 
@@ -124,6 +124,6 @@ describe('paths, conditions, ranges, timestamps', () => {
     assert.deepEqual([clock(), clock(), clock()], [1_000_000_000n, 1_000_000_001n, 1_000_000_002n]);
     assert.equal(rfc3339Ns(1782045600000000000n), '2026-06-21T12:40:00Z');
     assert.equal(rfc3339Ns(1782045600120000000n), '2026-06-21T12:40:00.12Z');
-    assert.equal(jsonObject({ t: 9007199254740993n, s: 'x"y', a: ['1'] }), '{"t":9007199254740993,"s":"x\\"y","a":["1"]}');
+    assert.equal(stringifyJson({ t: 9007199254740993n, s: 'x"y', a: ['1'] }), '{"t":9007199254740993,"s":"x\\"y","a":["1"]}');
   });
 });

@@ -1,32 +1,32 @@
 import { Type } from 'typebox';
 import type { ServiceApp } from '../../../core/app.ts';
-import { HttpError, notFound } from '../../../core/errors.ts';
-import { bucketJson, bucketListItemJson, checkBucketInput, MAX_BUCKET_NAME_LENGTH, MAX_DESCRIPTION_LENGTH, type BucketRepository } from '../buckets.ts';
-import { jsonArray } from '../json.ts';
-import { bucketListItemSchema, bucketParams, bucketSchema, callerOf, errorBody, projectOf, sendJson } from './common.ts';
+import { bucketJson, bucketListItemJson, checkBucketInput, MAX_BUCKET_NAME_LENGTH, MAX_DESCRIPTION_LENGTH } from '../buckets.ts';
+import { FilesErrors } from '../errors.ts';
+import { bucketListItemSchema, bucketParams, bucketSchema, callerOf, errorBody, projectOf, security, sendJson, type FilesRouteDeps } from './common.ts';
 
 const tags = ['buckets'];
-const security = [{ gatewayIdentity: [] }];
 
-/** Bucket endpoints (files.md §3). JSON bodies use the app's parser (any Content-Type). */
-export function registerBucketRoutes(app: ServiceApp, raw: ServiceApp, buckets: BucketRepository): void {
+/**
+ * Bucket endpoints: list, create, get, delete; PATCH answers 501. JSON bodies use the app's parser
+ * (any Content-Type); PATCH alone sits in the raw-body scope.
+ */
+export function registerBucketRoutes(app: ServiceApp, raw: ServiceApp, { buckets }: FilesRouteDeps): void {
   // In the raw-body scope: no body is parsed, so PATCH is 501 whatever it carries.
   raw.patch(
     '/v1/buckets/:bucket_id',
     { schema: { tags, security, summary: 'Not implemented: always 501 after authentication', params: bucketParams, response: { 401: errorBody, 501: errorBody } } },
     async (request) => {
       callerOf(request);
-      throw new HttpError(501, 'not_implemented', 'updating a bucket is not implemented');
+      throw FilesErrors.bucketUpdateNotImplemented();
     },
   );
-
 
   app.get(
     '/v1/buckets',
     { schema: { tags, security, summary: "List the caller's buckets in creation order", response: { 200: Type.Array(bucketListItemSchema), 401: errorBody } } },
     async (request, reply) => {
       const owner = callerOf(request);
-      return sendJson(reply, 200, jsonArray((await buckets.listOwned(owner)).map(bucketListItemJson)));
+      return sendJson(reply, 200, (await buckets.listOwned(owner)).map(bucketListItemJson));
     },
   );
 
@@ -69,7 +69,7 @@ export function registerBucketRoutes(app: ServiceApp, raw: ServiceApp, buckets: 
     { schema: { tags, security, summary: 'Get a bucket', params: bucketParams, response: { 200: bucketSchema, 401: errorBody, 404: errorBody } } },
     async (request, reply) => {
       const bucket = await buckets.getOwned(request.params.bucket_id, callerOf(request));
-      if (!bucket) throw notFound('bucket not found');
+      if (!bucket) throw FilesErrors.bucketNotFound();
       return sendJson(reply, 200, bucketJson(bucket));
     },
   );
@@ -79,7 +79,7 @@ export function registerBucketRoutes(app: ServiceApp, raw: ServiceApp, buckets: 
     { schema: { tags, security, summary: 'Delete a bucket and all its files; answers the bucket as it was', params: bucketParams, response: { 200: bucketSchema, 401: errorBody, 404: errorBody } } },
     async (request, reply) => {
       const bucket = await buckets.deleteOwned(request.params.bucket_id, callerOf(request));
-      if (!bucket) throw notFound('bucket not found');
+      if (!bucket) throw FilesErrors.bucketNotFound();
       return sendJson(reply, 200, bucketJson(bucket));
     },
   );

@@ -1,6 +1,24 @@
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireIdentity, PROJECT_HEADER } from '../../../core/identity.ts';
+import { stringifyJson, type JsonValue } from '../../../core/json.ts';
+import type { BlobRefs } from '../../../store/blob/refs.ts';
+import type { BlobStore } from '../../../store/blob/types.ts';
+import type { BucketRepository } from '../buckets.ts';
+import type { FileRepository } from '../files.ts';
+
+/** What the routes work with (built by the service's index.ts). */
+export interface FilesRouteDeps {
+  buckets: BucketRepository;
+  files: FileRepository;
+  blobs: BlobStore;
+  refs: BlobRefs;
+  /** Upload limit in bytes. */
+  maxUploadBytes: number;
+}
+
+export const security = [{ gatewayIdentity: [] }];
+export const pathDoc = 'The path after `/files/` is the file name, percent-decoded; it may contain `/`.';
 
 export const errorBody = Type.Object({ error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }) });
 
@@ -53,7 +71,16 @@ export function projectOf(request: FastifyRequest): string {
   return requireIdentity(request).project?.id ?? '';
 }
 
-/** Sends JSON text written by json.ts (exact nanosecond integers), bypassing the serializer. */
-export function sendJson(reply: FastifyReply, status: number, json: string): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(json);
+/**
+ * Sends a value as JSON written by core's `stringifyJson`, bypassing the serializer: nanosecond
+ * timestamps are bigints above 2^53, written as their exact digits (the serializer cannot).
+ */
+export function sendJson(reply: FastifyReply, status: number, value: JsonValue): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send(stringifyJson(value));
+}
+
+/** One header value (a repeated header counts as absent rather than guessing). */
+export function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' ? value : undefined;
 }
