@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { ServiceName, Settings } from './config.ts';
 import { SettingsError } from './config.ts';
 import type { ServiceApp } from './core/app.ts';
-import type { ServiceDefinition } from './core/service.ts';
+import type { ServiceDefinition } from './services/context.ts';
 import { VERSION } from './core/version.ts';
 import { buildGatewayApp } from './gateway/app.ts';
 import { Authenticator } from './gateway/authenticate.ts';

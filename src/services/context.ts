@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { ServiceName, Settings } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { MigrationSet } from '../store/migrate.ts';
-import type { ServiceApp } from './app.ts';
+import type { ServiceApp } from '../core/app.ts';
 
 /** What the platform hands a service when it builds it. */
 export interface ServiceContext {

@@ -1,5 +1,5 @@
 import type { ServiceName } from '../config.ts';
-import type { ServiceDefinition } from '../core/service.ts';
+import type { ServiceDefinition } from './context.ts';
 import { apikeysService } from './apikeys/index.ts';
 import { authService } from './auth/index.ts';
 import { configService } from './config/index.ts';

@@ -3,7 +3,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { loadSettings, type Settings } from '../../src/config.ts';
 import type { ServiceApp } from '../../src/core/app.ts';
-import type { ServiceDefinition } from '../../src/core/service.ts';
+import type { ServiceDefinition } from '../../src/services/context.ts';
 import { VERSION } from '../../src/core/version.ts';
 import { migrateStore, openStore, type Store } from '../../src/store/index.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';

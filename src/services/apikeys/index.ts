@@ -1,6 +1,6 @@
 import { createServiceApp, type ServiceApp } from '../../core/app.ts';
 import { requireIdentity } from '../../core/identity.ts';
-import type { ServiceDefinition } from '../../core/service.ts';
+import type { ServiceDefinition } from '../context.ts';
 import { createEvents } from './events.ts';
 import { apikeysMigrations } from './migrations.ts';
 import { ApikeysRepository } from './repository.ts';

@@ -1,5 +1,5 @@
 import { createServiceApp } from '../../core/app.ts';
-import type { ServiceDefinition } from '../../core/service.ts';
+import type { ServiceDefinition } from '../context.ts';
 import { ensureBootstrapAdmin } from './bootstrap.ts';
 import { authMigrations } from './migrations.ts';
 import { registerMeRoute } from './routes/me.ts';

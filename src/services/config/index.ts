@@ -1,5 +1,5 @@
 import { createServiceApp } from '../../core/app.ts';
-import type { ServiceDefinition } from '../../core/service.ts';
+import type { ServiceDefinition } from '../context.ts';
 import { configMigrations } from './migrations.ts';
 import { ConfigRepository } from './repository.ts';
 import { registerV0Configs } from './routes/v0-configs.ts';

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Type } from 'typebox';
 import { createServiceApp } from '../../core/app.ts';
-import type { ServiceDefinition } from '../../core/service.ts';
+import type { ServiceDefinition } from '../context.ts';
 import { MOCK_ROUTES } from './mock.ts';
 import { consoleFiles } from './static.ts';
 

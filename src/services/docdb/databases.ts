@@ -1,4 +1,4 @@
-import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../../core/owners.ts';
+import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../owners.ts';
 import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
 import type { SqlConnection } from '../../store/db.ts';
 import { all, first, run } from '../../store/sql-work.ts';
@@ -32,7 +32,7 @@ export interface NewDatabaseKey {
 }
 
 /** The outcome of `deleteOwner`: the owners after the change, or why nothing changed. */
-export type { DeleteOwnerResult } from '../../core/owners.ts';
+export type { DeleteOwnerResult } from '../owners.ts';
 
 interface DatabaseRow {
   id: string;

@@ -1,5 +1,5 @@
 import { createServiceApp } from '../../core/app.ts';
-import type { ServiceDefinition } from '../../core/service.ts';
+import type { ServiceDefinition } from '../context.ts';
 import { DocdbAccess } from './access.ts';
 import { DatabaseRepository } from './databases.ts';
 import { docdbMigrations } from './migrations.ts';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { createServiceApp } from '../../core/app.ts';
-import type { ServiceDefinition } from '../../core/service.ts';
+import type { ServiceDefinition } from '../context.ts';
 import type { MigrationSet } from '../../store/migrate.ts';
 import { ReplicationFeed } from './feed.ts';
 import { ParentFollower } from './follower.ts';

@@ -1,6 +1,6 @@
 import { createServiceApp } from '../../core/app.ts';
 import { requireIdentity } from '../../core/identity.ts';
-import type { ServiceDefinition } from '../../core/service.ts';
+import type { ServiceDefinition } from '../context.ts';
 import { projectOf } from './project.ts';
 import { Invoker } from './invoke.ts';
 import { lambdaMigrations } from './migrations.ts';

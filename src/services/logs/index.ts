@@ -1,5 +1,5 @@
 import { createServiceApp } from '../../core/app.ts';
-import type { ServiceDefinition } from '../../core/service.ts';
+import type { ServiceDefinition } from '../context.ts';
 import { LogsAccess } from './access.ts';
 import { LogFilters } from './filters.ts';
 import { LoggerRepository } from './loggers.ts';

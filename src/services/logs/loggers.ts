@@ -1,4 +1,4 @@
-import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../../core/owners.ts';
+import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../owners.ts';
 import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
 import type { SqlConnection } from '../../store/db.ts';
 import { all, first, run, type Work } from '../../store/sql-work.ts';
@@ -28,7 +28,7 @@ export interface StoredKey {
   secretHash: string;
 }
 
-export type { DeleteOwnerResult } from '../../core/owners.ts';
+export type { DeleteOwnerResult } from '../owners.ts';
 
 /**
  * Oldest chunks read by the first query of a retention cut. An append at the bound usually drops

@@ -1,7 +1,7 @@
 import type { Settings } from '../../config.ts';
 import { createServiceApp } from '../../core/app.ts';
 import { envelope } from '../../core/errors.ts';
-import type { ServiceDefinition } from '../../core/service.ts';
+import type { ServiceDefinition } from '../context.ts';
 import { BlobRefs, type BlobRefsOptions } from '../../store/blob/refs.ts';
 import type { SqlConnection } from '../../store/db.ts';
 import { all, SqlWork } from '../../store/sql-work.ts';

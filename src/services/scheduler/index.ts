@@ -1,5 +1,5 @@
 import { createServiceApp } from '../../core/app.ts';
-import type { ServiceDefinition } from '../../core/service.ts';
+import type { ServiceDefinition } from '../context.ts';
 import { SchedulerEvents } from './events.ts';
 import { SchedulerKeys } from './keys.ts';
 import { schedulerMigrations } from './migrations.ts';
