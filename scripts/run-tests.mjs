@@ -43,16 +43,40 @@ if (!pg) delete env.DATABASE_URL;
 
 // Per test and per hook, not per file or describe block: 5 min, 1.6x the slowest test seen (1 GiB files, 186 s on PostgreSQL, loaded machine).
 const TEST_TIMEOUT_MS = 300_000;
+// A whole run that outlives this (a test file whose leaked timers or sockets keep its process alive
+// after a timeout) is stopped and fails, so CI never waits on it. `--test-force-exit` would do this
+// per file, but it cut files' reports short on a loaded machine (tests went missing from the count).
+const RUN_DEADLINE_MS = 45 * 60_000;
 
 function run(list, concurrency) {
   return new Promise((resolve) => {
-    // --test-force-exit ends a file's process once its tests are done, so a timed-out test whose
-    // timers or sockets are still alive fails the run instead of keeping the process, and CI, waiting.
     const child = spawn(
       process.execPath,
-      ['--no-node-snapshot', '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-force-exit', '--test-reporter=spec', ...list],
-      { stdio: 'inherit', env },
+      ['--no-node-snapshot', '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-reporter=spec', ...list],
+      { stdio: 'inherit', env, detached: true },
     );
+    const deadline = setTimeout(() => {
+      console.error(`\nThe test run took longer than ${RUN_DEADLINE_MS / 60_000} minutes; stopping it (a test file that does not exit).`);
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    }, RUN_DEADLINE_MS);
+    // The child leads its own process group (so the deadline can stop every process it started);
+    // an interrupt of this runner is passed on to that group.
+    const forward = (signal) => {
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        child.kill(signal);
+      }
+    };
+    for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, forward);
+    child.on('exit', () => {
+      clearTimeout(deadline);
+      for (const signal of ['SIGINT', 'SIGTERM']) process.off(signal, forward);
+    });
     child.on('exit', (code, signal) => resolve(signal ? 1 : (code ?? 1)));
   });
 }
