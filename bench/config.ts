@@ -14,7 +14,8 @@ const headers = { host: 'config.localhost', 'content-type': 'application/json' }
 /**
  * Random reads with every tenth request a patch, drawn before the run: autocannon rebuilds a
  * request with a `setupRequest` hook on every send, which cut its own rate by 40 % here and, on a
- * small machine, took CPU from the server under test. Connections cycle through the pool.
+ * small machine, took CPU from the server under test. Each connection cycles through its own share
+ * of the pool (lib.ts `load`).
  */
 function mixedRequests(): autocannon.Request[] {
   return Array.from({ length: POOL }, (_, i) =>
@@ -87,7 +88,7 @@ export async function run(): Promise<void> {
     } finally {
       await bare.stop();
     }
-    report(`config benchmark (${process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}, 50 connections, ${DURATION_S} s each in ${ROUNDS} interleaved rounds)`, baseline!, [mixed!]);
+    report(`config benchmark (store ${stratus.store}, 50 connections, ${DURATION_S} s each in ${ROUNDS} interleaved rounds)`, baseline!, [mixed!]);
   } finally {
     await stratus.stop();
     await database.drop();

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import http from 'node:http';
 import Database from 'better-sqlite3';
 import type autocannon from 'autocannon';
-import { interleaved, report, startBareFastify, startStratus, type Child, type LoadResult } from './lib.ts';
+import { benchDatabaseUrl, interleaved, report, startBareFastify, startStratus, type Child, type LoadResult } from './lib.ts';
 
 const INSERTED = Number(process.env.BENCH_DOCDB_INSERT ?? 1_000_000);
 const SCANNED = 100_000;
@@ -124,9 +124,11 @@ const row = (name: string, value: number, baseline: number): LoadResult & { base
 
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'stratus-bench-docdb-'));
+  // With DATABASE_URL the server runs on PostgreSQL, in a schema of its own dropped afterwards.
+  const schema = await benchDatabaseUrl();
   const children: Child[] = [];
   try {
-    const stratus = await startStratus([], { DATA_DIR: join(dir, 'data') });
+    const stratus = await startStratus([], { DATA_DIR: join(dir, 'data'), DATABASE_URL: schema.url });
     children.push(stratus);
     const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-bench' } }) };
     const database = JSON.parse(await expect(request(stratus.internalPort, 'POST', '/v1/databases', '{"name":"bench"}', identity), 201, 'creating the database')) as { id: string };
@@ -169,7 +171,7 @@ export async function run(): Promise<void> {
     const readBaseline = baselineRead(baseline.database, SCANNED);
     baseline.database.close();
 
-    console.log(`\ndocdb benchmark (SQLite): ${INSERTED.toLocaleString('en')} documents inserted, ${SCANNED.toLocaleString('en')} read back`);
+    console.log(`\ndocdb benchmark (store ${stratus.store}; baselines SQLite): ${INSERTED.toLocaleString('en')} documents inserted, ${SCANNED.toLocaleString('en')} read back`);
     console.table(
       [
         row('streamed insert, one map index (docs/s)', insertRate, baseline.docsPerSecond),
@@ -182,10 +184,11 @@ export async function run(): Promise<void> {
         'ratio to baseline': (r.requestsPerSecond / r.baseline).toFixed(3),
       })),
     );
-    console.log('baselines: insert = the same rows and index entries into SQLite with prepared statements in one transaction; reads = the same rows read straight from SQLite');
-    report('map-index find (50 connections, random keys)', bareFind!, [mapFind!]);
+    console.log('baselines (SQLite whatever the store): insert = the same rows and index entries into SQLite with prepared statements in one transaction; reads = the same rows read straight from SQLite');
+    report(`map-index find (store ${stratus.store}, 50 connections, random keys)`, bareFind!, [mapFind!]);
   } finally {
     for (const child of children.reverse()) await child.stop();
+    await schema.drop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

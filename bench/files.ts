@@ -7,11 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { spawnServer, stopper, waitForPorts } from './lib.ts';
+import { flagFailures, spawnServer, stopper, storeOf, waitForPorts, type StoreKind } from './lib.ts';
 
 // `npm run bench -- files`: 1 KiB uploads and downloads at 20 clients through the gateway (public
 // port, platform API key), then 1 GiB up and down, each beside the same bytes written to or read
-// from disk with node:fs in this process.
+// from disk with node:fs in this process. The server always runs on the embedded store (SQLite and
+// the blob directory), DATABASE_URL or not; the printed label is the store its ready line names.
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = 20;
 const SMALL = 1024;
@@ -24,6 +25,7 @@ interface Server {
   port: number;
   internalPort: number;
   pid: number;
+  store: StoreKind;
   stop(): Promise<void>;
 }
 
@@ -35,8 +37,8 @@ async function startServer(env: Record<string, string | undefined>): Promise<Ser
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const match = await waitForPorts(child, /public port (\d+) .*internal port (\d+)/);
-  return { port: Number(match[1]), internalPort: Number(match[2]), pid: child.pid!, stop: stopper(child) };
+  const match = await waitForPorts(child, /public port (\d+) .*internal port (\d+).*\n/);
+  return { port: Number(match[1]), internalPort: Number(match[2]), pid: child.pid!, store: storeOf(match[0]), stop: stopper(child) };
 }
 
 async function rssOf(pid: number): Promise<number> {
@@ -173,9 +175,12 @@ async function baselineOps(dir: string, kind: 'write' | 'read', seconds: number)
   return done / ((performance.now() - started) / 1000);
 }
 
-async function cannon(options: autocannon.Options): Promise<{ rate: number; p50: number; p99: number; bad: number }> {
+async function cannon(name: string, options: autocannon.Options): Promise<{ rate: number; p50: number; p99: number; bad: number; name: string; errors: number; non2xx: number; statuses: Record<string, number> }> {
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options });
-  return { rate: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.errors + result.timeouts + result.non2xx };
+  const statuses: Record<string, number> = {};
+  for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) if (!code.startsWith('2') && (stat.count ?? 0) > 0) statuses[code] = stat.count ?? 0;
+  const errors = result.errors; // timeouts included
+  return { rate: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: errors + result.non2xx, name, errors, non2xx: result.non2xx, statuses };
 }
 
 export async function run(): Promise<void> {
@@ -195,7 +200,7 @@ export async function run(): Promise<void> {
 
     // 1. 1 KiB uploads, each to a new path with its own content.
     let n = 0;
-    const put = await cannon({
+    const put = await cannon('PUT 1 KiB', {
       url,
       headers: { host: HOST, ...auth },
       requests: [{ method: 'PUT', setupRequest: (req) => ({ ...req, path: `${base}/small/${n++}.bin`, body: randomBytes(SMALL) }) }],
@@ -204,7 +209,7 @@ export async function run(): Promise<void> {
 
     // 2. 1 KiB downloads of one file.
     await expectStatus(call(server.port, 'PUT', `${base}/hot.bin`, auth, randomBytes(SMALL)), 201, 'uploading the hot file');
-    const get = await cannon({ url: `${url}${base}/hot.bin`, headers: { host: HOST, ...auth } });
+    const get = await cannon('GET 1 KiB', { url: `${url}${base}/hot.bin`, headers: { host: HOST, ...auth } });
     const getBaseline = await baselineOps(dir, 'read', DURATION_S / 2);
 
     // 3 and 4. 1 GiB up and down, with the server's memory growth.
@@ -216,7 +221,8 @@ export async function run(): Promise<void> {
     await unlink(baselinePath);
 
     const mb = (seconds: number) => LARGE / 1e6 / seconds;
-    console.log(`\nfiles benchmark (SQLite + blob directory, ${CONNECTIONS} connections, ${DURATION_S} s per small scenario, through the gateway with an API key)`);
+    const store = server.store === 'SQLite' ? 'SQLite + blob directory' : server.store;
+    console.log(`\nfiles benchmark (store ${store}${process.env.DATABASE_URL ? ', DATABASE_URL not used by this bench' : ''}, ${CONNECTIONS} connections, ${DURATION_S} s per small scenario, through the gateway with an API key)`);
     console.table([
       { scenario: 'PUT 1 KiB (ops/s)', value: Math.round(put.rate), baseline: Math.round(putBaseline), ratio: (put.rate / putBaseline).toFixed(3), 'p50 ms': put.p50, 'p99 ms': put.p99, 'errors+non2xx': put.bad, 'server RSS growth MB': '' },
       { scenario: 'GET 1 KiB (ops/s)', value: Math.round(get.rate), baseline: Math.round(getBaseline), ratio: (get.rate / getBaseline).toFixed(3), 'p50 ms': get.p50, 'p99 ms': get.p99, 'errors+non2xx': get.bad, 'server RSS growth MB': '' },
@@ -224,6 +230,7 @@ export async function run(): Promise<void> {
       { scenario: `download ${(LARGE / 1024 ** 3).toFixed(2)} GiB (MB/s)`, value: Math.round(mb(down.result)), baseline: Math.round(mb(readSeconds)), ratio: (readSeconds / down.result).toFixed(3), 'p50 ms': '', 'p99 ms': '', 'errors+non2xx': 0, 'server RSS growth MB': (down.growth / 1e6).toFixed(1) },
     ]);
     console.log('baselines (this process, node:fs): PUT = write + fsync a new 1 KiB file, 20 at a time; GET = readFile of a 1 KiB file, 20 at a time; large = the same bytes streamed to a file then fsynced, and read back with a read stream');
+    flagFailures([put, get]);
   } finally {
     await server?.stop();
     rmSync(dir, { recursive: true, force: true });

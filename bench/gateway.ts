@@ -3,17 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import http from 'node:http';
-import { interleaved, report, spawnServer, startStratus, waitForPorts, stopper, type Child } from './lib.ts';
+import { benchDatabaseUrl, interleaved, report, spawnServer, startStratus, storeLabel, storeOf, waitForPorts, stopper, type Child } from './lib.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP_S = 3;
 const ROUNDS = 2;
 
-async function startStandalone(service: string, dataDir: string): Promise<Child> {
+async function startStandalone(service: string, dataDir: string, databaseUrl: string | undefined): Promise<Child> {
   const script = fileURLToPath(new URL('./standalone-service.ts', import.meta.url));
-  const child = spawnServer(['--no-node-snapshot', '--import', 'tsx', script, service, dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const match = await waitForPorts(child, /standalone port (\d+)/);
-  return { port: Number(match[1]), internalPort: 0, stop: stopper(child) };
+  const child = spawnServer(['--no-node-snapshot', '--import', 'tsx', script, service, dataDir], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DATABASE_URL: databaseUrl } });
+  const match = await waitForPorts(child, /standalone port (\d+).*\n/);
+  return { port: Number(match[1]), internalPort: 0, store: storeOf(match[0]), stop: stopper(child) };
 }
 
 function post(port: number, host: string, path: string, body: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
@@ -35,15 +35,23 @@ function post(port: number, host: string, path: string, body: string, headers: R
  */
 export async function run(): Promise<void> {
   const dirs = [0, 1, 2].map(() => mkdtempSync(join(tmpdir(), 'stratus-bench-')));
+  // Each server has a store of its own: a data directory, and with DATABASE_URL a PostgreSQL
+  // schema of its own (dropped afterwards).
+  const databases: { url: string | undefined; drop(): Promise<void> }[] = [];
+  const database = async () => {
+    const created = await benchDatabaseUrl();
+    databases.push(created);
+    return created.url;
+  };
   const children: Child[] = [];
   try {
-    const bare = await startStandalone('config', dirs[0]!);
+    const bare = await startStandalone('config', dirs[0]!, await database());
     children.push(bare);
-    const gateway = await startStratus([], { DATA_DIR: dirs[1] });
+    const gateway = await startStratus([], { DATA_DIR: dirs[1], DATABASE_URL: await database() });
     children.push(gateway);
-    const upstream = await startStratus(['--services', 'config'], { DATA_DIR: dirs[2] });
+    const upstream = await startStratus(['--services', 'config'], { DATA_DIR: dirs[2], DATABASE_URL: await database() });
     children.push(upstream);
-    const front = await startStratus(['--services', 'apikeys,auth'], { DATA_DIR: dirs[1] + '-front', UPSTREAM_CONFIG: `http://127.0.0.1:${upstream.internalPort}` });
+    const front = await startStratus(['--services', 'apikeys,auth'], { DATA_DIR: dirs[1] + '-front', DATABASE_URL: await database(), UPSTREAM_CONFIG: `http://127.0.0.1:${upstream.internalPort}` });
     children.push(front);
 
     const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-bench' } }) };
@@ -61,9 +69,10 @@ export async function run(): Promise<void> {
       ],
       { rounds: ROUNDS, roundSeconds: DURATION_S / ROUNDS, warmupSeconds: WARMUP_S },
     );
-    report(`gateway benchmark (50 connections, ${DURATION_S} s each in ${ROUNDS} interleaved rounds, ratios to (a))`, a!, rest);
+    report(`gateway benchmark (store ${storeLabel(...children)}, 50 connections, ${DURATION_S} s each in ${ROUNDS} interleaved rounds, ratios to (a))`, a!, rest);
   } finally {
     for (const child of children.reverse()) await child.stop();
+    for (const created of databases) await created.drop();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
     rmSync(dirs[1] + '-front', { recursive: true, force: true });
   }

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type autocannon from 'autocannon';
-import { interleaved, report, startBareFastify, startStratus, type Child } from './lib.ts';
+import { benchDatabaseUrl, interleaved, report, startBareFastify, startStratus, type Child } from './lib.ts';
 
 // `npm run bench -- kv`: set and get at 50 connections on a node's internal port (the trusted
 // network, presence-only auth) beside a bare Fastify route in the same run, then the replication
@@ -71,11 +71,14 @@ async function replicationLag(root: Child, child: Child): Promise<number[]> {
 
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'stratus-bench-kv-'));
+  // The platform's own store: a schema of its own on PostgreSQL (DATABASE_URL), dropped afterwards.
+  const database = await benchDatabaseUrl();
   const children: Child[] = [];
   try {
     // The node keeps its data in its own SQLite file in DATA_DIR whatever DATABASE_URL says.
-    const root = await startStratus(['--services', 'kv', '--kv-node-name', 'bench-root'], { DATA_DIR: join(dir, 'root') });
+    const root = await startStratus(['--services', 'kv', '--kv-node-name', 'bench-root'], { DATA_DIR: join(dir, 'root'), DATABASE_URL: database.url });
     children.push(root);
+    const store = `kv data: SQLite always; platform store: ${root.store}`;
     const created = await call(root.internalPort, 'POST', '/v1/collections', '{"name":"bench"}');
     if (created.status !== 200) throw new Error(`creating the collection answered ${created.status}: ${created.text}`);
     for (let i = 0; i < KEYS; i += 500) {
@@ -97,12 +100,12 @@ export async function run(): Promise<void> {
       ],
       { rounds: 2, roundSeconds: DURATION_S / 2, warmupSeconds: 2 },
     );
-    report(`kv set (target >= 5,000/s), 50 connections, ${KEYS} keys`, bareSet!, [set!]);
-    report(`kv get (target >= 10,000/s), 50 connections, ${KEYS} keys`, bareGet!, [get!]);
+    report(`kv set (${store}; target >= 5,000/s), 50 connections, ${KEYS} keys`, bareSet!, [set!]);
+    report(`kv get (${store}; target >= 10,000/s), 50 connections, ${KEYS} keys`, bareGet!, [get!]);
 
     // Replication lag: a child of the root, a write at the root, its arrival in the child's feed
     // (the child publishes a command only after applying it: visible there by then).
-    const child = await startStratus(['--services', 'kv', '--kv-node-name', 'bench-child', '--kv-parent', `http://127.0.0.1:${root.internalPort}`], { DATA_DIR: join(dir, 'child') });
+    const child = await startStratus(['--services', 'kv', '--kv-node-name', 'bench-child', '--kv-parent', `http://127.0.0.1:${root.internalPort}`], { DATA_DIR: join(dir, 'child'), DATABASE_URL: database.url });
     children.push(child);
     for (let ready = false; !ready; ) {
       ready = (await call(child.internalPort, 'GET', '/readyz')).status === 200;
@@ -110,10 +113,11 @@ export async function run(): Promise<void> {
     }
     const lag = await replicationLag(root, child);
     const pct = (p: number) => lag[Math.min(lag.length - 1, Math.floor((p / 100) * lag.length))]!;
-    console.log(`\nkv replication lag (target p99 <= 100 ms): parent write sent → child applied and passing it on, ${lag.length} sequential writes`);
+    console.log(`\nkv replication lag (${store}; target p99 <= 100 ms): parent write sent → child applied and passing it on, ${lag.length} sequential writes`);
     console.table([{ 'p50 ms': pct(50).toFixed(2), 'p99 ms': pct(99).toFixed(2), 'max ms': lag[lag.length - 1]!.toFixed(2) }]);
   } finally {
     for (const child of children.reverse()) await child.stop();
+    await database.drop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -34,21 +34,81 @@ export interface LoadResult {
   p99: number;
   errors: number;
   non2xx: number;
+  /** The non-2xx answers by status code ("429" → count), and the errors by code or message ("ECONNRESET", "request timed out"). */
+  statuses?: Record<string, number>;
 }
 
 export type AutocannonOptions = autocannon.Options;
 
+/**
+ * autocannon builds every request of `requests` in every connection's client, synchronously,
+ * before the run starts: 50 connections × a pool of 20,000 requests blocked this process for tens
+ * of seconds on a busy 2-core machine, long enough for the first clients' 10 s request timers to
+ * fire (dozens of spurious timeouts per run, and latencies that counted the setup). Instead each
+ * connection gets its own share of the pool (every request built once, and the connections do not
+ * all send the same sequence).
+ */
+function sharePool(options: AutocannonOptions): AutocannonOptions {
+  const { requests } = options;
+  const connections = options.connections ?? 50;
+  if (!requests || requests.length <= connections || options.setupClient || requests.some((r) => r.setupRequest)) return options;
+  const shares = Array.from({ length: connections }, (_, i) => requests.filter((_r, j) => j % connections === i));
+  let next = 0;
+  return { ...options, requests: [requests[0]!], setupClient: (client) => client.setRequests(shares[next++ % connections]!) };
+}
+
 /** Runs autocannon against loopback for a bounded time and summarises it. */
 export async function load(name: string, options: AutocannonOptions): Promise<LoadResult> {
-  const result = await autocannon({ connections: 50, duration: 10, ...options });
+  const statuses: Record<string, number> = {};
+  const count = (what: string) => (statuses[what] = (statuses[what] ?? 0) + 1);
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(sharePool({ connections: 50, duration: 10, ...options }), (error: Error | null, finished: autocannon.Result) => (error ? reject(error) : resolve(finished)));
+    instance.on('reqError', (error: unknown) => count(String((error as NodeJS.ErrnoException | undefined)?.code ?? (error as Error | undefined)?.message ?? error)));
+  });
   return {
     name,
     requestsPerSecond: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
-    errors: result.errors + result.timeouts,
+    // autocannon counts a timeout in `errors` too.
+    errors: result.errors,
     non2xx: result.non2xx,
+    statuses: { ...non2xxStatuses(result.statusCodeStats), ...statuses },
   };
+}
+
+function non2xxStatuses(stats: Record<string, { count?: number }> | undefined): Record<string, number> {
+  const statuses: Record<string, number> = {};
+  for (const [code, stat] of Object.entries(stats ?? {})) {
+    if (!code.startsWith('2') && (stat.count ?? 0) > 0) statuses[code] = stat.count ?? 0;
+  }
+  return statuses;
+}
+
+function addStatuses(results: LoadResult[]): Record<string, number> {
+  const statuses: Record<string, number> = {};
+  for (const r of results) for (const [code, n] of Object.entries(r.statuses ?? {})) statuses[code] = (statuses[code] ?? 0) + n;
+  return statuses;
+}
+
+/**
+ * Says loudly which results had transport errors, timeouts or non-2xx answers, and makes the
+ * benchmark exit with status 1: autocannon counts every answer in its req/s, so a scenario that
+ * answered 429 (or any error) measured how fast the server refuses, not its throughput.
+ * Returns whether any did.
+ */
+export function flagFailures(results: Pick<LoadResult, 'name' | 'errors' | 'non2xx' | 'statuses'>[]): boolean {
+  let failed = false;
+  for (const r of results) {
+    if (r.errors + r.non2xx === 0) continue;
+    failed = true;
+    const codes = Object.entries(r.statuses ?? {})
+      .map(([code, n]) => `${n} × ${code}`)
+      .join(', ');
+    console.error(`BENCH INVALID: "${r.name}": ${r.non2xx} answers other than the expected 2xx${codes ? ` (${codes})` : ''}, ${r.errors} errors/timeouts; its rate counts them and is not throughput`);
+  }
+  if (failed) process.exitCode = 1;
+  return failed;
 }
 
 /**
@@ -70,10 +130,14 @@ export async function interleaved(scenarios: { name: string; options: Autocannon
     p99: Math.max(...results.map((r) => r.p99)),
     errors: results.reduce((n, r) => n + r.errors, 0),
     non2xx: results.reduce((n, r) => n + r.non2xx, 0),
+    statuses: addStatuses(results),
   }));
 }
 
-/** Prints the figures beside the baseline measured in the same run, with each ratio. */
+/**
+ * Prints the figures beside the baseline measured in the same run, with each ratio; any errors or
+ * non-2xx answers are flagged (see flagFailures) and fail the run.
+ */
 export function report(title: string, baseline: LoadResult, results: LoadResult[]): void {
   const rows = [baseline, ...results].map((r) => ({
     scenario: r.name,
@@ -85,14 +149,32 @@ export function report(title: string, baseline: LoadResult, results: LoadResult[
   }));
   console.log(`\n${title}${PINNED ? ` — load generator on CPU ${CPUS - 1}` : ''}`);
   console.table(rows);
+  flagFailures([baseline, ...results]);
 }
 
 const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 
+/** The store a server process reported in its ready line. */
+export type StoreKind = 'PostgreSQL' | 'SQLite' | 'unknown';
+
 export interface Child {
   readonly port: number;
   readonly internalPort: number;
+  /** For `stratus serve` (and the standalone service): the store it says it runs on. */
+  readonly store?: StoreKind;
   stop(): Promise<void>;
+}
+
+/** The store named in a ready line (`…; store PostgreSQL; …` or `…; store SQLite in <dir>; …`). */
+export function storeOf(readyLine: string): StoreKind {
+  const match = /\bstore (PostgreSQL|SQLite)\b/.exec(readyLine);
+  return match ? (match[1] as StoreKind) : 'unknown';
+}
+
+/** The label of the stores some servers ran on: one name, or each distinct one. */
+export function storeLabel(...children: Pick<Child, 'store'>[]): string {
+  const stores = [...new Set(children.map((child) => child.store ?? 'unknown'))];
+  return stores.length === 1 ? stores[0]! : stores.join(' + ');
 }
 
 export function waitForPorts(child: ChildProcess, pattern: RegExp): Promise<RegExpExecArray> {
@@ -139,8 +221,8 @@ export async function startStratus(args: string[], env: Record<string, string | 
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const match = await waitForPorts(child, /public port (\d+) .*internal port (\d+)/);
-  return { port: Number(match[1]), internalPort: Number(match[2]), stop: stopper(child) };
+  const match = await waitForPorts(child, /public port (\d+) .*internal port (\d+).*\n/);
+  return { port: Number(match[1]), internalPort: Number(match[2]), store: storeOf(match[0]), stop: stopper(child) };
 }
 
 /** The baseline: a bare `node:http` server answering a fixed JSON body, in its own process. */

@@ -136,7 +136,7 @@ export async function run(): Promise<void> {
     const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
 
     const ratio = (value: number, baseline: number) => (value / baseline).toFixed(3);
-    console.log(`\nlogs benchmark (${database.url ? 'PostgreSQL' : 'SQLite'}), through the gateway with a logger key: ${((requests * payload.length) / 1e6).toFixed(0)} MB of 100-byte lines, ${CONCURRENCY} concurrent 1 MiB ingests`);
+    console.log(`\nlogs benchmark (store ${stratus.store}), through the gateway with a logger key: ${((requests * payload.length) / 1e6).toFixed(0)} MB of 100-byte lines, ${CONCURRENCY} concurrent 1 MiB ingests`);
     console.table([
       { scenario: 'ingest (MB/s)', value: ingestMBs.toFixed(1), baseline: baselineMBs.toFixed(1), ratio: ratio(ingestMBs, baselineMBs), target: '>= 100', note: 'baseline: append + fsync of the same bodies to a file' },
       { scenario: 'filter, literal "ERROR" (MB/s)', value: literal.rate.toFixed(1), baseline: literalBaseline.toFixed(1), ratio: ratio(literal.rate, literalBaseline), target: '>= 50', note: `${literal.sent} bytes matched; baseline: read the file, V8 RegExp per line` },

@@ -101,7 +101,7 @@ export async function run(): Promise<void> {
     }
     const pushMBps = BLOB_MB / median(pushes);
     const writeMBps = BLOB_MB / median(writes);
-    console.log(`\nrun: ${BLOB_MB} MB blob in ${CHUNK_MB} MB chunks, median of ${ROUNDS} rounds (${database.url ? 'PostgreSQL' : 'embedded'} store)`);
+    console.log(`\nrun: ${BLOB_MB} MB blob in ${CHUNK_MB} MB chunks, median of ${ROUNDS} rounds (store ${stratus.store})`);
     console.table([
       { scenario: 'node:fs write + fsync (baseline)', 'MB/s': Math.round(writeMBps), 'seconds (median)': median(writes).toFixed(2), 'ratio to baseline': '1.000' },
       { scenario: 'registry chunked push (public port, Basic)', 'MB/s': Math.round(pushMBps), 'seconds (median)': median(pushes).toFixed(2), 'ratio to baseline': (pushMBps / writeMBps).toFixed(3) },

@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { compileFilter, InvalidFilterError } from '../../../../src/services/docdb/query/filter.ts';
-import { isJsonObject, parseJson, type JsonObject, type JsonValue } from '../../../../src/core/json.ts';
-import { jsonEquals } from '../../../../src/services/docdb/query/merge-patch.ts';
-import { compareValues } from '../../../../src/services/docdb/query/order.ts';
-import { valueAtPath } from '../../../../src/services/docdb/query/paths.ts';
+import { parseJson, type JsonObject, type JsonValue } from '../../../../src/core/json.ts';
+// The oracle has its own equality, number and string comparison and path lookup: it imports none
+// of the product's (jsonEquals, compareValues, valueAtPath), so their bugs cannot hide in it.
+import { MISSING, reference, referenceCompareNumbers, referenceCompareStrings, referenceEquals, referenceLookup } from './filter-reference.ts';
 import { int, pick, randomValue, seeded, type Random } from './random.ts';
 
 // The three documents of spec §9.3.
@@ -309,45 +309,10 @@ describe('compileFilter: validation', () => {
   });
 });
 
-// A direct, unoptimized reading of §9.3 to check the compiled predicates against.
-function reference(condition: JsonValue, value: JsonValue): boolean {
-  if (isJsonObject(condition)) {
-    return Object.keys(condition).every((key) => {
-      const operand = condition[key] as JsonValue;
-      if (key.startsWith('$')) return referenceOperator(key, operand, value);
-      if (isJsonObject(value)) return reference(operand, valueAtPath(value, key) ?? null);
-      if (Array.isArray(value)) return value.some((element) => isJsonObject(element) && reference(operand, valueAtPath(element, key) ?? null));
-      return false;
-    });
-  }
-  return jsonEquals(condition, value) || (Array.isArray(value) && value.some((element) => jsonEquals(condition, element)));
-}
-
-function referenceOperator(op: string, operand: JsonValue, value: JsonValue): boolean {
-  const someScalar = (test: (v: JsonValue) => boolean) => (Array.isArray(value) ? value.some(test) : test(value));
-  const sameKind = (v: JsonValue) => (typeof operand === 'string' ? typeof v === 'string' : typeof v === 'number' || typeof v === 'bigint');
-  switch (op) {
-    case '$eq': return reference(operand, value);
-    case '$ne': return !reference(operand, value);
-    case '$gt': return someScalar((v) => sameKind(v) && compareValues(v, operand) > 0);
-    case '$lt': return someScalar((v) => sameKind(v) && compareValues(v, operand) < 0);
-    case '$ge':
-    case '$gte': return someScalar((v) => sameKind(v) && compareValues(v, operand) >= 0);
-    case '$le':
-    case '$lte': return someScalar((v) => sameKind(v) && compareValues(v, operand) <= 0);
-    case '$in': return (operand as JsonValue[]).some((element) => reference(element, value));
-    case '$nin': return !(operand as JsonValue[]).some((element) => reference(element, value));
-    case '$contains': return someScalar((v) => typeof v === 'string' && v.includes(operand as string));
-    case '$and': return (operand as JsonValue[]).every((element) => reference(element, value));
-    case '$or': return (operand as JsonValue[]).some((element) => reference(element, value));
-    default: throw new Error(op);
-  }
-}
-
-const SCALARS: JsonValue[] = [null, true, false, 0, 1, 1n, 2, 2.5, -1, 2n ** 60n, 2 ** 60, '', 'x', 'xy', 'y', 'é', '\u{1F600}', '\uFFFF'];
+const SCALARS: JsonValue[] = [null, true, false, 0, -0, 1, 1n, 2, 2.5, -1, 2n ** 60n, 2n ** 60n + 1n, 2 ** 60, '', 'x', 'xy', 'y', 'é', '\u{1F600}', '\uFFFF', '\uD800'];
 const COMMON: JsonValue[] = [null, 1, 'x', 2n ** 60n];
 const scalar = (random: Random) => pick(random, random() < 0.6 ? COMMON : SCALARS);
-const FIELDS = ['a', 'b', 'c', 'a.b', 'a.0', 'b.a', 'a.1.b'];
+const FIELDS = ['a', 'b', 'c', 'a.b', 'a.0', 'b.a', 'a.1.b', 'a.01'];
 
 function randomDocValue(random: Random, depth: number): JsonValue {
   const roll = int(random, depth > 2 ? 10 : 14);
@@ -367,7 +332,7 @@ function randomCondition(random: Random, depth: number): JsonValue {
     const kind = int(random, 10);
     if (kind < 3) condition[pick(random, FIELDS)] = randomCondition(random, depth + 1);
     else if (kind === 3) condition[pick(random, ['$eq', '$ne'])] = randomCondition(random, depth + 1);
-    else if (kind === 4) condition[pick(random, ['$gt', '$lt', '$ge', '$gte', '$le', '$lte'])] = pick(random, [0, 1, 2, 1n, 2.5, '', 'x', 'xy', '\uFFFF']);
+    else if (kind === 4) condition[pick(random, ['$gt', '$lt', '$ge', '$gte', '$le', '$lte'])] = pick(random, [0, 1, 2, 1n, 2.5, 2 ** 60, 2n ** 60n + 1n, '', 'x', 'xy', '\uFFFF', '\u{1F600}']);
     else if (kind === 5) condition[pick(random, ['$in', '$nin'])] = Array.from({ length: int(random, 3) }, () => randomCondition(random, depth + 1));
     else if (kind === 6) condition.$contains = pick(random, ['', 'x', 'y', 'é']);
     else if (kind === 7) {
@@ -378,6 +343,88 @@ function randomCondition(random: Random, depth: number): JsonValue {
   }
   return condition;
 }
+
+describe('the reference implementation (filter-reference.ts) itself', () => {
+  it('gives the results of spec §9.3 on its three documents', () => {
+    const table: [JsonValue, string[]][] = [
+      [{ n: { $gt: 1 } }, ['b', 'c']],
+      [{ n: { $gte: 2 } }, ['b', 'c']],
+      [{ n: { $le: 2 } }, ['a', 'b']],
+      [{ n: { $ne: 2 } }, ['a', 'c']],
+      [{ n: { $in: [1, 3] } }, ['a', 'c']],
+      [{ n: { $nin: [1, 3] } }, ['b']],
+      [{ name: { $contains: 'ar' } }, ['c']],
+      [{ $and: [{ n: { $gt: 1 } }, { n: { $lt: 3 } }] }, ['b']],
+      [{ tags: 'red' }, ['a']],
+      [{ 'address.city': 'Paris' }, ['b']],
+      [{ address: { city: 'Madrid' } }, ['a']],
+      [{ address: null }, ['c']],
+      [{ $or: [{ n: 1 }, { name: 'Bob' }] }, ['a', 'b']],
+      [{ n: { $and: [{ $gt: 1 }, { $lt: 3 }] } }, ['b']],
+      [{ tags: ['red', 'blue'] }, ['a']],
+      [{ tags: { $ne: 'red' } }, ['b', 'c']],
+      [{}, ['a', 'b', 'c']],
+    ];
+    for (const [filter, expected] of table) {
+      assert.deepEqual(abc.filter((doc) => reference(filter, doc)).map((doc) => doc.id), expected, show(filter));
+    }
+  });
+
+  it('compares numbers exactly, doubles and bigints alike', () => {
+    assert.equal(referenceCompareNumbers(1, 1n), 0);
+    assert.equal(referenceCompareNumbers(-0, 0), 0);
+    assert.equal(referenceCompareNumbers(0n, -0), 0);
+    assert.equal(referenceCompareNumbers(1.5, 2n), -1);
+    assert.equal(referenceCompareNumbers(-1.5, -2n), 1);
+    assert.equal(referenceCompareNumbers(2 ** 60, 2n ** 60n), 0);
+    assert.equal(referenceCompareNumbers(2 ** 60, 2n ** 60n + 1n), -1);
+    // 1750000000123456800 is the double 1750000000123456768.
+    assert.equal(referenceCompareNumbers(1750000000123456800, 1750000000123456768n), 0);
+    assert.equal(referenceCompareNumbers(1750000000123456800, 1750000000123456789n), -1);
+    assert.equal(referenceCompareNumbers(5e-324, 0), 1);
+    assert.equal(referenceCompareNumbers(-5e-324, 0n), -1);
+    assert.equal(referenceCompareNumbers(0.1 + 0.2, 0.3), 1);
+    assert.equal(referenceCompareNumbers(Number.MAX_VALUE, 2n ** 1024n), -1);
+  });
+
+  it('compares strings by code point', () => {
+    assert.equal(referenceCompareStrings('\uFFFF', '\u{1F600}'), -1);
+    assert.equal(referenceCompareStrings('\uD800', '\uE000'), -1, 'a lone surrogate is its own code point');
+    assert.equal(referenceCompareStrings('\uDBFF', '\u{10000}'), -1, 'UTF-16 code units would say 1');
+    assert.equal(referenceCompareStrings('ab', 'abc'), -1);
+    assert.equal(referenceCompareStrings('b', 'abc'), 1);
+    assert.equal(referenceCompareStrings('é', 'é'), 0);
+    assert.equal(referenceCompareStrings('', ''), 0);
+  });
+
+  it('compares values for equality deeply, never across kinds', () => {
+    assert.equal(referenceEquals({ a: 1, b: [1, { c: null }] }, { b: [1n, { c: null }], a: 1.0 }), true);
+    assert.equal(referenceEquals({ a: 1 }, { a: 1, b: null }), false);
+    assert.equal(referenceEquals({ 'a\u0000': 1, b: 1 }, { a: 1, '\u0000b': 1 }), false);
+    assert.equal(referenceEquals([1, 2], [2, 1]), false);
+    assert.equal(referenceEquals([], {}), false);
+    assert.equal(referenceEquals(null, false), false);
+    assert.equal(referenceEquals(0, false), false);
+    assert.equal(referenceEquals('1', 1), false);
+    assert.equal(referenceEquals(parseJson('{"__proto__":{"a":1}}'), parseJson('{"__proto__":{"a":1}}')), true);
+    assert.equal(referenceEquals(parseJson('{"__proto__":{"a":1}}'), {}), false);
+  });
+
+  it('looks paths up as §9.2 and the docdb README say', () => {
+    const doc = parseJson('{"a":{"b":[10,{"c":"x"}]},"items":[{"sku":"x"}],"__proto__":{"p":1}}');
+    assert.equal(referenceLookup(doc, 'a.b.0'), 10);
+    assert.equal(referenceLookup(doc, 'a.b.1.c'), 'x');
+    assert.equal(referenceLookup(doc, 'a.b.2'), MISSING);
+    assert.equal(referenceLookup(doc, 'a.b.01'), MISSING);
+    assert.equal(referenceLookup(doc, 'a.b.-0'), MISSING);
+    assert.equal(referenceLookup(doc, 'a.b.length'), MISSING);
+    assert.equal(referenceLookup(doc, 'items.sku'), MISSING);
+    assert.equal(referenceLookup(doc, 'a.b.0.x'), MISSING);
+    assert.equal(referenceLookup(doc, 'constructor'), MISSING);
+    assert.equal(referenceLookup(doc, '__proto__.p'), 1);
+    assert.equal(referenceLookup({ '': 1 }, ''), 1);
+  });
+});
 
 describe('compileFilter: evaluation', () => {
   it('agrees with a direct reading of the spec on random filters and documents', () => {
