@@ -8,6 +8,7 @@ import { DocumentStore } from '../../../src/services/docdb/documents.ts';
 import { docdbService } from '../../../src/services/docdb/index.ts';
 import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
 import { parseLines } from './fixtures.ts';
+import { deferred, within } from '../../helpers/waiting.ts';
 
 let service: TestService;
 let port: number;
@@ -243,22 +244,7 @@ describe('whole bodies over a real socket', () => {
   });
 });
 
-function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
-/** `promise`, or a failure naming `what` after 10 s (so a broken stop fails instead of hanging). */
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 10_000)));
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * Watches the service's traversals from the server side: counts the batches read from the store

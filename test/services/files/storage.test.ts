@@ -5,6 +5,7 @@ import { BlobRefs } from '../../../src/store/blob/refs.ts';
 import { SqlWork, first as firstRow } from '../../../src/store/sql-work.ts';
 import type { TestService } from '../../helpers/service.ts';
 import { as, assertError, call, createBucket, jsonOf, pendingUploads, sha256, startFiles, storedBlobs, upload, waitUntil, type FileBody } from './helpers.ts';
+import { within } from '../../helpers/waiting.ts';
 
 // A sweeper with a 1 s grace period that runs every 10 ms: blobs that lose their last reference
 // go a second later, so each test can watch the store. The grace period also bounds an upload's
@@ -27,16 +28,6 @@ const candidates = async (sha: string) => {
 };
 /** Waits until the sweeper has decided on every deletion candidate of this blob: each came due and was dropped (still referenced) or swept. */
 const decided = (sha: string) => waitUntil(async () => (await candidates(sha)) === 0, 10_000, `the sweeper to decide on blob ${sha.slice(0, 8)}`);
-/** `promise`, or a failure naming `what` after 10 s. */
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 10_000)));
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 /** Long enough for several sweeper passes. */
 const severalSweeps = () => new Promise((resolve) => setTimeout(resolve, 250));
 

@@ -5,6 +5,7 @@ import { request } from '../../helpers/http.ts';
 import { SchedulerEvents } from '../../../src/services/scheduler/events.ts';
 import { SchedulerRepository } from '../../../src/services/scheduler/repository.ts';
 import { KEY, startScheduler, type SchedulerHarness } from './helpers.ts';
+import { deferred, within } from '../../helpers/waiting.ts';
 
 interface Snapshot {
   scheduler_id: string;
@@ -69,22 +70,7 @@ function openStream(port: number, path: string) {
   };
 }
 
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
-/** `promise`, or a failure naming `what` after 10 s. */
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), 10_000)));
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * Watches reserves on one scheduler from the server side: `waiting` resolves once a reserve has
