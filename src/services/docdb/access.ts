@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
-import { verify } from '@node-rs/bcrypt';
 import type { FastifyRequest } from 'fastify';
+import { CredentialChecker } from '../../core/credentials.ts';
 import { forbidden, notFound, unauthorized } from '../../core/errors.ts';
 import { IDENTITY_HEADER, ownerOrKeyCredentials, parseIdentity, requireIdentity } from '../../core/identity.ts';
 import { isUuidV4 } from '../../core/ids.ts';
@@ -20,19 +19,12 @@ export const API_SECRET_HEADER = 'api-secret';
 const KEY_CHECK_TTL_MS = 60_000;
 const MAX_CACHED_CHECKS = 10_000;
 
-type KeyCheck = { status: 'unknown' } | { status: 'wrong_secret' } | { status: 'ok'; databaseId: string };
-
-interface CachedCheck {
-  key: string;
-  databaseId: string;
-  expiresAt: number;
-}
-
 const BAD_KEY_MESSAGE = 'unknown API key or wrong secret';
 
 /**
  * Who may touch a database (docdb.md §2). Owners are recognised by the gateway's identity header;
- * database keys by `Api-Key` + `Api-Secret`, the secret compared with bcrypt off the event loop.
+ * database keys by `Api-Key` + `Api-Secret`, checked by the shared checker (`core/credentials.ts`):
+ * bcrypt off the event loop, UUID-shaped keys and secrets only.
  *
  * A successful key check is cached for at most 60 s under a SHA-256 of key and secret (never the
  * secret itself); failures never are, and concurrent checks of one pair share one bcrypt. A key
@@ -43,23 +35,31 @@ const BAD_KEY_MESSAGE = 'unknown API key or wrong secret';
  * notifier reconnect, when messages may have been missed).
  */
 export class DocdbAccess {
-  private readonly checks = new Map<string, CachedCheck>();
-  private readonly inFlight = new Map<string, Promise<KeyCheck>>();
-  /** Bumped by every eviction, so that a check that raced a revocation is not cached. */
-  private epoch = 0;
-  private readonly unsubscribe: (() => void)[] = [];
-  /** Number of bcrypt comparisons run (for tests). */
-  verifications = 0;
+  /** Cached successes are worth the key's database id. */
+  private readonly keys: CredentialChecker<string>;
 
   constructor(
     private readonly databases: DatabaseRepository,
-    private readonly notifier: Notifier,
-    private readonly ttlMs = KEY_CHECK_TTL_MS,
+    notifier: Notifier,
+    ttlMs = KEY_CHECK_TTL_MS,
   ) {
-    this.unsubscribe.push(
-      notifier.subscribe(DOCDB_KEYS_REVOKED_TOPIC, (message) => this.onRevoked(message)),
-      notifier.onResync(() => this.forgetAll()),
-    );
+    this.keys = new CredentialChecker<string>(notifier, {
+      lookup: async (key) => {
+        const stored = await this.databases.findKey(key);
+        return stored && { secretHash: stored.secretHash, value: stored.databaseId };
+      },
+      // Keys and secrets are UUID v4 generated here; anything else cannot match (and costs no bcrypt).
+      precheck: (key, secret) => isUuidV4(key) && isUuidV4(secret),
+      ttlMs,
+      maxEntries: MAX_CACHED_CHECKS,
+      topic: DOCDB_KEYS_REVOKED_TOPIC,
+      selectors: { database: (databaseId) => databaseId },
+    });
+  }
+
+  /** Number of bcrypt comparisons run (for tests). */
+  get verifications(): number {
+    return this.keys.verifications;
   }
 
   /** Identity-only endpoints (list/create databases, /v1/debug/dbs): the caller's user id, or 401. */
@@ -85,9 +85,9 @@ export class DocdbAccess {
     if (apiKey !== undefined) {
       const secret = request.headers[API_SECRET_HEADER];
       if (typeof apiKey !== 'string' || typeof secret !== 'string') throw unauthorized(BAD_KEY_MESSAGE);
-      const check = await this.checkKey(apiKey, secret);
+      const check = await this.keys.check(apiKey, secret);
       if (check.status !== 'ok') throw unauthorized(BAD_KEY_MESSAGE);
-      if (check.databaseId === database.id) {
+      if (check.value === database.id) {
         // Deleted since it was cached: the record just read no longer lists it.
         if (!database.api_keys.includes(apiKey)) {
           this.forgetKey(apiKey);
@@ -107,56 +107,18 @@ export class DocdbAccess {
     throw forbidden('not an owner of this database');
   }
 
-  /** Checks a key and secret, from the cache when a success for the pair is recent enough. */
-  private async checkKey(key: string, secret: string): Promise<KeyCheck> {
-    // Keys and secrets are UUID v4 generated here; anything else cannot match (and costs no bcrypt).
-    if (!isUuidV4(key)) return { status: 'unknown' };
-    const hash = pairHash(key, secret);
-    const cached = this.checks.get(hash);
-    if (cached) {
-      if (cached.expiresAt > Date.now()) return { status: 'ok', databaseId: cached.databaseId };
-      this.checks.delete(hash);
-    }
-    let pending = this.inFlight.get(hash);
-    if (!pending) {
-      pending = this.verifyKey(hash, key, secret).finally(() => this.inFlight.delete(hash));
-      this.inFlight.set(hash, pending);
-    }
-    return pending;
-  }
-
-  private async verifyKey(hash: string, key: string, secret: string): Promise<KeyCheck> {
-    const epoch = this.epoch;
-    const stored = await this.databases.findKey(key);
-    if (!stored) return { status: 'unknown' };
-    if (!isUuidV4(secret)) return { status: 'wrong_secret' };
-    this.verifications++;
-    if (!(await verify(secret, stored.secretHash))) return { status: 'wrong_secret' };
-    if (this.epoch === epoch) {
-      if (this.checks.size >= MAX_CACHED_CHECKS) {
-        const oldest = this.checks.keys().next().value;
-        if (oldest !== undefined) this.checks.delete(oldest);
-      }
-      this.checks.set(hash, { key, databaseId: stored.databaseId, expiresAt: Date.now() + this.ttlMs });
-    }
-    return { status: 'ok', databaseId: stored.databaseId };
-  }
-
   /** Drops this instance's cached checks of `key`. */
   forgetKey(key: string): void {
-    this.epoch++;
-    for (const [hash, check] of this.checks) if (check.key === key) this.checks.delete(hash);
+    this.keys.forgetKey(key);
   }
 
   /** Drops this instance's cached checks of every key of `databaseId`. */
   forgetDatabase(databaseId: string): void {
-    this.epoch++;
-    for (const [hash, check] of this.checks) if (check.databaseId === databaseId) this.checks.delete(hash);
+    this.keys.forgetWhere((cached) => cached === databaseId);
   }
 
   forgetAll(): void {
-    this.epoch++;
-    this.checks.clear();
+    this.keys.forgetAll();
   }
 
   /**
@@ -165,36 +127,15 @@ export class DocdbAccess {
    * check in `authorize` already refuses the key everywhere).
    */
   async revokeKey(key: string): Promise<void> {
-    this.forgetKey(key);
-    await this.notifier.publish(DOCDB_KEYS_REVOKED_TOPIC, JSON.stringify({ key }));
+    await this.keys.revoke({ key });
   }
 
   /** A database was deleted with all its keys: as `revokeKey`, for each of them. */
   async revokeDatabase(databaseId: string): Promise<void> {
-    this.forgetDatabase(databaseId);
-    await this.notifier.publish(DOCDB_KEYS_REVOKED_TOPIC, JSON.stringify({ database: databaseId }));
-  }
-
-  private onRevoked(message: string): void {
-    let event: { key?: unknown; database?: unknown } | null = null;
-    try {
-      const parsed: unknown = JSON.parse(message);
-      if (typeof parsed === 'object' && parsed !== null) event = parsed as { key?: unknown; database?: unknown };
-    } catch {
-      // Unreadable: forget everything below.
-    }
-    if (typeof event?.key === 'string') this.forgetKey(event.key);
-    else if (typeof event?.database === 'string') this.forgetDatabase(event.database);
-    else this.forgetAll();
+    await this.keys.revoke({ database: databaseId });
   }
 
   close(): void {
-    for (const stop of this.unsubscribe.splice(0)) stop();
-    this.forgetAll();
+    this.keys.close();
   }
-}
-
-/** The cache key of a pair: a SHA-256 of key and secret, never the secret itself. */
-function pairHash(key: string, secret: string): string {
-  return createHash('sha256').update(`${key}\0${secret}`).digest('base64');
 }

@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
-import { verify } from '@node-rs/bcrypt';
 import type { FastifyRequest } from 'fastify';
+import { CredentialChecker } from '../../core/credentials.ts';
 import { forbidden, notFound, unauthorized } from '../../core/errors.ts';
 import { ownerOrKeyCredentials, requireIdentity } from '../../core/identity.ts';
 import { isUuidV4 } from '../../core/ids.ts';
@@ -17,12 +16,6 @@ const KEY_CHECK_TTL_MS = 60_000;
 const MAX_CACHED_CHECKS = 10_000;
 const BAD_KEY_MESSAGE = 'unknown API key or wrong secret';
 
-interface CachedCheck {
-  key: string;
-  loggerId: string;
-  expiresAt: number;
-}
-
 /** What a logger-scoped request was allowed as. */
 export interface Access {
   loggerId: string;
@@ -32,23 +25,36 @@ export interface Access {
 
 /**
  * Who may touch a logger (logs.md §2), following docdb's access rules: owners by the gateway
- * identity, keys by `Api-Key` + `Api-Secret` compared with bcrypt. Successful checks are cached
- * under a SHA-256 of key and secret (never the secret); the key row is read on every request so a
- * deleted key fails at once on every instance, and revocations on the notifier clear the caches.
+ * identity, keys by `Api-Key` + `Api-Secret` checked by the shared checker (`core/credentials.ts`):
+ * bcrypt, successes cached under a SHA-256 of key and secret (never the secret), revocations on
+ * the notifier (`{"key":…}` or `{"logger":…}`) and resyncs drop them. Here: the key row is read
+ * on every request that a cached success would answer, so a deleted key fails at once on every
+ * instance.
  */
 export class LogsAccess {
-  private readonly checks = new Map<string, CachedCheck>();
-  private epoch = 0;
-  private readonly unsubscribe: (() => void)[] = [];
+  /** Cached successes are worth the key's logger id. */
+  private readonly keys: CredentialChecker<string>;
 
   constructor(
     private readonly loggers: LoggerRepository,
-    private readonly notifier: Notifier,
+    notifier: Notifier,
   ) {
-    this.unsubscribe.push(
-      notifier.subscribe(LOGS_KEYS_REVOKED_TOPIC, () => this.forgetAll()),
-      notifier.onResync(() => this.forgetAll()),
-    );
+    this.keys = new CredentialChecker<string>(notifier, {
+      lookup: async (key) => {
+        const stored = await this.loggers.findKey(key);
+        return stored && { secretHash: stored.secretHash, value: stored.loggerId };
+      },
+      precheck: (key, secret) => isUuidV4(key) && isUuidV4(secret),
+      ttlMs: KEY_CHECK_TTL_MS,
+      maxEntries: MAX_CACHED_CHECKS,
+      topic: LOGS_KEYS_REVOKED_TOPIC,
+      selectors: { logger: (loggerId) => loggerId },
+    });
+  }
+
+  /** Number of bcrypt comparisons run (for tests). */
+  get verifications(): number {
+    return this.keys.verifications;
   }
 
   requireUser(request: FastifyRequest): string {
@@ -74,34 +80,31 @@ export class LogsAccess {
     const key = request.headers[API_KEY_HEADER];
     const secret = request.headers[API_SECRET_HEADER];
     if (typeof key !== 'string' || typeof secret !== 'string' || !isUuidV4(key)) throw unauthorized(BAD_KEY_MESSAGE);
-    // Read every time: a deleted key fails at once even where a cached check remains.
-    const stored = await this.loggers.findKey(key);
-    if (!stored) throw unauthorized(BAD_KEY_MESSAGE);
-    const hash = createHash('sha256').update(`${key}\0${secret}`).digest('base64');
-    const cached = this.checks.get(hash);
-    if (cached && cached.expiresAt > Date.now() && cached.loggerId === stored.loggerId) return stored.loggerId;
-    const epoch = this.epoch;
-    if (!isUuidV4(secret) || !(await verify(secret, stored.secretHash))) throw unauthorized(BAD_KEY_MESSAGE);
-    if (epoch === this.epoch) {
-      if (this.checks.size >= MAX_CACHED_CHECKS) this.checks.clear();
-      this.checks.set(hash, { key, loggerId: stored.loggerId, expiresAt: Date.now() + KEY_CHECK_TTL_MS });
+    const hash = CredentialChecker.pairHash(key, secret);
+    const cached = this.keys.cached(hash);
+    if (cached !== undefined) {
+      // Read every time: a deleted key fails at once even where a cached check remains.
+      const stored = await this.loggers.findKey(key);
+      if (stored?.loggerId === cached) return cached;
+      this.keys.forgetKey(key);
+      if (!stored) throw unauthorized(BAD_KEY_MESSAGE);
     }
-    return stored.loggerId;
+    // Not cached: the check looks the key row up itself.
+    const check = await this.keys.check(key, secret, hash);
+    if (check.status !== 'ok') throw unauthorized(BAD_KEY_MESSAGE);
+    return check.value;
   }
 
   forgetAll(): void {
-    this.epoch++;
-    this.checks.clear();
+    this.keys.forgetAll();
   }
 
   /** Keys were deleted (one, or all of a logger): forget here, then tell every instance. */
   async revoke(detail: { key: string } | { logger: string }): Promise<void> {
-    this.forgetAll();
-    await this.notifier.publish(LOGS_KEYS_REVOKED_TOPIC, JSON.stringify(detail));
+    await this.keys.revoke(detail);
   }
 
   close(): void {
-    for (const stop of this.unsubscribe.splice(0)) stop();
-    this.forgetAll();
+    this.keys.close();
   }
 }
