@@ -179,15 +179,13 @@ class ResponseStream implements StreamWriter {
 
 class Ndjson extends ResponseStream implements NdjsonWriter {
   write(value: unknown): Promise<void> {
-    let line: string | undefined;
+    let line: string;
     try {
-      line = JSON.stringify(value);
+      line = ndjsonLine(value);
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new TypeError(String(err)));
     }
-    // JSON.stringify returns undefined (not a string) for undefined, functions and symbols.
-    if (typeof line !== 'string') return Promise.reject(new TypeError(`ndjson: cannot serialise ${typeof value}`));
-    return this.writeChunk(`${line}\n`);
+    return this.writeChunk(line);
   }
 }
 
@@ -264,80 +262,6 @@ export function openSse(res: ServerResponse, opts: StreamOptions = {}): SseWrite
   );
 }
 
-const ABORTED = Symbol('aborted');
-
-/** Resolves with the promise's value, or ABORTED as soon as the signal fires. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
-  if (signal.aborted) return Promise.resolve(ABORTED);
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => resolve(ABORTED);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
-}
-
-/**
- * Writes every item of `source` as an NDJSON line, waiting for the client to keep up, then ends
- * the writer. When the client disconnects it stops pulling and calls the iterator's `return()`
- * so the source can release resources (a generator's `finally` runs). Errors thrown by the source
- * are rethrown after the writer is ended; disconnects are not errors.
- */
-export async function pipeIterable(writer: NdjsonWriter, source: AsyncIterable<unknown>): Promise<void> {
-  const iterator = source[Symbol.asyncIterator]();
-  // Whether the iterator already finished on its own (done or threw), so return() is not needed.
-  let finished = false;
-  let pendingNext: Promise<unknown> | undefined;
-  try {
-    while (!writer.closed) {
-      const next = iterator.next();
-      let step: IteratorResult<unknown> | typeof ABORTED;
-      try {
-        step = await untilAborted(next, writer.signal);
-      } catch (err) {
-        finished = true;
-        throw err;
-      }
-      if (step === ABORTED) {
-        // The source is stuck waiting for data; do not wait for it to notice the disconnect.
-        pendingNext = next;
-        break;
-      }
-      if (step.done) {
-        finished = true;
-        break;
-      }
-      try {
-        await writer.write(step.value);
-      } catch (err) {
-        if (err instanceof StreamClosedError) break;
-        throw err;
-      }
-    }
-  } finally {
-    writer.end();
-    if (!finished && iterator.return) {
-      const closing = iterator.return();
-      if (pendingNext) {
-        // An async generator runs return() only after the pending next() settles, which may be
-        // never; let it finish in the background (the source should watch writer.signal).
-        pendingNext.catch(() => {});
-        closing.catch(() => {});
-      } else {
-        await closing;
-      }
-    }
-  }
-}
-
 /**
  * Aborts when the client goes away before the exchange is complete: the request is aborted, or
  * the response closes before it finished (DESIGN §6: disconnects show on the response's `close`).
@@ -362,9 +286,30 @@ export function disconnectSignal(request: IncomingMessage, response: ServerRespo
   };
 }
 
+/**
+ * One NDJSON line: `value` as JSON text and a line feed. Throws a TypeError for values JSON cannot
+ * represent (`undefined`, functions, symbols) and whatever JSON.stringify throws (BigInt, cycles).
+ */
+export function ndjsonLine(value: unknown): string {
+  const line = JSON.stringify(value);
+  // JSON.stringify returns undefined (not a string) for undefined, functions and symbols.
+  if (typeof line !== 'string') throw new TypeError(`ndjson: cannot serialise ${typeof value}`);
+  return `${line}\n`;
+}
+
+/**
+ * Writes pre-serialised NDJSON lines (or text) to a response whose head the caller wrote: one
+ * `write()`, then, when the response buffer is full, a wait for 'drain' (back-pressure) that ends
+ * at once when `signal` aborts (the client left). Whole lines only: a chunk is written as given.
+ */
+export async function writeLines(res: ServerResponse, chunk: string | Uint8Array, signal: AbortSignal): Promise<void> {
+  if (!res.write(chunk)) await drained(res, signal);
+}
+
 /** Resolves once `res` can take more writes ('drain'), or at once when `signal` aborts. */
-export function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
+function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
     const done = () => {
       res.off('drain', done);
       signal.removeEventListener('abort', done);

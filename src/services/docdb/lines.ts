@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { envelope, type HttpError } from '../../core/errors.ts';
+import { ndjsonLine, writeLines } from '../../core/stream.ts';
 
 /** Above this many buffered bytes the response starts streaming (chunked) before `flush` is asked. */
 const SEND_AT_ONCE_BYTES = 64 * 1024;
@@ -14,7 +15,8 @@ export class LineResponse {
   private started = false;
   private ended = false;
   private gone = false;
-  private readonly closeWaiters = new Set<() => void>();
+  // Aborts when the response closes: a write waiting for 'drain' stops waiting.
+  private readonly closing = new AbortController();
 
   constructor(
     private readonly res: ServerResponse,
@@ -23,7 +25,7 @@ export class LineResponse {
   ) {
     res.once('close', () => {
       if (!res.writableFinished) this.gone = true;
-      for (const wake of this.closeWaiters) wake();
+      this.closing.abort();
     });
   }
 
@@ -60,19 +62,7 @@ export class LineResponse {
     if (this.pending.length === 0) return;
     const chunk = this.pending;
     this.pending = '';
-    if (!this.res.write(chunk)) await this.drained();
-  }
-
-  private drained(): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        this.res.off('drain', done);
-        this.closeWaiters.delete(done);
-        resolve();
-      };
-      this.res.once('drain', done);
-      this.closeWaiters.add(done);
-    });
+    await writeLines(this.res, chunk, this.closing.signal);
   }
 
   /** Ends the response; a response never started goes out whole with a Content-Length. */
@@ -92,12 +82,12 @@ export class LineResponse {
   /** Answers with an error envelope when nothing was sent yet. */
   fail(error: HttpError): void {
     if (this.committed) {
-      this.push(JSON.stringify(envelope(error.status, error.code, error.message)));
+      this.pending += ndjsonLine(envelope(error.status, error.code, error.message));
       this.end();
       return;
     }
     this.status = error.status;
-    this.pending = `${JSON.stringify(envelope(error.status, error.code, error.message))}\n`;
+    this.pending = ndjsonLine(envelope(error.status, error.code, error.message));
     this.end();
   }
 }

@@ -1,4 +1,5 @@
 import { disconnectSignal as disconnectSignalOf } from '../../core/stream.ts';
+import { readAhead } from '../../core/read-ahead.ts';
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BlobTooLargeError, type BlobStore } from '../../store/blob/types.ts';
@@ -25,88 +26,26 @@ const READ_AHEAD_BYTES = 4 * 1024 * 1024;
 const MAX_PIECE_BYTES = 1024 * 1024;
 
 /**
- * Reads a request body ahead of its consumer, up to 4 MiB: `onChunk` sees every chunk as it
- * arrives (hashing overlaps the store's writes instead of waiting for them), and the consumer
- * pulls pieces (waiting chunks joined up to 1 MiB). Past the read-ahead the request is paused,
- * so a slow store slows the client down (back-pressure) and memory stays bounded.
+ * The request body as chunks, each seen by `onChunk` as it is read (read ahead of the store, so
+ * hashing overlaps the store's writes instead of waiting for them; `onChunk` throwing stops the
+ * body). A body cut before its end fails with `bodyIncomplete` (or the abort reason once the
+ * client's disconnect was noticed).
  *
  * Stopping early leaves the request alone instead of destroying it (which would destroy the
  * socket): the error response (413, 400) can still be written, with `Connection: close` so that
  * the unread rest of the body is never parsed as a request.
  */
-export async function* readAhead(request: IncomingMessage, signal: AbortSignal, onChunk: (chunk: Buffer) => void): AsyncGenerator<Buffer, void, undefined> {
-  const queue: Buffer[] = [];
-  let queued = 0;
-  // An empty body read by nobody has not ended yet; one that already ended emits nothing more.
-  let ended = request.readableEnded;
-  let failure: unknown;
-  let wake: (() => void) | undefined;
-  const notify = () => {
-    const resolve = wake;
-    wake = undefined;
-    resolve?.();
-  };
-  const fail = (error: unknown) => {
-    failure ??= error;
-    request.pause();
-    notify();
-  };
-  const onData = (chunk: Buffer) => {
-    if (failure !== undefined) return;
-    try {
-      onChunk(chunk);
-    } catch (error) {
-      return fail(error);
-    }
-    queue.push(chunk);
-    queued += chunk.length;
-    if (queued >= READ_AHEAD_BYTES) request.pause();
-    notify();
-  };
-  const onEnd = () => {
-    ended = true;
-    notify();
-  };
-  const onClose = () => {
-    if (!ended) fail(FilesErrors.bodyIncomplete());
-  };
-  const onAbort = () => fail(signal.reason);
-  request.on('data', onData);
-  request.on('end', onEnd);
-  request.on('error', fail);
-  request.on('close', onClose);
-  signal.addEventListener('abort', onAbort);
+async function* bodyOf(request: IncomingMessage, signal: AbortSignal, onChunk: (chunk: Buffer) => void): AsyncGenerator<Buffer, void, undefined> {
+  // An empty body read by nobody has not ended yet; one that already ended yields nothing more.
+  if (request.readableEnded) return;
   try {
-    if (signal.aborted) fail(signal.reason);
-    for (;;) {
-      if (failure !== undefined) throw failure;
-      if (queue.length > 0) {
-        let piece = queue.shift()!;
-        if (queue.length > 0 && piece.length < MAX_PIECE_BYTES) {
-          const parts = [piece];
-          let size = piece.length;
-          while (queue.length > 0 && size + queue[0]!.length <= MAX_PIECE_BYTES) {
-            const next = queue.shift()!;
-            parts.push(next);
-            size += next.length;
-          }
-          piece = Buffer.concat(parts, size);
-        }
-        queued -= piece.length;
-        if (queued < READ_AHEAD_BYTES / 2 && request.isPaused() && failure === undefined) request.resume();
-        yield piece;
-        continue;
-      }
-      if (ended) return;
-      await new Promise<void>((resolve) => (wake = resolve));
+    for await (const chunk of request.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      onChunk(chunk);
+      yield chunk;
     }
-  } finally {
-    request.off('data', onData);
-    request.off('end', onEnd);
-    request.off('error', fail);
-    request.off('close', onClose);
-    signal.removeEventListener('abort', onAbort);
-    if (!ended) request.pause();
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code === 'ERR_STREAM_PREMATURE_CLOSE') throw signal.aborted ? signal.reason : FilesErrors.bodyIncomplete();
+    throw error;
   }
 }
 
@@ -132,7 +71,7 @@ export async function receiveBody(body: IncomingMessage, blobs: BlobStore, optio
     }
   };
   try {
-    const info = await blobs.put(readAhead(body, options.signal, onChunk), { maxBytes: options.maxBytes, signal: options.signal, ...(options.sizeHint === undefined ? {} : { sizeHint: options.sizeHint }) });
+    const info = await blobs.put(readAhead(bodyOf(body, options.signal, onChunk), { aheadBytes: READ_AHEAD_BYTES, joinBytes: MAX_PIECE_BYTES }), { maxBytes: options.maxBytes, signal: options.signal, ...(options.sizeHint === undefined ? {} : { sizeHint: options.sizeHint }) });
     return { sha256: info.sha256, size, md5: md5.digest('hex'), head: head.subarray(0, headLength) };
   } catch (error) {
     if (error instanceof BlobTooLargeError) throw FilesErrors.payloadTooLarge(options.maxBytes);

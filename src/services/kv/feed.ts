@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { drained } from '../../core/stream.ts';
+import { writeLines } from '../../core/stream.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { encodeLine, unixSeconds } from './commands.ts';
 import type { KvStorage } from './storage.ts';
@@ -156,9 +156,7 @@ export class ReplicationFeed {
         'x-kv-snapshot-seq': String(resumeAfter === null ? snapshotSeq : since),
         ...(resumeAfter === null ? {} : { 'x-kv-resumed': String(since) }),
       });
-      const write = async (line: string) => {
-        if (!res.write(line)) await drained(res, controller.signal);
-      };
+      const write = (line: string) => writeLines(res, line, controller.signal);
       if (resumeAfter === null) {
         subscriber.cursor = snapshotLogId;
         await this.streamBaseline(write, snapshotSeq, controller.signal);

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { drained } from '../../core/stream.ts';
+import { writeLines } from '../../core/stream.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
 import { Pacer } from '../../core/pacer.ts';
 import { SLICE_BYTES, type LogFilters } from './filters.ts';
@@ -112,7 +112,7 @@ export async function runStream(res: ServerResponse, options: StreamOptions, dep
     const piece = await ahead.shift()!;
     if (piece.length === 0 || controller.signal.aborted) return;
     counters.bytesSent += piece.length;
-    if (!res.write(piece)) await drained(res, controller.signal);
+    await writeLines(res, piece, controller.signal);
   };
   let lastId = 0;
   let failed = false;

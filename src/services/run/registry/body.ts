@@ -43,65 +43,6 @@ export async function* coalesce(source: AsyncIterable<Uint8Array>, bytes = COALE
   if (size > 0) yield held.length === 1 ? held[0]! : Buffer.concat(held, size);
 }
 
-/**
- * Pulls `source` ahead of its consumer, holding up to `aheadBytes`: reading the next chunks
- * (file reads on the thread pool) overlaps with the consumer hashing and writing the current one.
- * A source error surfaces at the consumer's next read; when the consumer stops early the source
- * is ended.
- */
-export async function* readAhead(source: AsyncIterable<Uint8Array>, aheadBytes = 8 * COALESCE_BYTES): AsyncGenerator<Uint8Array, void, undefined> {
-  const iterator = source[Symbol.asyncIterator]();
-  const queue: Uint8Array[] = [];
-  let queued = 0;
-  let done = false;
-  let failure: { error: unknown } | null = null;
-  let wake: (() => void) | null = null;
-  let stopped = false;
-  const notify = () => {
-    const resume = wake;
-    wake = null;
-    resume?.();
-  };
-  let filling = false;
-  const fill = async () => {
-    if (filling) return;
-    filling = true;
-    try {
-      while (!stopped && !done && queued < aheadBytes) {
-        const next = await iterator.next();
-        if (next.done) done = true;
-        else {
-          queue.push(next.value);
-          queued += next.value.byteLength;
-        }
-        notify();
-      }
-    } catch (error) {
-      failure = { error };
-      notify();
-    } finally {
-      filling = false;
-    }
-  };
-  try {
-    for (;;) {
-      void fill();
-      if (queue.length > 0) {
-        const chunk = queue.shift()!;
-        queued -= chunk.byteLength;
-        yield chunk;
-        continue;
-      }
-      if (failure) throw (failure as { error: unknown }).error;
-      if (done) return;
-      await new Promise<void>((resolve) => (wake = resolve));
-    }
-  } finally {
-    stopped = true;
-    if (!done) void Promise.resolve(iterator.return?.()).catch(() => {});
-  }
-}
-
 /** Whether the request carries a body (a length above zero, or chunked transfer). */
 export function hasBody(request: IncomingMessage): boolean {
   if (request.headers['transfer-encoding'] !== undefined) return true;

@@ -1,6 +1,7 @@
 import { readSource, type BlobInfo, type BlobStore } from '../../../store/blob/types.ts';
 import type { Upload, UploadPart } from '../repository.ts';
-import { coalesce, readAhead } from './body.ts';
+import { readAhead } from '../../../core/read-ahead.ts';
+import { coalesce } from './body.ts';
 
 /**
  * An optimisation of chunked uploads, local to one instance. The durable record of an upload is

@@ -8,7 +8,8 @@ import { BlobGoneError, type BlobPin, type BlobRefs } from '../../../store/blob/
 import { BlobDigestMismatchError, BlobTooLargeError, readSource, type BlobInfo, type BlobStore } from '../../../store/blob/types.ts';
 import { digestHex, digestProblem, isRepositoryName, isTag, toDigest } from '../names.ts';
 import type { RunRepository, Upload } from '../repository.ts';
-import { bodyChunks, coalesce, declaredLength, disconnectSignal, hasBody, parseContentRange, readAhead, readLimited } from './body.ts';
+import { bodyChunks, coalesce, declaredLength, disconnectSignal, hasBody, parseContentRange, readLimited } from './body.ts';
+import { readAhead } from '../../../core/read-ahead.ts';
 import {
   RegistryError,
   denied,
