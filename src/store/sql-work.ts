@@ -7,8 +7,8 @@ import type { SqlDatabase } from './sql/types.ts';
  * Storage work written once for both databases: a generator yields each statement and receives
  * its result. On SQLite it is driven synchronously through prepared statements (inside the group
  * commit for writes, so a whole batch of documents costs one commit and no promise per
- * statement); on PostgreSQL, or while Kysely holds the SQLite connection, asynchronously through
- * Kysely. Statements use `?` placeholders; PostgreSQL gets `$n`.
+ * statement); on PostgreSQL on the pg pool (sql/postgres.ts, which numbers the `?` placeholders), and
+ * while Kysely holds the SQLite connection, through Kysely's queue. The adapters in sql/ drive it.
  */
 export type Row = Record<string, unknown>;
 
@@ -34,10 +34,6 @@ export function* run(text: string, ...params: unknown[]): Generator<Statement, n
   return (yield { text, params, kind: 'run' }) as number;
 }
 
-function toPostgres(text: string): string {
-  let n = 0;
-  return text.replace(/\?/g, () => `$${++n}`);
-}
 
 /** better-sqlite3 binds booleans as errors and undefined as missing; normalise the few we use. */
 function sqliteParams(params: readonly unknown[]): unknown[] {
@@ -61,14 +57,14 @@ export function driveSqlite<T>(work: Work<T>, prepare: (sql: string) => Database
   return step.value;
 }
 
-export async function driveKysely<T>(work: Work<T>, db: Kysely<object>, dialect: SqlDialect): Promise<T> {
+/** SQLite only: drives work through Kysely's queue while Kysely holds the one connection. */
+export async function driveKysely<T>(work: Work<T>, db: Kysely<object>): Promise<T> {
   let step = work.next();
   while (!step.done) {
     const { text, params, kind } = step.value;
     let result: unknown;
     try {
-      const sqlText = dialect === 'postgres' ? toPostgres(text) : text;
-      const output = await db.executeQuery(CompiledQuery.raw(sqlText, params as unknown[]));
+      const output = await db.executeQuery(CompiledQuery.raw(text, params as unknown[]));
       result = kind === 'all' ? output.rows : Number(output.numAffectedRows ?? 0n);
     } catch (error) {
       step = work.throw(error);
@@ -97,16 +93,4 @@ export class SqlWork {
   write<T>(make: () => Work<T>): Promise<T> {
     return this.database.write(make);
   }
-}
-
-/** True for a unique or primary key violation on either database. */
-export function isUniqueViolation(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
-}
-
-/** True for a foreign key violation on either database (the referenced row is gone). */
-export function isForeignKeyViolation(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }

@@ -32,7 +32,7 @@ export function sqliteDatabase(kysely: RootDb, direct: DirectSqlite): SqlDatabas
     async read<T>(make: () => Work<T>): Promise<T> {
       const now = direct.run((prepare) => driveSqlite(make(), prepare));
       if (now) return now.value;
-      return driveKysely(make(), kysely, 'sqlite');
+      return driveKysely(make(), kysely);
     },
     write<T>(make: () => Work<T>): Promise<T> {
       return direct.write((prepare) => driveSqlite(make(), prepare));
