@@ -1,6 +1,7 @@
 /**
- * Conditional and range requests for downloads (RFC 9110 §13 and §14), as pure functions of the
- * request headers and the file's validators.
+ * Conditional and range requests for downloads (the README's decisions on Range, If-None-Match,
+ * If-Modified-Since and If-Range, which follow RFC 9110), as pure functions of the request headers
+ * and the file's validators.
  */
 
 export interface Validators {
@@ -28,7 +29,7 @@ function parseHttpDate(value: string): number | null {
 
 /**
  * True when the response is 304 Not Modified: If-None-Match lists the ETag (weak comparison) or is
- * `*`; only without If-None-Match, If-Modified-Since at or after Last-Modified (RFC 9110 §13.2.2).
+ * `*`; only without If-None-Match, If-Modified-Since at or after Last-Modified (README: If-Modified-Since).
  */
 export function notModified(headers: { 'if-none-match'?: string; 'if-modified-since'?: string }, v: Validators): boolean {
   const inm = headers['if-none-match'];
@@ -45,7 +46,7 @@ export function notModified(headers: { 'if-none-match'?: string; 'if-modified-si
 }
 
 /**
- * If-Range (RFC 9110 §13.1.5): the Range applies only when the condition holds — an entity tag
+ * If-Range (README: If-Range): the Range applies only when the condition holds — an entity tag
  * that matches strongly (a weak tag never does), or a date exactly equal to Last-Modified.
  */
 export function ifRangeHolds(ifRange: string | undefined, v: Validators): boolean {

@@ -3,7 +3,7 @@ import { HttpError } from '../../core/errors.ts';
 /**
  * Every coded error the files service answers, with its status and message (the README's
  * decisions table gives the cases). Besides these: 400 `validation_error` naming the broken rule,
- * raised with core's `validationError` by the bucket input rules (buckets.ts), the path and list
+ * raised with core's `validationError` by the bucket input rules (schemas.ts), the path and list
  * prefix rules (paths.ts) and the route schemas; 401 `unauthorized` from the identity check; and
  * what the app or Fastify answer themselves (404 for an unknown route, 415 for an unparseable
  * Content-Type on an upload).

@@ -1,9 +1,8 @@
 import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { BlobRefs, type BlobRefsOptions } from '../../store/blob/refs.ts';
-import { BucketRepository } from './buckets.ts';
-import { FileRepository } from './files.ts';
 import { filesMigrations } from './migrations.ts';
+import { BucketRepository, FileRepository } from './repository.ts';
 import { registerFilesRoutes } from './routes/index.ts';
 import { createNanoClock, type NanoClock } from './timestamps.ts';
 

@@ -1,10 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import { CredentialChecker } from '../../core/credentials.ts';
-import { forbidden, notFound, unauthorized } from '../../core/errors.ts';
 import { ownerOrKeyCredentials, requireIdentity } from '../../core/identity.ts';
 import { isUuidV4 } from '../../core/ids.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
-import type { LoggerRepository } from './loggers.ts';
+import { LogsErrors } from './errors.ts';
+import type { LoggerRepository } from './repository.ts';
 
 /** Published when logger keys stop existing (`{"key":…}` or `{"logger":…}`): every instance forgets them. */
 export const LOGS_KEYS_REVOKED_TOPIC = 'logs.keys.revoked';
@@ -14,7 +14,6 @@ const API_SECRET_HEADER = 'api-secret';
 /** A successful key check is trusted this long (the key row is still re-read on every request). */
 const KEY_CHECK_TTL_MS = 60_000;
 const MAX_CACHED_CHECKS = 10_000;
-const BAD_KEY_MESSAGE = 'unknown API key or wrong secret';
 
 /** What a logger-scoped request was allowed as. */
 export interface Access {
@@ -24,7 +23,7 @@ export interface Access {
 }
 
 /**
- * Who may touch a logger (logs.md §2), following docdb's access rules: owners by the gateway
+ * Who may touch a logger (README: access), following docdb's access rules: owners by the gateway
  * identity, keys by `Api-Key` + `Api-Secret` checked by the shared checker (`core/credentials.ts`):
  * bcrypt, successes cached under a SHA-256 of key and secret (never the secret), revocations on
  * the notifier (`{"key":…}` or `{"logger":…}`) and resyncs drop them. Here: the key row is read
@@ -61,25 +60,25 @@ export class LogsAccess {
     return requireIdentity(request).user.id;
   }
 
-  /** logs.md §2 decision procedure for a logger-scoped request. */
+  /** The README's decision procedure (access) for a logger-scoped request. */
   async authorize(request: FastifyRequest, loggerId: string): Promise<Access> {
     const { identity, apiKey } = ownerOrKeyCredentials(request);
     const owners = await this.loggers.owners(loggerId);
-    if (!owners) throw notFound('logger not found');
+    if (!owners) throw LogsErrors.loggerNotFound();
     if (identity && owners.includes(identity.user.id)) return { loggerId, userId: identity.user.id };
     if (apiKey !== undefined) {
       const keyLogger = await this.keyLogger(request);
-      if (keyLogger !== loggerId) throw forbidden('this API key belongs to another logger');
+      if (keyLogger !== loggerId) throw LogsErrors.keyOfAnotherLogger();
       return { loggerId, userId: identity?.user.id ?? null };
     }
-    throw forbidden('not an owner of this logger');
+    throw LogsErrors.notAnOwner();
   }
 
   /** The logger of the request's key pair (for /v1/ingest/events), or 401. */
   async keyLogger(request: FastifyRequest): Promise<string> {
     const key = request.headers[API_KEY_HEADER];
     const secret = request.headers[API_SECRET_HEADER];
-    if (typeof key !== 'string' || typeof secret !== 'string' || !isUuidV4(key)) throw unauthorized(BAD_KEY_MESSAGE);
+    if (typeof key !== 'string' || typeof secret !== 'string' || !isUuidV4(key)) throw LogsErrors.badKey();
     const hash = CredentialChecker.pairHash(key, secret);
     const cached = this.keys.cached(hash);
     if (cached !== undefined) {
@@ -87,11 +86,11 @@ export class LogsAccess {
       const stored = await this.loggers.findKey(key);
       if (stored?.loggerId === cached) return cached;
       this.keys.forgetKey(key);
-      if (!stored) throw unauthorized(BAD_KEY_MESSAGE);
+      if (!stored) throw LogsErrors.badKey();
     }
     // Not cached: the check looks the key row up itself.
     const check = await this.keys.check(key, secret, hash);
-    if (check.status !== 'ok') throw unauthorized(BAD_KEY_MESSAGE);
+    if (check.status !== 'ok') throw LogsErrors.badKey();
     return check.value;
   }
 

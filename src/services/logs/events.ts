@@ -1,7 +1,7 @@
-import { validationError, HttpError } from '../../core/errors.ts';
 import { MAX_BODY_NESTING, jsonTextDeeperThan } from '../../core/json.ts';
+import { LogsErrors } from './errors.ts';
 
-/** One event as stored (one JSON line) and streamed (logs.md §6.2). */
+/** One event as stored (one JSON line) and streamed (README: events). */
 export interface StoredEvent {
   ts: string;
   project_id: string;
@@ -10,25 +10,25 @@ export interface StoredEvent {
 }
 
 function toEvent(value: unknown, where: string, ts: string): StoredEvent {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw validationError(`${where}: an event must be a JSON object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw LogsErrors.eventNotObject(where);
   const { project_id: projectId, message, ...metadata } = value as Record<string, unknown>;
-  if (typeof projectId !== 'string' || projectId === '') throw validationError(`${where}: project_id must be a non-empty string`);
-  if (typeof message !== 'string') throw validationError(`${where}: message must be a string`);
+  if (typeof projectId !== 'string' || projectId === '') throw LogsErrors.eventProjectIdInvalid(where);
+  if (typeof message !== 'string') throw LogsErrors.eventMessageNotString(where);
   return { ts, project_id: projectId, metadata, message };
 }
 
 function parseJson(text: string, where: string): unknown {
   // Metadata is stored as JSON text again: nothing deeper than a body may be than reaches the serializer.
-  if (jsonTextDeeperThan(text, MAX_BODY_NESTING)) throw validationError(`${where}: nested more than ${MAX_BODY_NESTING} levels deep`);
+  if (jsonTextDeeperThan(text, MAX_BODY_NESTING)) throw LogsErrors.eventNestedTooDeep(where, MAX_BODY_NESTING);
   try {
     return JSON.parse(text);
   } catch {
-    throw new HttpError(400, 'invalid_json', `${where}: malformed JSON`);
+    throw LogsErrors.eventMalformedJson(where);
   }
 }
 
 /**
- * Parses an events body, all or nothing (logs.md §6.3). The encoding is told by the first
+ * Parses an events body, all or nothing (README: events). The encoding is told by the first
  * non-whitespace byte (`{` NDJSON, a digit logframe); `Content-Type: application/x-ndjson` forces
  * NDJSON. Errors name the line (NDJSON) or byte offset (logframe).
  */
@@ -47,7 +47,7 @@ export function parseEvents(body: Buffer, contentType: string | undefined, ts: s
     }
     return events;
   }
-  if (!/[0-9]/.test(first)) throw validationError('body is neither NDJSON (starting with "{") nor logframe (starting with a digit)');
+  if (!/[0-9]/.test(first)) throw LogsErrors.eventsEncodingUnknown();
   const events: StoredEvent[] = [];
   let at = 0;
   // Skip leading whitespace only before the first frame.
@@ -55,15 +55,15 @@ export function parseEvents(body: Buffer, contentType: string | undefined, ts: s
   while (at < body.length) {
     const where = `frame at byte ${at}`;
     const header = /^(\d{1,10}):(\d{1,10}):/.exec(body.subarray(at, at + 24).toString('latin1'));
-    if (!header) throw validationError(`${where}: expected <meta length>:<message length>:`);
+    if (!header) throw LogsErrors.frameHeaderExpected(where);
     const metaLength = Number(header[1]);
     const messageLength = Number(header[2]);
     const start = at + header[0].length;
     const end = start + metaLength + messageLength;
-    if (end + 1 > body.length) throw validationError(`${where}: truncated frame`);
-    if (body[end] !== 0x0a) throw validationError(`${where}: frame not followed by a newline`);
+    if (end + 1 > body.length) throw LogsErrors.frameTruncated(where);
+    if (body[end] !== 0x0a) throw LogsErrors.frameNewlineMissing(where);
     const meta = parseJson(body.subarray(start, start + metaLength).toString('utf8'), where);
-    if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) throw validationError(`${where}: metadata must be a JSON object`);
+    if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) throw LogsErrors.frameMetadataNotObject(where);
     const message = body.subarray(start + metaLength, end).toString('utf8');
     events.push(toEvent({ ...(meta as Record<string, unknown>), message }, where, ts));
     at = end + 1;

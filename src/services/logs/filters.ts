@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { HttpError } from '../../core/errors.ts';
+import { LogsErrors } from './errors.ts';
 import { parseEvents, type StoredEvent } from './events.ts';
 import { matchLines } from './matching.ts';
 import type { Pattern } from './patterns.ts';
@@ -71,7 +71,7 @@ export class LogFilters {
     return asBuffer(reply.bytes);
   }
 
-  /** Parses an events body (all or nothing, logs.md §6.3) into its stored form. */
+  /** Parses an events body (all or nothing, README: events) into its stored form. */
   async parseEvents(body: Buffer, contentType: string | undefined, ts: string): Promise<{ data: Buffer; count: number }> {
     if (body.length <= INLINE_EVENTS_BYTES) {
       const events = parseEvents(body, contentType, ts);
@@ -93,7 +93,7 @@ export class LogFilters {
       }
       throw error;
     }
-    if (!reply.ok) throw new HttpError(reply.status, reply.code, reply.message);
+    if (!reply.ok) throw LogsErrors.fromWorker(reply.status, reply.code, reply.message);
     return reply;
   }
 

@@ -2,14 +2,17 @@ import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { LogsAccess } from './access.ts';
 import { LogFilters } from './filters.ts';
-import { LoggerRepository } from './loggers.ts';
 import { logsMigrations } from './migrations.ts';
-import { registerLogsRoutes, type LogsLimits } from './routes.ts';
+import { LoggerRepository } from './repository.ts';
+import type { LogsLimits, RouteDeps } from './routes/deps.ts';
+import { registerRoutes } from './routes/index.ts';
 import { LogStats } from './stats.ts';
 import { FollowHub } from './streams.ts';
 
+export type { LogsLimits } from './routes/deps.ts';
+
 /**
- * The logging service (logs.md). Its limits come from the settings (`LOGS_MAX_BYTES`,
+ * The logging service (README.md). Its limits come from the settings (`LOGS_MAX_BYTES`,
  * `LOGS_MAX_INGEST_BYTES`); tests may override them here.
  */
 export function createLogsService(overrides: Partial<LogsLimits> = {}): ServiceDefinition {
@@ -36,7 +39,8 @@ export function createLogsService(overrides: Partial<LogsLimits> = {}): ServiceD
         access.close();
         await filters.close();
       });
-      registerLogsRoutes(app, { loggers, access, hub, stats, filters, limits });
+      const deps: RouteDeps = { loggers, access, hub, stats, filters, limits };
+      registerRoutes(app, deps);
       return app;
     },
   };

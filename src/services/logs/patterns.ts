@@ -1,7 +1,7 @@
 import { RE2JS } from 're2js';
-import { badRequest, validationError } from '../../core/errors.ts';
+import { LogsErrors } from './errors.ts';
 
-/** Longest accepted pattern, in characters (logs.md §6.1, open: 1 KiB). */
+/** Longest accepted pattern, in characters (README: the pattern caps among the decisions). */
 export const MAX_PATTERN_LENGTH = 1024;
 /** Most `regex` parameters in one stream. */
 export const MAX_PATTERNS = 16;
@@ -39,16 +39,16 @@ function literalAlternatives(source: string): string[] | null {
 /** Compiles one pattern; throws a 400 `invalid_regex` naming it when it is not accepted. */
 export function compilePattern(source: string): Pattern {
   const named = source.length > 60 ? `${JSON.stringify(source.slice(0, 60))}…` : JSON.stringify(source);
-  if (source.length > MAX_PATTERN_LENGTH) throw badRequest('invalid_regex', `regex ${named} is longer than ${MAX_PATTERN_LENGTH} characters`);
+  if (source.length > MAX_PATTERN_LENGTH) throw LogsErrors.regexTooLong(named, MAX_PATTERN_LENGTH);
   let compiled: RE2JS;
   try {
     compiled = RE2JS.compile(source);
   } catch (error) {
-    throw badRequest('invalid_regex', `invalid regex ${named}: ${(error as Error).message}`);
+    throw LogsErrors.regexInvalid(named, (error as Error).message);
   }
   const program = compiled.programSize();
   if (program > MAX_PATTERN_PROGRAM) {
-    throw badRequest('invalid_regex', `regex ${named} is too complex: it compiles to ${program} RE2 instructions, at most ${MAX_PATTERN_PROGRAM} are allowed (use smaller repetition counts)`);
+    throw LogsErrors.regexTooComplex(named, program, MAX_PATTERN_PROGRAM);
   }
   const literal = META.test(source) || source.length === 0 ? null : source;
   const anyOf = literal === null ? literalAlternatives(source) : null;
@@ -65,11 +65,11 @@ export function compilePattern(source: string): Pattern {
  */
 export function compilePatterns(raw: string | string[] | undefined): Pattern[] {
   const sources = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
-  if (sources.length > MAX_PATTERNS) throw validationError(`at most ${MAX_PATTERNS} regex parameters are allowed in one request (got ${sources.length})`);
+  if (sources.length > MAX_PATTERNS) throw LogsErrors.tooManyRegexes(MAX_PATTERNS, sources.length);
   const patterns = sources.map(compilePattern);
   const total = patterns.reduce((sum, pattern) => sum + pattern.program, 0);
   if (total > MAX_TOTAL_PROGRAM) {
-    throw validationError(`the regex parameters together compile to ${total} RE2 instructions; at most ${MAX_TOTAL_PROGRAM} are allowed in one request`);
+    throw LogsErrors.regexesTooComplex(total, MAX_TOTAL_PROGRAM);
   }
   return patterns;
 }

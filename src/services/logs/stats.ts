@@ -1,7 +1,7 @@
-/** Patterns remembered per logger (logs.md §4.6). */
+/** Patterns remembered per logger (README: stats). */
 const LAST_REGEXPS = 10;
 
-/** One logger's counters on this instance since it started (logs.md §4.6, open: per instance). */
+/** One logger's counters on this instance since it started (README: stats; the decisions on stats). */
 export class LoggerCounters {
   bytesSent = 0;
   bytesReceived = 0;

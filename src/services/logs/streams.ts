@@ -3,7 +3,7 @@ import { writeLines } from '../../core/stream.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
 import { Pacer } from '../../core/pacer.ts';
 import { SLICE_BYTES, type LogFilters } from './filters.ts';
-import type { LoggerRepository } from './loggers.ts';
+import type { LoggerRepository } from './repository.ts';
 import type { Pattern } from './patterns.ts';
 import type { LogStats } from './stats.ts';
 

@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough, Readable } from 'node:stream';
 import { BlobRefs } from '../../../src/store/blob/refs.ts';
-import { SqlWork, first as firstRow } from '../../../src/store/sql-work.ts';
+import { first as firstRow } from '../../../src/store/sql-work.ts';
 import type { TestService } from '../../helpers/service.ts';
 import { as, assertError, call, createBucket, jsonOf, pendingUploads, sha256, startFiles, storedBlobs, upload, waitUntil, type FileBody } from './helpers.ts';
 import { within } from '../../helpers/waiting.ts';
@@ -23,7 +23,7 @@ const url = (bucket: string, path: string) => `/v1/buckets/${bucket}/files/${pat
 const hasBlob = async (sha: string) => (await storedBlobs(service)).includes(sha);
 const gone = (sha: string) => waitUntil(async () => !(await hasBlob(sha)), 10_000, `blob ${sha.slice(0, 8)} to be swept`);
 const candidates = async (sha: string) => {
-  const row = await new SqlWork(service.store.sql).read(() => firstRow<{ n: number | string }>('select count(*) as n from stratus_blob_candidates where sha256 = ?', sha));
+  const row = await service.store.sql.database.read(() => firstRow<{ n: number | string }>('select count(*) as n from stratus_blob_candidates where sha256 = ?', sha));
   return Number(row?.n ?? 0);
 };
 /** Waits until the sweeper has decided on every deletion candidate of this blob: each came due and was dropped (still referenced) or swept. */
@@ -67,7 +67,7 @@ describe('content storage and blob references', () => {
     // Another service (say the registry) references the second blob under its own holder.
     const refs = new BlobRefs(service.store.sql, service.store.blobs);
     const pin = await refs.pin(shared.hash_sha256);
-    await new SqlWork(service.store.sql).write(() => refs.addWork(pin, 'registry:layer-1'));
+    await service.store.sql.database.write(() => refs.addWork(pin, 'registry:layer-1'));
 
     jsonOf(await call(service, 'DELETE', `/v1/buckets/${bucket.id}`, as('s-bucket')));
     await gone(own.hash_sha256);

@@ -1,6 +1,5 @@
 import http from 'node:http';
-import { createLogsService } from '../../../src/services/logs/index.ts';
-import type { LogsLimits } from '../../../src/services/logs/routes.ts';
+import { createLogsService, type LogsLimits } from '../../../src/services/logs/index.ts';
 import { asUser, call, jsonOf, startTestService, type TestService } from '../../helpers/service.ts';
 
 export { call, jsonOf } from '../../helpers/service.ts';

@@ -1,14 +1,26 @@
-import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceApp } from '../../../core/app.ts';
 import { ifRangeHolds, notModified, parseRange, type Validators } from '../conditions.ts';
 import { FilesErrors } from '../errors.ts';
-import { fileJson, type FileRecord } from '../files.ts';
 import { checkFilePath } from '../paths.ts';
+import type { FileRecord } from '../repository.ts';
+import { downloadQuery, errorBody, fileJson, fileSchema, pathDoc, pathParams, security } from '../schemas.ts';
 import { httpDate, nsToMs } from '../timestamps.ts';
-import { callerOf, errorBody, fileSchema, header, pathDoc, pathParams, security, sendJson, type FilesRouteDeps } from './common.ts';
+import { callerOf, header, sendJson } from './common.ts';
+import type { RouteDeps } from './deps.ts';
 
 const tags = ['files'];
+
+export const downloadSchema = {
+  tags,
+  security,
+  summary: 'Download a file (Range, If-None-Match, If-Modified-Since, If-Range), or its metadata with ?metadata',
+  description: pathDoc,
+  params: pathParams,
+  querystring: downloadQuery,
+  response: { 200: fileSchema, 400: errorBody, 401: errorBody, 404: errorBody, 416: errorBody },
+};
+export const headSchema = { tags, security, summary: 'The headers of the corresponding GET, without a body', description: pathDoc, params: pathParams };
 
 function validators(file: FileRecord): Validators {
   const lastModified = httpDate(file.updatedNs);
@@ -16,7 +28,7 @@ function validators(file: FileRecord): Validators {
 }
 
 /** GET and HEAD of a file: its content (Range and conditional requests), or its metadata with ?metadata. */
-export function registerDownload(raw: ServiceApp, { files, blobs }: FilesRouteDeps): void {
+export function registerDownload(raw: ServiceApp, { files, blobs }: RouteDeps): void {
   async function findOrThrow(request: FastifyRequest, bucketId: string, path: string): Promise<FileRecord> {
     const found = await files.lookup(bucketId, callerOf(request), path);
     if (!found.bucket) throw FilesErrors.bucketNotFound();
@@ -64,26 +76,6 @@ export function registerDownload(raw: ServiceApp, { files, blobs }: FilesRouteDe
     return reply.send(stream);
   }
 
-  raw.get(
-    '/v1/buckets/:bucket_id/files/*',
-    {
-      exposeHeadRoute: false,
-      schema: {
-        tags,
-        security,
-        summary: 'Download a file (Range, If-None-Match, If-Modified-Since, If-Range), or its metadata with ?metadata',
-        description: pathDoc,
-        params: pathParams,
-        querystring: Type.Object({ metadata: Type.Optional(Type.String({ description: 'presence flag: answer the File object as JSON' })) }),
-        response: { 200: fileSchema, 400: errorBody, 401: errorBody, 404: errorBody, 416: errorBody },
-      },
-    },
-    (request, reply) => download(request, reply, true),
-  );
-
-  raw.head(
-    '/v1/buckets/:bucket_id/files/*',
-    { schema: { tags, security, summary: 'The headers of the corresponding GET, without a body', description: pathDoc, params: pathParams } },
-    (request, reply) => download(request, reply, false),
-  );
+  raw.get('/v1/buckets/:bucket_id/files/*', { exposeHeadRoute: false, schema: downloadSchema }, (request, reply) => download(request, reply, true));
+  raw.head('/v1/buckets/:bucket_id/files/*', { schema: headSchema }, (request, reply) => download(request, reply, false));
 }

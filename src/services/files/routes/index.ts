@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ServiceApp } from '../../../core/app.ts';
 import { registerBucketRoutes } from './buckets.ts';
-import type { FilesRouteDeps } from './common.ts';
+import type { RouteDeps } from './deps.ts';
 import { registerDeleteFile } from './delete.ts';
 import { registerDownload } from './download.ts';
 import { registerList } from './list.ts';
@@ -14,7 +14,7 @@ import { registerUpload } from './upload.ts';
  * never cut by Fastify's bodyLimit; the upload limit is enforced by the handler). The other bucket
  * routes take JSON through the app's parser.
  */
-export async function registerFilesRoutes(app: ServiceApp, deps: FilesRouteDeps): Promise<void> {
+export async function registerFilesRoutes(app: ServiceApp, deps: RouteDeps): Promise<void> {
   await app.register(async (plain) => {
     const raw = plain.withTypeProvider<TypeBoxTypeProvider>();
     // Raw-body scope: no parser reads the body; the request stream is handed over untouched.

@@ -2,13 +2,14 @@ import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceApp } from '../../../core/app.ts';
 import { FilesErrors } from '../errors.ts';
-import { fileJson } from '../files.ts';
 import { listPrefix } from '../paths.ts';
-import { bucketParams, callerOf, errorBody, fileListItemSchema, pathParams, security, sendJson, type FilesRouteDeps } from './common.ts';
+import { bucketParams, errorBody, fileJson, fileListItemSchema, pathParams, security } from '../schemas.ts';
+import { callerOf, sendJson } from './common.ts';
+import type { RouteDeps } from './deps.ts';
 
 const tags = ['files'];
 
-const listSchema = (summary: string, params: typeof bucketParams | typeof pathParams) => ({
+export const listSchema = (summary: string, params: typeof bucketParams | typeof pathParams) => ({
   tags,
   security,
   summary,
@@ -18,7 +19,7 @@ const listSchema = (summary: string, params: typeof bucketParams | typeof pathPa
 });
 
 /** File listings by prefix: `…/list/<prefix>`, and `…/list` for every file. */
-export function registerList(raw: ServiceApp, { files }: FilesRouteDeps): void {
+export function registerList(raw: ServiceApp, { files }: RouteDeps): void {
   const list = async (request: FastifyRequest<{ Params: { bucket_id: string; '*'?: string } }>, reply: FastifyReply) => {
     const owner = callerOf(request);
     const prefix = listPrefix(request.params['*'] ?? '');

@@ -1,28 +1,27 @@
 import type { ServiceApp } from '../../../core/app.ts';
 import { BlobGoneError } from '../../../store/blob/refs.ts';
 import { FilesErrors } from '../errors.ts';
-import { fileJson } from '../files.ts';
 import { checkFilePath } from '../paths.ts';
+import { errorBody, fileJson, fileSchema, pathDoc, pathParams, security } from '../schemas.ts';
 import { chooseMediaType } from '../sniff.ts';
 import { disconnectSignal, receiveBody } from '../upload.ts';
-import { callerOf, errorBody, fileSchema, header, pathDoc, pathParams, security, sendJson, type FilesRouteDeps } from './common.ts';
+import { callerOf, header, sendJson } from './common.ts';
+import type { RouteDeps } from './deps.ts';
 
-const tags = ['files'];
+export const uploadSchema = {
+  tags: ['files'],
+  security,
+  summary: 'Upload a file: the raw body is the content (201 new, 200 replaced)',
+  description: `${pathDoc} The body is streamed to storage while its size, MD5 and SHA-256 are computed; it replaces any previous content atomically. Over the upload limit → 413.`,
+  params: pathParams,
+  response: { 200: fileSchema, 201: fileSchema, 400: errorBody, 401: errorBody, 404: errorBody, 413: errorBody, 503: errorBody },
+};
 
 /** PUT of a file: the raw request stream is its content (the README's "How an upload works"). */
-export function registerUpload(raw: ServiceApp, { files, blobs, refs, maxUploadBytes }: FilesRouteDeps): void {
+export function registerUpload(raw: ServiceApp, { files, blobs, refs, maxUploadBytes }: RouteDeps): void {
   raw.put(
     '/v1/buckets/:bucket_id/files/*',
-    {
-      schema: {
-        tags,
-        security,
-        summary: 'Upload a file: the raw body is the content (201 new, 200 replaced)',
-        description: `${pathDoc} The body is streamed to storage while its size, MD5 and SHA-256 are computed; it replaces any previous content atomically. Over the upload limit → 413.`,
-        params: pathParams,
-        response: { 200: fileSchema, 201: fileSchema, 400: errorBody, 401: errorBody, 404: errorBody, 413: errorBody, 503: errorBody },
-      },
-    },
+    { schema: uploadSchema },
     async (request, reply) => {
       const owner = callerOf(request);
       const path = checkFilePath(request.params['*']);

@@ -1,9 +1,39 @@
 import { randomUUID } from 'node:crypto';
-import type { JsonObject } from '../../core/json.ts';
+import { newId } from '../../core/ids.ts';
 import type { BlobPin, BlobRefs } from '../../store/blob/refs.ts';
 import { all, first, run, type Work } from '../../store/sql-work.ts';
 import type { SqlDatabase } from '../../store/sql/types.ts';
+import { FilesErrors } from './errors.ts';
 import { parseNs, type NanoClock } from './timestamps.ts';
+
+/*
+ * The service's only door to storage: bucket and file rows, and the blob references files hold
+ * (through BlobRefs, in the same transactions). Every bucket lookup is scoped to its owner.
+ */
+
+export interface BucketRecord {
+  id: string;
+  projectId: string;
+  createdNs: bigint;
+  owners: string[];
+  name: string;
+  description: string;
+}
+
+interface BucketRow {
+  id: string;
+  project_id: string;
+  created_ns: string;
+  owners: string;
+  name: string;
+  description: string;
+}
+
+const BUCKET_COLUMNS = 'id, project_id, created_ns, owners, name, description';
+
+function toBucket(row: BucketRow): BucketRecord {
+  return { id: row.id, projectId: row.project_id, createdNs: parseNs(row.created_ns), owners: JSON.parse(row.owners) as string[], name: row.name, description: row.description };
+}
 
 export interface FileRecord {
   id: string;
@@ -33,7 +63,7 @@ interface FileRow {
   mime_type: string;
 }
 
-const COLUMNS = 'id, uuid, bucket_id, name, owners, created_ns, updated_ns, size, hash_md5, hash_sha256, mime_type';
+const FILE_COLUMNS = 'id, uuid, bucket_id, name, owners, created_ns, updated_ns, size, hash_md5, hash_sha256, mime_type';
 // Second key of the PostgreSQL advisory lock that serializes writes to one path of one bucket.
 const PATH_LOCK_SPACE = 0x53544650; // "STFP"
 
@@ -42,7 +72,7 @@ export function fileHolder(fileId: string): string {
   return `files:${fileId}`;
 }
 
-function toRecord(row: FileRow): FileRecord {
+function toFile(row: FileRow): FileRecord {
   return {
     id: row.id,
     uuid: row.uuid,
@@ -55,24 +85,6 @@ function toRecord(row: FileRow): FileRecord {
     md5: row.hash_md5,
     sha256: row.hash_sha256,
     mimeType: row.mime_type,
-  };
-}
-
-/** The File object (timestamps stay bigints for core's exact JSON writing); list items leave out `uuid`. */
-export function fileJson(file: FileRecord, withUuid = true): JsonObject {
-  return {
-    id: file.id,
-    ...(withUuid ? { uuid: file.uuid } : {}),
-    created_timestamp: file.createdNs,
-    updated_timestamp: file.updatedNs,
-    owners: file.owners,
-    status: 'available',
-    size: file.size,
-    name: file.name,
-    bucket: file.bucketId,
-    hash_md5: file.md5,
-    hash_sha256: file.sha256,
-    mime_type: file.mimeType,
   };
 }
 
@@ -89,6 +101,66 @@ export type CommitResult = { kind: 'no_bucket' } | { kind: 'created' | 'replaced
 /** A bucket lookup scoped to its owner, with one file of it: both in one query. */
 export type FileLookup = { bucket: false } | { bucket: true; file: FileRecord | null };
 
+/** Buckets: the service's only door to their rows. Every lookup is scoped to the caller. */
+export class BucketRepository {
+  private readonly work: SqlDatabase;
+
+  constructor(
+    work: SqlDatabase,
+    private readonly refs: BlobRefs,
+    private readonly clock: NanoClock,
+  ) {
+    this.work = work;
+  }
+
+  async create(owner: string, projectId: string, input: { name: string; description: string }): Promise<BucketRecord> {
+    const id = newId('bucket');
+    const record: BucketRecord = { id, projectId, createdNs: this.clock(), owners: [owner], name: input.name === '' ? id : input.name, description: input.description };
+    try {
+      await this.work.write(() =>
+        run(
+          'insert into files_buckets (id, owner, owners, project_id, name, description, created_ns) values (?, ?, ?, ?, ?, ?, ?)',
+          record.id, owner, JSON.stringify(record.owners), record.projectId, record.name, record.description, record.createdNs.toString(),
+        ),
+      );
+    } catch (error) {
+      if (this.work.isUniqueViolation(error)) throw FilesErrors.bucketExists();
+      throw error;
+    }
+    return record;
+  }
+
+  async listOwned(owner: string): Promise<BucketRecord[]> {
+    const rows = await this.work.read(() => all<BucketRow>(`select ${BUCKET_COLUMNS} from files_buckets where owner = ? order by seq`, owner));
+    return rows.map(toBucket);
+  }
+
+  async getOwned(id: string, owner: string): Promise<BucketRecord | null> {
+    const row = await this.work.read(() => first<BucketRow>(`select ${BUCKET_COLUMNS} from files_buckets where id = ? and owner = ?`, id, owner));
+    return row ? toBucket(row) : null;
+  }
+
+  /**
+   * Deletes a bucket with its files in one transaction: the file rows (cascade) and their blob
+   * references; the blobs themselves go through the sweeper. Returns the bucket as it was.
+   */
+  async deleteOwned(id: string, owner: string): Promise<BucketRecord | null> {
+    const locking = this.work.syntax.forUpdate;
+    const refs = this.refs;
+    return this.work.write(function* (): Work<BucketRecord | null> {
+      // The row lock orders this delete after uploads committing into the bucket (they take a
+      // share lock), so their references are seen and removed here.
+      const row = yield* first<BucketRow>(`select ${BUCKET_COLUMNS} from files_buckets where id = ? and owner = ?${locking}`, id, owner);
+      if (!row) return null;
+      const files = yield* all<{ id: string }>('select id from files_files where bucket_id = ?', id);
+      yield* refs.removeHoldersWork(files.map((file) => fileHolder(file.id)));
+      yield* run('delete from files_files where bucket_id = ?', id);
+      yield* run('delete from files_buckets where id = ?', id);
+      return toBucket(row);
+    });
+  }
+}
+
 /** Files: the service's only door to their rows and references. */
 export class FileRepository {
   constructor(
@@ -100,25 +172,25 @@ export class FileRepository {
   async lookup(bucketId: string, owner: string, name: string): Promise<FileLookup> {
     const row = await this.work.read(() =>
       first<{ bucket: string } & Partial<FileRow>>(
-        `select b.id as bucket, ${COLUMNS.split(', ').map((c) => `f.${c}`).join(', ')}
+        `select b.id as bucket, ${FILE_COLUMNS.split(', ').map((c) => `f.${c}`).join(', ')}
          from files_buckets b left join files_files f on f.bucket_id = b.id and f.name = ?
          where b.id = ? and b.owner = ?`,
         name, bucketId, owner,
       ),
     );
     if (!row) return { bucket: false };
-    return { bucket: true, file: row.id ? toRecord(row as FileRow) : null };
+    return { bucket: true, file: row.id ? toFile(row as FileRow) : null };
   }
 
   /** Files of a bucket whose name starts with `prefix`, compared exactly, in first-upload order. */
   async list(bucketId: string, prefix: string): Promise<FileRecord[]> {
     const rows = await this.work.read(() =>
       prefix === ''
-        ? all<FileRow>(`select ${COLUMNS} from files_files where bucket_id = ? order by seq`, bucketId)
+        ? all<FileRow>(`select ${FILE_COLUMNS} from files_files where bucket_id = ? order by seq`, bucketId)
         : // substr counts characters on both databases; equality is exact (no collation folding).
-          all<FileRow>(`select ${COLUMNS} from files_files where bucket_id = ? and substr(name, 1, ?) = ? order by seq`, bucketId, [...prefix].length, prefix),
+          all<FileRow>(`select ${FILE_COLUMNS} from files_files where bucket_id = ? and substr(name, 1, ?) = ? order by seq`, bucketId, [...prefix].length, prefix),
     );
-    return rows.map(toRecord);
+    return rows.map(toFile);
   }
 
   /**
@@ -136,9 +208,9 @@ export class FileRepository {
       if (!bucket) return { kind: 'no_bucket' };
       yield* work.lockName(PATH_LOCK_SPACE, `${bucketId}/${name}`);
       const now = clock();
-      const existing = yield* first<FileRow>(`select ${COLUMNS} from files_files where bucket_id = ? and name = ?`, bucketId, name);
+      const existing = yield* first<FileRow>(`select ${FILE_COLUMNS} from files_files where bucket_id = ? and name = ?`, bucketId, name);
       if (existing) {
-        const previous = toRecord(existing);
+        const previous = toFile(existing);
         yield* refs.addWork(content.pin, fileHolder(previous.id));
         if (previous.sha256 !== content.pin.sha256) yield* refs.removeWork(previous.sha256, fileHolder(previous.id));
         yield* run(

@@ -10,7 +10,7 @@ export interface LoggerKeyView {
   created_at: string;
 }
 
-/** A logger as the API returns it (logs.md §3). */
+/** A logger as the API returns it (README: loggers, keys and owners). */
 export interface LoggerRecord {
   id: string;
   name: string;

@@ -1,0 +1,34 @@
+import { Type, type Static } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { FilterTimeLimitError } from '../../filters.ts';
+import { compilePatterns } from '../../patterns.ts';
+import { idParams, scoped, scopedErrors, streamQuery } from '../../schemas.ts';
+import { runStream } from '../../streams.ts';
+import type { RouteDeps } from '../deps.ts';
+
+/** The schema of both streams; only the summary differs. */
+export function streamSchema(summary: string) {
+  return { tags: ['streams'], summary, description: scoped, params: idParams, querystring: streamQuery, response: { 200: Type.String(), ...scopedErrors } };
+}
+
+/**
+ * A filter or events stream (README: streams): access first (a stranger learns nothing), then
+ * every pattern compiles before streaming; then the reply is hijacked and written by `runStream`.
+ */
+export async function serveStream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  target: { id: string; kind: 'raw' | 'event'; query: Static<typeof streamQuery> },
+  { loggers, access, hub, stats, filters }: RouteDeps,
+): Promise<void> {
+  const { kind, query } = target;
+  const { loggerId } = await access.authorize(request, target.id);
+  const patterns = compilePatterns(query.regex);
+  const follow = query.follow !== undefined;
+  reply.hijack();
+  await runStream(reply.raw, { loggerId, kind, patterns, follow }, { loggers, hub, stats, filters }).catch((error: unknown) => {
+    if (error instanceof FilterTimeLimitError) request.log.warn({ loggerId, patterns: patterns.map((p) => p.source) }, `logs stream cut off: ${error.message}`);
+    else request.log.error({ err: error }, 'logs stream failed');
+    reply.raw.destroy();
+  });
+}
