@@ -75,10 +75,10 @@ export async function run(): Promise<void> {
   const database = await benchDatabaseUrl();
   const children: Child[] = [];
   try {
-    // The node keeps its data in its own SQLite file in DATA_DIR whatever DATABASE_URL says.
+    // The node keeps its data in the platform store: SQLite in DATA_DIR, or PostgreSQL with DATABASE_URL.
     const root = await startStratus(['--services', 'kv', '--kv-node-name', 'bench-root'], { DATA_DIR: join(dir, 'root'), DATABASE_URL: database.url });
     children.push(root);
-    const store = `kv data: SQLite always; platform store: ${root.store}`;
+    const store = `store: ${root.store}`;
     const created = await call(root.internalPort, 'POST', '/v1/collections', '{"name":"bench"}');
     if (created.status !== 200) throw new Error(`creating the collection answered ${created.status}: ${created.text}`);
     for (let i = 0; i < KEYS; i += 500) {

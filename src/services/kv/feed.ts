@@ -1,126 +1,112 @@
 import type { ServerResponse } from 'node:http';
-import { writeLines } from '../../core/stream.ts';
 import type { FastifyBaseLogger } from 'fastify';
+import { writeLines } from '../../core/stream.ts';
+import type { Notifier } from '../../store/notifier/types.ts';
 import { encodeLine, unixSeconds } from './commands.ts';
-import type { KvStorage } from './storage.ts';
+import type { KvRepository } from './repository.ts';
 
 /** Keep-alive interval of a replication stream (15 s). */
 export const PING_INTERVAL_MS = 15_000;
-/** Keys read per baseline batch, and log entries per catch-up read. */
+/** Keys read per baseline batch, and log entries per read. */
 const BATCH = 1_000;
-/** A child this far behind (bytes queued while its socket is full) is cut off and re-subscribes. */
-const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
-/** A log id that never arrives (a write that failed after commit) is skipped after this long. */
-const ORDER_GAP_MS = 1_000;
+/** Notifier topics: the log grew; the node's copy was replaced wholesale (children re-baseline). */
+const LOG_TOPIC = 'kv.log';
+const REBASED_TOPIC = 'kv.rebased';
 
 export interface FeedCounters {
   commandsSent: number;
 }
 
+/** A promise and the function that resolves it. */
+function signal(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
 interface Subscriber {
-  res: ServerResponse;
-  /** The last log id this child was sent (or holds through its baseline). */
-  cursor: number;
-  /** Live: lines go straight to the socket; otherwise they wait in `queue` until catch-up ends. */
-  live: boolean;
-  queue: { id: number; line: string }[];
-  queuedBytes: number;
   close(): void;
 }
 
 /**
- * The parent side of replication: every `/v1/replicate` subscriber gets a
- * baseline (or, with `?since=<seq>`, the log after that seq), a PING, then every applied command
- * in log order. Commands are published by log id after their commit; a small reorder buffer keeps
- * the order even when commits' continuations run out of turn.
+ * The parent side of replication: every `/v1/replicate` subscriber gets a baseline (or, with
+ * `?since=<seq>`, the log after that seq), a PING, then every logged command in log order.
+ *
+ * Each subscriber reads the log itself (`id > cursor`), so the database is the one order and the
+ * one buffer: a slow child only falls behind in the log, and one that falls behind what was
+ * trimmed is cut off and re-subscribes for a baseline. Subscribers sleep between reads until a
+ * commit wakes them: this instance's own (`logged`), or another instance's on the same database,
+ * through the notifier.
  */
 export class ReplicationFeed {
   private readonly subscribers = new Set<Subscriber>();
-  private readonly pending = new Map<number, string>();
-  private expected: number;
-  private gapTimer: NodeJS.Timeout | undefined;
-  private readonly pingTimer: NodeJS.Timeout;
+  private wake = signal();
+  private readonly unsubscribe: (() => void)[] = [];
+  private notifying = false;
+  private notifyAgain = false;
 
   constructor(
-    private readonly storage: KvStorage,
+    private readonly repository: KvRepository,
     private readonly counters: FeedCounters,
     private readonly logger: FastifyBaseLogger,
+    /** Present when other instances write to the same node (PostgreSQL). */
+    private readonly notifier: Notifier | undefined,
   ) {
-    this.expected = storage.lastLogId + 1;
-    this.pingTimer = setInterval(() => this.pingAll(), PING_INTERVAL_MS);
-    this.pingTimer.unref();
+    if (notifier) {
+      this.unsubscribe.push(notifier.subscribe(LOG_TOPIC, () => this.wakeAll()));
+      this.unsubscribe.push(notifier.subscribe(REBASED_TOPIC, () => this.disconnectLocal()));
+      // Messages may have been missed: read again.
+      this.unsubscribe.push(notifier.onResync(() => this.wakeAll()));
+    }
   }
 
   get children(): number {
     return this.subscribers.size;
   }
 
-  /** A committed log entry: delivered to every subscriber in id order. */
-  publish(logId: number, line: string): void {
-    if (logId < this.expected) return;
-    this.pending.set(logId, line);
-    this.drainPending();
+  /** A write that appended to the log has committed: subscribers here and on other instances read on. */
+  logged(): void {
+    this.wakeAll();
+    if (this.notifier) this.publish(LOG_TOPIC);
   }
 
-  private drainPending(): void {
-    for (let line = this.pending.get(this.expected); line !== undefined; line = this.pending.get(this.expected)) {
-      this.pending.delete(this.expected);
-      this.deliver(this.expected, line);
-      this.expected++;
-    }
-    if (this.pending.size > 0 && !this.gapTimer) {
-      this.gapTimer = setTimeout(() => {
-        this.gapTimer = undefined;
-        if (this.pending.size === 0) return;
-        const next = Math.min(...this.pending.keys());
-        this.logger.warn({ missing: this.expected, next }, 'kv replication log id never published; skipping');
-        this.expected = next;
-        this.drainPending();
-      }, ORDER_GAP_MS);
-      this.gapTimer.unref();
-    }
+  /** The node's copy was replaced: every subscriber, on every instance, ends and re-subscribes. */
+  rebased(): void {
+    this.disconnectLocal();
+    if (this.notifier) void this.notifier.publish(REBASED_TOPIC, '').catch((error: unknown) => this.logger.warn({ err: error }, 'kv rebase notification failed'));
   }
 
-  private deliver(id: number, line: string): void {
-    for (const subscriber of this.subscribers) {
-      if (!subscriber.live) {
-        subscriber.queue.push({ id, line });
-        continue;
-      }
-      this.send(subscriber, id, line);
-    }
-  }
-
-  private send(subscriber: Subscriber, id: number, line: string): void {
-    if (id <= subscriber.cursor) return;
-    subscriber.cursor = id;
-    if (subscriber.queue.length > 0 || subscriber.res.writableNeedDrain) {
-      subscriber.queue.push({ id, line });
-      subscriber.queuedBytes += line.length;
-      if (subscriber.queuedBytes > MAX_QUEUED_BYTES) {
-        this.logger.warn('kv replica too slow to keep up; disconnecting it');
-        subscriber.close();
-      }
+  /** One notification in flight at a time; commits meanwhile share the next one. */
+  private publish(topic: string): void {
+    if (this.notifying) {
+      this.notifyAgain = true;
       return;
     }
-    this.counters.commandsSent++;
-    subscriber.res.write(line);
+    this.notifying = true;
+    this.notifier!.publish(topic, '')
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'kv log notification failed'))
+      .finally(() => {
+        this.notifying = false;
+        if (this.notifyAgain) {
+          this.notifyAgain = false;
+          this.publish(topic);
+        }
+      });
   }
 
-  private pingAll(): void {
-    const line = encodeLine({ type: 'PING', timestamp: unixSeconds() });
-    for (const subscriber of this.subscribers) if (subscriber.live && subscriber.queuedBytes === 0 && !subscriber.res.writableNeedDrain) subscriber.res.write(line);
+  private wakeAll(): void {
+    const woken = this.wake;
+    this.wake = signal();
+    woken.resolve();
   }
 
-  /** Ends every subscription: children reconnect (after this node took a new baseline of its own). */
-  disconnectAll(): void {
+  private disconnectLocal(): void {
     for (const subscriber of [...this.subscribers]) subscriber.close();
   }
 
   close(): void {
-    clearInterval(this.pingTimer);
-    if (this.gapTimer) clearTimeout(this.gapTimer);
-    this.disconnectAll();
+    for (const stop of this.unsubscribe) stop();
+    this.disconnectLocal();
   }
 
   /**
@@ -128,83 +114,87 @@ export class ReplicationFeed {
    * last seq; when the log still holds everything after it the child resumes without a baseline.
    */
   async serve(res: ServerResponse, since: number | undefined, isReplica: boolean): Promise<void> {
-    const storage = this.storage;
+    const repository = this.repository;
     const controller = new AbortController();
+    const { signal } = controller;
     const subscriber: Subscriber = {
-      res,
-      cursor: 0,
-      live: false,
-      queue: [],
-      queuedBytes: 0,
       close: () => {
         controller.abort();
         res.destroy();
       },
     };
-    const onDrain = () => this.flushQueue(subscriber);
-    res.on('drain', onDrain);
     res.once('close', () => controller.abort());
-    // Registered first, so nothing committed from here on can be missed.
     this.subscribers.add(subscriber);
     try {
-      const resumeAfter = since === undefined ? null : storage.resumePoint(since, isReplica);
-      const snapshotSeq = storage.lastSeq;
-      const snapshotLogId = storage.lastLogId;
+      const resumeAfter = since === undefined ? null : await repository.resumePoint(since, isReplica);
+      const snapshot = await repository.state();
+      if (signal.aborted) return;
       res.writeHead(200, {
         'content-type': 'application/x-ndjson',
         'cache-control': 'no-store',
-        'x-kv-snapshot-seq': String(resumeAfter === null ? snapshotSeq : since),
+        'x-kv-snapshot-seq': String(resumeAfter === null ? snapshot.lastSeq : since),
         ...(resumeAfter === null ? {} : { 'x-kv-resumed': String(since) }),
       });
-      const write = (line: string) => writeLines(res, line, controller.signal);
+      const write = (line: string) => writeLines(res, line, signal);
+      let cursor: number;
       if (resumeAfter === null) {
-        subscriber.cursor = snapshotLogId;
-        await this.streamBaseline(write, snapshotSeq, controller.signal);
+        // Keys written during the baseline may show their newer state in it; the log from the
+        // snapshot on then replays them, which changes nothing (a key takes only a higher seq).
+        cursor = snapshot.lastLogId;
+        await this.streamBaseline(write, snapshot.lastSeq, signal);
       } else {
-        subscriber.cursor = resumeAfter;
+        cursor = resumeAfter;
       }
-      if (controller.signal.aborted) return;
+      if (signal.aborted) return;
       // The end of the baseline (or the start of a resumed stream).
       await write(encodeLine({ type: 'PING', timestamp: unixSeconds() }));
-      // Catch up from the log until it holds nothing newer, then go live in the same turn.
-      for (;;) {
-        if (controller.signal.aborted) return;
-        const entries = storage.logAfter(subscriber.cursor, BATCH);
-        if (entries.length === 0) break;
-        if (entries[0]!.id !== subscriber.cursor + 1 && subscriber.cursor < storage.trimmedThrough) {
-          this.logger.warn('kv replica fell behind the trimmed log; it will take a new baseline');
+      while (!signal.aborted) {
+        // Taken before the read, so a commit between the read and the wait still wakes this loop.
+        const woken = this.wake.promise;
+        const entries = await repository.logAfter(cursor, BATCH);
+        if (signal.aborted) return;
+        if (entries.length === 0) {
+          if ((await this.sleep(woken, signal)) === 'ping') await write(encodeLine({ type: 'PING', timestamp: unixSeconds() }));
+          continue;
+        }
+        if (entries[0]!.id !== cursor + 1) {
+          this.logger.warn('kv replica fell behind the log (trimmed or replaced); it will take a new baseline');
           return;
         }
-        for (const entry of entries) {
-          subscriber.cursor = entry.id;
-          this.counters.commandsSent++;
-          await write(entry.line);
-        }
+        let text = '';
+        for (const entry of entries) text += entry.line;
+        cursor = entries[entries.length - 1]!.id;
+        this.counters.commandsSent += entries.length;
+        await write(text);
       }
-      // What was published meanwhile is in the log too, so only entries past the cursor remain.
-      subscriber.queue = subscriber.queue.filter((item) => item.id > subscriber.cursor);
-      subscriber.queuedBytes = subscriber.queue.reduce((sum, item) => sum + item.line.length, 0);
-      subscriber.cursor = subscriber.queue.at(-1)?.id ?? subscriber.cursor;
-      subscriber.live = true;
-      this.flushQueue(subscriber);
-      await new Promise<void>((resolve) => {
-        if (controller.signal.aborted) resolve();
-        else controller.signal.addEventListener('abort', () => resolve(), { once: true });
-      });
     } finally {
       this.subscribers.delete(subscriber);
-      res.off('drain', onDrain);
       if (!res.destroyed) res.end();
     }
   }
 
+  /** Waits for a commit, the end of the subscription, or the keep-alive interval. */
+  private sleep(woken: Promise<void>, signal: AbortSignal): Promise<'woken' | 'ping'> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done('ping'), PING_INTERVAL_MS);
+      const onAbort = () => done('woken');
+      function done(outcome: 'woken' | 'ping') {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        resolve(outcome);
+      }
+      signal.addEventListener('abort', onAbort, { once: true });
+      void woken.then(() => done('woken'));
+    });
+  }
+
   private async streamBaseline(write: (line: string) => Promise<void>, snapshotSeq: number, signal: AbortSignal): Promise<void> {
-    for (const { project, name } of this.storage.allCollections()) {
+    for (const { project, name } of await this.repository.allCollections()) {
       await write(encodeLine({ type: 'BASELINE_BEGIN', project, collection: name, snapshotSeq }));
       let after: string | null = null;
       for (;;) {
         if (signal.aborted) return;
-        const batch = this.storage.baselineBatch(project, name, after, BATCH);
+        const batch = await this.repository.baselineBatch(project, name, after, BATCH);
         let text = '';
         for (const entry of batch) {
           text += encodeLine({ type: 'SET', project, collection: name, seq: entry.seq, key: entry.key, value: entry.value, version: entry.version, timestamp: entry.updatedAt });
@@ -215,17 +205,6 @@ export class ReplicationFeed {
         after = batch[batch.length - 1]!.key;
       }
       await write(encodeLine({ type: 'BASELINE_END', project, collection: name, snapshotSeq }));
-    }
-  }
-
-  /** Writes what queued up while the socket was full, until it fills again. */
-  private flushQueue(subscriber: Subscriber): void {
-    if (!subscriber.live) return;
-    while (subscriber.queue.length > 0 && !subscriber.res.writableNeedDrain) {
-      const item = subscriber.queue.shift()!;
-      subscriber.queuedBytes -= item.line.length;
-      this.counters.commandsSent++;
-      subscriber.res.write(item.line);
     }
   }
 }

@@ -1,9 +1,9 @@
 import type http from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import { BadLineError, decodeLine, encodeLine, type Command, type StreamLine } from './commands.ts';
+import { BadLineError, decodeLine, type Command, type StreamLine } from './commands.ts';
 import { PING_INTERVAL_MS, type ReplicationFeed } from './feed.ts';
 import { requestParent } from './parent.ts';
-import type { KvStorage } from './storage.ts';
+import { LeaseLostError, type KvRepository } from './repository.ts';
 
 function isCommand(line: StreamLine): line is Command {
   return line.type === 'SET' || line.type === 'DELETE' || line.type === 'CREATE_COLLECTION' || line.type === 'DROP_COLLECTION';
@@ -33,13 +33,17 @@ export class ParentFollower {
   /** Connected to the parent and holding a complete copy from this connection. */
   ready = false;
   connected = false;
-  private stopped = false;
+  /** Called when `connected` or `ready` changes (the lease records them for other instances). */
+  onChange: () => void = () => {};
+  private stopped = true;
   private request: http.ClientRequest | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private delay: number;
 
   constructor(
-    private readonly storage: KvStorage,
+    private readonly repository: KvRepository,
+    /** This instance's name in the follower lease: only its holder applies what the parent sends. */
+    private readonly holder: string,
     private readonly feed: ReplicationFeed,
     private readonly counters: FollowerCounters,
     private readonly options: FollowerOptions,
@@ -48,7 +52,14 @@ export class ParentFollower {
     this.delay = options.backoffMs ?? 500;
   }
 
+  get running(): boolean {
+    return !this.stopped;
+  }
+
   start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.delay = this.options.backoffMs ?? 500;
     this.connect();
   }
 
@@ -60,7 +71,24 @@ export class ParentFollower {
 
   private connect(): void {
     if (this.stopped) return;
-    const since = this.storage.hasBaseline ? `?since=${this.storage.lastSeq}` : '';
+    this.repository.state().then(
+      (state) => this.subscribe(state.hasBaseline ? `?since=${state.lastSeq}` : ''),
+      (error: unknown) => {
+        this.logger.warn({ err: error }, 'kv node state unreadable; retrying');
+        this.retry();
+      },
+    );
+  }
+
+  private retry(): void {
+    if (this.stopped) return;
+    this.retryTimer = setTimeout(() => this.connect(), this.delay);
+    this.retryTimer.unref();
+    this.delay = Math.min(this.delay * 2, this.options.maxBackoffMs ?? 30_000);
+  }
+
+  private subscribe(since: string): void {
+    if (this.stopped) return;
     const request = requestParent(this.options.parentUrl, 'POST', `/v1/replicate${since}`, { ...this.options.headers, 'content-type': 'application/json', 'content-length': '0' });
     this.request = request;
     let silence: NodeJS.Timeout | undefined;
@@ -79,13 +107,13 @@ export class ParentFollower {
       finished = true;
       if (silence) clearTimeout(silence);
       const wasReady = this.ready;
+      const changed = this.ready || this.connected;
       this.ready = false;
       this.connected = false;
+      if (changed) this.onChange();
       if (this.stopped) return;
       if (wasReady) this.logger.warn({ parent: this.options.parentUrl, reason }, 'kv parent connection lost; reconnecting');
-      this.retryTimer = setTimeout(() => this.connect(), this.delay);
-      this.retryTimer.unref();
-      this.delay = Math.min(this.delay * 2, this.options.maxBackoffMs ?? 30_000);
+      this.retry();
     };
     request.on('error', (error) => finish(error.message));
     request.on('close', () => finish('closed'));
@@ -97,13 +125,19 @@ export class ParentFollower {
         return;
       }
       this.connected = true;
+      this.onChange();
       heard();
       const resumed = res.headers['x-kv-resumed'] !== undefined;
       const snapshotSeq = Number(res.headers['x-kv-snapshot-seq'] ?? NaN);
       void this.consume(res, resumed, snapshotSeq, heard)
         .then(() => request.destroy())
         .catch((error: unknown) => {
-          this.logger.warn({ err: error, parent: this.options.parentUrl }, 'kv replication stream failed');
+          if (error instanceof LeaseLostError) {
+            this.logger.info('kv follower lease taken over by another instance; stopping here');
+            this.stop();
+          } else {
+            this.logger.warn({ err: error, parent: this.options.parentUrl }, 'kv replication stream failed');
+          }
           request.destroy();
         });
     });
@@ -113,7 +147,7 @@ export class ParentFollower {
   /** Reads NDJSON lines, a chunk at a time: every command of a chunk joins one group commit. */
   private async consume(res: http.IncomingMessage, resumed: boolean, headerSnapshotSeq: number, heard: () => void): Promise<void> {
     let baseline: { mark: number; snapshotSeq: number } | null = null;
-    if (!resumed) baseline = { mark: await this.storage.beginBaseline(), snapshotSeq: Number.isSafeInteger(headerSnapshotSeq) ? headerSnapshotSeq : -1 };
+    if (!resumed) baseline = { mark: await this.repository.beginBaseline(this.holder), snapshotSeq: Number.isSafeInteger(headerSnapshotSeq) ? headerSnapshotSeq : -1 };
     let rest = '';
     res.setEncoding('utf8');
     for await (const chunk of res as AsyncIterable<string>) {
@@ -122,8 +156,7 @@ export class ParentFollower {
       const lines = text.split('\n');
       rest = lines.pop() ?? '';
       const work: Promise<unknown>[] = [];
-      const published: Promise<number>[] = [];
-      const publishedLines: string[] = [];
+      const applied: Promise<void>[] = [];
       for (const raw of lines) {
         if (raw.trim() === '') continue;
         const line = decodeLine(raw);
@@ -133,25 +166,26 @@ export class ParentFollower {
           if (done) {
             await Promise.all(work);
             work.length = 0;
-            await this.storage.finishBaseline(baseline.snapshotSeq < 0 ? this.storage.lastSeq : baseline.snapshotSeq, baseline.mark);
+            const lastSeq = await this.repository.finishBaseline(baseline.snapshotSeq < 0 ? null : baseline.snapshotSeq, baseline.mark, this.holder);
             baseline = null;
-            this.becomeReady();
+            this.becomeReady(lastSeq);
             // This node's copy changed wholesale: its children take a new baseline from it.
-            this.feed.disconnectAll();
+            this.feed.rebased();
           }
           continue;
         }
         if (line.type === 'PING') {
-          if (!this.ready) this.becomeReady();
+          if (!this.ready) this.becomeReady((await this.repository.state()).lastSeq);
           continue;
         }
         if (!isCommand(line)) throw new BadLineError(`${line.type} outside a baseline`);
-        published.push(this.storage.applyFromParent(line));
-        publishedLines.push(encodeLine(line));
+        applied.push(this.repository.applyFromParent(line, this.holder));
       }
       await Promise.all(work);
-      const ids = await Promise.all(published);
-      ids.forEach((id, i) => this.feed.publish(id, publishedLines[i]!));
+      if (applied.length > 0) {
+        await Promise.all(applied);
+        this.feed.logged();
+      }
     }
   }
 
@@ -160,16 +194,16 @@ export class ParentFollower {
     switch (line.type) {
       case 'BASELINE_BEGIN':
         baseline.snapshotSeq = Math.max(baseline.snapshotSeq, line.snapshotSeq);
-        work.push(this.storage.baselineCollection(line.project, line.collection, baseline.mark));
+        work.push(this.repository.baselineCollection(line.project, line.collection, baseline.mark));
         return false;
       case 'SET':
-        work.push(this.storage.baselineKey(line, baseline.mark));
+        work.push(this.repository.baselineKey(line, baseline.mark));
         return false;
       case 'BASELINE_END':
         // Its keys must be in before the ones not in the baseline are removed.
         await Promise.all(work);
         work.length = 0;
-        await this.storage.endBaselineCollection(line.project, line.collection, baseline.mark);
+        await this.repository.endBaselineCollection(line.project, line.collection, baseline.mark);
         return false;
       case 'PING':
         return true;
@@ -178,9 +212,10 @@ export class ParentFollower {
     }
   }
 
-  private becomeReady(): void {
+  private becomeReady(lastSeq: number): void {
     this.ready = true;
+    this.onChange();
     this.delay = this.options.backoffMs ?? 500;
-    this.logger.info({ parent: this.options.parentUrl, lastSeq: this.storage.lastSeq }, 'kv replica in step with its parent');
+    this.logger.info({ parent: this.options.parentUrl, lastSeq }, 'kv replica in step with its parent');
   }
 }

@@ -1,12 +1,16 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, renameSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../context.ts';
-import type { MigrationSet } from '../../store/migrate.ts';
 import { ReplicationFeed } from './feed.ts';
 import { ParentFollower } from './follower.ts';
+import { FollowerLease } from './lease.ts';
+import { kvMigrations } from './migrations.ts';
 import { parentHeaders } from './parent.ts';
+import { KvRepository } from './repository.ts';
 import { registerKvRoutes, type KvCounters, type KvNode } from './routes/index.ts';
-import { KvStorage } from './storage.ts';
 
 /** Log entries a node keeps for children to resume from (about; trimmed every few seconds). */
 const DEFAULT_LOG_KEEP = 100_000;
@@ -22,18 +26,16 @@ export interface KvOptions {
   silenceMs?: number;
 }
 
-/** The node keeps its data in a SQLite file of its own, not in the platform's tables. */
-const noMigrations: MigrationSet = { owner: 'kv', migrations: [] };
-
 /**
- * The key-value node (see its README): collections of JSON values, durable in the node's own SQLite file,
- * replicated down a tree of nodes (`--kv-parent` / `KV_PARENT_URL` makes this node a replica).
+ * The key-value node (see its README): collections of JSON values, durable in the platform's
+ * database (so every instance on one PostgreSQL database serves the same node), replicated down a
+ * tree of nodes (`--kv-parent` / `KV_PARENT_URL` makes this node a replica).
  */
 export function createKvService(options: KvOptions = {}): ServiceDefinition {
   return {
     name: 'kv',
-    migrations: noMigrations,
-    async build({ settings, logger, version }) {
+    migrations: kvMigrations,
+    async build({ settings, store, logger, version }) {
       const app = await createServiceApp({
         name: 'kv',
         title: 'Stratus key-value node',
@@ -43,31 +45,53 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
         // Values round-trip exactly (integers beyond 2^53 included), whatever the Content-Type.
         exactJson: true,
       });
-      const storage = KvStorage.open(join(settings.dataDir, 'kv', 'kv.db'), settings.sqliteSynchronous);
+      const database = store.sql.database;
+      const repository = new KvRepository(database);
+      await importNodeFile(repository, join(settings.dataDir, 'kv', 'kv.db'), logger);
       const counters: KvCounters = { writes: 0, reads: 0, commandsSent: 0, commandsReceived: 0 };
-      const feed = new ReplicationFeed(storage, counters, logger);
+      // Other instances write to the node only where the database is shared.
+      const feed = new ReplicationFeed(repository, counters, logger, database.soleWriter ? undefined : store.notifier);
       const headers = parentHeaders(settings);
-      const follower = settings.kvParentUrl
-        ? new ParentFollower(storage, feed, counters, { parentUrl: settings.kvParentUrl, headers, ...pick(options) }, logger)
-        : undefined;
-      const node: KvNode = { name: settings.kvNodeName, parentUrl: settings.kvParentUrl, parentHeaders: headers, startedAt: Date.now(), storage, feed, follower, counters };
+      let lease: FollowerLease | undefined;
+      if (settings.kvParentUrl) {
+        const holder = `${hostname()}/${process.pid}/${randomUUID()}`;
+        const follower = new ParentFollower(repository, holder, feed, counters, { parentUrl: settings.kvParentUrl, headers, ...pick(options) }, logger);
+        lease = new FollowerLease(repository, holder, follower, logger, database.soleWriter);
+      }
+      const node: KvNode = { name: settings.kvNodeName, parentUrl: settings.kvParentUrl, parentHeaders: headers, startedAt: Date.now(), repository, feed, lease, counters };
       registerKvRoutes(app, node);
 
       const trimTimer = setInterval(() => {
-        storage.trimLog(options.logKeep ?? DEFAULT_LOG_KEEP).catch((error: unknown) => logger.warn({ err: error }, 'kv log trim failed'));
+        repository.trimLog(options.logKeep ?? DEFAULT_LOG_KEEP).catch((error: unknown) => logger.warn({ err: error }, 'kv log trim failed'));
       }, options.trimIntervalMs ?? TRIM_INTERVAL_MS);
       trimTimer.unref();
-      app.addHook('onReady', async () => follower?.start());
+      app.addHook('onReady', async () => lease?.start());
       app.addHook('onClose', async () => {
         clearInterval(trimTimer);
-        follower?.stop();
+        await lease?.stop();
         feed.close();
-        await storage.close();
       });
       return app;
     },
   };
 }
+
+/**
+ * A node file of the layout before the node moved into the platform's database: copied in once,
+ * when the node is still empty, then renamed `kv.db.imported`. When the node already holds data the
+ * file is left where it is, with a warning.
+ */
+async function importNodeFile(repository: KvRepository, file: string, logger: ServiceContextLogger): Promise<void> {
+  if (!existsSync(file)) return;
+  if (await repository.importFile(file)) {
+    renameSync(file, `${file}.imported`);
+    logger.info({ file }, 'kv node file imported into the platform database');
+  } else {
+    logger.warn({ file }, 'kv node file not imported: the node already holds data');
+  }
+}
+
+type ServiceContextLogger = Parameters<ServiceDefinition['build']>[0]['logger'];
 
 function pick(options: KvOptions): { backoffMs?: number; maxBackoffMs?: number; silenceMs?: number } {
   const { backoffMs, maxBackoffMs, silenceMs } = options;

@@ -9,7 +9,7 @@ export const sqliteSyntax: SqlSyntax = {
   binaryStoredAsIs: () => [],
   byteLength: (expression) => `length(cast(${expression} as blob))`,
   position: (haystack, needle) => `instr(${haystack}, ${needle})`,
-  types: { blob: 'blob', serialPrimaryKey: 'integer primary key autoincrement', bigint: 'bigint', withoutRowid: ' without rowid' },
+  types: { blob: 'blob', serialPrimaryKey: 'integer primary key autoincrement', bigint: 'bigint', withoutRowid: ' without rowid', codePointText: 'text' },
 };
 
 const UNIQUE_CODES = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);

@@ -37,6 +37,11 @@ export interface SqlSyntax {
     readonly bigint: 'bigint';
     /** Appended to `create table (…)` where SQLite should store the rows in the primary key's b-tree. */
     readonly withoutRowid: string;
+    /**
+     * Text that sorts and compares by Unicode code point, whatever the database's locale (UTF-8 bytes
+     * in order: SQLite's default BINARY collation, PostgreSQL's "C" collation).
+     */
+    readonly codePointText: string;
   };
 }
 

@@ -12,7 +12,7 @@ before(async () => {
 });
 after(async () => {
   await node.stop();
-  dirs.cleanup();
+  await dirs.cleanup();
 });
 
 function call(method: string, url: string, body?: string | object, headers: Record<string, string> = AUTH): Promise<LightMyRequestResponse> {

@@ -6,7 +6,7 @@ const dirs = dataDirs();
 const running = new Set<KvNodeHandle>();
 after(async () => {
   for (const node of running) await node.stop();
-  dirs.cleanup();
+  await dirs.cleanup();
 });
 
 async function start(options: Parameters<typeof startNode>[0]): Promise<KvNodeHandle> {

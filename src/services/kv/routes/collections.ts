@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { ServiceApp } from '../../../core/app.ts';
 import { isJsonObject, type JsonValue } from '../../../core/json.ts';
-import { encodeLine, unixSeconds } from '../commands.ts';
+import { unixSeconds } from '../commands.ts';
 import { KvErrors } from '../errors.ts';
 import { colParams, collectionResult, errorBody, presence } from '../schemas.ts';
 import { projectOf, type KvNode } from './common.ts';
@@ -46,18 +46,17 @@ function collectionName(body: JsonValue | undefined): string {
 
 /** List, create and drop collections (each project has its own). */
 export function registerCollectionRoutes(app: ServiceApp, node: KvNode): void {
-  const { storage, feed, counters } = node;
+  const { repository, feed, counters } = node;
 
   app.get('/v1/collections', { schema: listSchema }, async (request) => ({
-    collections: storage.collections(projectOf(request)),
+    collections: await repository.collections(projectOf(request)),
   }));
 
   app.post('/v1/collections', { schema: createSchema }, async (request, reply) => {
     const project = projectOf(request);
     const name = collectionName(request.body as JsonValue | undefined);
-    if (node.follower) return forward(node, request, reply, project, () => ({ type: 'CREATE_COLLECTION', project, collection: name, timestamp: unixSeconds() }));
-    const logged = await storage.createCollection(project, name, unixSeconds());
-    if (logged) feed.publish(logged.logId, encodeLine(logged.command));
+    if (node.lease) return forward(node, request, reply, project, () => ({ type: 'CREATE_COLLECTION', project, collection: name, timestamp: unixSeconds() }));
+    if (await repository.createCollection(project, name, unixSeconds())) feed.logged();
     counters.writes++;
     return { ok: true, collection: name };
   });
@@ -65,11 +64,10 @@ export function registerCollectionRoutes(app: ServiceApp, node: KvNode): void {
   app.delete('/v1/collections/:col', { schema: dropSchema }, async (request, reply) => {
     const project = projectOf(request);
     const name = request.params.col;
-    if (!storage.hasCollection(project, name)) throw KvErrors.collectionNotFound();
-    if (node.follower) return forward(node, request, reply, project, () => ({ type: 'DROP_COLLECTION', project, collection: name, timestamp: unixSeconds() }));
-    const logged = await storage.dropCollection(project, name, unixSeconds());
-    if (!logged) throw KvErrors.collectionNotFound();
-    feed.publish(logged.logId, encodeLine(logged.command));
+    if (!(await repository.hasCollection(project, name))) throw KvErrors.collectionNotFound();
+    if (node.lease) return forward(node, request, reply, project, () => ({ type: 'DROP_COLLECTION', project, collection: name, timestamp: unixSeconds() }));
+    if (!(await repository.dropCollection(project, name, unixSeconds()))) throw KvErrors.collectionNotFound();
+    feed.logged();
     counters.writes++;
     return { ok: true, collection: name };
   });

@@ -3,8 +3,8 @@ import { IDENTITY_HEADER, PROJECT_HEADER, parseIdentity } from '../../../core/id
 import { isoSeconds } from '../commands.ts';
 import { KvErrors } from '../errors.ts';
 import type { ReplicationFeed } from '../feed.ts';
-import type { ParentFollower } from '../follower.ts';
-import type { KvStorage } from '../storage.ts';
+import type { FollowerLease, ParentLink } from '../lease.ts';
+import type { KvRepository } from '../repository.ts';
 
 export interface KvCounters {
   writes: number;
@@ -19,17 +19,18 @@ export interface KvNode {
   parentUrl: string | undefined;
   parentHeaders: Record<string, string>;
   startedAt: number;
-  storage: KvStorage;
+  repository: KvRepository;
   feed: ReplicationFeed;
-  follower: ParentFollower | undefined;
+  /** A replica's follower lease (it runs the follower on the instance that holds it). */
+  lease: FollowerLease | undefined;
   counters: KvCounters;
 }
 
 const PROJECT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 export const roleOf = (node: KvNode) => (node.parentUrl ? 'replica' : 'primary');
-/** A primary has no parent to lose, so it counts as connected. */
-export const parentConnected = (node: KvNode) => (node.follower ? node.follower.connected : true);
+/** A primary has no parent to lose, so it counts as connected and ready. */
+export const parentLink = (node: KvNode): Promise<ParentLink> => (node.lease ? node.lease.link() : Promise.resolve({ connected: true, ready: true }));
 export const uptimeSeconds = (node: KvNode) => Math.floor((Date.now() - node.startedAt) / 1000);
 
 const present = (value: string | string[] | undefined) => typeof value === 'string' && value.length > 0;

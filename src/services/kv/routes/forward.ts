@@ -42,7 +42,7 @@ export async function forward(
     }
     const seq = isJsonObject(answer) && typeof answer.seq === 'number' ? answer.seq : 0;
     const version = isJsonObject(answer) && typeof answer.version === 'number' ? answer.version : 0;
-    await node.storage.applyForwarded(command({ seq, version }));
+    await node.repository.applyForwarded(command({ seq, version }));
     node.counters.writes++;
   }
   return json(reply, text, status);

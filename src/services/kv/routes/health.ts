@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { ServiceApp } from '../../../core/app.ts';
 import { KvErrors } from '../errors.ts';
 import { errorBody, health } from '../schemas.ts';
-import { parentConnected, roleOf, type KvNode } from './common.ts';
+import { parentLink, roleOf, type KvNode } from './common.ts';
 
 const healthSchema = (summary: string) => ({ tags: ['health'], summary, response: { 200: health, 500: errorBody } });
 
@@ -15,9 +15,9 @@ const readySchema = {
 
 /** The health checks, public on both ports. State is loaded before the node listens, so started = alive. */
 export function registerHealthRoutes(app: ServiceApp, node: KvNode): void {
-  const alive = (reply: FastifyReply) => {
+  const alive = async (reply: FastifyReply) => {
     try {
-      node.storage.totals();
+      await node.repository.totals();
     } catch {
       throw KvErrors.storageUnreadable();
     }
@@ -29,8 +29,7 @@ export function registerHealthRoutes(app: ServiceApp, node: KvNode): void {
   app.get('/startupz', { schema: healthSchema('Started: local state is loaded (it is before the node listens)') }, async (_request, reply) => alive(reply));
 
   app.get('/readyz', { schema: readySchema }, async (_request, reply) => {
-    const ready = node.follower ? node.follower.ready : true;
-    const connected = parentConnected(node);
+    const { ready, connected } = await parentLink(node);
     return reply.code(ready ? 200 : 503).send({
       ok: ready,
       node: node.name,

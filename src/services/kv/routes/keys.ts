@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { ServiceApp } from '../../../core/app.ts';
 import { isJsonObject, stringifyJson, type JsonValue } from '../../../core/json.ts';
-import { encodeLine, unixSeconds } from '../commands.ts';
+import { unixSeconds } from '../commands.ts';
 import { KvErrors } from '../errors.ts';
 import { colParams, entry, errorBody, keyParams, presence, writeResult } from '../schemas.ts';
 import { entryJson, json, keyOf, projectOf, type KvNode } from './common.ts';
@@ -52,7 +52,7 @@ function valueOf(body: JsonValue | undefined): string {
 
 /** List, get, set and delete keys; the key is everything after `/keys/`, slashes included. */
 export function registerKeyRoutes(app: ServiceApp, node: KvNode): void {
-  const { storage, feed, counters } = node;
+  const { repository, feed, counters } = node;
 
   app.get('/v1/collections/:col/keys', { schema: listSchema }, async (request, reply) => {
     const project = projectOf(request);
@@ -60,9 +60,9 @@ export function registerKeyRoutes(app: ServiceApp, node: KvNode): void {
     const limitText = request.query.limit;
     const limit = limitText === undefined ? DEFAULT_LIST_LIMIT : /^[1-9]\d*$/.test(limitText) ? Number(limitText) : NaN;
     if (!Number.isSafeInteger(limit) || limit > MAX_LIST_LIMIT) throw KvErrors.invalidLimit(MAX_LIST_LIMIT);
-    if (!storage.hasCollection(project, request.params.col)) throw KvErrors.collectionNotFound();
     // One row more than the page tells whether another page follows.
-    const rows = storage.list(project, request.params.col, { prefix, ...(after === undefined ? {} : { after }), limit: limit + 1 });
+    const rows = await repository.list(project, request.params.col, { prefix, ...(after === undefined ? {} : { after }), limit: limit + 1 });
+    if (rows === null) throw KvErrors.collectionNotFound();
     const page = rows.slice(0, limit);
     const next = rows.length > limit ? page[page.length - 1]!.key : null;
     counters.reads++;
@@ -72,9 +72,9 @@ export function registerKeyRoutes(app: ServiceApp, node: KvNode): void {
   app.get('/v1/collections/:col/keys/*', { schema: getSchema }, async (request, reply) => {
     const project = projectOf(request);
     const key = keyOf(request);
-    if (!storage.hasCollection(project, request.params.col)) throw KvErrors.collectionNotFound();
-    const found = storage.get(project, request.params.col, key);
-    if (!found) throw KvErrors.keyNotFound();
+    const found = await repository.get(project, request.params.col, key);
+    if (found === null) throw KvErrors.keyNotFound();
+    if ('collection' in found) throw KvErrors.collectionNotFound();
     counters.reads++;
     return json(reply, entryJson(found));
   });
@@ -84,13 +84,13 @@ export function registerKeyRoutes(app: ServiceApp, node: KvNode): void {
     const key = keyOf(request);
     const value = valueOf(request.body as JsonValue | undefined);
     const collection = request.params.col;
-    if (node.follower) {
-      if (!storage.hasCollection(project, collection)) throw KvErrors.missingCollection();
+    if (node.lease) {
+      if (!(await repository.hasCollection(project, collection))) throw KvErrors.missingCollection();
       return forward(node, request, reply, project, (answer) => ({ type: 'SET', project, collection, key, value, seq: answer.seq, version: answer.version, timestamp: unixSeconds() }));
     }
-    const outcome = await storage.set(project, collection, key, value, unixSeconds());
+    const outcome = await repository.set(project, collection, key, value, unixSeconds());
     if (outcome === 'missing_collection') throw KvErrors.missingCollection();
-    feed.publish(outcome.logId, encodeLine(outcome.command));
+    feed.logged();
     counters.writes++;
     return json(reply, `{"ok":true,"seq":${outcome.seq},"version":${outcome.version}}`);
   });
@@ -99,15 +99,16 @@ export function registerKeyRoutes(app: ServiceApp, node: KvNode): void {
     const project = projectOf(request);
     const key = keyOf(request);
     const collection = request.params.col;
-    if (node.follower) {
-      if (!storage.hasCollection(project, collection)) throw KvErrors.missingCollection();
-      if (!storage.get(project, collection, key)) throw KvErrors.keyNotFound();
+    if (node.lease) {
+      const found = await repository.get(project, collection, key);
+      if (found !== null && 'collection' in found) throw KvErrors.missingCollection();
+      if (found === null) throw KvErrors.keyNotFound();
       return forward(node, request, reply, project, (answer) => ({ type: 'DELETE', project, collection, key, seq: answer.seq, version: answer.version, timestamp: unixSeconds() }));
     }
-    const outcome = await storage.delete(project, collection, key, unixSeconds());
+    const outcome = await repository.delete(project, collection, key, unixSeconds());
     if (outcome === 'missing_collection') throw KvErrors.missingCollection();
     if (outcome === 'not_found') throw KvErrors.keyNotFound();
-    feed.publish(outcome.logId, encodeLine(outcome.command));
+    feed.logged();
     counters.writes++;
     return json(reply, `{"ok":true,"seq":${outcome.seq},"version":${outcome.version}}`);
   });

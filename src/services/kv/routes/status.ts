@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { ServiceApp } from '../../../core/app.ts';
 import { errorBody, presence } from '../schemas.ts';
-import { parentConnected, projectOf, roleOf, uptimeSeconds, type KvNode } from './common.ts';
+import { parentLink, projectOf, roleOf, uptimeSeconds, type KvNode } from './common.ts';
 
 const statusSchema = {
   tags: ['node'],
@@ -19,28 +19,32 @@ const metricsSchema = {
 
 /** `/v1/status` and `/v1/metrics`: what the node is and what it has done. */
 export function registerStatusRoutes(app: ServiceApp, node: KvNode): void {
-  const { storage, feed, counters } = node;
+  const { repository, feed, counters } = node;
 
-  app.get('/v1/status', { schema: statusSchema }, async (request) => ({
-    node: node.name,
-    role: roleOf(node),
-    parent: node.parentUrl ?? '',
-    uptime_seconds: uptimeSeconds(node),
-    children: feed.children,
-    collections: storage.collectionStats(projectOf(request)),
-    // Enabled on a replica or on a node serving replicas.
-    replication: { enabled: node.parentUrl !== undefined || feed.children > 0, parent_connected: parentConnected(node), connected_replicas: feed.children, last_seq: storage.lastSeq },
-  }));
+  app.get('/v1/status', { schema: statusSchema }, async (request) => {
+    const project = projectOf(request);
+    const [collections, state, link] = await Promise.all([repository.collectionStats(project), repository.state(), parentLink(node)]);
+    return {
+      node: node.name,
+      role: roleOf(node),
+      parent: node.parentUrl ?? '',
+      uptime_seconds: uptimeSeconds(node),
+      children: feed.children,
+      collections,
+      // Enabled on a replica or on a node serving replicas.
+      replication: { enabled: node.parentUrl !== undefined || feed.children > 0, parent_connected: link.connected, connected_replicas: feed.children, last_seq: state.lastSeq, following: node.lease?.following ?? false },
+    };
+  });
 
   app.get('/v1/metrics', { schema: metricsSchema }, async () => {
-    const totals = storage.totals();
+    const [totals, link] = await Promise.all([repository.totals(), parentLink(node)]);
     return {
       writes_total: counters.writes,
       reads_total: counters.reads,
       replication_commands_sent_total: counters.commandsSent,
       replication_commands_received_total: counters.commandsReceived,
       children_connected: feed.children,
-      parent_connected: parentConnected(node),
+      parent_connected: link.connected,
       collections: totals.collections,
       keys_total: totals.keys,
       uptime_seconds: uptimeSeconds(node),
