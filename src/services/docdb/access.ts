@@ -1,10 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import { CredentialChecker } from '../../core/credentials.ts';
-import { forbidden, notFound, unauthorized } from '../../core/errors.ts';
 import { IDENTITY_HEADER, ownerOrKeyCredentials, parseIdentity, requireIdentity } from '../../core/identity.ts';
 import { isUuidV4 } from '../../core/ids.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
-import type { DatabaseRecord, DatabaseRepository } from './databases.ts';
+import { DocdbErrors } from './errors.ts';
+import type { DatabaseRecord, DatabaseRepository } from './repository/index.ts';
 
 /**
  * Published when database keys stop existing: `{"key":…}` for one deleted key, `{"database":…}`
@@ -15,16 +15,14 @@ export const DOCDB_KEYS_REVOKED_TOPIC = 'docdb.keys.revoked';
 export const API_KEY_HEADER = 'api-key';
 export const API_SECRET_HEADER = 'api-secret';
 
-/** How long a successful key check is trusted (docdb.md §2: at most 60 s). */
+/** How long a successful key check is trusted (README: Access: at most 60 s). */
 const KEY_CHECK_TTL_MS = 60_000;
 const MAX_CACHED_CHECKS = 10_000;
 
-const BAD_KEY_MESSAGE = 'unknown API key or wrong secret';
-
 /**
- * Who may touch a database (docdb.md §2). Owners are recognised by the gateway's identity header;
- * database keys by `Api-Key` + `Api-Secret`, checked by the shared checker (`core/credentials.ts`):
- * bcrypt off the event loop, UUID-shaped keys and secrets only.
+ * Who may touch a database (README: Access). Owners are recognised by the gateway's identity
+ * header; database keys by `Api-Key` + `Api-Secret`, checked by the shared checker
+ * (`core/credentials.ts`): bcrypt off the event loop, UUID-shaped keys and secrets only.
  *
  * A successful key check is cached for at most 60 s under a SHA-256 of key and secret (never the
  * secret itself); failures never are, and concurrent checks of one pair share one bcrypt. A key
@@ -72,26 +70,26 @@ export class DocdbAccess {
     return parseIdentity(request.headers[IDENTITY_HEADER])?.user.id ?? null;
   }
 
-  /** docdb.md §2 decision procedure for a database-scoped request: returns the database or throws 401/403/404. */
+  /** The decision procedure for a database-scoped request (README: Access): the database, or 401/403/404. */
   async authorize(request: FastifyRequest, databaseId: string): Promise<DatabaseRecord> {
     // 1 and 2. No credentials at all, or an identity header that cannot be used.
     const { identity, apiKey } = ownerOrKeyCredentials(request);
     // 3. Unknown database.
     const database = await this.databases.get(databaseId);
-    if (!database) throw notFound('database not found');
+    if (!database) throw DocdbErrors.databaseNotFound();
     // 4. An owner.
     if (identity && database.owners.includes(identity.user.id)) return database;
     // 5. A database key.
     if (apiKey !== undefined) {
       const secret = request.headers[API_SECRET_HEADER];
-      if (typeof apiKey !== 'string' || typeof secret !== 'string') throw unauthorized(BAD_KEY_MESSAGE);
+      if (typeof apiKey !== 'string' || typeof secret !== 'string') throw DocdbErrors.badApiKey();
       const check = await this.keys.check(apiKey, secret);
-      if (check.status !== 'ok') throw unauthorized(BAD_KEY_MESSAGE);
+      if (check.status !== 'ok') throw DocdbErrors.badApiKey();
       if (check.value === database.id) {
         // Deleted since it was cached: the record just read no longer lists it.
         if (!database.api_keys.includes(apiKey)) {
           this.forgetKey(apiKey);
-          throw unauthorized(BAD_KEY_MESSAGE);
+          throw DocdbErrors.badApiKey();
         }
         return database;
       }
@@ -99,12 +97,12 @@ export class DocdbAccess {
       const stored = await this.databases.findKey(apiKey);
       if (!stored) {
         this.forgetKey(apiKey);
-        throw unauthorized(BAD_KEY_MESSAGE);
+        throw DocdbErrors.badApiKey();
       }
-      throw forbidden('this API key belongs to another database');
+      throw DocdbErrors.keyOfAnotherDatabase();
     }
     // 6. An identity that is not an owner.
-    throw forbidden('not an owner of this database');
+    throw DocdbErrors.notOwner();
   }
 
   /** Drops this instance's cached checks of `key`. */

@@ -1,8 +1,8 @@
 /**
- * Colon actions (docdb.md §1.1): the last path segment *as sent* is split at its last `:`; when
- * the text after it names an action of the resource, that is the action and the text before is
- * the resource name. An encoded colon (`%3A`) never splits. Names are then percent-decoded
- * (`+` stays a plus: it is a path, not a form).
+ * Colon actions (README: Action routing): the last path segment *as sent* is split at its last
+ * `:`; when the text after it names an action of the resource, that is the action and the text
+ * before is the resource name. An encoded colon (`%3A`) never splits. Names are then
+ * percent-decoded (`+` stays a plus: it is a path, not a form).
  */
 export const DATABASE_ACTIONS = ['createApiKey', 'deleteApiKey', 'addOwner', 'deleteOwner'] as const;
 export const COLLECTION_ACTIONS = [

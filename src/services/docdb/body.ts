@@ -1,15 +1,13 @@
 import type { Readable } from 'node:stream';
-import { HttpError, validationError } from '../../core/errors.ts';
 import { MiB } from '../../core/app.ts';
 import { MAX_NESTING, isJsonObject, nestedDeeperThan, parseJson, type JsonObject, type JsonValue } from '../../core/json.ts';
+import { DocdbErrors } from './errors.ts';
 
 export const BODY_LIMIT = 10 * MiB;
 
-export const invalidJson = () => new HttpError(400, 'invalid_json', 'Malformed JSON');
-
 /**
  * Reads a whole (non-streaming) JSON body, up to 10 MiB. Null for an empty or blank body.
- * Numbers beyond 2^53 stay exact (docdb.md §1.3).
+ * Numbers beyond 2^53 stay exact (README: Responses).
  */
 export async function readJsonBody(stream: Readable): Promise<JsonValue | undefined> {
   const chunks: Buffer[] = [];
@@ -18,7 +16,7 @@ export async function readJsonBody(stream: Readable): Promise<JsonValue | undefi
     size += chunk.length;
     if (size > BODY_LIMIT) {
       discardRest(stream);
-      throw new HttpError(413, 'payload_too_large', `body exceeds ${BODY_LIMIT} bytes`);
+      throw DocdbErrors.bodyTooLarge(BODY_LIMIT);
     }
     chunks.push(chunk);
   }
@@ -28,10 +26,10 @@ export async function readJsonBody(stream: Readable): Promise<JsonValue | undefi
   try {
     value = parseJson(text);
   } catch {
-    throw invalidJson();
+    throw DocdbErrors.malformedJson();
   }
   // A body wraps document-like values (a patch, pivots, defaults) one level down.
-  if (nestedDeeperThan(value, MAX_NESTING + 1)) throw validationError(`body nested more than ${MAX_NESTING + 1} levels deep`);
+  if (nestedDeeperThan(value, MAX_NESTING + 1)) throw DocdbErrors.bodyTooDeep(MAX_NESTING + 1);
   return value;
 }
 
@@ -51,40 +49,40 @@ export function discardRest(stream: Readable): void {
 
 /** A required JSON object body: empty → invalid_json, anything else → validation_error. */
 export function requireObject(body: JsonValue | undefined, what = 'body'): JsonObject {
-  if (body === undefined) throw invalidJson();
-  if (!isJsonObject(body)) throw validationError(`${what} must be a JSON object`);
+  if (body === undefined) throw DocdbErrors.malformedJson();
+  if (!isJsonObject(body)) throw DocdbErrors.notAnObject(what);
   return body;
 }
 
-/** Field readers for bodies whose unknown fields are ignored (docdb.md §1.2). */
+/** Field readers for bodies whose unknown fields are ignored (README: Requests). */
 export const fields = {
   string(body: JsonObject, name: string, options: { required?: boolean; nonEmpty?: boolean } = {}): string | undefined {
     const value = body[name];
     if (value === undefined || (value === null && !options.required)) {
-      if (options.required) throw validationError(`'${name}' is required`);
+      if (options.required) throw DocdbErrors.fieldRequired(name);
       return undefined;
     }
-    if (typeof value !== 'string') throw validationError(`'${name}' must be a string`);
-    if (options.nonEmpty && value === '') throw validationError(`'${name}' must not be empty`);
+    if (typeof value !== 'string') throw DocdbErrors.fieldType(name, 'a string');
+    if (options.nonEmpty && value === '') throw DocdbErrors.fieldEmpty(name);
     return value;
   },
   integer(body: JsonObject, name: string, fallback: number): number {
     const value = body[name];
     if (value === undefined || value === null) return fallback;
     if (typeof value === 'bigint') return Number(value);
-    if (typeof value !== 'number' || !Number.isInteger(value)) throw validationError(`'${name}' must be an integer`);
+    if (typeof value !== 'number' || !Number.isInteger(value)) throw DocdbErrors.fieldType(name, 'an integer');
     return value;
   },
   boolean(body: JsonObject, name: string, fallback: boolean): boolean {
     const value = body[name];
     if (value === undefined || value === null) return fallback;
-    if (typeof value !== 'boolean') throw validationError(`'${name}' must be a boolean`);
+    if (typeof value !== 'boolean') throw DocdbErrors.fieldType(name, 'a boolean');
     return value;
   },
   object(body: JsonObject, name: string): JsonObject | undefined {
     const value = body[name];
     if (value === undefined || value === null) return undefined;
-    if (!isJsonObject(value)) throw validationError(`'${name}' must be an object`);
+    if (!isJsonObject(value)) throw DocdbErrors.fieldType(name, 'an object');
     return value;
   },
 };

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
-import { HttpError } from '../../core/errors.ts';
 import { parseJson, stringifyJson, type JsonValue } from '../../core/json.ts';
+import { DocdbErrors } from './errors.ts';
 import { compileFilterPlan, type Predicate } from './query/filter.ts';
 import { WorkerPool, WorkerTimeLimitError, startWorker } from '../../core/worker-pool.ts';
 
@@ -62,7 +62,7 @@ export class DocumentFilters {
       reply = await this.pool.run<FilterJobReply>({ filter: filter.json, body } satisfies FilterJob, [], DOCUMENT_FILTER_MS);
     } catch (error) {
       if (error instanceof WorkerTimeLimitError) {
-        throw new HttpError(400, 'invalid_filter', `the filter took longer than ${DOCUMENT_FILTER_MS / 1000} s on one document; simplify it or select fewer documents with an index`);
+        throw DocdbErrors.filterTooSlow(DOCUMENT_FILTER_MS / 1000);
       }
       throw error;
     }

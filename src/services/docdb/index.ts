@@ -1,16 +1,14 @@
 import { createServiceApp } from '../../core/app.ts';
+import { stringifyJson, type JsonValue } from '../../core/json.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { DocdbAccess } from './access.ts';
-import { DatabaseRepository } from './databases.ts';
-import { docdbMigrations } from './migrations.ts';
-import { stringifyJson, type JsonValue } from '../../core/json.ts';
-import { DocumentStore } from './documents.ts';
 import { DocumentFilters } from './filtering.ts';
-import { registerCollectionRoutes } from './routes/collections.ts';
-import { registerDatabaseRoutes } from './routes/databases.ts';
-import { registerServiceRoutes } from './routes/service.ts';
+import { docdbMigrations } from './migrations.ts';
+import { DatabaseRepository, DocumentStore } from './repository/index.ts';
+import type { RouteDeps } from './routes/deps.ts';
+import { registerRoutes } from './routes/index.ts';
 
-/** Document database (docdb.md): databases, collections, streamed documents, map and btree indexes. */
+/** Document database (README.md): databases, collections, streamed documents, map and btree indexes. */
 export const docdbService: ServiceDefinition = {
   name: 'docdb',
   migrations: docdbMigrations,
@@ -22,10 +20,10 @@ export const docdbService: ServiceDefinition = {
       logger,
       description: 'Document database: databases with owners and API keys, collections of JSON documents, map and btree indexes, streamed insert/find/patch/remove.',
       exactJson: true,
-      // Served by routes/service.ts: OpenAPI 3.1 with each colon action as its own path.
+      // Served by routes/openapi.ts: OpenAPI 3.1 with each colon action as its own path.
       openapiPath: null,
     });
-    // Integers above 2^53 stay exact in every body and every answer (docdb.md §1.3), not only
+    // Integers above 2^53 stay exact in every body and every answer (README: Responses), not only
     // in documents: bodies are parsed (exactJson) and replies serialized by the exact JSON module.
     app.setReplySerializer((payload) => stringifyJson(payload as JsonValue));
     const databases = new DatabaseRepository(store.sql);
@@ -37,9 +35,8 @@ export const docdbService: ServiceDefinition = {
       documents.close();
       await filters.close();
     });
-    registerServiceRoutes(app, { version, databases, documents, access });
-    registerDatabaseRoutes(app, { databases, access });
-    registerCollectionRoutes(app, { documents, access, filters });
+    const deps: RouteDeps = { version, databases, documents, access, filters };
+    registerRoutes(app, deps);
     return app;
   },
 };

@@ -1,6 +1,6 @@
-// Incremental splitter for the document insert endpoints (spec §6.1–6.3): turns a body byte stream
-// into the texts of its top-level JSON values without buffering the whole body. It only finds
-// boundaries (string/escape state and bracket depth); the caller JSON.parses each text.
+// Incremental splitter for the document insert endpoints (README: Inserts): turns a body byte
+// stream into the texts of its top-level JSON values without buffering the whole body. It only
+// finds boundaries (string/escape state and bracket depth); the caller JSON.parses each text.
 //
 // It works on bytes: every boundary byte (brackets, quotes, whitespace) is ASCII and can never occur
 // inside a multi-byte UTF-8 sequence, so each value's bytes are decoded once, whole, and characters

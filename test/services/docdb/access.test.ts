@@ -7,7 +7,7 @@ import type { ServiceApp } from '../../../src/core/app.ts';
 import { newId } from '../../../src/core/ids.ts';
 import { VERSION } from '../../../src/core/version.ts';
 import { DocdbAccess, DOCDB_KEYS_REVOKED_TOPIC } from '../../../src/services/docdb/access.ts';
-import { DatabaseRepository } from '../../../src/services/docdb/databases.ts';
+import { DatabaseRepository } from '../../../src/services/docdb/repository/index.ts';
 import { docdbService } from '../../../src/services/docdb/index.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
 import type { Notifier } from '../../../src/store/notifier/types.ts';

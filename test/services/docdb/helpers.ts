@@ -1,4 +1,4 @@
-import type { DatabaseRecord } from '../../../src/services/docdb/databases.ts';
+import type { DatabaseRecord } from '../../../src/services/docdb/repository/index.ts';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { docdbService } from '../../../src/services/docdb/index.ts';

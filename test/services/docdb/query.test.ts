@@ -3,15 +3,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createIndex, errorLine, errorOf, find, ids, jsonOf, linesOf, parseLines, post, seed, startEnv, type Env } from './fixtures.ts';
+import { EXAMPLE_DOCUMENTS, FILTER_EXAMPLES, INVALID_FILTER_EXAMPLE } from './query/filter-examples.ts';
 
 let env: Env;
 before(async () => {
   env = await startEnv();
-  await seed(env, 'abc', [
-    { id: 'a', n: 1, name: 'Alice', tags: ['red', 'blue'], address: { city: 'Madrid', zip: '28001' } },
-    { id: 'b', n: 2, name: 'Bob', tags: ['green'], address: { city: 'Paris' } },
-    { id: 'c', n: 3, name: 'Carol' },
-  ]);
+  await seed(env, 'abc', EXAMPLE_DOCUMENTS);
 });
 after(async () => {
   await env.service.close();
@@ -20,28 +17,14 @@ after(async () => {
 const matching = async (filter: unknown, collection = 'abc'): Promise<unknown[]> => ids(await find(env, collection, { filter, limit: 10 }));
 
 describe('the §9.3 examples', () => {
-  const rows: [unknown, string[]][] = [
-    [{ n: { $gt: 1 } }, ['b', 'c']],
-    [{ n: { $gte: 2 } }, ['b', 'c']],
-    [{ n: { $le: 2 } }, ['a', 'b']],
-    [{ n: { $ne: 2 } }, ['a', 'c']],
-    [{ n: { $in: [1, 3] } }, ['a', 'c']],
-    [{ n: { $nin: [1, 3] } }, ['b']],
-    [{ name: { $contains: 'ar' } }, ['c']],
-    [{ $and: [{ n: { $gt: 1 } }, { n: { $lt: 3 } }] }, ['b']],
-    [{ tags: 'red' }, ['a']],
-    [{ 'address.city': 'Paris' }, ['b']],
-    [{ address: { city: 'Madrid' } }, ['a']],
-    [{ address: null }, ['c']],
-  ];
-  for (const [filter, expected] of rows) {
+  for (const [filter, expected] of FILTER_EXAMPLES) {
     it(JSON.stringify(filter), async () => {
       assert.deepEqual(await matching(filter), expected);
     });
   }
 
   it('{"n":{"$regex":"x"}} → 400 invalid_filter naming the operator', async () => {
-    const message = errorOf(await post(env, 'abc:find', { filter: { n: { $regex: 'x' } } }), 400, 'invalid_filter');
+    const message = errorOf(await post(env, 'abc:find', { filter: INVALID_FILTER_EXAMPLE }), 400, 'invalid_filter');
     assert.match(message, /\$regex/);
   });
 });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { DocumentStore } from '../../../src/services/docdb/documents.ts';
+import { DocumentStore } from '../../../src/services/docdb/repository/index.ts';
 import { docdbService } from '../../../src/services/docdb/index.ts';
 import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
 import { parseLines } from './fixtures.ts';

@@ -1,4 +1,4 @@
-// Collection defaults and generators, applied at insert (spec §10).
+// Collection defaults and generators, applied at insert (README: Defaults and generators).
 
 import { randomUUID } from 'node:crypto';
 import { cloneJson, setMember, type JsonObject, type JsonValue } from '../../../core/json.ts';

@@ -1,6 +1,6 @@
-// The filter language (spec §9.3). A filter is validated and compiled once into closures; the
-// predicate then runs over every candidate document without re-reading the filter and without
-// allocating, and never throws: a value of an unexpected type simply does not match.
+// The filter language (README: Filter language). A filter is validated and compiled once into
+// closures; the predicate then runs over every candidate document without re-reading the filter and
+// without allocating, and never throws: a value of an unexpected type simply does not match.
 //
 // Filters come from request bodies, so their size is bounded (MAX_FILTER_VALUES values in all,
 // MAX_OPERATOR_ELEMENTS per operator array) and each compiled filter reports its `weight`: the

@@ -1,4 +1,4 @@
-// JSON Merge Patch (RFC 7386) for `:patch` (spec §11).
+// JSON Merge Patch (RFC 7386) for `:patch` (README: Merge patch).
 
 import { isJsonObject, setMember, type JsonObject, type JsonValue } from '../../../core/json.ts';
 

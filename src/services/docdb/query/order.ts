@@ -1,5 +1,5 @@
-// The total order of JSON values (spec §9.4) and an order-preserving binary encoding of it, so that
-// index entries can be kept and range-scanned by plain byte comparison in the database.
+// The total order of JSON values (README: Total order) and an order-preserving binary encoding of
+// it, so that index entries can be kept and range-scanned by plain byte comparison in the database.
 //
 // Order: null < false < true < numbers < strings < arrays < objects (arrays and objects after
 // strings is the suggested choice for the open point). Numbers by exact value (bigint included,

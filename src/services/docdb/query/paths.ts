@@ -1,9 +1,9 @@
-// Field paths (spec §9.2): `address.city`, `tags.0`.
+// Field paths (README: Field paths): `address.city`, `tags.0`.
 //
 // Open point settled here: a non-numeric segment does NOT continue through an array of objects
 // (`items.sku` on `{"items":[{"sku":"x"}]}` is missing). Paths stay a plain lookup that names at
 // most one value; matching "any element" is the filter's job, and its array rule already gives it:
-// `{"items":{"sku":"x"}}` matches that document (§9.3).
+// `{"items":{"sku":"x"}}` matches that document (README: Filter language).
 
 import type { JsonValue } from '../../../core/json.ts';
 

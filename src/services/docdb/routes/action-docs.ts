@@ -1,5 +1,23 @@
 import { Type, type TSchema } from 'typebox';
-import type { CollectionAction } from '../actions.ts';
+import type { CollectionAction, DatabaseAction } from '../actions.ts';
+import { createdKey, createKeyBody, deleteKeyBody, ownerBody, ownersList } from '../schemas.ts';
+
+// The colon actions are served by one POST route per resource (routes/databases/actions.ts,
+// routes/collections/actions.ts), hidden from the generated document; routes/openapi.ts gives each
+// action its own path from the tables here.
+
+/** For the OpenAPI document: each database action's summary, body schema and success response. */
+export const DATABASE_ACTION_DOCS: Record<DatabaseAction, { summary: string; body: TSchema; status: number; response: TSchema | null }> = {
+  createApiKey: {
+    summary: 'Create an API key for the database; the secret is returned only here',
+    body: createKeyBody,
+    status: 201,
+    response: createdKey,
+  },
+  deleteApiKey: { summary: 'Delete an API key of the database; it stops working at once', body: deleteKeyBody, status: 204, response: null },
+  addOwner: { summary: 'Add an owner (an existing owner is no change); returns the owners', body: ownerBody, status: 200, response: ownersList },
+  deleteOwner: { summary: 'Remove an owner other than yourself; returns the owners', body: ownerBody, status: 200, response: ownersList },
+};
 
 const indexRecord = Type.Object(
   {
@@ -14,7 +32,7 @@ const indexRecord = Type.Object(
 );
 const traversal = {
   index: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'index to traverse; null = full scan' })),
-  filter: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'condition (docdb.md §9.3)' })),
+  filter: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'condition in the filter language; {} matches every document' })),
   skip: Type.Optional(Type.Integer({ default: 0 })),
   limit: Type.Optional(Type.Integer({ default: 1, description: '0 → none; negative → no limit' })),
   value: Type.Optional(Type.String({ description: 'map index: the key to look up' })),
@@ -24,7 +42,7 @@ const traversal = {
 };
 const ndjson = Type.String({ description: 'NDJSON: one document per line' });
 const documentStream = Type.String({ description: 'JSON documents: NDJSON, concatenated or pretty-printed' });
-const nameBody = Type.Object({ name: Type.String() }, { additionalProperties: true });
+const indexNameBody = Type.Object({ name: Type.String() }, { additionalProperties: true });
 
 /** For the OpenAPI document: each collection action's summary, body and success response. */
 export const COLLECTION_ACTION_DOCS: Record<CollectionAction, { summary: string; body: TSchema | null; status: number; response: TSchema | null }> = {
@@ -54,7 +72,6 @@ export const COLLECTION_ACTION_DOCS: Record<CollectionAction, { summary: string;
     status: 201,
     response: indexRecord,
   },
-  getIndex: { summary: 'Get an index', body: nameBody, status: 200, response: indexRecord },
-  dropIndex: { summary: 'Drop an index', body: nameBody, status: 204, response: null },
+  getIndex: { summary: 'Get an index', body: indexNameBody, status: 200, response: indexRecord },
+  dropIndex: { summary: 'Drop an index', body: indexNameBody, status: 204, response: null },
 };
-

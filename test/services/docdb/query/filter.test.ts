@@ -6,11 +6,10 @@ import { parseJson, type JsonObject, type JsonValue } from '../../../../src/core
 // of the product's (jsonEquals, compareValues, valueAtPath), so their bugs cannot hide in it.
 import { MISSING, reference, referenceCompareNumbers, referenceCompareStrings, referenceEquals, referenceLookup } from './filter-reference.ts';
 import { int, pick, randomValue, seeded, type Random } from './random.ts';
+import { COMPARISON_EXAMPLES, EXAMPLE_DOCUMENTS, FILTER_EXAMPLES, FURTHER_EXAMPLES, INVALID_FILTER_EXAMPLE } from './filter-examples.ts';
 
 // The three documents of spec §9.3.
-const a = { id: 'a', n: 1, name: 'Alice', tags: ['red', 'blue'], address: { city: 'Madrid', zip: '28001' } };
-const b = { id: 'b', n: 2, name: 'Bob', tags: ['green'], address: { city: 'Paris' } };
-const c = { id: 'c', n: 3, name: 'Carol' };
+const [a, b, c] = EXAMPLE_DOCUMENTS;
 const abc: JsonObject[] = [a, b, c];
 
 const ids = (filter: unknown, docs: JsonObject[] = abc) => {
@@ -34,33 +33,11 @@ function rejects(filter: unknown, message: string | RegExp): void {
 }
 
 describe('compileFilter: the examples of spec §9.3', () => {
-  const table: [string, string[]][] = [
-    ['{"n":{"$gt":1}}', ['b', 'c']],
-    ['{"n":{"$gte":2}}', ['b', 'c']],
-    ['{"n":{"$ge":2}}', ['b', 'c']],
-    ['{"n":{"$le":2}}', ['a', 'b']],
-    ['{"n":{"$lte":2}}', ['a', 'b']],
-    ['{"n":{"$lt":2}}', ['a']],
-    ['{"n":{"$ne":2}}', ['a', 'c']],
-    ['{"n":{"$in":[1,3]}}', ['a', 'c']],
-    ['{"n":{"$nin":[1,3]}}', ['b']],
-    ['{"name":{"$contains":"ar"}}', ['c']],
-    ['{"$and":[{"n":{"$gt":1}},{"n":{"$lt":3}}]}', ['b']],
-    ['{"tags":"red"}', ['a']],
-    ['{"address.city":"Paris"}', ['b']],
-    ['{"address":{"city":"Madrid"}}', ['a']],
-    ['{"address":null}', ['c']],
-    ['{"$or":[{"n":1},{"name":"Bob"}]}', ['a', 'b']],
-    ['{"n":{"$and":[{"$gt":1},{"$lt":3}]}}', ['b']],
-    ['{"tags":["red","blue"]}', ['a']],
-    ['{"tags":{"$ne":"red"}}', ['b', 'c']],
-    ['{}', ['a', 'b', 'c']],
-  ];
-  for (const [filter, expected] of table) {
-    it(filter, () => assert.deepEqual(ids(JSON.parse(filter)), expected));
+  for (const [filter, expected] of [...FILTER_EXAMPLES, ...COMPARISON_EXAMPLES, ...FURTHER_EXAMPLES]) {
+    it(JSON.stringify(filter), () => assert.deepEqual(ids(filter), expected));
   }
 
-  it('{"n":{"$regex":"x"}} is invalid', () => rejects({ n: { $regex: 'x' } }, "unknown operator '$regex'"));
+  it('{"n":{"$regex":"x"}} is invalid', () => rejects(INVALID_FILTER_EXAMPLE, "unknown operator '$regex'"));
 });
 
 describe('compileFilter: equality', () => {
@@ -346,26 +323,7 @@ function randomCondition(random: Random, depth: number): JsonValue {
 
 describe('the reference implementation (filter-reference.ts) itself', () => {
   it('gives the results of spec §9.3 on its three documents', () => {
-    const table: [JsonValue, string[]][] = [
-      [{ n: { $gt: 1 } }, ['b', 'c']],
-      [{ n: { $gte: 2 } }, ['b', 'c']],
-      [{ n: { $le: 2 } }, ['a', 'b']],
-      [{ n: { $ne: 2 } }, ['a', 'c']],
-      [{ n: { $in: [1, 3] } }, ['a', 'c']],
-      [{ n: { $nin: [1, 3] } }, ['b']],
-      [{ name: { $contains: 'ar' } }, ['c']],
-      [{ $and: [{ n: { $gt: 1 } }, { n: { $lt: 3 } }] }, ['b']],
-      [{ tags: 'red' }, ['a']],
-      [{ 'address.city': 'Paris' }, ['b']],
-      [{ address: { city: 'Madrid' } }, ['a']],
-      [{ address: null }, ['c']],
-      [{ $or: [{ n: 1 }, { name: 'Bob' }] }, ['a', 'b']],
-      [{ n: { $and: [{ $gt: 1 }, { $lt: 3 }] } }, ['b']],
-      [{ tags: ['red', 'blue'] }, ['a']],
-      [{ tags: { $ne: 'red' } }, ['b', 'c']],
-      [{}, ['a', 'b', 'c']],
-    ];
-    for (const [filter, expected] of table) {
+    for (const [filter, expected] of [...FILTER_EXAMPLES, ...FURTHER_EXAMPLES]) {
       assert.deepEqual(abc.filter((doc) => reference(filter, doc)).map((doc) => doc.id), expected, show(filter));
     }
   });

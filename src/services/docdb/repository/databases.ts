@@ -1,10 +1,10 @@
-import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../owners.ts';
-import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
-import type { SqlConnection } from '../../store/db.ts';
-import { all, first, run } from '../../store/sql-work.ts';
-import type { SqlDatabase } from '../../store/sql/types.ts';
+import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../../owners.ts';
+import { isUuidV4, newId, rfc3339 } from '../../../core/ids.ts';
+import type { SqlConnection } from '../../../store/db.ts';
+import { all, first, run } from '../../../store/sql-work.ts';
+import type { SqlDatabase } from '../../../store/sql/types.ts';
 
-/** A database as the API returns it (docdb.md §3.1). */
+/** A database as the API returns it (README: Databases). */
 export interface DatabaseRecord {
   id: string;
   name: string;
@@ -32,7 +32,7 @@ export interface NewDatabaseKey {
 }
 
 /** The outcome of `deleteOwner`: the owners after the change, or why nothing changed. */
-export type { DeleteOwnerResult } from '../owners.ts';
+export type { DeleteOwnerResult } from '../../owners.ts';
 
 interface DatabaseRow {
   id: string;
@@ -64,7 +64,7 @@ function groupRecords(rows: readonly DatabaseRow[]): DatabaseRecord[] {
 }
 
 /**
- * The databases and their API keys (docdb.md §3.1, §4): the service's only door to those two
+ * The databases and their API keys (README: Databases): the service's only door to those two
  * tables. Database ids and keys are UUID v4 generated here, so anything else is unknown without
  * a query (and never reaches PostgreSQL, which refuses NUL in text). Owners are a JSON text array;
  * every change to it is a read-modify-write in one write transaction (the row held `FOR UPDATE` on

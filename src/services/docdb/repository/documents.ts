@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
-import { HttpError, conflict, notFound } from '../../core/errors.ts';
-import type { SqlConnection } from '../../store/db.ts';
-import type { Notifier } from '../../store/notifier/types.ts';
-import { BODY_LIMIT } from './body.ts';
-import { applyDefaults, unixNanoNow, usesAuto } from './query/defaults.ts';
-import { MAX_NESTING, nestedDeeperThan, parseJson, stringifyJson, isJsonObject, type JsonObject, type JsonValue } from '../../core/json.ts';
-import { encodeKey } from './query/order.ts';
-import { all, first, run, type Work } from '../../store/sql-work.ts';
-import type { SqlDatabase } from '../../store/sql/types.ts';
+import { HttpError } from '../../../core/errors.ts';
+import type { SqlConnection } from '../../../store/db.ts';
+import type { Notifier } from '../../../store/notifier/types.ts';
+import { BODY_LIMIT } from '../body.ts';
+import { DocdbErrors } from '../errors.ts';
+import { applyDefaults, unixNanoNow, usesAuto } from '../query/defaults.ts';
+import { MAX_NESTING, nestedDeeperThan, parseJson, stringifyJson, isJsonObject, type JsonObject, type JsonValue } from '../../../core/json.ts';
+import { encodeKey } from '../query/order.ts';
+import { all, first, run, type Work } from '../../../store/sql-work.ts';
+import type { SqlDatabase } from '../../../store/sql/types.ts';
 
 export interface IndexRecord {
   name: string;
@@ -171,10 +172,11 @@ function parseDefinition(row: { id: number; name: string; definition: string }):
 }
 
 /**
- * Collections, indexes and documents on either database. Writes to one collection are
- * serialized: on PostgreSQL each write transaction first locks the collection row, which also
- * makes the unique checks exact across instances (the entry tables' keys stay the last guard);
- * on SQLite the single connection serializes them.
+ * Collections, indexes and documents on either database: the service's only door to those tables
+ * (`docdb_collections`, `docdb_indexes`, `docdb_documents` and the two index entry tables). Writes
+ * to one collection are serialized: on PostgreSQL each write transaction first locks the
+ * collection row, which also makes the unique checks exact across instances (the entry tables'
+ * keys stay the last guard); on SQLite the single connection serializes them.
  */
 export class DocumentStore {
   readonly sql: SqlDatabase;
@@ -222,7 +224,7 @@ export class DocumentStore {
 
   /** Locks the collection for a write (404 when it is gone) and reads its indexes under the lock. */
   private *lockedIndexes(collection: CollectionInfo): Work<IndexInfo[]> {
-    if (!(yield* this.lockCollection(collection.id))) throw notFound('collection not found');
+    if (!(yield* this.lockCollection(collection.id))) throw DocdbErrors.collectionNotFound();
     return yield* this.loadIndexes(collection.id);
   }
 
@@ -295,7 +297,7 @@ export class DocumentStore {
     if (existing) return existing;
     await this.sql.write(() => this.insertCollection(databaseId, name, defaults));
     const created = await this.getCollection(databaseId, name);
-    if (!created) throw notFound('collection not found');
+    if (!created) throw DocdbErrors.collectionNotFound();
     return created;
   }
 
@@ -307,7 +309,7 @@ export class DocumentStore {
     return dropped;
   }
 
-  /** Merges into the defaults (docdb.md §5.5), creating the collection first when missing. */
+  /** Merges into the defaults (README: Collections), creating the collection first when missing. */
   async setDefaults(databaseId: string, name: string, patch: JsonObject): Promise<JsonObject | null> {
     const work = function* (this: DocumentStore) {
       yield* this.insertCollection(databaseId, name, DEFAULT_DEFAULTS);
@@ -350,7 +352,7 @@ export class DocumentStore {
     const work = function* (this: DocumentStore) {
       yield* this.lockCollection(collection.id);
       const taken = yield* first('select id from docdb_indexes where collection_id = ? and name = ?', collection.id, definition.name);
-      if (taken) throw conflict(`index '${definition.name}' already exists`);
+      if (taken) throw DocdbErrors.indexExists(definition.name);
       const stored = JSON.stringify({ type: definition.type, fields: definition.fields, sparse: definition.sparse, unique: definition.unique });
       const inserted = yield* all<{ id: number }>('insert into docdb_indexes (collection_id, name, definition) values (?, ?, ?) returning id', collection.id, definition.name, stored);
       const index = parseDefinition({ id: Number(inserted[0]!.id), name: definition.name, definition: stored });
@@ -361,11 +363,11 @@ export class DocumentStore {
         for (const row of batch) {
           const document = parseJson(row.body) as JsonObject;
           const keys = indexKeys(index, document);
-          if (keys instanceof IndexRejection) throw conflict(`index row: ${keys.reason}, data: ${row.body}`);
+          if (keys instanceof IndexRejection) throw DocdbErrors.indexBuildFails(keys.reason, row.body);
           for (const [keyNumber, key] of keys.entries()) {
             if (index.unique) {
               const holder = yield* first('select seq from docdb_unique_entries where index_id = ? and key = ?', index.id, key);
-              if (holder) throw conflict(`index row: ${conflictReason(index, document, keyNumber)}, data: ${row.body}`);
+              if (holder) throw DocdbErrors.indexBuildFails(conflictReason(index, document, keyNumber), row.body);
             }
             yield* run(`insert into ${table} (index_id, key, seq) values (?, ?, ?)`, index.id, key, Number(row.seq));
           }
@@ -396,11 +398,11 @@ export class DocumentStore {
     const keysByIndex: Buffer[][] = [];
     for (const index of indexes) {
       const keys = indexKeys(index, document);
-      if (keys instanceof IndexRejection) return conflict(`index add '${index.name}': ${keys.reason}`);
+      if (keys instanceof IndexRejection) return DocdbErrors.indexRejectsDocument(index.name, keys.reason);
       if (index.unique) {
         for (const [keyNumber, key] of keys.entries()) {
           const holder = yield* first<{ seq: number }>('select seq from docdb_unique_entries where index_id = ? and key = ?', index.id, key);
-          if (holder && Number(holder.seq) !== self) return conflict(`index add '${index.name}': ${conflictReason(index, document, keyNumber)}`);
+          if (holder && Number(holder.seq) !== self) return DocdbErrors.indexRejectsDocument(index.name, conflictReason(index, document, keyNumber));
         }
       }
       keysByIndex.push(keys);
@@ -428,7 +430,7 @@ export class DocumentStore {
   async insert(collection: CollectionInfo, documents: readonly JsonValue[], stopOnError: boolean): Promise<WriteOutcome[]> {
     const work = function* (this: DocumentStore) {
       const row = yield* this.lockCollection(collection.id);
-      if (!row) throw notFound('collection not found');
+      if (!row) throw DocdbErrors.collectionNotFound();
       const defaults = row.defaults === null ? null : (parseJson(row.defaults) as JsonObject);
       const indexes = yield* this.loadIndexes(collection.id);
       const generates = usesAuto(defaults);
@@ -437,11 +439,10 @@ export class DocumentStore {
       let bytes = 0;
       const outcomes: WriteOutcome[] = [];
       for (const value of documents) {
-        // Every document the collection tries to insert takes a number (docdb.md §10).
+        // Every document the collection tries to insert takes a number (README: Defaults and generators).
         counter++;
         if (!isJsonObject(value) || nestedDeeperThan(value, MAX_NESTING)) {
-          const message = isJsonObject(value) ? `document nested more than ${MAX_NESTING} levels deep` : 'document must be a JSON object';
-          outcomes.push({ ok: false, error: new HttpError(400, 'validation_error', message) });
+          outcomes.push({ ok: false, error: isJsonObject(value) ? DocdbErrors.documentTooDeep(MAX_NESTING) : DocdbErrors.documentNotObject() });
           if (stopOnError) break;
           continue;
         }
@@ -496,7 +497,7 @@ export class DocumentStore {
         const text = stringifyJson(after);
         // The per-document limit of inserts holds for patched documents too.
         if (Buffer.byteLength(text) > DOCUMENT_LIMIT) {
-          outcomes.push({ ok: false, error: new HttpError(413, 'payload_too_large', `document exceeds ${DOCUMENT_LIMIT} bytes`) });
+          outcomes.push({ ok: false, error: DocdbErrors.documentTooLarge(DOCUMENT_LIMIT) });
           break;
         }
         yield* run('update docdb_documents set body = ? where seq = ?', text, seq);
