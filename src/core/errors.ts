@@ -1,6 +1,6 @@
 /**
  * Every error a service answers travels as an HttpError and leaves as the envelope
- * `{"error":{"status":N,"code":"…","message":"…"}}` (DESIGN §4).
+ * `{"error":{"status":N,"code":"…","message":"…"}}` (README: Addressing).
  */
 export class HttpError extends Error {
   readonly status: number;

@@ -4,7 +4,7 @@ import { unauthorized } from './errors.ts';
 export const IDENTITY_HEADER = 'x-gateway-authentication';
 export const PROJECT_HEADER = 'x-project-id';
 
-/** The identity JSON the gateway injects (decisions §1). Only `user.id` is guaranteed. */
+/** The identity JSON the gateway injects (README: Signing in and calling the API). Only `user.id` is guaranteed. */
 export interface Identity {
   user: { id: string; nick?: string; email?: string; picture?: string };
   session?: { id: string };

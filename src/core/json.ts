@@ -1,6 +1,7 @@
 // JSON values as the document database and the key-value node hold them. Numbers are doubles as
 // in JSON.parse, except integer literals beyond Number.MAX_SAFE_INTEGER, which are kept exact as
-// bigint (docdb §1.3: `unixnano()` values and client-supplied big integers survive a round trip).
+// bigint (the document database's `unixnano()` values and client-supplied big integers survive a
+// round trip; see src/services/docdb/README.md).
 
 export type JsonValue = null | boolean | number | bigint | string | JsonValue[] | JsonObject;
 export interface JsonObject {

@@ -264,7 +264,7 @@ export function openSse(res: ServerResponse, opts: StreamOptions = {}): SseWrite
 
 /**
  * Aborts when the client goes away before the exchange is complete: the request is aborted, or
- * the response closes before it finished (DESIGN §6: disconnects show on the response's `close`).
+ * the response closes before it finished (a disconnect shows as the response's `close` event).
  * Uploads pass the signal to the blob store so a stalled or cut body stops and stores nothing.
  */
 export function disconnectSignal(request: IncomingMessage, response: ServerResponse, reason: () => Error): { signal: AbortSignal; dispose(): void } {

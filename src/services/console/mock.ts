@@ -1,6 +1,6 @@
 /**
- * The mock API (console.md §3): exactly seven GET routes answering constant bytes, members in
- * the reference's order. Nothing here reads storage or calls another service.
+ * The mock API (`/fakeapi/…`): exactly seven GET routes answering constant bytes, members in
+ * the console reference's order. Nothing here reads storage or calls another service.
  */
 const PROJECT = '{"id":"project-00000000-0000-0000-0000-000000000001","name":"Hello","host":"red-pepper.holacloud.app","owners":["user1"]}';
 

@@ -19,8 +19,7 @@ const TYPES: Record<string, string> = {
 };
 
 /**
- * Serves the built web console from `root` for GET and HEAD requests no route took (console.md
- * §4): a file when the path names one; otherwise, for a browser asking for a page, `index.html`
+ * Serves the built web console from `root` for GET and HEAD requests no route took: a file when the path names one; otherwise, for a browser asking for a page, `index.html`
  * (the single-page app routes itself). `/fakeapi/…` keeps its strict 404. Hashed assets are cached
  * for a year; `index.html` is always revalidated so a new build is picked up.
  */
