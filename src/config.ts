@@ -74,7 +74,7 @@ export interface Settings {
   runMaxBlobBytes: number;
   /** The run service's runtime driver: `recording` keeps the desired state only. */
   runDriver: 'recording';
-  /** A key-value node with a parent replicates it (kv.md §7); unset = a primary. */
+  /** A key-value node with a parent replicates it (README.md: Settings, `kvParentUrl`); unset = a primary. */
   kvParentUrl: string | undefined;
   /** The key-value node's name in health and status answers. */
   kvNodeName: string;
@@ -143,7 +143,7 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
 
 /**
  * Settings from CLI flags, then environment variables, then the JSON config file
- * (`stratus.config.json` in the working directory, or `--config PATH`), then defaults (DESIGN §2).
+ * (`stratus.config.json` in the working directory, or `--config PATH`), then defaults (README.md: Settings).
  * Throws SettingsError with a message that names the source of a bad value.
  */
 export function loadSettings(flags: FlagValues = {}, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Settings {

@@ -23,7 +23,7 @@ export interface ServiceAppOptions {
   version: string;
   description?: string;
   logger: FastifyBaseLogger;
-  /** JSON body limit; 10 MiB by default (DESIGN §4). */
+  /** JSON body limit; 10 MiB by default (README.md: Input rules). */
   bodyLimit?: number;
   /**
    * Parse bodies as JSON whatever their Content-Type (the config and key services accept
@@ -95,9 +95,10 @@ function makeAjv(options: AjvOptions): Ajv {
 }
 
 /**
- * Builds a service app with the overrides of DESIGN §6: unknown fields and wrong types in bodies
- * are 400s (no `removeAdditional`, no body coercion), JSON errors are envelopes, a known path with
- * another method is a real 405, params can be long, and every error leaves as the envelope.
+ * Builds a service app with the platform's input rules (README.md: Input rules): unknown fields
+ * and wrong types in bodies are 400s (no `removeAdditional`, no body coercion), JSON errors are
+ * envelopes, a known path with another method is a real 405, params can be long, and every error
+ * leaves as the envelope.
  */
 export async function createServiceApp(options: ServiceAppOptions): Promise<ServiceApp> {
   const app = Fastify({

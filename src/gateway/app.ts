@@ -23,7 +23,7 @@ export interface GatewayAppOptions {
 }
 
 const PROBE_TIMEOUT_MS = 2_000;
-/** Every service serves its OpenAPI document publicly; the lambda service's is `/openapi` (lambda.md §6.3). */
+/** Every service serves its OpenAPI document publicly; the lambda service's is `/openapi` (src/services/lambda/README.md, OpenAPI). */
 const probePath = (service: ServiceName) => (service === 'lambda' ? '/openapi' : '/openapi.json');
 
 const statusRow = Type.Object({ id: Type.String(), name: Type.String(), host: Type.String(), status: Type.Integer(), statusText: Type.String() });
@@ -40,7 +40,7 @@ const errorBody = Type.Object({ error: Type.Object({ status: Type.Integer(), cod
 /**
  * The gateway's own endpoints on `gateway.<domain>` (and `/version`, `/v0/…`, `/openapi.json` on
  * `api.<domain>`): version, routing table, statistics, health of every backend, a protected
- * test endpoint and the OpenAPI document (gateway.md §4).
+ * test endpoint and the OpenAPI document (README: the `stats.ts`, `app.ts` row; root README.md, Addressing).
  */
 export async function buildGatewayApp(options: GatewayAppOptions): Promise<ServiceApp> {
   const { domain, services, upstreamUrls, connection, stats } = options;
@@ -138,7 +138,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     },
   );
 
-  // Listed in its own document, as gateway.md §4.6 asks.
+  // Listed in its own document (README: The gateway's own OpenAPI document).
   app.get('/openapi.json', { schema: { summary: 'This OpenAPI document', response: { 200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.0.3 document' }) } } }, async () =>
     app.swagger(),
   );

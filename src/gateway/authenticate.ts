@@ -57,10 +57,10 @@ function userRef(user: User): Identity['user'] {
 }
 
 /**
- * The gateway's authentication step (gateway.md §3): API key headers, then `Authorization`
- * (Basic key:secret, Bearer session token or provider JWT), then the session cookie; the first
- * that authenticates wins. Unrecognised credentials leave the request anonymous (the route policy
- * decides); recognised ones that fail verification reject it.
+ * The gateway's authentication step (README: Several credential forms): API key headers, then
+ * `Authorization` (Basic key:secret, Bearer session token or provider JWT), then the session
+ * cookie; the first that authenticates wins. Unrecognised credentials leave the request anonymous
+ * (the route policy decides); recognised ones that fail verification reject it.
  */
 export class Authenticator {
   constructor(
@@ -166,7 +166,7 @@ export class Authenticator {
     return this.keyOutcome(check.key, scope, credential);
   }
 
-  /** A verified key: its scopes decide (apikeys.md §2.3); the identity is the key's owner. */
+  /** A verified key: its scopes decide (src/services/apikeys/README.md, Scopes); the identity is the key's owner. */
   private keyOutcome(verified: VerifiedKey, scope: RequestScope, credential: 'api_key' | 'basic'): AuthOutcome {
     const keyProject = boundProject(verified);
     const match = matchScopes(verified.scopes, scope.host, scope.project?.id ?? (scope.keyProjectApplies ? (keyProject ?? null) : null));
@@ -187,10 +187,10 @@ export class Authenticator {
   }
 
   /**
-   * Basic credentials that fail for any reason leave the request anonymous (gateway.md §3.2), so
-   * container clients get the registry's own challenge. When they name a platform key (a wrong
-   * secret, or a key outside its scopes) the header is removed: no backend, least of all another
-   * user's lambda, may receive a platform key and secret.
+   * Basic credentials that fail for any reason leave the request anonymous (README: Basic
+   * credentials that fail), so container clients get the registry's own challenge. When they name
+   * a platform key (a wrong secret, or a key outside its scopes) the header is removed: no backend,
+   * least of all another user's lambda, may receive a platform key and secret.
    */
   private async withBasic(encoded: string, scope: RequestScope, address: string): Promise<AuthOutcome | null> {
     const decoded = Buffer.from(encoded, 'base64').toString('utf8');

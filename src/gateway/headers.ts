@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /**
  * Removes headers (names given in lower case) from both `req.headers` and `req.rawHeaders`:
- * Fastify and user code read either, so a forged value must be gone from both (DESIGN §6).
+ * Fastify and user code read either, so a forged value must be gone from both (root README.md,
+ * Addressing: the public port removes client-sent identity headers).
  */
 export function removeRequestHeaders(req: IncomingMessage, names: readonly string[]): void {
   // Most requests carry none of them: leave rawHeaders untouched then (this runs on every request).
@@ -70,7 +71,7 @@ export function addHeaderAtWriteHead(res: ServerResponse, name: string, value: s
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hop-by-hop headers (RFC 9110 §7.6.1)
+// Hop-by-hop headers (README: Hop-by-hop headers; RFC 9110, section 7.6.1)
 
 const HOP_BY_HOP: readonly string[] = [
   'connection',

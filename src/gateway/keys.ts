@@ -22,7 +22,7 @@ type StoredKey = Pick<VerifiedKey, 'key' | 'owner' | 'scopes'>;
 const MAX_ENTRIES = 10_000;
 
 /**
- * Checks `Api-Key` + `Api-Secret` pairs (decisions §9) with the shared checker
+ * Checks `Api-Key` + `Api-Secret` pairs (root README.md, Signing in) with the shared checker
  * (`core/credentials.ts`): the key is looked up, the secret compared with bcrypt off the event
  * loop, and a success cached for at most `ttlMs` under a SHA-256 of key and secret; failures never
  * are, a burst of one pair costs one bcrypt, and a revocation published on the notifier (from any
@@ -101,7 +101,7 @@ function toKeyCheck(check: CredentialCheck<VerifiedKey>): KeyCheck {
   return check.status === 'wrong_secret' ? { status: 'wrong_secret' } : { status: 'unknown' };
 }
 
-/** Whether a verified key may be used for this request (apikeys.md §2.3), and the host metadata. */
+/** Whether a verified key may be used for this request (src/services/apikeys/README.md, Scopes), and the host metadata. */
 export function matchScopes(scopes: readonly Scope[], host: string, projectId: string | null): { ok: boolean; hostMetadata?: string } {
   if (scopes.length === 0) return { ok: true };
   for (const scope of scopes) {

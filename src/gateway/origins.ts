@@ -31,7 +31,7 @@ export function isPlatformOrigin(origin: string, domain: string): boolean {
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
- * CSRF guard for cookie sessions (gateway.md §3.6): a state-changing request whose `Origin` (or,
+ * CSRF guard for cookie sessions (README: CSRF): a state-changing request whose `Origin` (or,
  * without one, `Referer`) is neither absent nor a platform host must not ride on the browser's
  * session cookie. SameSite=Lax already stops other sites; this also stops project hosts and the
  * hosts that serve lambda output, which share the site and serve anyone's code.

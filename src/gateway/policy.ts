@@ -14,10 +14,10 @@ export function underPrefix(path: string, prefix: string): boolean {
 }
 
 /**
- * Which routes need authentication at the gateway (decisions §8): configured rules first (first
- * match wins), then the defaults — `/v0/secret`, the API-key and project management paths, and
- * every `kv.<domain>` path but its health checks are `require`; everything else is `optional`
- * and each backend enforces its own rules.
+ * Which routes need authentication at the gateway (README: Route policy configuration): configured
+ * rules first (first match wins), then the defaults — `/v0/secret`, the API-key and project
+ * management paths, and every `kv.<domain>` path but its health checks are `require`; everything
+ * else is `optional` and each backend enforces its own rules.
  */
 export function createPolicy(rules: readonly RoutePolicyRule[]) {
   return (hostLabel: string, path: string): RoutePolicy => {

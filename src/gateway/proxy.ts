@@ -7,8 +7,9 @@ import { envelope } from '../core/errors.ts';
 import { hopByHopHeaderNames, type HeaderMap } from './headers.ts';
 
 /**
- * Remote upstreams (gateway spec §2): the request is streamed to another Stratus process over a
- * keep-alive pool and the answer streamed back, with back-pressure both ways and nothing buffered.
+ * Remote upstreams (README: Remote upstream URL, Upstream timeouts): the request is streamed to
+ * another Stratus process over a keep-alive pool and the answer streamed back, with back-pressure
+ * both ways and nothing buffered.
  */
 
 export interface UpstreamProxyOptions {

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { ServiceName } from '../config.ts';
 
-/** Platform host names in the order the gateway lists them (gateway.md §1, §4.2). */
+/** Platform host names in the order the gateway lists them (root README.md, Addressing: its host table, in this order). */
 export const PLATFORM_HOSTS = ['api', 'gateway', 'auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'] as const;
 export type PlatformHost = (typeof PLATFORM_HOSTS)[number];
 
@@ -18,7 +18,7 @@ export type RouteTarget =
 
 type ApiTarget = ServiceName | 'gateway';
 
-/** Path prefixes of `api.<domain>` (DESIGN §2), longest first so the longest prefix wins. */
+/** Path prefixes of `api.<domain>` (root README.md, Addressing), longest first so the longest prefix wins. */
 const API_PREFIXES: readonly (readonly [string, ApiTarget])[] = (
   [
     ['/v0/apikeys', 'apikeys'],
@@ -76,7 +76,7 @@ export function hostName(hostHeader: string | undefined): string {
 
 const SERVICE_HOSTS = new Set<string>(PLATFORM_HOSTS.filter((h) => h !== 'api' && h !== 'gateway'));
 
-/** Resolves Host + path to a target (DESIGN §2). Project slugs are checked by the caller. */
+/** Resolves Host + path to a target (root README.md, Addressing). Project slugs are checked by the caller. */
 export function resolveRoute(hostHeader: string | undefined, path: string, domain: string): RouteTarget {
   const host = hostName(hostHeader);
   let label: string | null = null;

@@ -18,7 +18,7 @@ export interface StatsRow {
 export const ALL_HOSTS = '*';
 export const NO_ROUTE = '-noroute-';
 
-/** Traffic counters of this gateway instance (gateway.md §4.3), from its start. */
+/** Traffic counters of this gateway instance (README: `/v0/stats`), from its start. */
 export class GatewayStats {
   private readonly started = Date.now();
   private readonly all: Counter = { requests: 0, servingNs: 0 };

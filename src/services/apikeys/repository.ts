@@ -2,7 +2,7 @@ import type { SqlConnection } from '../../store/db.ts';
 import { all, first, run } from '../../store/sql-work.ts';
 import type { SqlDatabase } from '../../store/sql/types.ts';
 
-/** Where a key is valid (apikeys.md §2.2); always stored with both members present. */
+/** Where a key is valid (README: Scopes); always stored with both members present. */
 export interface Scope {
   projects: string[];
   host_rules: Record<string, string>;

@@ -8,7 +8,7 @@ import { Type, type Static } from 'typebox';
 
 const closed = { additionalProperties: false } as const;
 
-/** A DNS label (apikeys.md §2.4). */
+/** A DNS label (README: Slugs). */
 export const SLUG_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
 
 const errorBody = Type.Object(

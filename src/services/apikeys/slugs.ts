@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { SERVICE_NAMES } from '../../config.ts';
 
 /**
- * Platform host names a project may not take (apikeys.md §4.1): `<name>.<domain>` already belongs
+ * Platform host names a project may not take (README: Slugs): `<name>.<domain>` already belongs
  * to the platform. Derived from the service list so that a new service is reserved automatically.
  */
 export const RESERVED_SLUGS: ReadonlySet<string> = new Set<string>(['api', 'gateway', ...SERVICE_NAMES]);

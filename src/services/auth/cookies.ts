@@ -38,7 +38,7 @@ function cookie(value: string, maxAge: number, settings: CookieSettings, domain?
 }
 
 /**
- * `stratus_session=<token>; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=604800` (gateway.md §3.5),
+ * `stratus_session=<token>; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=604800` (README: The cookie),
  * without `Secure` when `cookieSecure` is false; host-only. Throws on a value that is not a token
  * (it would otherwise inject cookie attributes).
  */

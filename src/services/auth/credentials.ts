@@ -1,7 +1,7 @@
 import { hash, verify } from '@node-rs/bcrypt';
-import { validationError } from '../../core/errors.ts';
+import { AuthErrors } from './errors.ts';
 
-/** bcrypt cost for passwords (decisions §10): ~50 ms per hash, off the event loop. */
+/** bcrypt cost for passwords (README: Passwords): ~50 ms per hash, off the event loop. */
 export const PASSWORD_HASH_COST = 10;
 
 export const PASSWORD_MIN_LENGTH = 8;
@@ -24,9 +24,9 @@ export function normaliseEmail(email: string): string {
 /** The normalised email, or a 400 `validation_error` naming `field` when it is not usable. */
 export function checkEmail(email: string, field = 'email'): string {
   const normalised = normaliseEmail(email);
-  if (normalised.length === 0) throw validationError(`${field} must not be empty`);
-  if (normalised.length > EMAIL_MAX_LENGTH) throw validationError(`${field} must have at most ${EMAIL_MAX_LENGTH} characters`);
-  if (!EMAIL_PATTERN.test(normalised)) throw validationError(`${field} must be an email address such as name@example.com`);
+  if (normalised.length === 0) throw AuthErrors.emailEmpty(field);
+  if (normalised.length > EMAIL_MAX_LENGTH) throw AuthErrors.emailTooLong(field, EMAIL_MAX_LENGTH);
+  if (!EMAIL_PATTERN.test(normalised)) throw AuthErrors.emailInvalid(field);
   return normalised;
 }
 
@@ -41,7 +41,7 @@ export function characterCount(text: string): number {
 export function checkPassword(password: string, field = 'password'): void {
   const length = characterCount(password);
   if (length < PASSWORD_MIN_LENGTH || length > PASSWORD_MAX_LENGTH) {
-    throw validationError(`${field} must have ${PASSWORD_MIN_LENGTH}–${PASSWORD_MAX_LENGTH} characters`);
+    throw AuthErrors.passwordLength(field, PASSWORD_MIN_LENGTH, PASSWORD_MAX_LENGTH);
   }
 }
 

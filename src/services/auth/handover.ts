@@ -11,7 +11,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { SettingsError, type Settings } from '../../config.ts';
-import { validationError } from '../../core/errors.ts';
+import { AuthErrors } from './errors.ts';
 
 /** Longest redirect target accepted (characters). */
 export const REDIRECT_MAX_LENGTH = 2048;
@@ -19,7 +19,7 @@ export const REDIRECT_MAX_LENGTH = 2048;
 /** An S256 challenge: 32 bytes of SHA-256 as unpadded base64url. */
 export const CODE_CHALLENGE_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
-/** A verifier as RFC 7636 §4.1 defines it: 43–128 unreserved characters. */
+/** A verifier as RFC 7636 (section 4.1) defines it: 43–128 unreserved characters (README: The hand-over code). */
 export const CODE_VERIFIER_PATTERN = /^[A-Za-z0-9._~-]{43,128}$/;
 
 /** BASE64URL(SHA-256(verifier)), the S256 challenge of a verifier. */
@@ -62,12 +62,7 @@ export function allowedRedirectOrigins(settings: Pick<Settings, 'domain' | 'ssoR
  */
 export function redirectTarget(raw: string | undefined, consoleOrigin: string, allowed: readonly string[]): string {
   if (raw === undefined || raw === '') return `${consoleOrigin}/`;
-  const invalid = () =>
-    validationError(
-      `redirect must be a path on the console or a URL on the console's origin (${consoleOrigin})` +
-        (allowed.length > 0 ? ` or on one of ${allowed.join(', ')}` : '') +
-        '; other origins can be allowed with the SSO_REDIRECT_ORIGINS setting',
-    );
+  const invalid = () => AuthErrors.redirectNotAllowed(consoleOrigin, allowed);
   // Backslashes and control characters make browsers and URL parsers disagree (`/\evil.example`).
   if (raw.length > REDIRECT_MAX_LENGTH || /[\\\p{Cc}]/u.test(raw)) throw invalid();
   if (raw.startsWith('/')) {

@@ -2,16 +2,16 @@ import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { ensureBootstrapAdmin } from './bootstrap.ts';
 import { authMigrations } from './migrations.ts';
-import { registerMeRoute } from './routes/me.ts';
-import { registerSessionRoutes } from './routes/session.ts';
-import { registerSignupRoute } from './routes/signup.ts';
-import { registerSsoRoutes } from './routes/sso.ts';
+import { OidcProviders } from './oidc.ts';
+import type { RouteDeps } from './routes/deps.ts';
+import { registerRoutes } from './routes/index.ts';
 import { startSweeper } from './sweeper.ts';
 import { LoginThrottle } from './throttle.ts';
 
 // What the gateway and the single sign-on code use.
 export { SESSION_COOKIE, clearSessionCookie, cookieDomain, readSessionCookie, sessionCookie } from './cookies.ts';
-export { loginResponse, loginResponseSchema, startSession, type LoginResponse } from './login.ts';
+export { loginResponse, startSession } from './login.ts';
+export { loginResponseSchema, type LoginResponse } from './schemas.ts';
 export {
   SESSION_LIFETIME_MS,
   createSession,
@@ -33,7 +33,7 @@ export { authMigrations } from './migrations.ts';
 export { OidcProviders, resolveUser } from './oidc.ts';
 export { runUsersCommand, USERS_OPTIONS } from './cli.ts';
 
-/** Users, password login, sessions and single sign-on (gateway.md §5), on `auth.<domain>`. */
+/** Users, password login, sessions and single sign-on (README.md), on `auth.<domain>`. */
 export const authService: ServiceDefinition = {
   name: 'auth',
   migrations: authMigrations,
@@ -49,14 +49,15 @@ export const authService: ServiceDefinition = {
       // `curl -d` sends form-encoded bodies; they are JSON here whatever the Content-Type.
       jsonForAnyContentType: true,
     });
-    app.get('/version', { schema: { summary: 'Service version (plain text)', produces: ['text/plain'] } }, async (_request, reply) =>
-      reply.type('text/plain; charset=utf-8').send(version),
-    );
-
-    await registerSessionRoutes(app, { connection, settings, throttle: new LoginThrottle(connection) });
-    registerMeRoute(app, { connection });
-    registerSignupRoute(app, { connection, settings });
-    await registerSsoRoutes(app, { connection, settings, logger });
+    const deps: RouteDeps = {
+      connection,
+      settings,
+      logger,
+      throttle: new LoginThrottle(connection),
+      providers: new OidcProviders(settings.authProviders),
+      version,
+    };
+    await registerRoutes(app, deps);
 
     const stopSweeper = startSweeper(connection, logger);
     app.addHook('onClose', async () => {

@@ -1,26 +1,8 @@
-import { Type, type Static } from 'typebox';
 import type { Settings } from '../../config.ts';
 import type { SqlConnection } from '../../store/db.ts';
 import { sessionCookie } from './cookies.ts';
 import { createSession, type User } from './repository.ts';
-
-/** The shape login, signup and the SSO token exchange answer with (gateway.md §5). */
-export const loginResponseSchema = Type.Object(
-  {
-    user: Type.Object(
-      {
-        id: Type.String({ description: 'user-<uuid v4>' }),
-        nick: Type.Optional(Type.String()),
-        email: Type.String(),
-      },
-      { additionalProperties: false },
-    ),
-    token: Type.String({ description: 'Session token: the stratus_session cookie value, also usable as Authorization: Bearer <token>' }),
-  },
-  { additionalProperties: false, description: 'The user and a new session token' },
-);
-
-export type LoginResponse = Static<typeof loginResponseSchema>;
+import type { LoginResponse } from './schemas.ts';
 
 /** `{"user":{id,nick?,email},"token":"…"}`; a nick the platform does not know is left out. */
 export function loginResponse(user: Pick<User, 'id' | 'email' | 'nick'>, token: string): LoginResponse {

@@ -64,7 +64,7 @@ export const authMigrations: MigrationSet = {
       ],
     },
     {
-      // One-time codes that hand a single sign-on to the web console (see routes/session.ts).
+      // One-time codes that hand a single sign-on to the web console (see routes/session/token.ts).
       name: '002_sso_codes',
       statements: ({ types }) => [
         `create table auth_sso_codes (

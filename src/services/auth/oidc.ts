@@ -1,5 +1,5 @@
 /**
- * OpenID Connect relying-party support (gateway.md §3.6, §5.5–§5.8): provider discovery, ID-token
+ * OpenID Connect relying-party support (README: Single sign-on): provider discovery, ID-token
  * (and provider bearer JWT) verification against the provider's JWKS, and linking a verified
  * identity to a Stratus user.
  *
@@ -50,16 +50,20 @@ export class ProviderError extends Error {
 
 /** No provider of that name is configured. Maps to 404. */
 export class UnknownProviderError extends Error {
+  /** The name asked for. */
+  readonly provider: string;
+
   constructor(name: string) {
     super(`unknown single sign-on provider '${name.slice(0, 100)}'`);
     this.name = 'UnknownProviderError';
+    this.provider = name;
   }
 }
 
 /** Asymmetric JWS algorithms accepted for ID tokens and provider JWTs; `none` and `HS*` never are. */
 export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
 
-/** Clock skew allowed on `exp`, `nbf` and `iat` (gateway.md §3.6). */
+/** Clock skew allowed on `exp`, `nbf` and `iat` (README: Single sign-on, token checks). */
 export const CLOCK_TOLERANCE_SECONDS = 60;
 
 /** How long a discovery document is reused before it is fetched again. */
@@ -275,7 +279,7 @@ export class OidcProviders {
     const form = new URLSearchParams({ grant_type: 'authorization_code', code: input.code, redirect_uri: input.redirectUri, code_verifier: input.verifier });
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
     if (methods.includes('client_secret_basic')) {
-      // RFC 6749 §2.3.1: both parts form-urlencoded before the Basic encoding.
+      // Both parts form-urlencoded before the Basic encoding (README: Single sign-on, flow; RFC 6749, section 2.3.1).
       const credentials = `${formEncode(provider.clientId)}:${formEncode(provider.clientSecret)}`;
       headers.authorization = `Basic ${Buffer.from(credentials, 'utf8').toString('base64')}`;
     } else if (methods.includes('client_secret_post')) {
@@ -406,7 +410,8 @@ function usableEmail(claim: unknown): string {
 const isConflict = (error: unknown) => error instanceof HttpError && error.status === 409;
 
 /**
- * Finds or creates the user for a verified identity (gateway.md §5.7):
+ * Finds or creates the user for a verified identity (README: Single sign-on, first sign-in of an
+ * unknown subject):
  *
  * 1. an existing link (provider name, `sub`) → that user; `nick`/`picture` are refreshed from the
  *    claims when they changed;

@@ -1,14 +1,14 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { conflict, type HttpError } from '../../core/errors.ts';
 import { newId, rfc3339 } from '../../core/ids.ts';
 import type { SqlConnection } from '../../store/db.ts';
 import { first, run, type Work } from '../../store/sql-work.ts';
 import { hashPassword, normaliseEmail } from './credentials.ts';
+import { AuthErrors } from './errors.ts';
 
 // Every function reaches storage through the SQL port (`connection.database`): reads with `read`,
 // changes with `write`, each write one transaction that is answered only once it has committed.
 
-/** The user record (gateway.md §5); members the platform does not know are absent. */
+/** The user record (README: `GET /v0/me`); members the platform does not know are absent. */
 export interface User {
   id: string;
   email: string;
@@ -26,7 +26,7 @@ export interface Session {
   lastSeenAt: number;
 }
 
-/** 7 days, sliding (gateway.md §3.5). */
+/** 7 days, sliding (README: Sessions). */
 export const SESSION_LIFETIME_MS = 7 * 24 * 3600 * 1000;
 
 /** Longer values are not tokens this service issued (a token is 43 characters); they are not looked up. */
@@ -118,8 +118,8 @@ export async function createUser(
       if (identity && (yield* linkWork(identity.provider, identity.subject, row.id, row.created_at)) !== row.id) throw new IdentityTaken();
     });
   } catch (error) {
-    if (isEmailConflict(error)) throw conflict(`a user with email ${email} already exists`);
-    if (error instanceof IdentityTaken) throw identityConflict(identity!.provider);
+    if (isEmailConflict(error)) throw AuthErrors.emailTaken(email);
+    if (error instanceof IdentityTaken) throw AuthErrors.identityLinkedElsewhere(identity!.provider);
     throw error;
   }
   return toUser(row);
@@ -176,7 +176,7 @@ export async function findUserByIdentity(connection: SqlConnection, provider: st
 export async function linkIdentity(connection: SqlConnection, provider: string, subject: string, userId: string): Promise<void> {
   const createdAt = rfc3339();
   const linked = await connection.database.write(() => linkWork(provider, subject, userId, createdAt));
-  if (linked !== undefined && linked !== userId) throw identityConflict(provider);
+  if (linked !== undefined && linked !== userId) throw AuthErrors.identityLinkedElsewhere(provider);
 }
 
 /** The pair is inserted unless it exists; then the user it belongs to is read back. */
@@ -190,10 +190,6 @@ function* linkWork(provider: string, subject: string, userId: string, createdAt:
   );
   const row = yield* first<{ user_id: string }>('select user_id from auth_identities where provider = ? and subject = ?', provider, subject);
   return row?.user_id;
-}
-
-function identityConflict(provider: string): HttpError {
-  return conflict(`this ${provider} account is already linked to another user`);
 }
 
 // ---------------------------------------------------------------------------------------------

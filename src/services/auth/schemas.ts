@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { EMAIL_MAX_LENGTH, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './credentials.ts';
+import { CODE_CHALLENGE_PATTERN, REDIRECT_MAX_LENGTH } from './handover.ts';
 
 /**
  * Request and response schemas. Every object is closed, so unknown fields are 400s on the way in
@@ -42,3 +43,70 @@ export const userRecord = Type.Object(
   },
   { ...closed, description: 'The user record; members the platform does not know are left out' },
 );
+
+/** The shape login, signup and the SSO token exchange answer with (README: the routes table). */
+export const loginResponseSchema = Type.Object(
+  {
+    user: Type.Object(
+      {
+        id: Type.String({ description: 'user-<uuid v4>' }),
+        nick: Type.Optional(Type.String()),
+        email: Type.String(),
+      },
+      { additionalProperties: false },
+    ),
+    token: Type.String({ description: 'Session token: the stratus_session cookie value, also usable as Authorization: Bearer <token>' }),
+  },
+  { additionalProperties: false, description: 'The user and a new session token' },
+);
+export type LoginResponse = Static<typeof loginResponseSchema>;
+
+/** Logout answers 204 without a body. */
+export const noContent = Type.Null();
+
+/** A new bearer session (`POST /v0/session/token`). */
+export const sessionToken = Type.Object({ token: Type.String(), expires_at: Type.String() });
+
+// Single sign-on (README: Single sign-on).
+
+export const providerParams = Type.Object({ provider: Type.String({ description: 'The configured provider name' }) }, { additionalProperties: false });
+
+export const ssoLoginQuery = Type.Object(
+  {
+    redirect: Type.Optional(
+      Type.String({
+        maxLength: REDIRECT_MAX_LENGTH,
+        description: "Where the browser goes after signing in: a path (on the console) or a URL on the console's origin or on an origin listed in SSO_REDIRECT_ORIGINS. Default: the console.",
+      }),
+    ),
+    code_challenge: Type.Optional(
+      Type.String({
+        pattern: CODE_CHALLENGE_PATTERN.source,
+        description:
+          'BASE64URL(SHA-256(code_verifier)) of a verifier the page keeps: the redirect then carries a one-time sso_code that only that verifier can trade at POST /v0/session/token. Without it no code is issued.',
+      }),
+    ),
+    code_challenge_method: Type.Optional(Type.Literal('S256', { description: 'Only S256' })),
+  },
+  { additionalProperties: true },
+);
+
+export const ssoCallbackQuery = Type.Object(
+  {
+    code: Type.Optional(Type.String({ maxLength: 4096, description: 'Authorization code' })),
+    state: Type.Optional(Type.String({ maxLength: 512, description: 'The state sent with the login redirect' })),
+    error: Type.Optional(Type.String({ maxLength: 256, description: 'OAuth error from the provider (e.g. access_denied)' })),
+    error_description: Type.Optional(Type.String({ maxLength: 4096 })),
+    iss: Type.Optional(Type.String({ maxLength: 2048, description: 'Issuer of the authorization response (RFC 9207); must be the provider when present' })),
+  },
+  // Providers add members of their own (session_state, scope, authuser…).
+  { additionalProperties: true },
+);
+
+export const ssoTokenBody = Type.Object(
+  { id_token: Type.String({ minLength: 1, maxLength: 16384, description: 'An ID token issued by the provider to its configured client id' }) },
+  { additionalProperties: false },
+);
+
+/** A 302 answer, described for the OpenAPI document. */
+export const redirectResponse = (description: string) => Type.Null({ description });

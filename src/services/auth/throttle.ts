@@ -1,5 +1,6 @@
-import { HttpError } from '../../core/errors.ts';
+import type { HttpError } from '../../core/errors.ts';
 import type { SqlConnection } from '../../store/db.ts';
+import { AuthErrors } from './errors.ts';
 import { clearLoginAttempts, findLoginAttempts, recordLoginAttempt, type LoginAttempts } from './repository.ts';
 
 /** Password attempts allowed per email in one window. */
@@ -9,7 +10,7 @@ export const LOGIN_WINDOW_MS = 15 * 60 * 1000;
 
 function tooManyAttempts(counter: LoginAttempts, now: number): HttpError {
   const seconds = Math.max(1, Math.ceil((counter.windowStartedAt + LOGIN_WINDOW_MS - now) / 1000));
-  return new HttpError(429, 'too_many_requests', `too many failed logins for this email; try again in ${seconds} s`, { 'retry-after': String(seconds) });
+  return AuthErrors.tooManyLogins(seconds);
 }
 
 /**

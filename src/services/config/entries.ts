@@ -1,4 +1,4 @@
-import { validationError } from '../../core/errors.ts';
+import { ConfigErrors } from './errors.ts';
 
 /** An entries map: free string keys, any JSON value other than null. */
 export type Entries = Record<string, unknown>;
@@ -8,11 +8,11 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * The patch a PATCH body stands for (config.md §4.1): `{"entries":{…}}` with exactly that one
+ * The patch a PATCH body stands for (README: Patch body): `{"entries":{…}}` with exactly that one
  * member is the wrapped form; any other object is itself the patch.
  */
 export function patchOf(body: unknown): Entries {
-  if (!isObject(body)) throw validationError('body must be a JSON object');
+  if (!isObject(body)) throw ConfigErrors.bodyNotObject();
   const keys = Object.keys(body);
   if (keys.length === 1 && keys[0] === 'entries' && isObject(body.entries)) return body.entries;
   return body;

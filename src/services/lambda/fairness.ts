@@ -1,12 +1,12 @@
-import { HttpError } from '../../core/errors.ts';
+import { LambdaErrors } from './errors.ts';
 
 /**
- * A per-owner share of the isolate pool (issue 17, item D). At most `perOwner` invocations of one
- * owner's lambdas run at once; up to as many more wait in arrival order for one of them to end
- * (so a short burst is absorbed, and a waiter waits at most about one wall-clock limit); beyond
- * that the invocation is refused at once with 429 `too_many_requests` and `Retry-After`, as
- * function platforms throttle a function over its concurrency. Other owners' lambdas therefore
- * find free isolates however many runaway invocations one owner starts.
+ * A per-owner share of the isolate pool (README: Fairness; issue 17, item D). At most `perOwner`
+ * invocations of one owner's lambdas run at once; up to as many more wait in arrival order for one
+ * of them to end (so a short burst is absorbed, and a waiter waits at most about one wall-clock
+ * limit); beyond that the invocation is refused at once with 429 `too_many_requests` and
+ * `Retry-After`, as function platforms throttle a function over its concurrency. Other owners'
+ * lambdas therefore find free isolates however many runaway invocations one owner starts.
  */
 export class OwnerLimiter {
   private readonly running = new Map<string, number>();
@@ -23,12 +23,7 @@ export class OwnerLimiter {
     }
     let queue = this.waiting.get(owner);
     if ((queue?.length ?? 0) >= this.maxWaiting) {
-      throw new HttpError(
-        429,
-        'too_many_requests',
-        `the lambdas of this owner already run ${this.perOwner} at once and ${this.maxWaiting} more wait (LAMBDA_OWNER_CONCURRENCY); retry later`,
-        { 'retry-after': '1' },
-      );
+      throw LambdaErrors.ownerBusy(this.perOwner, this.maxWaiting);
     }
     if (!queue) {
       queue = [];

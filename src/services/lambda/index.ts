@@ -1,13 +1,10 @@
 import { createServiceApp } from '../../core/app.ts';
-import { requireIdentity } from '../../core/identity.ts';
 import type { ServiceDefinition } from '../context.ts';
-import { projectOf } from './project.ts';
 import { Invoker } from './invoke.ts';
 import { lambdaMigrations } from './migrations.ts';
 import { LambdaRepository } from './repository.ts';
-import { registerAccount } from './routes/account.ts';
-import { registerInvocation } from './routes/invocation.ts';
-import { registerManagement } from './routes/management.ts';
+import type { RouteDeps } from './routes/deps.ts';
+import { registerRoutes } from './routes/index.ts';
 import { LambdaRuntime, type RuntimeOptions } from './runtime/sandbox.ts';
 
 /**
@@ -29,7 +26,7 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}): ServiceDefinitio
       const app = await createServiceApp({
         name: 'lambda',
         title: 'Lambda API',
-        // The spec fixes the document's info.version (lambda.md §6.3).
+        // The document's info.version is fixed at 1.0.0 (README: OpenAPI).
         version: '1.0.0',
         logger,
         description: 'Lambdas: management, invocation by id, owner mux and project hosts.',
@@ -44,22 +41,12 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}): ServiceDefinitio
         ownerConcurrency: settings.lambdaOwnerConcurrency,
       });
       const repository = new LambdaRepository(store.sql);
-      // Identity comes before validation: an anonymous call with a bad body is a 401, not a 400.
-      app.addHook('onRequest', async (request) => {
-        const path = request.url.split('?')[0] ?? '/';
-        if (path === '/api/v0' || path.startsWith('/api/v0/')) {
-          requireIdentity(request);
-        } else if ((path === '/me' || path === '/ongoing') && projectOf(request) === null) {
-          requireIdentity(request);
-        }
-      });
-      registerManagement(app, repository, runtime);
-      registerInvocation(app, repository, invoker);
-      registerAccount(app, invoker);
+      const deps: RouteDeps = { repository, runtime, invoker };
+      registerRoutes(app, deps);
       return app;
     },
   };
 }
 
-/** Lambda service (lambda.md, decisions 15–18). */
+/** Lambda service (README.md). */
 export const lambdaService: ServiceDefinition = lambdaServiceWith();

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { HttpError } from '../../core/errors.ts';
 import { newId, rfc3339 } from '../../core/ids.ts';
+import { LambdaErrors } from './errors.ts';
 import { OwnerLimiter } from './fairness.ts';
 import { allowedHeaders, isProjectHost, securityHeaders, visitorHeaders } from './output.ts';
 import { projectOf } from './project.ts';
@@ -51,7 +51,7 @@ export interface TestInvocation {
   duration_ms: number;
 }
 
-/** Runs a lambda for a request and writes the mapped response (lambda.md §4.2). */
+/** Runs a lambda for a request and writes the mapped response (README: Invocation, Output rules). */
 export class Invoker {
   readonly ongoing = new Map<string, Ongoing>();
   private readonly limiter: OwnerLimiter;
@@ -142,7 +142,7 @@ export class Invoker {
         return reply.headers(securityHeaders(platformHost)).send(result.body);
       }
       case 'error':
-        throw new HttpError(500, result.code, result.message);
+        throw LambdaErrors.lambdaFailed(result.code, result.message);
     }
   }
 }

@@ -8,7 +8,7 @@ import { IDENTITY_HEADER, identityOf } from '../../core/identity.ts';
  * lambdas) goes through here.
  */
 
-/** Host labels of the platform's own services (DESIGN §2); any other label is a project's host. */
+/** Host labels of the platform's own services (README: Output rules); any other label is a project's host. */
 export const PLATFORM_HOST_LABELS: ReadonlySet<string> = new Set([
   'api', 'gateway', 'auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console',
 ]);

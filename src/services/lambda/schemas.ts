@@ -54,3 +54,33 @@ export const meObject = Type.Object({
 });
 
 export const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, errorBody]));
+
+/** The caller's lambdas, in creation order. */
+export const lambdaList = Type.Array(lambdaObject, { description: 'List of lambdas' });
+
+export const deletedLambda = Type.Object({ id: Type.String() });
+
+/** The request of a test run (README: Test runs); defaults are the lambda's method and path. */
+export const testInvocationBody = Type.Object(
+  {
+    method: Type.Optional(Type.String({ minLength: 1, maxLength: 16 })),
+    path: Type.Optional(Type.String({ pattern: '^/', maxLength: 2048 })),
+    query: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())]))),
+    headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+    body: Type.Optional(Type.Unknown({ description: 'the request body the lambda sees as req.body (JSON value or text)' })),
+  },
+  { additionalProperties: false },
+);
+
+/** What a test run answers: the response the lambda made, as data, and its console lines. */
+export const testInvocationResult = Type.Object({
+  status: Type.Integer(),
+  headers: Type.Record(Type.String(), Type.String()),
+  body: Type.String(),
+  logs: Type.Array(Type.Object({ level: Type.String(), message: Type.String() })),
+  duration_ms: Type.Number(),
+});
+
+export const ownerParams = Type.Object({ owner_id: Type.String() });
+
+export const ownerPathParams = Type.Object({ owner_id: Type.String(), '*': Type.String() });

@@ -1,31 +1,27 @@
-import type { Settings } from '../../../config.ts';
 import type { ServiceApp } from '../../../core/app.ts';
-import { forbidden } from '../../../core/errors.ts';
-import type { SqlConnection } from '../../../store/db.ts';
 import { checkEmail } from '../credentials.ts';
-import { loginResponseSchema, startSession } from '../login.ts';
+import { AuthErrors } from '../errors.ts';
+import { startSession } from '../login.ts';
 import { createUser } from '../repository.ts';
-import { errorResponse, signupBody } from '../schemas.ts';
+import { errorResponse, loginResponseSchema, signupBody } from '../schemas.ts';
+import type { RouteDeps } from './deps.ts';
 
-export interface SignupRouteDeps {
-  connection: SqlConnection;
-  settings: Pick<Settings, 'domain' | 'cookieSecure' | 'signup'>;
-}
+export const signupSchema = {
+  tags: ['users'],
+  summary: 'Create an account and log in (only when SIGNUP=open)',
+  body: signupBody,
+  response: { 201: loginResponseSchema, 400: errorResponse, 403: errorResponse, 409: errorResponse },
+};
 
-/** `POST /v0/signup` (gateway.md §5.4): self-service accounts when `SIGNUP=open`. */
-export function registerSignupRoute(app: ServiceApp, { connection, settings }: SignupRouteDeps): void {
+/** `POST /v0/signup` (README: Signup): self-service accounts when `SIGNUP=open`. */
+export function registerSignup(app: ServiceApp, { connection, settings }: RouteDeps): void {
   app.post(
     '/v0/signup',
     {
-      schema: {
-        tags: ['users'],
-        summary: 'Create an account and log in (only when SIGNUP=open)',
-        body: signupBody,
-        response: { 201: loginResponseSchema, 400: errorResponse, 403: errorResponse, 409: errorResponse },
-      },
+      schema: signupSchema,
       // Closed signup answers 403 before the body is even parsed: nothing else is revealed.
       onRequest: async () => {
-        if (settings.signup !== 'open') throw forbidden('signup is closed; ask an administrator for an account');
+        if (settings.signup !== 'open') throw AuthErrors.signupClosed();
       },
     },
     async (request, reply) => {

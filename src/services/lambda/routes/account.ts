@@ -2,20 +2,22 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { ServiceApp } from '../../../core/app.ts';
 import { requireIdentity } from '../../../core/identity.ts';
-import type { Invoker } from '../invoke.ts';
 import { errors, meObject, ongoingItem } from '../schemas.ts';
+import type { RouteDeps } from './deps.ts';
 
-/** /me, /ongoing and /openapi with their /api/v0 aliases (lambda.md §6, decision 18). */
-export function registerAccount(app: ServiceApp, invoker: Invoker): void {
-  const tags = ['account'];
-  const security = [{ gatewayIdentity: [] }];
+const tags = ['account'];
+const security = [{ gatewayIdentity: [] }];
 
+export const ongoingSchema = { tags, security, summary: "The caller's running invocations", response: { 200: Type.Array(ongoingItem), ...errors(401) } };
+export const meSchema = { tags, security, summary: "The caller's user record", response: { 200: meObject, ...errors(401) } };
+
+/** `/ongoing`, `/me` and `/openapi` with their `/api/v0` aliases (README: Routes; decision 18). */
+export function registerAccount(app: ServiceApp, { invoker }: RouteDeps): void {
   const ongoing = async (request: FastifyRequest) => {
     const user = requireIdentity(request).user.id;
     return [...invoker.ongoing.values()].filter((o) => o.owner === user)
       .map(({ id, lambda_id, lambda_name, started_at, method, path }) => ({ id, lambda_id, lambda_name, started_at, method, path }));
   };
-  const ongoingSchema = { tags, security, summary: "The caller's running invocations", response: { 200: Type.Array(ongoingItem), ...errors(401) } };
   app.get('/ongoing', { schema: ongoingSchema }, ongoing);
   app.get('/api/v0/ongoing', { schema: ongoingSchema }, ongoing);
 
@@ -24,10 +26,10 @@ export function registerAccount(app: ServiceApp, invoker: Invoker): void {
     const { user } = requireIdentity(request);
     return { id: user.id, ...(user.email ? { email: user.email } : {}), ...(user.nick ? { nick: user.nick } : {}), ...(user.picture ? { picture: user.picture } : {}) };
   };
-  const meSchema = { tags, security, summary: "The caller's user record", response: { 200: meObject, ...errors(401) } };
   app.get('/me', { schema: meSchema }, me);
   app.get('/api/v0/me', { schema: meSchema }, me);
 
+  // The OpenAPI document (README: OpenAPI): public at /openapi, with identity at /api/v0/openapi.
   app.get('/openapi', { schema: { hide: true } }, async () => app.swagger());
   app.get('/api/v0/openapi', { schema: { hide: true } }, async (request) => {
     requireIdentity(request);

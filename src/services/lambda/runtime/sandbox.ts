@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import ivm from 'isolated-vm';
 import { preludeSource, type PreludeLimits } from './prelude.ts';
 
-/** What the host hands to a lambda as `req` (lambda.md §4.1). Must be JSON-serialisable. */
+/** What the host hands to a lambda as `req` (README: Invocation). Must be JSON-serialisable. */
 export interface LambdaRequest {
   method: string;
   path: string;

@@ -1,0 +1,37 @@
+import { newId, rfc3339 } from '../../../../core/ids.ts';
+import { ApikeysErrors } from '../../errors.ts';
+import type { Project } from '../../repository.ts';
+import type { ProjectBody } from '../../schemas.ts';
+import { isReservedSlug, slugify, withRandomSuffix } from '../../slugs.ts';
+import type { RouteDeps } from '../deps.ts';
+
+/** Fresh suffixes tried for a generated slug before giving up (each collides with odds ~1 in 1.7 M). */
+const GENERATED_SLUG_ATTEMPTS = 8;
+
+/** A project as the routes answer it: with its host, `<slug>.<domain>`, computed when it is read. */
+export function projectView({ domain }: RouteDeps, p: Project): ProjectBody {
+  return { id: p.id, name: p.name, slug: p.slug, host: `${p.slug}.${domain}`, owners: p.owners, created_at: p.created_at };
+}
+
+/** Stores the project under the given slug, or under the first free generated one (README: Slugs). */
+export async function insertProject({ repository }: RouteDeps, owner: string, name: string, slug: string | undefined): Promise<Project> {
+  const base = { id: newId('project'), name, owners: [owner], created_at: rfc3339() };
+  if (slug !== undefined) {
+    if (isReservedSlug(slug)) throw ApikeysErrors.slugReserved(slug);
+    const project = { ...base, slug };
+    if (!(await repository.createProject(project))) throw ApikeysErrors.slugTaken(slug);
+    return project;
+  }
+  const plain = slugify(name);
+  // The plain slug first when it is usable; on a clash (checked first, or lost to a concurrent
+  // create at insert time) a random suffix, retried a few times.
+  if (plain !== '' && !isReservedSlug(plain) && !(await repository.slugTaken(plain))) {
+    const project = { ...base, slug: plain };
+    if (await repository.createProject(project)) return project;
+  }
+  for (let attempt = 0; attempt < GENERATED_SLUG_ATTEMPTS; attempt++) {
+    const project = { ...base, slug: withRandomSuffix(plain) };
+    if (await repository.createProject(project)) return project;
+  }
+  throw ApikeysErrors.noFreeSlug(name);
+}

@@ -1,0 +1,49 @@
+import { HttpError } from '../../core/errors.ts';
+import type { LambdaErrorCode } from './runtime/sandbox.ts';
+
+/**
+ * Every coded error the lambda service answers itself, with its status, code and message:
+ * handlers and the code under them throw these rather than building errors inline, so this table
+ * is the whole list. The shared service app adds the platform's generic answers besides: a body,
+ * query or path that fails its schema (400 `validation_error`), unparsable JSON (400
+ * `invalid_json`), an oversized body (413 `payload_too_large`), an unknown path (404 `not_found`)
+ * or method (405 `method_not_allowed`); `requireIdentity` answers 401 `unauthorized` without an
+ * identity.
+ */
+export const LambdaErrors = {
+  // 400: lambda definitions (README: Create / patch).
+  runtimeInvalid: () => new HttpError(400, 'validation_error', 'body.runtime must be js or javascript'),
+  runtimeDisagrees: () => new HttpError(400, 'validation_error', 'body.runtime disagrees with body.language'),
+  codeDoesNotParse: (problem: string) => new HttpError(400, 'validation_error', `body.code does not parse: ${problem}`),
+
+  // 400, 413: bodies of the project mux, which the service reads itself (README: Invocation).
+  bodyTooDeep: (maxNesting: number) => new HttpError(400, 'validation_error', `request body is nested more than ${maxNesting} levels deep`),
+  invalidJson: (reason: string) => new HttpError(400, 'invalid_json', `request body is not valid JSON: ${reason}`),
+  bodyTooLarge: () => new HttpError(413, 'payload_too_large', 'request body is too large'),
+
+  // 403: on a project host, changes need an owner of the project.
+  notProjectOwner: () => new HttpError(403, 'forbidden', 'only owners of this project can manage its lambdas'),
+
+  // 404: another owner's lambda, or one of another project on a project host, is not found.
+  lambdaNotFound: (id: string) => new HttpError(404, 'not_found', `no lambda ${id}`),
+  noRoute: (method: string, path: string) => new HttpError(404, 'not_found', `no lambda for ${method} ${path}`),
+
+  // 409
+  nameTaken: (name: string | undefined) => new HttpError(409, 'conflict', `a lambda named ${JSON.stringify(name)} already exists`),
+
+  // 429 (README: Fairness)
+  ownerBusy: (perOwner: number, maxWaiting: number) =>
+    new HttpError(
+      429,
+      'too_many_requests',
+      `the lambdas of this owner already run ${perOwner} at once and ${maxWaiting} more wait (LAMBDA_OWNER_CONCURRENCY); retry later`,
+      { 'retry-after': '1' },
+    ),
+
+  /**
+   * 500: the run failed; `code` is the runtime's: `lambda_error` (a throw, or output the host
+   * refuses), `lambda_timeout`, `lambda_memory` or `lambda_response_too_large` (README: Invocation,
+   * Output rules, Runtime).
+   */
+  lambdaFailed: (code: LambdaErrorCode, message: string) => new HttpError(500, code, message),
+} as const;

@@ -1,0 +1,45 @@
+import type { ServiceApp } from '../../../../core/app.ts';
+import { newId } from '../../../../core/ids.ts';
+import { requireIdentity } from '../../../../core/identity.ts';
+import { LambdaErrors } from '../../errors.ts';
+import { projectOf } from '../../project.ts';
+import { NameTaken, type Lambda, type Language } from '../../repository.ts';
+import { createBody, errors, lambdaObject } from '../../schemas.ts';
+import type { RouteDeps } from '../deps.ts';
+import { assertMayManage, checkSyntax, security, tags } from './common.ts';
+
+export const createLambdaSchema = { tags, security, summary: 'Create a lambda', body: createBody, response: { 201: lambdaObject, ...errors(400, 401, 403, 409, 413) } };
+
+/** `POST /api/v0/lambdas` (README: Create / patch): 201 with the stored lambda. */
+export function registerCreateLambda(app: ServiceApp, deps: RouteDeps): void {
+  app.post('/api/v0/lambdas', { schema: createLambdaSchema }, async (request, reply) => {
+    const identity = requireIdentity(request);
+    await assertMayManage(deps, request, identity.user.id);
+    const body = request.body;
+    let language: Language = body.language ?? 'javascript';
+    if (body.runtime !== undefined) {
+      if (body.runtime !== 'js' && body.runtime !== 'javascript') throw LambdaErrors.runtimeInvalid();
+      if (body.language !== undefined && body.language !== 'javascript') throw LambdaErrors.runtimeDisagrees();
+      language = 'javascript';
+    }
+    await checkSyntax(deps, language, body.code);
+    const lambda: Lambda = {
+      id: newId(),
+      created_timestamp: Math.floor(Date.now() / 1000),
+      owner: identity.user.id,
+      project_id: projectOf(request) ?? '',
+      name: body.name,
+      language,
+      code: body.code,
+      method: (body.method ?? 'ANY').toUpperCase(),
+      path: body.path ?? `/${body.name}`,
+    };
+    try {
+      await deps.repository.create(lambda);
+    } catch (err) {
+      if (err instanceof NameTaken) throw LambdaErrors.nameTaken(body.name);
+      throw err;
+    }
+    return reply.code(201).send(lambda);
+  });
+}
