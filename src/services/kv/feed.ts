@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { writeLines } from '../../core/stream.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
+import { coalesced } from './coalesce.ts';
 import { encodeLine, unixSeconds } from './commands.ts';
 import type { KvRepository } from './repository.ts';
 
@@ -42,8 +43,10 @@ export class ReplicationFeed {
   private readonly subscribers = new Set<Subscriber>();
   private wake = signal();
   private readonly unsubscribe: (() => void)[] = [];
-  private notifying = false;
-  private notifyAgain = false;
+  /** One log notification in flight at a time; commits meanwhile share the next one. */
+  private readonly notifyLogged = coalesced(async () => {
+    await this.notifier?.publish(LOG_TOPIC, '').catch((error: unknown) => this.logger.warn({ err: error }, 'kv log notification failed'));
+  });
 
   constructor(
     private readonly repository: KvRepository,
@@ -67,31 +70,13 @@ export class ReplicationFeed {
   /** A write that appended to the log has committed: subscribers here and on other instances read on. */
   logged(): void {
     this.wakeAll();
-    if (this.notifier) this.publish(LOG_TOPIC);
+    if (this.notifier) void this.notifyLogged.run();
   }
 
   /** The node's copy was replaced: every subscriber, on every instance, ends and re-subscribes. */
   rebased(): void {
     this.disconnectLocal();
     if (this.notifier) void this.notifier.publish(REBASED_TOPIC, '').catch((error: unknown) => this.logger.warn({ err: error }, 'kv rebase notification failed'));
-  }
-
-  /** One notification in flight at a time; commits meanwhile share the next one. */
-  private publish(topic: string): void {
-    if (this.notifying) {
-      this.notifyAgain = true;
-      return;
-    }
-    this.notifying = true;
-    this.notifier!.publish(topic, '')
-      .catch((error: unknown) => this.logger.warn({ err: error }, 'kv log notification failed'))
-      .finally(() => {
-        this.notifying = false;
-        if (this.notifyAgain) {
-          this.notifyAgain = false;
-          this.publish(topic);
-        }
-      });
   }
 
   private wakeAll(): void {

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { coalesced } from './coalesce.ts';
 import type { ParentFollower } from './follower.ts';
 import type { KvRepository } from './repository.ts';
 
@@ -21,8 +22,6 @@ export interface ParentLink {
  */
 export class FollowerLease {
   private timer: NodeJS.Timeout | undefined;
-  private ticking: Promise<void> | undefined;
-  private again = false;
   private stopped = false;
 
   constructor(
@@ -33,12 +32,12 @@ export class FollowerLease {
     /** True where this process is the database's only user: a lease left by a crash is taken at once. */
     private readonly soleInstance: boolean,
   ) {
-    follower.onChange = () => this.tick();
+    follower.onChange = () => void this.tick();
   }
 
   start(): Promise<void> {
-    const first = this.runTick();
-    this.timer = setInterval(() => this.tick(), RENEW_MS);
+    const first = this.tick();
+    this.timer = setInterval(() => void this.tick(), RENEW_MS);
     this.timer.unref();
     return first;
   }
@@ -56,50 +55,38 @@ export class FollowerLease {
     return { connected: live && row.connected, ready: live && row.ready };
   }
 
-  /** Renews now (coalesced with a renewal in progress). */
-  private tick(): void {
-    // A stopped instance must not claim again (its follower's last state change comes after stop).
-    if (this.stopped) return;
-    if (this.ticking) {
-      this.again = true;
-      return;
-    }
-    void this.runTick();
+  /** Renews now (coalesced with a renewal in progress); a stopped instance never claims again. */
+  private tick(): Promise<void> {
+    return this.stopped ? Promise.resolve() : this.renew.run();
   }
 
-  private runTick(): Promise<void> {
+  private readonly renew = coalesced(async () => {
+    if (this.stopped) return;
     const now = Date.now();
-    this.ticking = this.repository
-      .claimLease(this.holder, this.soleInstance ? Number.MAX_SAFE_INTEGER : now, now + TTL_MS, { connected: this.follower.connected, ready: this.follower.ready })
-      .then(
-        (mine) => {
-          if (this.stopped) return;
-          if (mine && !this.follower.running) {
-            this.logger.info('kv follower lease taken: this instance follows the parent');
-            this.follower.start();
-          } else if (!mine && this.follower.running) {
-            this.logger.info('kv follower lease held by another instance; not following here');
-            this.follower.stop();
-          }
-        },
-        (error: unknown) => this.logger.warn({ err: error }, 'kv follower lease not renewed'),
-      )
-      .finally(() => {
-        this.ticking = undefined;
-        if (this.again && !this.stopped) {
-          this.again = false;
-          this.tick();
-        }
+    try {
+      const mine = await this.repository.claimLease(this.holder, this.soleInstance ? Number.MAX_SAFE_INTEGER : now, now + TTL_MS, {
+        connected: this.follower.connected,
+        ready: this.follower.ready,
       });
-    return this.ticking;
-  }
+      if (this.stopped) return;
+      if (mine && !this.follower.running) {
+        this.logger.info('kv follower lease taken: this instance follows the parent');
+        this.follower.start();
+      } else if (!mine && this.follower.running) {
+        this.logger.info('kv follower lease held by another instance; not following here');
+        this.follower.stop();
+      }
+    } catch (error) {
+      this.logger.warn({ err: error }, 'kv follower lease not renewed');
+    }
+  });
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     const wasRunning = this.follower.running;
     this.follower.stop();
-    await this.ticking;
+    await this.renew.idle();
     if (wasRunning) await this.repository.releaseLease(this.holder).catch(() => {});
   }
 }
