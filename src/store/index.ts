@@ -26,8 +26,8 @@ export const storeMigrations: MigrationSet = blobMigrations;
 
 /**
  * SQLite file + blob directory (small blobs in `blobs/inline.db`) + in-process notifier under
- * `dataDir`, or, with `databaseUrl`,
- * PostgreSQL for all three so that every instance sees the same state (DESIGN §6).
+ * `dataDir`, or, with `databaseUrl`, PostgreSQL for all three so that every instance sees the same
+ * state (root README, "Running on PostgreSQL").
  */
 export async function openStore(settings: StoreSettings): Promise<Store> {
   const dataDir = resolve(settings.dataDir);

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { sql } from 'kysely';
 import pino from 'pino';
 import type { Settings } from '../../src/config.ts';
 import { startPlatform, type RunningPlatform } from '../../src/platform.ts';
 import type { SqlConnection } from '../../src/store/db.ts';
+import { all } from '../../src/store/sql-work.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { request, type HttpResponse } from './http.ts';
 import { testSettings } from './service.ts';
@@ -48,15 +48,18 @@ export async function startTestPlatform(overrides: Partial<Settings> = {}): Prom
  * are left out.
  */
 export async function storeDigest(connection: SqlConnection, ignore: { tables?: readonly string[]; columns?: readonly string[] } = {}): Promise<Record<string, string>> {
-  const tables =
-    connection.dialect === 'sqlite'
-      ? await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name`.execute(connection.db)
-      : await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = current_schema() order by table_name`.execute(connection.db);
+  const tables = await connection.database.read(() =>
+    all<{ name: string }>(
+      connection.dialect === 'sqlite'
+        ? "select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name"
+        : 'select table_name as name from information_schema.tables where table_schema = current_schema() order by table_name',
+    ),
+  );
   const digest: Record<string, string> = {};
-  for (const { name } of tables.rows) {
+  for (const { name } of tables) {
     if (ignore.tables?.includes(name)) continue;
-    const rows = await sql<Record<string, unknown>>`select * from ${sql.table(name)}`.execute(connection.db);
-    const lines = rows.rows.map((row) => JSON.stringify(row, (key, value: unknown) =>
+    const rows = await connection.database.read(() => all(`select * from "${name.replaceAll('"', '""')}"`));
+    const lines = rows.map((row) => JSON.stringify(row, (key, value: unknown) =>
       ignore.columns?.includes(key) ? undefined : (typeof value === 'bigint' ? value.toString() : Buffer.isBuffer(value) ? value.toString('hex') : value))).sort();
     digest[name] = `${lines.length}:${createHash('sha256').update(lines.join('\n')).digest('hex').slice(0, 16)}`;
   }

@@ -2,10 +2,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { BlobGoneError, BlobRefs } from '../../src/store/blob/refs.ts';
+import { BlobGoneError, BlobRefs, STALE_TOMBSTONE_MS } from '../../src/store/blob/refs.ts';
+import type { BlobStore } from '../../src/store/blob/types.ts';
 import { migrateStore, openStore, type Store } from '../../src/store/index.ts';
-import { SqlWork } from '../../src/store/sql-work.ts';
+import { all, run } from '../../src/store/sql-work.ts';
+import type { SqlDatabase } from '../../src/store/sql/types.ts';
 import { createTestDatabase, testDialect, type TestDatabase } from '../helpers/database.ts';
+import { deferred, within } from '../helpers/waiting.ts';
 
 // Runs on the database STRATUS_TEST_DB names (SQLite by default, PostgreSQL with test:pg), with the
 // blob store that database goes with (a directory, or PostgreSQL chunks).
@@ -13,14 +16,14 @@ let database: TestDatabase;
 let store: Store;
 let clock = 1_000_000;
 let refs: BlobRefs;
-let work: SqlWork;
+let port: SqlDatabase;
 
 before(async () => {
   database = await createTestDatabase();
   store = await openStore({ dataDir: database.dataDir, databaseUrl: database.databaseUrl, sqliteSynchronous: 'FULL' });
   await migrateStore(store, []);
   refs = new BlobRefs(store.sql, store.blobs, { graceMs: 1000, now: () => clock });
-  work = new SqlWork(store.sql);
+  port = store.sql.database;
 });
 after(async () => {
   await refs.stop();
@@ -37,10 +40,33 @@ async function putBlob(text = `blob ${testDialect} ${counter++} ${Math.random()}
 
 async function reference(sha256: string, holder: string): Promise<void> {
   const pin = await refs.pin(sha256);
-  await work.write(() => refs.addWork(pin, holder));
+  await port.write(() => refs.addWork(pin, holder));
 }
 
 const exists = async (sha256: string) => (await store.blobs.stat(sha256)) !== null;
+const tombstones = async () => (await port.read(() => all<{ sha256: string }>('select sha256 from stratus_blob_doomed'))).map((row) => row.sha256);
+/** What a sweeper that died between deciding on a blob and deleting it leaves behind. */
+const leaveTombstone = (sha256: string) => port.write(() => run('insert into stratus_blob_doomed (sha256, since_ms) values (?, ?)', sha256, clock));
+/** The blob store, but deleting `gated` waits for `release` once it has announced itself on `deleting`. */
+function gatedBlobs(gated: string, deleting: { resolve(): void }, release: Promise<void>): BlobStore {
+  return {
+    put: (source, options) => store.blobs.put(source, options),
+    stat: (sha256) => store.blobs.stat(sha256),
+    get: (sha256, range) => store.blobs.get(sha256, range),
+    async delete(sha256) {
+      if (sha256 === gated) {
+        deleting.resolve();
+        await release;
+      }
+      return store.blobs.delete(sha256);
+    },
+  };
+}
+/** Sweeps what earlier tests left due, so a test counts only its own deletions. */
+async function sweepLeftovers(): Promise<void> {
+  clock += 1000;
+  await refs.sweep();
+}
 
 describe(`blob references (${testDialect})`, () => {
   test('a referenced blob survives sweeps; losing its last reference deletes it once due', async () => {
@@ -53,12 +79,12 @@ describe(`blob references (${testDialect})`, () => {
     assert.equal(await refs.sweep(), 0);
     assert.ok(await exists(sha));
 
-    await work.write(() => refs.removeWork(sha, 'test:a'));
+    await port.write(() => refs.removeWork(sha, 'test:a'));
     clock += 10_000;
     assert.equal(await refs.sweep(), 0, 'still referenced by test:b');
     assert.ok(await exists(sha));
 
-    await work.write(() => refs.removeWork(sha, 'test:b'));
+    await port.write(() => refs.removeWork(sha, 'test:b'));
     assert.equal(await refs.sweep(), 0, 'not due yet: the grace period protects readers');
     assert.ok(await exists(sha));
     clock += 999;
@@ -102,7 +128,7 @@ describe(`blob references (${testDialect})`, () => {
     clock += 1000;
     assert.equal(await refs.sweep(), 1);
     await assert.rejects(
-      work.write(function* () {
+      port.write(function* () {
         yield* refs.addWork(pin, 'test:late');
       }),
       BlobGoneError,
@@ -116,7 +142,7 @@ describe(`blob references (${testDialect})`, () => {
     const pin = await refs.pin(sha);
     clock += 1000;
     assert.equal(await refs.sweep(), 0, 'referenced: the sweep only drops the due pin');
-    await work.write(() => refs.addWork(pin, 'second'));
+    await port.write(() => refs.addWork(pin, 'second'));
     assert.equal(await refs.countRefs(sha), 2);
     assert.ok(await exists(sha));
   });
@@ -127,7 +153,7 @@ describe(`blob references (${testDialect})`, () => {
     await reference(one, 'bucket:1');
     await reference(two, 'bucket:2');
     await reference(two, 'other-service:9');
-    const removed = await work.write(() => refs.removeHoldersWork(['bucket:1', 'bucket:2', 'bucket:none']));
+    const removed = await port.write(() => refs.removeHoldersWork(['bucket:1', 'bucket:2', 'bucket:none']));
     assert.equal(removed, 2);
     clock += 1000;
     assert.equal(await refs.sweep(), 1);
@@ -156,6 +182,93 @@ describe(`blob references (${testDialect})`, () => {
       assert.equal(referenced, added);
       if (referenced) assert.ok(await exists(sha), `round ${round}: a reference points at a deleted blob`);
     }
+  });
+
+  test('a pin racing the deletion of a doomed blob waits for it, then fails with BlobGoneError', async () => {
+    // The sweeper has decided (a tombstone) and its blob store is deleting, until the test says.
+    const deleting = deferred();
+    const release = deferred();
+    const sha = await putBlob();
+    await sweepLeftovers();
+    const sweeper = new BlobRefs(store.sql, gatedBlobs(sha, deleting, release.promise), { graceMs: 1000, now: () => clock });
+    const early = await refs.pin(sha);
+    clock += 1000;
+    const sweeping = sweeper.sweep();
+    await within(deleting.promise, 'the sweeper to delete the blob');
+    assert.deepEqual(await tombstones(), [sha]);
+    // No transaction is held while the blob store works: other writes go on.
+    await within(port.write(() => run('delete from stratus_blob_candidates where sha256 = ?', 'none')), 'a write while a blob is being deleted', 5000);
+    let settled = false;
+    const pinning = refs.pin(sha).finally(() => (settled = true));
+    pinning.catch(() => {});
+    await assert.rejects(port.write(() => refs.addWork(early, 'test:doomed')), BlobGoneError);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(settled, false, 'the pin waits while the blob is being deleted');
+    assert.ok(await exists(sha), 'still stored, but doomed');
+    release.resolve();
+    await assert.rejects(pinning, BlobGoneError);
+    assert.equal(await sweeping, 1);
+    assert.equal(await exists(sha), false);
+    assert.deepEqual(await tombstones(), []);
+    assert.equal(await refs.countRefs(sha), 0);
+  });
+
+  test('a tombstone left by a sweeper that died is finished by the next sweep; meanwhile the blob takes no reference', async () => {
+    const text = `abandoned ${testDialect} ${Math.random()}`;
+    const sha = await putBlob(text);
+    await sweepLeftovers();
+    const pin = await refs.pin(sha);
+    await leaveTombstone(sha);
+    await assert.rejects(port.write(() => refs.addWork(pin, 'test:abandoned')), BlobGoneError);
+    // A pin waits for the deletion to end, about two seconds, then gives up.
+    const started = performance.now();
+    await assert.rejects(refs.pin(sha), BlobGoneError);
+    assert.ok(performance.now() - started >= 1500, 'the pin waited for the tombstone to go');
+    if (!store.sql.database.soleWriter) {
+      // Another instance may still be deleting it: only a stale tombstone is taken over.
+      assert.equal(await refs.sweep(), 0);
+      assert.ok(await exists(sha));
+      clock += STALE_TOMBSTONE_MS;
+    }
+    // (SQLite: this process is the only writer, so a tombstone none of its sweepers has is abandoned.)
+    assert.equal(await refs.sweep(), 1);
+    assert.equal(await exists(sha), false);
+    assert.deepEqual(await tombstones(), []);
+    assert.equal(await refs.countRefs(sha), 0);
+    // The hash is usable again: the same content put anew is pinned and referenced.
+    assert.equal(await putBlob(text), sha);
+    await reference(sha, 'test:again');
+    assert.equal(await refs.countRefs(sha), 1);
+    assert.ok(await exists(sha));
+  });
+
+  test('a tombstone whose sweeper is at work is left to it by the other sweepers', async () => {
+    const deleting = deferred();
+    const release = deferred();
+    const sha = await putBlob();
+    await sweepLeftovers();
+    const slow = new BlobRefs(store.sql, gatedBlobs(sha, deleting, release.promise), { graceMs: 1000, now: () => clock });
+    await refs.markCandidate(sha);
+    clock += 1000;
+    const sweeping = slow.sweep();
+    await within(deleting.promise, 'the slow sweeper to delete the blob');
+    await refs.markCandidate(sha);
+    clock += 1000;
+    assert.equal(await refs.sweep(), 0, 'the other sweeper leaves the blob to the one deleting it');
+    if (testDialect === 'postgres') {
+      // Another instance (its own connection) leaves a tombstone younger than STALE_TOMBSTONE_MS alone.
+      const other = await database.connect();
+      try {
+        assert.equal(await new BlobRefs(other, store.blobs, { graceMs: 1000, now: () => clock }).sweep(), 0);
+      } finally {
+        await other.close();
+      }
+    }
+    assert.deepEqual(await tombstones(), [sha]);
+    release.resolve();
+    assert.equal(await sweeping, 1);
+    assert.deepEqual(await tombstones(), []);
+    assert.equal(await exists(sha), false);
   });
 
   test('the background sweeper runs on its interval and stops', async () => {

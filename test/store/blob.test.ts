@@ -5,7 +5,6 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { sql } from 'kysely';
 import type pg from 'pg';
 import { createDirectoryBlobStore } from '../../src/store/blob/directory.ts';
 import { withInlineSmallBlobs } from '../../src/store/blob/inline.ts';
@@ -14,6 +13,7 @@ import { createPostgresBlobStore } from '../../src/store/blob/postgres.ts';
 import { BlobTooLargeError } from '../../src/store/blob/types.ts';
 import type { SqlConnection } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
+import { first } from '../../src/store/sql-work.ts';
 import { createTestDatabase, testDialect } from '../helpers/database.ts';
 import { pieces, readAll, runBlobStoreContract, sha256Of } from './blob-contract.ts';
 
@@ -163,11 +163,11 @@ describe('blob migrations', () => {
     const database = await createTestDatabase();
     const connection = await database.connect();
     try {
-      assert.deepEqual(await migrate(connection.database, [blobMigrations]), ['store/blob_001_tables', 'store/blob_002_refs']);
+      assert.deepEqual(await migrate(connection.database, [blobMigrations]), ['store/blob_001_tables', 'store/blob_002_refs', 'store/blob_003_doomed']);
       assert.deepEqual(await migrate(connection.database, [blobMigrations]), []);
-      for (const table of ['stratus_blobs', 'stratus_blob_chunks', 'stratus_blob_uploads']) {
-        const result = await sql<{ n: number }>`select count(*) as n from ${sql.table(table)}`.execute(connection.db);
-        assert.equal(Number(result.rows[0]?.n), 0, table);
+      for (const table of ['stratus_blobs', 'stratus_blob_chunks', 'stratus_blob_uploads', 'stratus_blob_doomed']) {
+        const row = await connection.database.read(() => first<{ n: number }>(`select count(*) as n from ${table}`));
+        assert.equal(Number(row?.n), 0, table);
       }
     } finally {
       await connection.close();

@@ -1,6 +1,5 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
 import type { SqlConnection } from '../../src/store/db.ts';
 import { migrate, type MigrationSet } from '../../src/store/migrate.ts';
 import { all, first, run } from '../../src/store/sql-work.ts';
@@ -127,14 +126,14 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
   });
 });
 
-describe('direct SQLite access (group commit)', { skip: testDialect !== 'sqlite' && 'SQLite only' }, () => {
+describe('SQLite group commit (the port\'s writes)', { skip: testDialect !== 'sqlite' && 'SQLite only' }, () => {
   let database: TestDatabase;
   let connection: SqlConnection;
 
   before(async () => {
     database = await createTestDatabase();
     connection = await database.connect();
-    await sql`create table direct_items (name text primary key)`.execute(connection.db);
+    await connection.database.write(() => run('create table direct_items (name text primary key)'));
   });
 
   after(async () => {
@@ -142,16 +141,16 @@ describe('direct SQLite access (group commit)', { skip: testDialect !== 'sqlite'
     await database.cleanup();
   });
 
-  const names = async () => (await sql<{ name: string }>`select name from direct_items order by name`.execute(connection.db)).rows.map((r) => r.name);
+  const names = async () => (await connection.database.read(() => all<{ name: string }>('select name from direct_items order by name'))).map((r) => r.name);
+  const insert = (name: string) => run('insert into direct_items (name) values (?)', name);
 
   it('runs the writes of one turn together and answers each only after their commit', async () => {
-    const direct = connection.direct!;
     const events: string[] = [];
     const writes = ['g1', 'g2', 'g3'].map((name) =>
-      direct
-        .write((prepare) => {
+      connection.database
+        .write(function* () {
           events.push(`work ${name}`);
-          prepare('insert into direct_items (name) values (?)').run(name);
+          yield* insert(name);
           return name;
         })
         .then((value) => events.push(`done ${value}`)),
@@ -162,15 +161,14 @@ describe('direct SQLite access (group commit)', { skip: testDialect !== 'sqlite'
   });
 
   it('undoes only the write that failed', async () => {
-    const direct = connection.direct!;
     const results = await Promise.allSettled([
-      direct.write((prepare) => prepare('insert into direct_items (name) values (?)').run('f1')),
-      direct.write((prepare) => {
-        prepare('insert into direct_items (name) values (?)').run('f2');
+      connection.database.write(() => insert('f1')),
+      connection.database.write(function* () {
+        yield* insert('f2');
         throw new Error('changed my mind');
       }),
-      direct.write((prepare) => prepare('insert into direct_items (name) values (?)').run('g1')), // duplicate
-      direct.write((prepare) => prepare('insert into direct_items (name) values (?)').run('f3')),
+      connection.database.write(() => insert('g1')), // duplicate
+      connection.database.write(() => insert('f3')),
     ]);
     assert.deepEqual(
       results.map((r) => r.status),
@@ -180,33 +178,32 @@ describe('direct SQLite access (group commit)', { skip: testDialect !== 'sqlite'
   });
 
   it('rolls a lone failing write back whole', async () => {
-    const direct = connection.direct!;
     await assert.rejects(
-      direct.write((prepare) => {
-        prepare('insert into direct_items (name) values (?)').run('lonely');
+      connection.database.write(function* () {
+        yield* insert('lonely');
         throw new Error('no');
       }),
       /no/,
     );
     assert.ok(!(await names()).includes('lonely'));
-    assert.equal(await direct.write((prepare) => prepare('insert into direct_items (name) values (?)').run('after').changes), 1);
+    assert.equal(await connection.database.write(() => insert('after')), 1);
   });
 
-  it('waits for an open Kysely transaction instead of joining it', async () => {
-    const direct = connection.direct!;
+  it('a read or write asked for from inside a write waits for its transaction instead of joining it', async () => {
+    let seen: Promise<string[]> | undefined;
     let queued: Promise<unknown> | undefined;
     await assert.rejects(
-      connection.db.transaction().execute(async (trx) => {
-        await sql`insert into direct_items (name) values (${'k-rolled-back'})`.execute(trx);
-        assert.equal(direct.run(() => 1), undefined, 'run declines while the transaction is open');
-        queued = direct.write((prepare) => prepare('insert into direct_items (name) values (?)').run('k-direct'));
-        await new Promise((resolve) => setTimeout(resolve, 20));
+      connection.database.write(function* () {
+        yield* insert('k-rolled-back');
+        seen = names();
+        queued = connection.database.write(() => insert('k-direct'));
         throw new Error('roll back');
       }),
     );
+    assert.ok(!(await seen!).includes('k-rolled-back'), 'the read did not see what the transaction had not committed');
     await queued;
     const all = await names();
-    assert.ok(all.includes('k-direct'), 'the direct write committed on its own');
+    assert.ok(all.includes('k-direct'), 'the queued write committed on its own');
     assert.ok(!all.includes('k-rolled-back'));
   });
 });

@@ -1,5 +1,6 @@
-import { SqlWork, first, run } from '../../store/sql-work.ts';
 import type { SqlConnection } from '../../store/db.ts';
+import { first, run } from '../../store/sql-work.ts';
+import type { SqlDatabase } from '../../store/sql/types.ts';
 import { rfc3339 } from '../../core/ids.ts';
 
 export interface EnvVar {
@@ -13,7 +14,7 @@ export interface Volume {
   mode: 'rw' | 'ro';
 }
 
-/** The repository's desired state as the console shows it (run.md §3). */
+/** The repository's desired state as the console shows it (service README, "Console data names"). */
 export interface DesiredState {
   state: 'running' | 'stopped';
   /** The tag it was started at, or null (started by digest, or never started). */
@@ -64,10 +65,10 @@ interface RecordRow {
  */
 export class RecordingDriver implements RuntimeDriver {
   readonly name = 'recording';
-  private readonly work: SqlWork;
+  private readonly database: SqlDatabase;
 
   constructor(connection: SqlConnection) {
-    this.work = new SqlWork(connection);
+    this.database = connection.database;
   }
 
   async apply(repository: string, desired: DesiredDeployment): Promise<void> {
@@ -75,7 +76,7 @@ export class RecordingDriver implements RuntimeDriver {
     const volumes = JSON.stringify(desired.volumes);
     const at = rfc3339();
     // An upsert: two instances applying at once must not collide on the primary key.
-    await this.work.write(() =>
+    await this.database.write(() =>
       run(
         `insert into run_driver_records (repository, state, reference, digest, env, volumes, applied_at) values (?, ?, ?, ?, ?, ?, ?)
          on conflict (repository) do update set state = excluded.state, reference = excluded.reference, digest = excluded.digest,
@@ -86,7 +87,7 @@ export class RecordingDriver implements RuntimeDriver {
   }
 
   async status(repository: string): Promise<ActualState | null> {
-    const row = await this.work.read(() => first<RecordRow>('select state, reference, digest, applied_at from run_driver_records where repository = ?', repository));
+    const row = await this.database.read(() => first<RecordRow>('select state, reference, digest, applied_at from run_driver_records where repository = ?', repository));
     if (!row) return null;
     return { state: row.state === 'running' ? 'running' : 'stopped', reference: row.reference, digest: row.digest, applied_at: row.applied_at };
   }

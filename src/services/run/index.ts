@@ -1,16 +1,13 @@
 import type { Settings } from '../../config.ts';
 import { createServiceApp } from '../../core/app.ts';
-import { envelope } from '../../core/errors.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { BlobRefs, type BlobRefsOptions } from '../../store/blob/refs.ts';
 import type { SqlConnection } from '../../store/db.ts';
-import { all, SqlWork } from '../../store/sql-work.ts';
-import { registerConsoleRoutes } from './console.ts';
 import { RecordingDriver, type RuntimeDriver } from './driver.ts';
 import { runMigrations } from './migrations.ts';
 import { UploadFollowers } from './registry/follower.ts';
-import { registerRegistry } from './registry/routes.ts';
 import { RunRepository } from './repository.ts';
+import { registerRoutes } from './routes/index.ts';
 
 export type { RuntimeDriver, DesiredDeployment, DesiredState, ActualState, EnvVar, Volume } from './driver.ts';
 export { RecordingDriver } from './driver.ts';
@@ -46,7 +43,7 @@ function driverFor(settings: Settings, connection: SqlConnection): RuntimeDriver
   }
 }
 
-/** The run service (run.md): the console API and the push-only registry. */
+/** The run service (its README): the console API and the push-only registry. */
 export function createRunService(options: RunServiceOptions = {}): ServiceDefinition {
   return {
     name: 'run',
@@ -66,7 +63,7 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
         ...options.blobRefs,
         onError: (error) => logger.warn({ err: error }, 'blob sweep failed; retrying on the next interval'),
       });
-      const repository = new RunRepository(new SqlWork(store.sql), refs);
+      const repository = new RunRepository(store.sql.database, refs);
       const driver = options.driver ? options.driver(store.sql) : driverFor(settings, store.sql);
 
       const maxBlobBytes = options.maxBlobBytes ?? settings.runMaxBlobBytes;
@@ -92,26 +89,7 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
         await driver.close?.();
       });
 
-      app.get('/version', { schema: { summary: 'Service version (plain text)', produces: ['text/plain'] } }, async (_request, reply) =>
-        reply.type('text/plain; charset=utf-8').send(version),
-      );
-      app.get('/healthz', { schema: { summary: 'Liveness: ok while the process serves', produces: ['text/plain'] } }, async (_request, reply) =>
-        reply.type('text/plain; charset=utf-8').send('ok'),
-      );
-      app.get('/readyz', { schema: { summary: 'Readiness: ok once storage is reachable and the driver is ready; 503 not_ready otherwise', produces: ['text/plain'] } }, async (_request, reply) => {
-        let problem: string | null = null;
-        try {
-          await store.sql.database.read(() => all('select 1'));
-          if (driver.ready && !(await driver.ready())) problem = `the ${driver.name} driver is not ready`;
-        } catch {
-          problem = 'storage is not reachable';
-        }
-        if (problem) return reply.code(503).type('application/json').send(envelope(503, 'not_ready', problem));
-        return reply.type('text/plain; charset=utf-8').send('ok');
-      });
-
-      registerConsoleRoutes(app, { repository, driver });
-      await registerRegistry(app, { repository, blobs: store.blobs, refs, maxBlobBytes, uploadExpiryMs, now, followers });
+      await registerRoutes(app, { version, repository, driver, blobs: store.blobs, refs, maxBlobBytes, uploadExpiryMs, now, followers });
       return app;
     },
   };

@@ -1,6 +1,7 @@
 /**
- * The grammar of repository names, tags and digests (run.md §2). Shared by the console (where a
- * bad value is a 400 `validation_error`) and the registry (400 `NAME_INVALID` / `DIGEST_INVALID`).
+ * The grammar of repository names, tags and digests (service README, "Names"). Shared by the
+ * console (where a bad value is a 400 `validation_error`) and the registry (400 `NAME_INVALID` /
+ * `DIGEST_INVALID`).
  */
 
 const COMPONENT = /^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*$/;

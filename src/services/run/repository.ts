@@ -1,5 +1,6 @@
 import type { BlobPin, BlobRefs } from '../../store/blob/refs.ts';
-import { all, first, run, type SqlWork, type Work } from '../../store/sql-work.ts';
+import { all, first, run, type Work } from '../../store/sql-work.ts';
+import type { SqlDatabase } from '../../store/sql/types.ts';
 import type { DesiredState, EnvVar, Volume } from './driver.ts';
 
 /** The blob-reference holder of blobs linked to a repository. */
@@ -23,7 +24,7 @@ export interface HistoryEntry {
   at: string;
 }
 
-/** The console data (run.md §3), without the driver's view. */
+/** The console data (service README, "Console data names"), without the driver's view. */
 export interface ConsoleData {
   repository: string;
   references: string[];
@@ -104,24 +105,25 @@ function toUpload(row: UploadSqlRow): Upload {
  * upload's link with the release of its chunks) is one transaction.
  */
 export class RunRepository {
-  private readonly work: SqlWork;
-
   constructor(
-    work: SqlWork,
+    private readonly database: SqlDatabase,
     private readonly refs: BlobRefs,
-  ) {
-    this.work = work;
+  ) {}
+
+  /** Rejects when the database does not answer (`/readyz`). */
+  async reachable(): Promise<void> {
+    await this.database.read(() => all('select 1'));
   }
 
   // ---- repositories -------------------------------------------------------------------------
 
   async findRepository(name: string): Promise<RepositoryRow | null> {
-    const row = await this.work.read(() => first<RepositorySqlRow>('select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?', name));
+    const row = await this.database.read(() => first<RepositorySqlRow>('select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?', name));
     return row ? toRepository(row) : null;
   }
 
   async ownerOf(name: string): Promise<string | null> {
-    const row = await this.work.read(() => first<{ owner: string }>('select owner from run_repositories where name = ?', name));
+    const row = await this.database.read(() => first<{ owner: string }>('select owner from run_repositories where name = ?', name));
     return row?.owner ?? null;
   }
 
@@ -135,7 +137,7 @@ export class RunRepository {
 
   async consoleData(repository: RepositoryRow): Promise<ConsoleData> {
     const name = repository.name;
-    const [references, history] = await this.work.read(function* () {
+    const [references, history] = await this.database.read(function* () {
       const tags = yield* all<{ tag: string }>('select tag from run_tags where repository = ? order by seq', name);
       const entries = yield* all<{ action: HistoryEntry['action']; reference: string | null; digest: string | null; user_id: string; at: string }>(
         'select action, reference, digest, user_id, at from run_history where repository = ? order by seq',
@@ -158,7 +160,7 @@ export class RunRepository {
    * transaction. Returns the repository as stored afterwards.
    */
   async setDesired(name: string, desired: DesiredState, entry: { action: HistoryEntry['action']; user: string; at: string } | null): Promise<RepositoryRow | null> {
-    const row = await this.work.write(function* () {
+    const row = await this.database.write(function* () {
       const changed = yield* run('update run_repositories set desired_state = ?, desired_reference = ?, desired_digest = ? where name = ?', desired.state, desired.reference, desired.digest, name);
       if (changed === 0) return undefined;
       if (entry) {
@@ -172,7 +174,7 @@ export class RunRepository {
   async setConfig(name: string, column: 'env' | 'volumes', value: EnvVar[] | Volume[]): Promise<RepositoryRow | null> {
     const text = JSON.stringify(value);
     // The column name is one of two literals, never user input.
-    const row = await this.work.write(function* () {
+    const row = await this.database.write(function* () {
       const changed = yield* run(`update run_repositories set ${column} = ? where name = ?`, text, name);
       if (changed === 0) return undefined;
       return yield* first<RepositorySqlRow>('select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?', name);
@@ -183,12 +185,12 @@ export class RunRepository {
   // ---- tags and manifests -------------------------------------------------------------------
 
   async tagDigest(repository: string, tag: string): Promise<string | null> {
-    const row = await this.work.read(() => first<{ digest: string }>('select digest from run_tags where repository = ? and tag = ?', repository, tag));
+    const row = await this.database.read(() => first<{ digest: string }>('select digest from run_tags where repository = ? and tag = ?', repository, tag));
     return row?.digest ?? null;
   }
 
   async manifest(repository: string, digest: string): Promise<{ mediaType: string; size: number } | null> {
-    const row = await this.work.read(() => first<{ media_type: string; size: number | string }>('select media_type, size from run_manifests where repository = ? and digest = ?', repository, digest));
+    const row = await this.database.read(() => first<{ media_type: string; size: number | string }>('select media_type, size from run_manifests where repository = ? and digest = ?', repository, digest));
     return row ? { mediaType: row.media_type, size: Number(row.size) } : null;
   }
 
@@ -198,7 +200,7 @@ export class RunRepository {
    * at it when given.
    */
   async putManifest(input: ManifestInput): Promise<ManifestOutcome> {
-    return this.work.write(() => this.putManifestWork(input, new Date().toISOString()));
+    return this.database.write(() => this.putManifestWork(input, new Date().toISOString()));
   }
 
   private *putManifestWork(input: ManifestInput, now: string): Work<ManifestOutcome> {
@@ -227,7 +229,7 @@ export class RunRepository {
 
   /** The size of a blob linked to the repository, or null. */
   async linkedBlob(repository: string, digest: string): Promise<number | null> {
-    const row = await this.work.read(() => first<{ size: number | string }>('select size from run_blobs where repository = ? and digest = ?', repository, digest));
+    const row = await this.database.read(() => first<{ size: number | string }>('select size from run_blobs where repository = ? and digest = ?', repository, digest));
     return row ? Number(row.size) : null;
   }
 
@@ -238,7 +240,7 @@ export class RunRepository {
 
   /** Monolithic upload: links a stored blob (creating the repository on a first push). */
   async linkBlob(repository: string, owner: string, digest: string, size: number, pin: BlobPin): Promise<Ownership> {
-    return this.work.write(() => this.linkBlobWork(repository, owner, digest, size, pin));
+    return this.database.write(() => this.linkBlobWork(repository, owner, digest, size, pin));
   }
 
   private *linkBlobWork(repository: string, owner: string, digest: string, size: number, pin: BlobPin): Work<Ownership> {
@@ -250,7 +252,7 @@ export class RunRepository {
   // ---- uploads ------------------------------------------------------------------------------
 
   async startUpload(id: string, repository: string, owner: string, now: number): Promise<Ownership> {
-    return this.work.write(() => this.startUploadWork(id, repository, owner, now));
+    return this.database.write(() => this.startUploadWork(id, repository, owner, now));
   }
 
   private *startUploadWork(id: string, repository: string, owner: string, now: number): Work<Ownership> {
@@ -260,7 +262,7 @@ export class RunRepository {
   }
 
   async upload(id: string): Promise<Upload | null> {
-    const row = await this.work.read(() => first<UploadSqlRow>('select id, repository, owner, size, parts, updated_at from run_uploads where id = ?', id));
+    const row = await this.database.read(() => first<UploadSqlRow>('select id, repository, owner, size, parts, updated_at from run_uploads where id = ?', id));
     return row ? toUpload(row) : null;
   }
 
@@ -271,7 +273,7 @@ export class RunRepository {
    */
   async appendPart(id: string, expectedSize: number, part: UploadPart, pin: BlobPin | null, now: number): Promise<'ok' | 'gone' | 'conflict'> {
     const refs = this.refs;
-    return this.work.write(function* () {
+    return this.database.write(function* () {
       const row = yield* first<UploadSqlRow>('select id, repository, owner, size, parts, updated_at from run_uploads where id = ?', id);
       if (!row) return 'gone';
       const upload = toUpload(row);
@@ -290,7 +292,7 @@ export class RunRepository {
    * chunks (the sweeper deletes them once nothing else holds them).
    */
   async finishUpload(upload: Upload, digest: string, size: number, pin: BlobPin): Promise<'ok' | 'gone' | 'conflict'> {
-    return this.work.write(() => this.finishUploadWork(upload, digest, size, pin));
+    return this.database.write(() => this.finishUploadWork(upload, digest, size, pin));
   }
 
   private *finishUploadWork(upload: Upload, digest: string, size: number, pin: BlobPin): Work<'ok' | 'gone' | 'conflict'> {
@@ -306,7 +308,7 @@ export class RunRepository {
   /** Cancels an upload (DELETE, digest mismatch, expiry); returns whether it existed. */
   async discardUpload(id: string): Promise<boolean> {
     const refs = this.refs;
-    return this.work.write(function* () {
+    return this.database.write(function* () {
       const removed = yield* run('delete from run_uploads where id = ?', id);
       if (removed > 0) yield* refs.removeHoldersWork([uploadHolder(id)]);
       return removed > 0;
@@ -317,7 +319,7 @@ export class RunRepository {
   async expireUploads(cutoff: number, batch = 100): Promise<number> {
     let expired = 0;
     for (;;) {
-      const rows = await this.work.read(() => all<{ id: string }>('select id from run_uploads where updated_at < ? order by updated_at limit ?', cutoff, batch));
+      const rows = await this.database.read(() => all<{ id: string }>('select id from run_uploads where updated_at < ? order by updated_at limit ?', cutoff, batch));
       for (const row of rows) if (await this.discardUpload(row.id)) expired++;
       if (rows.length < batch) return expired;
     }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { openSqlite, type SqlConnection } from '../db.ts';
+import { first, run } from '../sql-work.ts';
 import {
   BlobDigestMismatchError,
   BlobTooLargeError,
@@ -25,20 +26,25 @@ export interface InlineBlobOptions {
 /**
  * Small blobs inside a SQLite file of their own, larger ones in `large` (the blob directory).
  * A file costs a temp file, its fsync, a rename and a directory fsync per blob, each its own
- * flush; a small blob here joins the group commit, so a burst of small uploads shares one fsync.
- * The file is separate from the platform database on purpose: the blob-reference sweeper deletes
- * blobs while it holds that database's write transaction, and this store must not wait on it.
+ * flush; a small blob here is one write of the file's SQL port, which on SQLite joins the group
+ * commit, so a burst of small uploads shares one fsync. The file is separate from the platform
+ * database on purpose: blob bytes stay out of its pages, WAL and checkpoints, and its group commit
+ * is not held up by a burst of blob writes (nor the other way round).
  * Durable once `put` resolves, like every blob store.
  */
 export function withInlineSmallBlobs(large: BlobStore, file: string, options: InlineBlobOptions = {}): BlobStore & { close(): Promise<void> } {
   const maxInline = options.maxInlineBytes ?? DEFAULT_INLINE_MAX_BYTES;
   const connection: SqlConnection = openSqlite(file, { synchronous: options.synchronous ?? 'FULL' });
-  const direct = connection.direct!;
-  direct.run((prepare) => prepare('create table if not exists inline_blobs (sha256 text primary key, data blob not null) without rowid').run());
+  const database = connection.database;
+  // Every operation waits for the table (at once after the first commit); a failure to create it
+  // fails each of them.
+  const ready = database.write(() => run('create table if not exists inline_blobs (sha256 text primary key, data blob not null) without rowid'));
+  ready.catch(() => {});
 
-  const inlineData = (sha256: string): Buffer | null => {
-    const row = direct.run((prepare) => prepare('select data from inline_blobs where sha256 = ?').get(sha256) as { data: Buffer } | undefined);
-    return row?.value?.data ?? null;
+  const inlineData = async (sha256: string): Promise<Buffer | null> => {
+    await ready;
+    const row = await database.read(() => first<{ data: Buffer }>('select data from inline_blobs where sha256 = ?', sha256));
+    return row?.data ?? null;
   };
 
   return {
@@ -80,19 +86,20 @@ export function withInlineSmallBlobs(large: BlobStore, file: string, options: In
       const sha256 = createHash('sha256').update(data).digest('hex');
       if (expectedSha256 !== undefined && sha256 !== expectedSha256) throw new BlobDigestMismatchError(expectedSha256, sha256);
       signal?.throwIfAborted();
-      await direct.write((prepare) => prepare('insert into inline_blobs (sha256, data) values (?, ?) on conflict (sha256) do nothing').run(sha256, data));
+      await ready;
+      await database.write(() => run('insert into inline_blobs (sha256, data) values (?, ?) on conflict (sha256) do nothing', sha256, data));
       return { sha256, size: data.length };
     },
 
     async stat(sha256) {
       if (!isSha256(sha256)) return null;
-      const data = inlineData(sha256);
+      const data = await inlineData(sha256);
       return data ? { sha256, size: data.length } : large.stat(sha256);
     },
 
     async get(sha256, range?: BlobRange) {
       if (!isSha256(sha256)) return null;
-      const data = inlineData(sha256);
+      const data = await inlineData(sha256);
       if (!data) return large.get(sha256, range);
       const bytes = resolveRange(range, data.length);
       return Readable.from(bytes === null ? [] : [data.subarray(bytes.start, bytes.end + 1)]);
@@ -100,12 +107,16 @@ export function withInlineSmallBlobs(large: BlobStore, file: string, options: In
 
     async delete(sha256) {
       if (!isSha256(sha256)) return false;
-      const removed = await direct.write((prepare) => prepare('delete from inline_blobs where sha256 = ?').run(sha256).changes);
+      await ready;
+      const removed = await database.write(() => run('delete from inline_blobs where sha256 = ?', sha256));
       // A blob written before it would have fit here may also be a file: remove that too.
       const removedFile = await large.delete(sha256);
       return removed > 0 || removedFile;
     },
 
-    close: () => connection.close(),
+    async close() {
+      await ready.catch(() => {});
+      await connection.close();
+    },
   };
 }

@@ -38,5 +38,12 @@ export const blobMigrations: MigrationSet = {
         'create index stratus_blob_candidates_sha on stratus_blob_candidates (sha256, due_at)',
       ],
     },
+    {
+      // Tombstones of blobs being deleted (see refs.ts): a sweeper records the hash in a write,
+      // deletes the blob outside any transaction, then removes the row. While the row exists no
+      // pin or reference of that hash is taken; a row left by a crash is finished by a later sweep.
+      name: 'blob_003_doomed',
+      statements: ({ types }) => [`create table stratus_blob_doomed (sha256 text primary key, since_ms ${types.bigint} not null)`],
+    },
   ],
 };

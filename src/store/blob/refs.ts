@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import type { SqlConnection } from '../db.ts';
-import { SqlWork, all, first, run, type Work } from '../sql-work.ts';
+import { all, first, run, type Work } from '../sql-work.ts';
+import type { SqlDatabase } from '../sql/types.ts';
 import type { BlobStore } from './types.ts';
 
 /**
@@ -25,10 +25,20 @@ import type { BlobStore } from './types.ts';
  *    vanished, it throws `BlobGoneError` and the transaction rolls back: the caller answers a
  *    retryable 503.
  *
- * Adding and sweeping exclude each other: on SQLite every write transaction is serialized (one
- * connection; the sweeper's transaction holds the write lock while it deletes the file, and the
- * group-commit writes wait for it). On PostgreSQL both take a transaction-scoped advisory lock on
- * the blob's hash, and the adder checks the blob's row under that lock.
+ * Deleting a blob takes three steps too, and no transaction is held open while the blob store
+ * works (a SQLite write transaction would stop every other write of the platform meanwhile):
+ * (a) one write decides: the blob is unreferenced and has no candidate still in its grace period,
+ *     so its due candidates go and a tombstone row (`stratus_blob_doomed`) takes their place;
+ * (b) the blob is deleted from the blob store, outside any transaction;
+ * (c) a second write removes the tombstone.
+ * While the tombstone exists the hash is off limits: `pin` waits for it to go (and then finds the
+ * blob gone unless it was put again), `addWork` refuses it. Every write that decides about one
+ * hash (the sweeper's decision, a pin, adding a reference) takes the port's `lockName` on the hash
+ * first: on PostgreSQL an advisory transaction lock, on SQLite nothing, since its writes are one
+ * at a time already. A tombstone whose sweeper died between (a) and (c) is finished by a later
+ * sweep: at once on SQLite (this process is the only writer, so a tombstone no sweeper of this
+ * process is working on has none), after `STALE_TOMBSTONE_MS` on PostgreSQL (another instance may
+ * still be deleting the blob).
  */
 
 /** The blob named by a reference being added no longer exists (or is being swept): retry the write. */
@@ -44,9 +54,34 @@ export class BlobGoneError extends Error {
 export const DEFAULT_BLOB_GRACE_MS = 10 * 60_000;
 const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 const DEFAULT_SWEEP_BATCH = 500;
-// First key of the two-key advisory locks taken on blob hashes (the second is the hash's hashtext).
-// Arbitrary, distinct from the migration lock (a single bigint key lives in another key space).
-const PG_BLOB_LOCK_CLASS = 0x53544252; // "STBR"
+/**
+ * Where other instances write too (PostgreSQL), a tombstone this old is taken to be left by a
+ * sweeper that died between its two writes; a later sweep finishes it. Deleting one blob takes far
+ * less.
+ */
+export const STALE_TOMBSTONE_MS = 60_000;
+/** How long `pin` waits for a tombstone of its hash to go before it gives up with `BlobGoneError`. */
+const PIN_WAIT_MS = 2_000;
+const PIN_POLL_MS = 10;
+// The lock space (`lockName`) of the locks taken on blob hashes. Arbitrary, distinct from the other
+// spaces of the platform.
+const BLOB_LOCK_SPACE = 0x53544252; // "STBR"
+
+/**
+ * The hashes whose tombstone a sweeper of this process is working on, per database: a tombstone
+ * is only ever finished by another sweeper when no sweeper of this process has it (several
+ * services each run a sweeper over the same tables).
+ */
+const sweepingHere = new WeakMap<SqlDatabase, Set<string>>();
+
+function sweepingIn(database: SqlDatabase): Set<string> {
+  let shas = sweepingHere.get(database);
+  if (!shas) {
+    shas = new Set();
+    sweepingHere.set(database, shas);
+  }
+  return shas;
+}
 
 export interface BlobRefsOptions {
   /** Grace period before an unreferenced candidate is deleted; default 10 minutes. */
@@ -79,13 +114,13 @@ export class BlobRefs {
   private readonly blobRowsInDatabase: boolean;
   private readonly onError: (error: unknown) => void;
   private readonly now: () => number;
-  private readonly work: SqlWork;
+  private readonly database: SqlDatabase;
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<number> | undefined;
   private stopped = true;
 
   constructor(
-    private readonly connection: SqlConnection,
+    connection: SqlConnection,
     private readonly blobs: BlobStore,
     options: BlobRefsOptions = {},
   ) {
@@ -95,32 +130,51 @@ export class BlobRefs {
     this.blobRowsInDatabase = options.blobRowsInDatabase ?? connection.dialect === 'postgres';
     this.onError = options.onError ?? (() => {});
     this.now = options.now ?? Date.now;
-    this.work = new SqlWork(connection);
+    this.database = connection.database;
   }
 
   /**
    * Step 2 of a write: registers the just-put blob as a candidate due after the grace period and
    * checks that it still exists (a put that deduplicated against an unreferenced blob may have
-   * raced a sweep). Throws `BlobGoneError` when it does not.
+   * raced a sweep). While the blob is being deleted (a tombstone) it waits for the deletion to
+   * end, up to about two seconds. Throws `BlobGoneError` when the blob does not exist (or the
+   * deletion does not end in time).
    */
   async pin(sha256: string): Promise<BlobPin> {
-    const id = await this.work.write(() => this.candidateWork(sha256));
+    const deadline = performance.now() + PIN_WAIT_MS;
+    let id = await this.database.write(() => this.pinWork(sha256));
+    while (id === null) {
+      // Doomed: wait until the sweeper has deleted the blob and removed the tombstone.
+      do {
+        if (performance.now() >= deadline) throw new BlobGoneError(sha256);
+        await new Promise((resolve) => setTimeout(resolve, PIN_POLL_MS));
+      } while (await this.database.read(() => this.doomedWork(sha256)));
+      id = await this.database.write(() => this.pinWork(sha256));
+    }
     if ((await this.blobs.stat(sha256)) === null) throw new BlobGoneError(sha256);
     return { sha256, id };
   }
 
+  /** The pin's write: a candidate, or null (nothing written) while the blob is doomed. */
+  private *pinWork(sha256: string): Work<number | null> {
+    yield* this.database.lockName(BLOB_LOCK_SPACE, sha256);
+    if (yield* this.doomedWork(sha256)) return null;
+    return yield* this.candidateWork(sha256);
+  }
+
   /** Registers a blob as a deletion candidate (it is deleted once due if nothing references it). */
   async markCandidate(sha256: string): Promise<void> {
-    await this.work.write(() => this.candidateWork(sha256));
+    await this.database.write(() => this.candidateWork(sha256));
   }
 
   /**
    * Step 3, inside the caller's write: turns the pin into a reference `(sha256, holder)`.
    * Idempotent for the same holder. Throws `BlobGoneError` (rolling the caller's work back) when
-   * the pin was swept or the blob is gone.
+   * the pin was swept or the blob is gone or being deleted.
    */
   *addWork(pin: BlobPin, holder: string): Work<void> {
-    if (this.connection.dialect === 'postgres') yield* this.lockWork(pin.sha256);
+    yield* this.database.lockName(BLOB_LOCK_SPACE, pin.sha256);
+    if (yield* this.doomedWork(pin.sha256)) throw new BlobGoneError(pin.sha256);
     if (this.blobRowsInDatabase) {
       const present = yield* first('select 1 as present from stratus_blobs where sha256 = ?', pin.sha256);
       if (!present) throw new BlobGoneError(pin.sha256);
@@ -161,7 +215,7 @@ export class BlobRefs {
 
   /** How many references name this blob (tests, diagnostics). */
   async countRefs(sha256: string): Promise<number> {
-    const row = await this.work.read(() => first<{ n: number | string }>('select count(*) as n from stratus_blob_refs where sha256 = ?', sha256));
+    const row = await this.database.read(() => first<{ n: number | string }>('select count(*) as n from stratus_blob_refs where sha256 = ?', sha256));
     return Number(row?.n ?? 0);
   }
 
@@ -170,46 +224,83 @@ export class BlobRefs {
     return Number(rows[0]?.id);
   }
 
-  private *lockWork(sha256: string): Work<void> {
-    yield* all('select pg_advisory_xact_lock(cast(? as integer), hashtext(?))', PG_BLOB_LOCK_CLASS, sha256);
+  private *doomedWork(sha256: string): Work<boolean> {
+    return (yield* first('select 1 as doomed from stratus_blob_doomed where sha256 = ?', sha256)) !== undefined;
   }
 
   /**
-   * One sweeper pass over due candidates: a candidate whose blob is referenced, or that has a
-   * newer candidate not yet due, is dropped; otherwise the blob is deleted. Returns how many blobs
-   * it deleted.
+   * One sweeper pass: first the tombstones left by sweepers that died mid-deletion, then the due
+   * candidates: a candidate whose blob is referenced, or that has a newer candidate not yet due,
+   * is dropped; otherwise the blob is deleted. Returns how many blobs it deleted.
    */
   async sweep(): Promise<number> {
     const now = this.now();
-    const due = await this.work.read(() => all<{ sha256: string }>('select sha256 from stratus_blob_candidates where due_at <= ? order by due_at, id limit ?', now, this.batch));
     let deleted = 0;
+    const tombstones = await this.database.read(() => all<{ sha256: string; since_ms: number | string }>('select sha256, since_ms from stratus_blob_doomed order by since_ms limit ?', this.batch));
+    const here = sweepingIn(this.database);
+    for (const { sha256, since_ms } of tombstones) {
+      if (here.has(sha256) || !this.abandoned(Number(since_ms), now)) continue;
+      if (await this.sweepOne(sha256, now, true)) deleted++;
+    }
+    const due = await this.database.read(() => all<{ sha256: string }>('select sha256 from stratus_blob_candidates where due_at <= ? order by due_at, id limit ?', now, this.batch));
     for (const sha256 of new Set(due.map((row) => row.sha256))) {
-      if (await this.sweepOne(sha256, now)) deleted++;
+      if (await this.sweepOne(sha256, now, false)) deleted++;
     }
     return deleted;
   }
 
-  private sweepOne(sha256: string, now: number): Promise<boolean> {
-    // A Kysely transaction: on SQLite it holds the single connection (and the write lock) across
-    // the blob deletion, so no reference can be added meanwhile; on PostgreSQL the advisory lock does.
-    return this.connection.db.transaction().execute(async (trx) => {
-      if (this.connection.dialect === 'postgres') {
-        await sql`select pg_advisory_xact_lock(${PG_BLOB_LOCK_CLASS}::integer, hashtext(${sha256}))`.execute(trx);
-      } else {
-        // Take the write lock now rather than at the first write (a deferred transaction).
-        await sql`delete from stratus_blob_candidates where 0`.execute(trx);
-      }
-      const dropDue = () => sql`delete from stratus_blob_candidates where sha256 = ${sha256} and due_at <= ${now}`.execute(trx);
-      const referenced = await sql`select 1 from stratus_blob_refs where sha256 = ${sha256} limit 1`.execute(trx);
-      const pending = await sql`select 1 from stratus_blob_candidates where sha256 = ${sha256} and due_at > ${now} limit 1`.execute(trx);
-      if (referenced.rows.length > 0 || pending.rows.length > 0) {
-        await dropDue();
-        return false;
-      }
+  /**
+   * Whether a tombstone no sweeper of this process is working on has been left by a dead one: on a
+   * database this process alone writes, always; elsewhere once it is `STALE_TOMBSTONE_MS` old.
+   */
+  private abandoned(sinceMs: number, now: number): boolean {
+    return this.database.soleWriter || sinceMs <= now - STALE_TOMBSTONE_MS;
+  }
+
+  /** Decides on one hash and, when it is doomed, deletes its blob. Returns whether a blob was deleted. */
+  private async sweepOne(sha256: string, now: number, tombstoneOnly: boolean): Promise<boolean> {
+    const here = sweepingIn(this.database);
+    // Another sweeper of this process is deleting this blob: its tombstone keeps everyone away.
+    if (here.has(sha256)) return false;
+    here.add(sha256);
+    try {
+      // (a) The decision, in one write.
+      if (!(await this.database.write(() => this.doomWork(sha256, now, tombstoneOnly)))) return false;
+      // (b) The deletion, outside any transaction: idempotent, so a tombstone taken over from a
+      // dead sweeper is finished the same way.
       const existed = await this.blobs.delete(sha256);
-      await dropDue();
+      // (c) The hash is usable again. Should this write (or the deletion) fail, the tombstone stays
+      // and a later sweep finishes it.
+      await this.database.write(() => run('delete from stratus_blob_doomed where sha256 = ?', sha256));
       return existed;
-    });
+    } finally {
+      here.delete(sha256);
+    }
+  }
+
+  /**
+   * The sweeper's decision on one hash (the caller has marked it as worked on here). Drops the due
+   * candidates; true when the blob is to be deleted now: unreferenced and without a candidate in
+   * its grace period (a tombstone is written), or doomed by a sweeper that died (its tombstone is
+   * taken over). False when it stays, or when a live sweeper elsewhere is deleting it. With
+   * `tombstoneOnly` (the recovery pass) a hash without a tombstone is left alone.
+   */
+  private *doomWork(sha256: string, now: number, tombstoneOnly: boolean): Work<boolean> {
+    yield* this.database.lockName(BLOB_LOCK_SPACE, sha256);
+    const tombstone = yield* first<{ since_ms: number | string }>('select since_ms from stratus_blob_doomed where sha256 = ?', sha256);
+    if (!tombstone && tombstoneOnly) return false;
+    yield* run('delete from stratus_blob_candidates where sha256 = ? and due_at <= ?', sha256, now);
+    if (tombstone) {
+      if (!this.abandoned(Number(tombstone.since_ms), now)) return false;
+      yield* run('update stratus_blob_doomed set since_ms = ? where sha256 = ?', this.now(), sha256);
+      return true;
+    }
+    const referenced = yield* first('select 1 as referenced from stratus_blob_refs where sha256 = ? limit 1', sha256);
+    if (referenced) return false;
+    const pending = yield* first('select 1 as pending from stratus_blob_candidates where sha256 = ? and due_at > ? limit 1', sha256, now);
+    if (pending) return false;
+    yield* run('insert into stratus_blob_doomed (sha256, since_ms) values (?, ?)', sha256, this.now());
+    return true;
   }
 
   /** Starts the background sweeper (unref'd: it never keeps the process alive). */

@@ -1,5 +1,5 @@
-import type { DirectSqlite, RootDb } from '../db.ts';
-import { driveKysely, driveSqlite, type Work } from '../sql-work.ts';
+import type Database from 'better-sqlite3';
+import { driveSqlite, type Work } from '../sql-work.ts';
 import type { SqlDatabase, SqlSyntax } from './types.ts';
 
 export const sqliteSyntax: SqlSyntax = {
@@ -18,24 +18,125 @@ function errorCode(error: unknown): unknown {
   return (error as { code?: unknown } | null)?.code;
 }
 
+const STATEMENT_CACHE_SIZE = 500;
+
 /**
- * The SQLite adapter: work runs synchronously on cached prepared statements (`direct`), reads at
- * once when the connection is free and writes in the group commit. While Kysely holds the one
- * connection in a transaction across an await, a read takes Kysely's queue instead.
+ * Preparing a statement costs as much as running a small query, so the statements are kept by SQL
+ * text (queries are parameterised, so the set of texts is small). Reusing one statement is safe
+ * because the connection runs one statement at a time, synchronously, to its end.
  */
-export function sqliteDatabase(kysely: RootDb, direct: DirectSqlite): SqlDatabase {
+function statementCache(database: Database.Database): (text: string) => Database.Statement {
+  const cache = new Map<string, Database.Statement>();
+  return (text: string) => {
+    let statement = cache.get(text);
+    if (!statement) {
+      statement = database.prepare(text);
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+      cache.set(text, statement);
+    }
+    return statement;
+  };
+}
+
+const MIN_COMMIT_INTERVAL_MS = 1;
+
+interface QueuedWrite {
+  work: (prepare: (sql: string) => Database.Statement) => unknown;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The group commit: `work` runs synchronously inside a transaction shared with the other writes
+ * queued in the same turn of the event loop (each in its own savepoint, so one failing write does
+ * not undo the others), and the promise settles once that transaction has committed. One fsync
+ * then serves a whole burst of writes.
+ */
+function groupCommit(database: Database.Database, prepare: (text: string) => Database.Statement): <T>(work: (prepare: (sql: string) => Database.Statement) => T) => Promise<T> {
+  let queue: QueuedWrite[] = [];
+  let scheduled = false;
+  let lastCommit = 0;
+
+  const flush = () => {
+    scheduled = false;
+    lastCommit = performance.now();
+    if (database.inTransaction) return schedule(true);
+    const batch = queue;
+    queue = [];
+    const outcomes: { ok: boolean; value: unknown }[] = [];
+    try {
+      prepare('begin immediate').run();
+      if (batch.length === 1) {
+        // Alone in its transaction: a failure rolls the whole transaction back, no savepoint needed.
+        outcomes.push({ ok: true, value: batch[0]!.work(prepare) });
+        prepare('commit').run();
+        batch[0]!.resolve(outcomes[0]!.value);
+        return;
+      }
+      for (const job of batch) {
+        prepare('savepoint stratus_write').run();
+        try {
+          outcomes.push({ ok: true, value: job.work(prepare) });
+          prepare('release stratus_write').run();
+        } catch (error) {
+          prepare('rollback to stratus_write').run();
+          prepare('release stratus_write').run();
+          outcomes.push({ ok: false, value: error });
+        }
+      }
+      prepare('commit').run();
+    } catch (error) {
+      if (database.inTransaction) prepare('rollback').run();
+      for (const job of batch) job.reject(error);
+      return;
+    }
+    batch.forEach((job, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) job.resolve(outcome.value);
+      else job.reject(outcome.value);
+    });
+  };
+
+  // Writes queued in one turn go together. Commits (each an fsync) are at most one per
+  // millisecond: an idle store commits at once, a busy one lets writes gather for up to a
+  // millisecond so one fsync serves them all. A busy connection (a transaction still open) is
+  // retried a moment later, when that transaction has had the chance to finish.
+  const schedule = (busy = false) => {
+    if (scheduled) return;
+    scheduled = true;
+    const wait = busy ? 1 : lastCommit + MIN_COMMIT_INTERVAL_MS - performance.now();
+    if (wait > 0) setTimeout(flush, wait);
+    else setImmediate(flush);
+  };
+
+  return <T>(work: (prepare: (sql: string) => Database.Statement) => T): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      schedule();
+    });
+}
+
+/**
+ * The SQLite adapter over one better-sqlite3 connection: work runs synchronously on cached
+ * prepared statements, a read at once (a query that never awaits costs a few microseconds) and a
+ * write in the group commit. A read asked for while the connection is inside a write's
+ * transaction (from within that write's work) waits for the transaction to end instead of
+ * reading what it has not committed.
+ */
+export function sqliteDatabase(connection: Database.Database): SqlDatabase {
+  const prepare = statementCache(connection);
+  const commit = groupCommit(connection, prepare);
   return {
     dialect: 'sqlite',
     syntax: sqliteSyntax,
     queriesBlockTheProcess: true,
     soleWriter: true,
     async read<T>(make: () => Work<T>): Promise<T> {
-      const now = direct.run((prepare) => driveSqlite(make(), prepare));
-      if (now) return now.value;
-      return driveKysely(make(), kysely);
+      while (connection.inTransaction) await new Promise((resolve) => setImmediate(resolve));
+      return driveSqlite(make(), prepare);
     },
     write<T>(make: () => Work<T>): Promise<T> {
-      return direct.write((prepare) => driveSqlite(make(), prepare));
+      return commit((prepare) => driveSqlite(make(), prepare));
     },
     // Writes on SQLite are serial already: nothing to lock.
     *lockName(): Work<void> {},

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { first } from '../../../src/store/sql-work.ts';
 import type { TestService } from '../../helpers/service.ts';
 
 export { assertError, UUID_V4 } from '../../helpers/envelope.ts';
@@ -6,8 +6,8 @@ export { assertError, UUID_V4 } from '../../helpers/envelope.ts';
 
 /** Number of rows in one of the service's tables, straight from the database. */
 export async function countRows(service: TestService, table: 'apikeys_keys' | 'apikeys_projects' | 'apikeys_project_owners'): Promise<number> {
-  const result = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)}`.execute(service.store.sql.db);
-  return Number(result.rows[0]?.n);
+  const row = await service.store.sql.database.read(() => first<{ n: number | string }>(`select count(*) as n from ${table}`));
+  return Number(row?.n);
 }
 
 export { nextMessage } from '../../helpers/notifier.ts';

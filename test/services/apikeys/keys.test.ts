@@ -1,8 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { verify } from '@node-rs/bcrypt';
-import { sql } from 'kysely';
 import { apikeysService } from '../../../src/services/apikeys/index.ts';
+import { all, first } from '../../../src/store/sql-work.ts';
 import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
 import { assertError, nextMessage, UUID_V4 } from './helpers.ts';
 
@@ -36,8 +36,8 @@ async function listKeys(user: string): Promise<{ api_keys: Array<Record<string, 
 }
 
 async function storedHash(key: string): Promise<string | undefined> {
-  const result = await sql<{ secret_hash: string }>`select secret_hash from apikeys_keys where key = ${key}`.execute(service.store.sql.db);
-  return result.rows[0]?.secret_hash;
+  const row = await service.store.sql.database.read(() => first<{ secret_hash: string }>('select secret_hash from apikeys_keys where key = ?', key));
+  return row?.secret_hash;
 }
 
 describe('POST /v0/apikeys', () => {
@@ -64,8 +64,8 @@ describe('POST /v0/apikeys', () => {
     assert.ok(!hash.includes(created.secret));
     assert.equal(await verify(created.secret, hash), true);
     assert.equal(await verify(`${created.secret}x`, hash), false);
-    const everything = await sql`select * from apikeys_keys where key = ${created.key}`.execute(service.store.sql.db);
-    assert.ok(!JSON.stringify(everything.rows).includes(created.secret), 'the secret appears in no column');
+    const everything = await service.store.sql.database.read(() => all('select * from apikeys_keys where key = ?', created.key));
+    assert.ok(!JSON.stringify(everything).includes(created.secret), 'the secret appears in no column');
   });
 
   test('defaults scopes to [] and fills in missing scope members', async () => {
@@ -180,8 +180,8 @@ describe('POST /v0/apikeys', () => {
 
     test('after all of them the caller has no keys and no row was written', async () => {
       assert.deepEqual(await listKeys(user), { api_keys: [] });
-      const rows = await sql`select key from apikeys_keys where owner = ${user}`.execute(service.store.sql.db);
-      assert.equal(rows.rows.length, 0);
+      const rows = await service.store.sql.database.read(() => all('select key from apikeys_keys where owner = ?', user));
+      assert.equal(rows.length, 0);
     });
   });
 });

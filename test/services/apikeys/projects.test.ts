@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
 import { apikeysService } from '../../../src/services/apikeys/index.ts';
+import { all } from '../../../src/store/sql-work.ts';
 import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
 import { assertError, countRows, nextMessage, UUID_V4 } from './helpers.ts';
 
@@ -133,8 +133,8 @@ describe('POST /v0/projects', () => {
     const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => post(`user-race-${i}`, { name: 'Race', slug: 'race-slug' })));
     const statuses = responses.map((r) => r.statusCode).sort();
     assert.deepEqual(statuses, [201, 409, 409, 409, 409, 409]);
-    const rows = await sql`select id from apikeys_projects where slug = 'race-slug'`.execute(service.store.sql.db);
-    assert.equal(rows.rows.length, 1);
+    const rows = await service.store.sql.database.read(() => all("select id from apikeys_projects where slug = 'race-slug'"));
+    assert.equal(rows.length, 1);
   });
 
   describe('generated slugs', () => {
@@ -221,8 +221,8 @@ describe('DELETE /v0/projects/{id}', () => {
     assert.deepEqual(response.json(), project);
     assertError(await service.app.inject({ method: 'GET', url: `/v0/projects/${project.id}`, headers: asUser('user-deleter') }), 404, 'not_found');
     assert.deepEqual(await listProjects('user-deleter'), []);
-    const owners = await sql`select user_id from apikeys_project_owners where project_id = ${project.id}`.execute(service.store.sql.db);
-    assert.equal(owners.rows.length, 0, 'owner rows removed');
+    const owners = await service.store.sql.database.read(() => all('select user_id from apikeys_project_owners where project_id = ?', project.id));
+    assert.equal(owners.length, 0, 'owner rows removed');
     assertError(await service.app.inject({ method: 'DELETE', url: `/v0/projects/${project.id}`, headers: asUser('user-deleter') }), 404, 'not_found');
 
     const reused = await createProject('user-someone-else', { name: 'Reborn', slug: 'doomed' });

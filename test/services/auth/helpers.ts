@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
-import { sql } from 'kysely';
 import type { SqlConnection } from '../../../src/store/db.ts';
+import { all, first } from '../../../src/store/sql-work.ts';
 
 export { assertError, UUID_V4 } from '../../helpers/envelope.ts';
 export const USER_ID = /^user-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -18,14 +18,14 @@ export function setCookieOf(response: LightMyRequestResponse): string {
 type AuthTable = 'auth_users' | 'auth_sessions' | 'auth_identities' | 'auth_sso_states' | 'auth_login_failures';
 
 export async function countRows(connection: SqlConnection, table: AuthTable): Promise<number> {
-  const result = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)}`.execute(connection.db);
-  return Number(result.rows[0]?.n);
+  const row = await connection.database.read(() => first<{ n: number | string }>(`select count(*) as n from ${table}`));
+  return Number(row?.n);
 }
 
 /** Every row of a table as JSON text, to prove a secret appears nowhere in it. */
 export async function tableText(connection: SqlConnection, table: AuthTable): Promise<string> {
-  const result = await sql<Record<string, unknown>>`select * from ${sql.table(table)}`.execute(connection.db);
-  return JSON.stringify(result.rows);
+  const rows = await connection.database.read(() => all(`select * from ${table}`));
+  return JSON.stringify(rows);
 }
 
 export interface LoginBody {

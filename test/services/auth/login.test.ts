@@ -1,9 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
 import { authService } from '../../../src/services/auth/index.ts';
 import { createSession, createUser, findSessionByToken, type User } from '../../../src/services/auth/repository.ts';
 import { LOGIN_WINDOW_MS, MAX_LOGIN_ATTEMPTS } from '../../../src/services/auth/throttle.ts';
+import { first, run } from '../../../src/store/sql-work.ts';
 import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
 import { USER_ID, assertError, countRows, setCookieOf, tableText, type LoginBody } from './helpers.ts';
 
@@ -90,7 +90,7 @@ describe('POST /v0/login', () => {
     const known = await time('ada@example.com');
     // bcrypt at cost 10 takes tens of milliseconds; skipping it would make the unknown case far faster.
     assert.ok(unknown > known / 3, `unknown email ${unknown} ms vs wrong password ${known} ms`);
-    await sql`delete from auth_login_failures`.execute(service.store.sql.db);
+    await service.store.sql.database.write(() => run('delete from auth_login_failures'));
   });
 
   test('missing fields, wrong types and unknown fields are 400 validation_error', async () => {
@@ -135,10 +135,10 @@ describe('failed-login throttling', () => {
     assert.equal((await login({ email: 'ada@example.com', password: PASSWORD })).statusCode, 200);
 
     // Once the window has passed, the right password works again and clears the counter.
-    await sql`update auth_login_failures set window_started_at = window_started_at - ${LOGIN_WINDOW_MS}`.execute(service.store.sql.db);
+    await service.store.sql.database.write(() => run('update auth_login_failures set window_started_at = window_started_at - ?', LOGIN_WINDOW_MS));
     const after = await login({ email, password });
     assert.equal(after.statusCode, 200, after.body);
-    assert.equal((await sql<{ n: number }>`select count(*) as n from auth_login_failures where email = ${email}`.execute(service.store.sql.db)).rows[0]?.n, 0);
+    assert.equal((await service.store.sql.database.read(() => first<{ n: number }>('select count(*) as n from auth_login_failures where email = ?', email)))?.n, 0);
   });
 
   test('unknown emails are throttled too, so a 429 does not reveal that an account exists', async () => {

@@ -2,7 +2,6 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { verify } from '@node-rs/bcrypt';
-import { sql } from 'kysely';
 import pino from 'pino';
 import { authService } from '../../../src/services/auth/index.ts';
 import {
@@ -29,6 +28,7 @@ import {
   updateUserProfile,
 } from '../../../src/services/auth/repository.ts';
 import { startSweeper, sweepExpired } from '../../../src/services/auth/sweeper.ts';
+import { all } from '../../../src/store/sql-work.ts';
 import type { SqlConnection } from '../../../src/store/db.ts';
 import { startTestService, type TestService } from '../../helpers/service.ts';
 import { RFC3339_UTC, USER_ID, UUID_V4, countRows, tableText } from './helpers.ts';
@@ -126,8 +126,8 @@ describe('sessions', () => {
     const text = await tableText(conn, 'auth_sessions');
     assert.equal(text.includes(token), false, 'the raw token must not be stored');
     const digest = createHash('sha256').update(token).digest('hex');
-    const rows = await sql<{ token_hash: string }>`select token_hash from auth_sessions where id = ${session.id}`.execute(conn.db);
-    assert.equal(rows.rows[0]?.token_hash, digest);
+    const rows = await conn.database.read(() => all<{ token_hash: string }>('select token_hash from auth_sessions where id = ?', session.id));
+    assert.equal(rows[0]?.token_hash, digest);
 
     const found = await findSessionByToken(conn, token, now + 1000);
     assert.deepEqual(found, { session, user });
@@ -176,7 +176,7 @@ describe('sessions', () => {
     const live = await createSession(conn, user.id, now);
     const deleted = await deleteExpiredSessions(conn, now);
     assert.ok(deleted >= 1);
-    const ids = (await sql<{ id: string }>`select id from auth_sessions`.execute(conn.db)).rows.map((r) => r.id);
+    const ids = (await conn.database.read(() => all<{ id: string }>('select id from auth_sessions'))).map((r) => r.id);
     assert.equal(ids.includes(old.session.id), false);
     assert.equal(ids.includes(live.session.id), true);
   });
@@ -221,7 +221,7 @@ describe('SSO hand-over codes', () => {
     const now = Date.now();
     const code = await createSsoCode(conn, user.id, challenge, now);
     assert.match(code, /^[A-Za-z0-9_-]{43}$/);
-    const rows = (await sql<Record<string, unknown>>`select * from auth_sso_codes`.execute(conn.db)).rows;
+    const rows = await conn.database.read(() => all('select * from auth_sso_codes'));
     assert.ok(!JSON.stringify(rows).includes(code));
     assert.deepEqual(await takeSsoCode(conn, code, now + SSO_CODE_TTL_MS - 1), { userId: user.id, challenge });
     assert.equal(await takeSsoCode(conn, code, now), null, 'single use');
@@ -297,7 +297,7 @@ describe('startSweeper', () => {
   test('sweeps on its interval and stops when asked', async () => {
     const user = await createUser(conn, { email: uniqueEmail('timer') });
     const expired = await createSession(conn, user.id, Date.now() - SESSION_LIFETIME_MS - 1);
-    const exists = async (id: string) => (await sql<{ id: string }>`select id from auth_sessions where id = ${id}`.execute(conn.db)).rows.length > 0;
+    const exists = async (id: string) => (await conn.database.read(() => all<{ id: string }>('select id from auth_sessions where id = ?', id))).length > 0;
     assert.equal(await exists(expired.session.id), true);
     const stop = startSweeper(conn, pino({ level: 'silent' }), 20);
     try {

@@ -1,12 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
 import pino from 'pino';
 import { SettingsError, loadSettings } from '../../../src/config.ts';
 import { VERSION } from '../../../src/core/version.ts';
 import { authService } from '../../../src/services/auth/index.ts';
 import { SSO_CODE_TTL_MS, createSession, createSsoCode, createUser, deleteSession, findSessionByToken } from '../../../src/services/auth/repository.ts';
+import { all, first } from '../../../src/store/sql-work.ts';
 import { startTestIdp, type TestIdp } from '../../helpers/oidc-provider.ts';
 import { startTestPlatform, type TestPlatform } from '../../helpers/platform.ts';
 import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
@@ -27,8 +27,8 @@ function binding(): { verifier: string; challenge: string } {
 }
 
 async function codeRows(service: TestService): Promise<number> {
-  const result = await sql<{ n: number | string }>`select count(*) as n from auth_sso_codes`.execute(service.store.sql.db);
-  return Number(result.rows[0]?.n);
+  const row = await service.store.sql.database.read(() => first<{ n: number | string }>('select count(*) as n from auth_sso_codes'));
+  return Number(row?.n);
 }
 
 describe('single sign-on hand-over', { timeout: 120_000 }, () => {
@@ -223,10 +223,10 @@ describe('single sign-on hand-over', { timeout: 120_000 }, () => {
     test('lives 60 s: the callback stores it hashed with its challenge, and an expired one is refused and burned', async () => {
       const before = Date.now();
       const { code, verifier } = await codeFor();
-      const rows = await sql<{ code_hash: string; expires_at: number | string; challenge: string }>`select * from auth_sso_codes`.execute(service.store.sql.db);
-      const row = rows.rows.find((r) => r.code_hash === createHash('sha256').update(code).digest('hex'));
+      const rows = await service.store.sql.database.read(() => all<{ code_hash: string; expires_at: number | string; challenge: string }>('select * from auth_sso_codes'));
+      const row = rows.find((r) => r.code_hash === createHash('sha256').update(code).digest('hex'));
       assert.ok(row, 'stored as its SHA-256');
-      assert.ok(!JSON.stringify(rows.rows).includes(code) && !JSON.stringify(rows.rows).includes(verifier), 'neither the code nor the verifier is stored');
+      assert.ok(!JSON.stringify(rows).includes(code) && !JSON.stringify(rows).includes(verifier), 'neither the code nor the verifier is stored');
       assert.equal(row.challenge, b64url(createHash('sha256').update(verifier).digest()));
       const expiresAt = Number(row.expires_at);
       assert.ok(expiresAt >= before + SSO_CODE_TTL_MS && expiresAt <= Date.now() + SSO_CODE_TTL_MS, `expires_at ${expiresAt}`);

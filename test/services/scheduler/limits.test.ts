@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { SchedulerRepository, type Page, type TaskFilter } from '../../../src/services/scheduler/repository.ts';
 import { MAX_LABEL_FILTERS, MAX_LABEL_LENGTH, MAX_LABELS, MAX_SEARCH_LENGTH } from '../../../src/services/scheduler/schemas.ts';
+import { all } from '../../../src/store/sql-work.ts';
 import { assertError } from '../../helpers/envelope.ts';
 import { storeDigest } from '../../helpers/platform.ts';
 import { startScheduler, type SchedulerHarness } from './helpers.ts';
@@ -66,12 +67,12 @@ describe('scheduler: task lists read in slices agree with a plain reading', () =
 
   /** The same answer from the whole table, read at once and filtered here. */
   const reference = async (scheduler: string, filter: TaskFilter, scheduled: Page, inflight: Page, now: number) => {
-    const rows = (await h.service.store.sql.db
-      .selectFrom('scheduler_tasks' as never)
-      .select(['seq', 'id', 'due_ms', 'labels', 'lease_id', 'payload'] as never[])
-      .where('scheduler_id' as never, '=', scheduler as never)
-      .orderBy('seq' as never)
-      .execute()) as unknown as { id: string; due_ms: number | string; labels: string; lease_id: string | null; payload: string }[];
+    const rows = await h.service.store.sql.database.read(() =>
+      all<{ id: string; due_ms: number | string; labels: string; lease_id: string | null; payload: string }>(
+        'select seq, id, due_ms, labels, lease_id, payload from scheduler_tasks where scheduler_id = ? order by seq',
+        scheduler,
+      ),
+    );
     const kept = rows.filter((row) => (!filter.search || row.payload.includes(filter.search)) && filter.labels.every((label) => (JSON.parse(row.labels) as string[]).includes(label)));
     const isInflight = (row: (typeof rows)[number]) => row.lease_id !== null && Number(row.due_ms) > now;
     const page = (list: typeof rows, p: Page) => list.slice((p.page - 1) * p.perPage, p.page * p.perPage).map((row) => row.id);

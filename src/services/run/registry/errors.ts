@@ -1,6 +1,9 @@
 /**
  * Registry errors travel as RegistryError and leave in the OCI form
- * `{"errors":[{"code","message","detail"}]}` (run.md §6.2), not the platform envelope.
+ * `{"errors":[{"code","message","detail"}]}` (a HEAD's error carries its status only; see the
+ * service README, "Registry"), not the platform envelope. The constructors below are every error
+ * the registry answers itself; routes/registry/index.ts maps what others throw (a 405, a body too
+ * large, an unexpected failure) to the same form.
  */
 export type RegistryErrorCode =
   | 'NAME_INVALID'
@@ -46,3 +49,12 @@ export const unsupported = (what: string) => new RegistryError(405, 'UNSUPPORTED
 export const sizeInvalid = (message: string) => new RegistryError(413, 'SIZE_INVALID', message);
 export const uploadUnknown = () => new RegistryError(404, 'BLOB_UPLOAD_UNKNOWN', 'blob upload unknown to registry');
 export const unavailable = (message: string) => new RegistryError(503, 'UNAVAILABLE', message);
+export const pathNotDecodable = () => new RegistryError(404, 'NAME_UNKNOWN', 'the path is not valid percent-encoding');
+export const noEndpoint = (method: string, path: string) => new RegistryError(404, 'NAME_UNKNOWN', `no registry endpoint for ${method} /v2/${path}`);
+export const blobUnknown = (digest: string) => new RegistryError(404, 'BLOB_UNKNOWN', 'blob unknown to registry', { digest });
+export const manifestUnknown = (reference: string) => new RegistryError(404, 'MANIFEST_UNKNOWN', 'manifest unknown to registry', { reference });
+/** A chunk out of order (416): `headers` give the upload's current `Range` and `Location`. */
+export const uploadInvalid = (message: string, size: number, headers: Readonly<Record<string, string>>) =>
+  new RegistryError(416, 'BLOB_UPLOAD_INVALID', message, { size }, headers);
+export const manifestBlobUnknown = (what: 'blob' | 'manifest', digest: string) =>
+  new RegistryError(400, 'MANIFEST_BLOB_UNKNOWN', `the manifest references ${what === 'blob' ? 'a blob' : 'a manifest'} not in the repository: ${digest}`, { digest });

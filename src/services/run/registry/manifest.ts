@@ -39,9 +39,9 @@ function descriptorDigest(value: unknown, where: string): string {
 }
 
 /**
- * Checks a manifest body against its Content-Type (run.md §6.4): one of the four supported media
- * types, JSON with `schemaVersion` 2, a `mediaType` member (when present) equal to the
- * Content-Type, and the descriptors an image manifest or an index must have. The body's own
+ * Checks a manifest body against its Content-Type (service README, "Manifests"): one of the four
+ * supported media types, JSON with `schemaVersion` 2, a `mediaType` member (when present) equal to
+ * the Content-Type, and the descriptors an image manifest or an index must have. The body's own
  * `mediaType` is used when the Content-Type is absent.
  */
 export function parseManifest(body: Buffer, contentType: string | undefined): ParsedManifest {

@@ -1,6 +1,7 @@
 /**
- * Registry paths are matched from their end (run.md §2): repository names contain `/` and digests
- * contain `:`, so no router pattern can split them. `path` is what follows `/v2/`, decoded.
+ * Registry paths are matched from their end (service README, "Routing"): repository names contain
+ * `/` and digests contain `:`, so no router pattern can split them. `path` is what follows `/v2/`,
+ * decoded.
  */
 export type RegistryPath =
   | { kind: 'base' }

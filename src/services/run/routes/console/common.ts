@@ -1,0 +1,64 @@
+import type { ServiceApp } from '../../../../core/app.ts';
+import type { DesiredState, EnvVar, Volume } from '../../driver.ts';
+import { RunErrors } from '../../errors.ts';
+import { digestProblem, isRepositoryName, isTag } from '../../names.ts';
+import type { RepositoryRow } from '../../repository.ts';
+import { errorBody } from '../../schemas.ts';
+import type { RouteDeps } from '../deps.ts';
+
+/**
+ * What the console routes share. The console API (service README, "Console API"): identity
+ * required; another user's repository is not found.
+ */
+export const consoleTags = ['console'];
+export const consoleSecurity = [{ gatewayIdentity: [] }];
+export const consoleErrors = { 400: errorBody, 401: errorBody, 404: errorBody, 502: errorBody };
+
+/** The caller's repository `name`: 400 for an invalid name, 404 when missing or another user's. */
+export async function owned({ repository }: RouteDeps, name: string, user: string): Promise<RepositoryRow> {
+  if (!isRepositoryName(name)) throw RunErrors.invalidRepositoryName(name);
+  const found = await repository.findRepository(name);
+  // Another user's repository answers exactly like a missing one: names are not disclosed.
+  if (!found || found.owner !== user) throw RunErrors.repositoryNotFound(name);
+  return found;
+}
+
+/** The console data of a repository, with what the driver reports it has applied. */
+export async function answer({ repository, driver }: RouteDeps, row: RepositoryRow) {
+  return { ...(await repository.consoleData(row)), actual: driver.status ? await driver.status(row.name) : null };
+}
+
+/** The desired state is saved first (the durable record); the driver is then asked to follow it. */
+export async function apply(app: ServiceApp, { driver }: RouteDeps, row: RepositoryRow): Promise<void> {
+  try {
+    await driver.apply(row.name, { ...row.desired, env: row.env, volumes: row.volumes });
+  } catch (error) {
+    app.log.warn({ err: error, repository: row.name, driver: driver.name }, 'runtime driver failed to apply the desired state');
+    throw RunErrors.driverFailed(driver.name, (error as Error).message ?? 'unknown error');
+  }
+}
+
+/** Resolves `reference` (a tag, to the digest it points at now) or `digest` (a manifest of this repository). */
+export async function target({ repository }: RouteDeps, row: RepositoryRow, body: { reference?: string | undefined; digest?: string | undefined }): Promise<DesiredState> {
+  const { reference, digest } = body;
+  if ((reference === undefined) === (digest === undefined)) throw RunErrors.targetNotOne();
+  if (reference !== undefined) {
+    if (!isTag(reference)) throw RunErrors.invalidTag(reference);
+    const resolved = await repository.tagDigest(row.name, reference);
+    if (!resolved) throw RunErrors.referenceNotFound(reference, row.name);
+    return { state: 'running', reference, digest: resolved };
+  }
+  const problem = digestProblem(digest);
+  if (problem) throw RunErrors.invalidDigest(problem);
+  if (!(await repository.manifest(row.name, digest!))) throw RunErrors.manifestNotFound(digest!, row.name);
+  return { state: 'running', reference: null, digest: digest! };
+}
+
+/** Saving env or volumes re-applies a running repository, so a container driver can restart it. */
+export async function saveConfig(app: ServiceApp, deps: RouteDeps, name: string, user: string, column: 'env' | 'volumes', value: EnvVar[] | Volume[]) {
+  const row = await owned(deps, name, user);
+  const saved = await deps.repository.setConfig(row.name, column, value);
+  if (!saved) throw RunErrors.repositoryNotFound(row.name);
+  if (saved.desired.state === 'running') await apply(app, deps, saved);
+  return answer(deps, saved);
+}
