@@ -35,7 +35,7 @@ export interface RequestScope {
   project: { id: string; slug: string } | null;
   /**
    * The key-value host: a key bound to one project is valid there for that project (its namespace,
-   * decision 46), although the request comes through no project host.
+   * the gateway README), although the request comes through no project host.
    */
   keyProjectApplies?: boolean;
 }

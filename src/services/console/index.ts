@@ -14,7 +14,7 @@ export interface ConsoleOptions {
 }
 
 /**
- * The console (console.md): `/version`, the seven-route mock API under `/fakeapi/`, the web
+ * The console: `/version`, the seven-route mock API under `/fakeapi/`, the web
  * console's runtime settings, and the built web console with a single-page-app fallback. No
  * route reads the identity: the console is the same for everyone; the UI signs in itself.
  */

@@ -87,7 +87,7 @@ export class LambdaRepository {
   }
 
   /**
-   * The mux choice (README: Invocation, mux; decision 18): candidates by owner or project, method equal
+   * The mux choice (README: Invocation, mux): candidates by owner or project, method equal
    * (HEAD also matches GET) or ANY, path equal ignoring one trailing slash; an exact method beats
    * ANY, then the oldest wins.
    */

@@ -15,7 +15,7 @@ export const schedulerMigrations: MigrationSet = {
         `create table scheduler_tasks (seq ${types.serialPrimaryKey}, scheduler_id text not null, id text not null, payload text not null, labels text not null, due_ms bigint not null, lease_id text, unique (scheduler_id, id))`,
         'create index scheduler_tasks_due on scheduler_tasks (scheduler_id, due_ms, seq)',
         'create index scheduler_tasks_order on scheduler_tasks (scheduler_id, seq)',
-        // The key generated when SCHEDULER_API_KEYS is empty (decision 19): one row, shared by instances.
+        // The key generated when SCHEDULER_API_KEYS is empty (README: Generated key): one row, shared by instances.
         'create table scheduler_generated_key (slot integer primary key, api_key text not null)',
       ],
     },

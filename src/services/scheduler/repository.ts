@@ -406,7 +406,7 @@ export class SchedulerRepository {
     return result;
   }
 
-  // ---- the generated key (decision 19) ----
+  // ---- the generated key (README: Generated key) ----
 
   /** The stored generated key, creating it when there is none; `created` tells whether this call did. */
   async generatedKey(candidate: string): Promise<{ key: string; created: boolean }> {

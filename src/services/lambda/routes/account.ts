@@ -11,7 +11,7 @@ const security = [{ gatewayIdentity: [] }];
 export const ongoingSchema = { tags, security, summary: "The caller's running invocations", response: { 200: Type.Array(ongoingItem), ...errors(401) } };
 export const meSchema = { tags, security, summary: "The caller's user record", response: { 200: meObject, ...errors(401) } };
 
-/** `/ongoing`, `/me` and `/openapi` with their `/api/v0` aliases (README: Routes; decision 18). */
+/** `/ongoing`, `/me` and `/openapi` with their `/api/v0` aliases (README: Routes). */
 export function registerAccount(app: ServiceApp, { invoker }: RouteDeps): void {
   const ongoing = async (request: FastifyRequest) => {
     const user = requireIdentity(request).user.id;
