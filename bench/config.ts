@@ -20,7 +20,11 @@ const headers = { host: 'config.localhost', 'content-type': 'application/json' }
 function mixedRequests(): autocannon.Request[] {
   return Array.from({ length: POOL }, (_, i) =>
     i % 10 === 9
-      ? { method: 'PATCH' as const, path: `/v0/configs/cfg-${randomObject()}`, body: JSON.stringify({ 'limits.rps': i, 'bench.touched': true }) }
+      ? {
+          method: 'PATCH' as const,
+          path: `/v0/configs/cfg-${randomObject()}`,
+          body: JSON.stringify({ 'limits.rps': i, 'bench.touched': true }),
+        }
       : { method: 'GET' as const, path: `/v0/configs/cfg-${randomObject()}` },
   );
 }
@@ -30,10 +34,24 @@ const ROUNDS = 2;
 
 function post(port: number, path: string, body: string, agent: http.Agent): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent, headers: { host: 'config.localhost', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent,
+        headers: {
+          host: 'config.localhost',
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -55,7 +73,15 @@ export async function run(): Promise<void> {
       Array.from({ length: 32 }, async () => {
         while (next < OBJECTS) {
           const i = next++;
-          const body = JSON.stringify({ id: `cfg-${i}`, entries: { 'feature.enabled': i % 2 === 0, 'service.name': `svc-${i}`, 'limits.rps': i, 'owner.team': 'platform' } });
+          const body = JSON.stringify({
+            id: `cfg-${i}`,
+            entries: {
+              'feature.enabled': i % 2 === 0,
+              'service.name': `svc-${i}`,
+              'limits.rps': i,
+              'owner.team': 'platform',
+            },
+          });
           const status = await post(stratus.port, '/v0/configs', body, agent);
           if (status !== 201) throw new Error(`seeding cfg-${i} answered ${status}`);
         }
@@ -64,7 +90,10 @@ export async function run(): Promise<void> {
     agent.destroy();
     console.log(`seeded ${OBJECTS} config objects in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
-    const sample = JSON.stringify({ id: 'cfg-1', entries: { 'feature.enabled': false, 'service.name': 'svc-1', 'limits.rps': 1, 'owner.team': 'platform' } });
+    const sample = JSON.stringify({
+      id: 'cfg-1',
+      entries: { 'feature.enabled': false, 'service.name': 'svc-1', 'limits.rps': 1, 'owner.team': 'platform' },
+    });
     const bare = await startBareServer(sample);
     const requests = mixedRequests();
     let baseline;
@@ -88,7 +117,11 @@ export async function run(): Promise<void> {
     } finally {
       await bare.stop();
     }
-    report(`config benchmark (store ${stratus.store}, 50 connections, ${DURATION_S} s each in ${ROUNDS} interleaved rounds)`, baseline!, [mixed!]);
+    report(
+      `config benchmark (store ${stratus.store}, 50 connections, ${DURATION_S} s each in ${ROUNDS} interleaved rounds)`,
+      baseline!,
+      [mixed!],
+    );
   } finally {
     await stratus.stop();
     await database.drop();

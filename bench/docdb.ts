@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import http from 'node:http';
 import Database from 'better-sqlite3';
 import type autocannon from 'autocannon';
-import { benchDatabaseUrl, interleaved, report, startBareFastify, startStratus, type Child, type LoadResult } from './lib.ts';
+import {
+  benchDatabaseUrl,
+  interleaved,
+  report,
+  startBareFastify,
+  startStratus,
+  type Child,
+  type LoadResult,
+} from './lib.ts';
 
 const INSERTED = Number(process.env.BENCH_DOCDB_INSERT ?? 1_000_000);
 const SCANNED = 100_000;
@@ -16,13 +24,28 @@ interface Reply {
   body: string;
 }
 
-function request(port: number, method: string, path: string, body: string | null, headers: Record<string, string>): Promise<Reply> {
+function request(
+  port: number,
+  method: string,
+  path: string,
+  body: string | null,
+  headers: Record<string, string>,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, method, headers: { host: HOST, 'content-type': 'application/json', ...headers } }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method,
+        headers: { host: HOST, 'content-type': 'application/json', ...headers },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body ?? undefined);
   });
@@ -34,32 +57,47 @@ async function expect(reply: Promise<Reply>, status: number, what: string): Prom
   return answer.body;
 }
 
-const smallDocument = (i: number) => `{"id":"doc-${i}","email":"user${i}@example.com","n":${i},"category":"c${i % 100}","active":${i % 2 === 0}}`;
+const smallDocument = (i: number) =>
+  `{"id":"doc-${i}","email":"user${i}@example.com","n":${i},"category":"c${i % 100}","active":${i % 2 === 0}}`;
 
 /**
  * Streams `count` documents as NDJSON in one request and counts the response lines as they come
  * back (the insert answers each document once committed); resolves with the elapsed seconds.
  */
-function streamInsert(port: number, path: string, count: number, headers: Record<string, string>): Promise<{ seconds: number; lines: number; errors: string[] }> {
+function streamInsert(
+  port: number,
+  path: string,
+  count: number,
+  headers: Record<string, string>,
+): Promise<{ seconds: number; lines: number; errors: string[] }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     let lines = 0;
     const errors: string[] = [];
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers: { host: HOST, 'content-type': 'application/x-ndjson', ...headers } }, (res) => {
-      let rest = '';
-      res.on('data', (chunk: Buffer) => {
-        const text = rest + chunk.toString();
-        let start = 0;
-        for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', start)) {
-          const line = text.slice(start, end);
-          if (line.startsWith('{"error"')) errors.push(line);
-          lines++;
-          start = end + 1;
-        }
-        rest = text.slice(start);
-      });
-      res.on('end', () => resolve({ seconds: (performance.now() - started) / 1000, lines, errors }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        headers: { host: HOST, 'content-type': 'application/x-ndjson', ...headers },
+      },
+      (res) => {
+        let rest = '';
+        res.on('data', (chunk: Buffer) => {
+          const text = rest + chunk.toString();
+          let start = 0;
+          for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', start)) {
+            const line = text.slice(start, end);
+            if (line.startsWith('{"error"')) errors.push(line);
+            lines++;
+            start = end + 1;
+          }
+          rest = text.slice(start);
+        });
+        res.on('end', () => resolve({ seconds: (performance.now() - started) / 1000, lines, errors }));
+      },
+    );
     req.on('error', reject);
     let next = 0;
     const BATCH = 500;
@@ -77,16 +115,30 @@ function streamInsert(port: number, path: string, count: number, headers: Record
 }
 
 /** Reads a streamed find to the end, counting lines; resolves with documents per second. */
-function streamFind(port: number, path: string, body: string, headers: Record<string, string>): Promise<{ docsPerSecond: number; lines: number }> {
+function streamFind(
+  port: number,
+  path: string,
+  body: string,
+  headers: Record<string, string>,
+): Promise<{ docsPerSecond: number; lines: number }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     let lines = 0;
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers: { host: HOST, 'content-type': 'application/json', ...headers } }, (res) => {
-      res.on('data', (chunk: Buffer) => {
-        for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) lines++;
-      });
-      res.on('end', () => resolve({ docsPerSecond: lines / ((performance.now() - started) / 1000), lines }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        headers: { host: HOST, 'content-type': 'application/json', ...headers },
+      },
+      (res) => {
+        res.on('data', (chunk: Buffer) => {
+          for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) lines++;
+        });
+        res.on('end', () => resolve({ docsPerSecond: lines / ((performance.now() - started) / 1000), lines }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -116,11 +168,22 @@ function baselineInsert(dir: string, count: number): { docsPerSecond: number; da
 function baselineRead(database: Database.Database, count: number): number {
   const started = performance.now();
   let rows = 0;
-  for (const row of database.prepare('select body from documents where collection_id = 1 order by seq limit ?').iterate(count)) if (row) rows++;
+  for (const row of database
+    .prepare('select body from documents where collection_id = 1 order by seq limit ?')
+    .iterate(count))
+    if (row) rows++;
   return rows / ((performance.now() - started) / 1000);
 }
 
-const row = (name: string, value: number, baseline: number): LoadResult & { baseline: number } => ({ name, requestsPerSecond: value, p50: 0, p99: 0, errors: 0, non2xx: 0, baseline });
+const row = (name: string, value: number, baseline: number): LoadResult & { baseline: number } => ({
+  name,
+  requestsPerSecond: value,
+  p50: 0,
+  p99: 0,
+  errors: 0,
+  non2xx: 0,
+  baseline,
+});
 
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'stratus-bench-docdb-'));
@@ -131,16 +194,45 @@ export async function run(): Promise<void> {
     const stratus = await startStratus([], { DATA_DIR: join(dir, 'data'), DATABASE_URL: schema.url });
     children.push(stratus);
     const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-bench' } }) };
-    const database = JSON.parse(await expect(request(stratus.internalPort, 'POST', '/v1/databases', '{"name":"bench"}', identity), 201, 'creating the database')) as { id: string };
-    const key = JSON.parse(await expect(request(stratus.internalPort, 'POST', `/v1/databases/${database.id}:createApiKey`, '{"name":"bench"}', identity), 201, 'creating a key')) as { key: string; secret: string };
+    const database = JSON.parse(
+      await expect(
+        request(stratus.internalPort, 'POST', '/v1/databases', '{"name":"bench"}', identity),
+        201,
+        'creating the database',
+      ),
+    ) as { id: string };
+    const key = JSON.parse(
+      await expect(
+        request(
+          stratus.internalPort,
+          'POST',
+          `/v1/databases/${database.id}:createApiKey`,
+          '{"name":"bench"}',
+          identity,
+        ),
+        201,
+        'creating a key',
+      ),
+    ) as { key: string; secret: string };
     // Measured through the public port with the database's own key, as a client would call it.
     const auth = { 'api-key': key.key, 'api-secret': key.secret };
     const C = `/v1/databases/${database.id}/collections`;
-    await expect(request(stratus.port, 'POST', `${C}/people:createIndex`, '{"name":"by-email","type":"map","field":"email"}', auth), 201, 'creating the map index');
+    await expect(
+      request(
+        stratus.port,
+        'POST',
+        `${C}/people:createIndex`,
+        '{"name":"by-email","type":"map","field":"email"}',
+        auth,
+      ),
+      201,
+      'creating the map index',
+    );
 
     // 1. Streamed insert into a collection with one map index.
     const inserted = await streamInsert(stratus.port, `${C}/people:insert`, INSERTED, auth);
-    if (inserted.lines !== INSERTED || inserted.errors.length > 0) throw new Error(`insert answered ${inserted.lines} lines, errors: ${inserted.errors.slice(0, 3).join(' ')}`);
+    if (inserted.lines !== INSERTED || inserted.errors.length > 0)
+      throw new Error(`insert answered ${inserted.lines} lines, errors: ${inserted.errors.slice(0, 3).join(' ')}`);
     const insertRate = INSERTED / inserted.seconds;
     const baseline = baselineInsert(dir, INSERTED);
 
@@ -155,23 +247,52 @@ export async function run(): Promise<void> {
     const headers = { host: HOST, 'content-type': 'application/json', ...auth };
     const [bareFind, mapFind] = await interleaved(
       [
-        { name: 'bare Fastify route, same document', options: { url: `http://127.0.0.1:${bare.port}`, headers, requests: lookups } },
-        { name: 'find by map index via gateway (database key)', options: { url: `http://127.0.0.1:${stratus.port}`, headers, requests: lookups } },
+        {
+          name: 'bare Fastify route, same document',
+          options: { url: `http://127.0.0.1:${bare.port}`, headers, requests: lookups },
+        },
+        {
+          name: 'find by map index via gateway (database key)',
+          options: { url: `http://127.0.0.1:${stratus.port}`, headers, requests: lookups },
+        },
       ],
       { rounds: 2, roundSeconds: DURATION_S / 2, warmupSeconds: 3 },
     );
 
     // 3 and 4. Streamed reads of 100,000 documents: a btree range and a filtered full scan.
-    await expect(request(stratus.port, 'POST', `${C}/scan:createIndex`, '{"name":"by-category","type":"btree","fields":["category","n"]}', auth), 201, 'creating the btree index');
+    await expect(
+      request(
+        stratus.port,
+        'POST',
+        `${C}/scan:createIndex`,
+        '{"name":"by-category","type":"btree","fields":["category","n"]}',
+        auth,
+      ),
+      201,
+      'creating the btree index',
+    );
     const scanned = await streamInsert(stratus.port, `${C}/scan:insert`, SCANNED, auth);
     if (scanned.lines !== SCANNED) throw new Error(`scan collection insert answered ${scanned.lines} lines`);
-    const range = await streamFind(stratus.port, `${C}/scan:find`, JSON.stringify({ index: 'by-category', from: { category: 'c0' }, limit: -1 }), auth);
-    const filtered = await streamFind(stratus.port, `${C}/scan:find`, JSON.stringify({ filter: { n: { $ge: 0 }, active: { $in: [true, false] } }, limit: -1 }), auth);
-    if (range.lines !== SCANNED || filtered.lines !== SCANNED) throw new Error(`reads returned ${range.lines} and ${filtered.lines} documents, expected ${SCANNED}`);
+    const range = await streamFind(
+      stratus.port,
+      `${C}/scan:find`,
+      JSON.stringify({ index: 'by-category', from: { category: 'c0' }, limit: -1 }),
+      auth,
+    );
+    const filtered = await streamFind(
+      stratus.port,
+      `${C}/scan:find`,
+      JSON.stringify({ filter: { n: { $ge: 0 }, active: { $in: [true, false] } }, limit: -1 }),
+      auth,
+    );
+    if (range.lines !== SCANNED || filtered.lines !== SCANNED)
+      throw new Error(`reads returned ${range.lines} and ${filtered.lines} documents, expected ${SCANNED}`);
     const readBaseline = baselineRead(baseline.database, SCANNED);
     baseline.database.close();
 
-    console.log(`\ndocdb benchmark (store ${stratus.store}; baselines SQLite): ${INSERTED.toLocaleString('en')} documents inserted, ${SCANNED.toLocaleString('en')} read back`);
+    console.log(
+      `\ndocdb benchmark (store ${stratus.store}; baselines SQLite): ${INSERTED.toLocaleString('en')} documents inserted, ${SCANNED.toLocaleString('en')} read back`,
+    );
     console.table(
       [
         row('streamed insert, one map index (docs/s)', insertRate, baseline.docsPerSecond),
@@ -184,7 +305,9 @@ export async function run(): Promise<void> {
         'ratio to baseline': (r.requestsPerSecond / r.baseline).toFixed(3),
       })),
     );
-    console.log('baselines (SQLite whatever the store): insert = the same rows and index entries into SQLite with prepared statements in one transaction; reads = the same rows read straight from SQLite');
+    console.log(
+      'baselines (SQLite whatever the store): insert = the same rows and index entries into SQLite with prepared statements in one transaction; reads = the same rows read straight from SQLite',
+    );
     report(`map-index find (store ${stratus.store}, 50 connections, random keys)`, bareFind!, [mapFind!]);
   } finally {
     for (const child of children.reverse()) await child.stop();

@@ -33,12 +33,34 @@ interface Server {
 async function startServer(env: Record<string, string | undefined>): Promise<Server> {
   // BENCH_PROFILE=<dir> writes a CPU profile of the server there when it stops (as lib.ts does).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawnServer(['--no-node-snapshot', ...profile, '--import', 'tsx', CLI, 'serve', '--port', '0', '--internal-port', '0', '--host', '127.0.0.1'], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnServer(
+    [
+      '--no-node-snapshot',
+      ...profile,
+      '--import',
+      'tsx',
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--internal-port',
+      '0',
+      '--host',
+      '127.0.0.1',
+    ],
+    {
+      env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const match = await waitForPorts(child, /public port (\d+) .*internal port (\d+).*\n/);
-  return { port: Number(match[1]), internalPort: Number(match[2]), pid: child.pid!, store: storeOf(match[0]), stop: stopper(child) };
+  return {
+    port: Number(match[1]),
+    internalPort: Number(match[2]),
+    pid: child.pid!,
+    store: storeOf(match[0]),
+    stop: stopper(child),
+  };
 }
 
 async function rssOf(pid: number): Promise<number> {
@@ -65,19 +87,32 @@ async function withPeakRss<T>(pid: number, work: () => Promise<T>): Promise<{ re
   }
 }
 
-function call(port: number, method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<{ status: number; body: string }> {
+function call(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string | Buffer,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers: { host: HOST, ...headers }, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, method, path, headers: { host: HOST, ...headers }, agent: false },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
-async function expectStatus(reply: Promise<{ status: number; body: string }>, status: number, what: string): Promise<string> {
+async function expectStatus(
+  reply: Promise<{ status: number; body: string }>,
+  status: number,
+  what: string,
+): Promise<string> {
   const answer = await reply;
   if (answer.status !== status) throw new Error(`${what} answered ${answer.status}: ${answer.body.slice(0, 300)}`);
   return answer.body;
@@ -88,16 +123,27 @@ function uploadLarge(port: number, path: string, headers: Record<string, string>
   const block = randomBytes(BLOCK);
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method: 'PUT', path, headers: { host: HOST, ...headers, 'content-length': String(size) }, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => {
-        if (res.statusCode !== 201) return reject(new Error(`large upload answered ${res.statusCode}: ${text.slice(0, 300)}`));
-        const stored = JSON.parse(text) as { size: number };
-        if (stored.size !== size) return reject(new Error(`large upload stored ${stored.size} bytes`));
-        resolve((performance.now() - started) / 1000);
-      });
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'PUT',
+        path,
+        headers: { host: HOST, ...headers, 'content-length': String(size) },
+        agent: false,
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => {
+          if (res.statusCode !== 201)
+            return reject(new Error(`large upload answered ${res.statusCode}: ${text.slice(0, 300)}`));
+          const stored = JSON.parse(text) as { size: number };
+          if (stored.size !== size) return reject(new Error(`large upload stored ${stored.size} bytes`));
+          resolve((performance.now() - started) / 1000);
+        });
+      },
+    );
     req.on('error', reject);
     let sent = 0;
     const write = () => {
@@ -119,7 +165,11 @@ function downloadLarge(port: number, path: string, headers: Record<string, strin
       .get({ host: '127.0.0.1', port, path, headers: { host: HOST, ...headers }, agent: false }, (res) => {
         let received = 0;
         res.on('data', (chunk: Buffer) => (received += chunk.length));
-        res.on('end', () => (received === size ? resolve((performance.now() - started) / 1000) : reject(new Error(`downloaded ${received} of ${size} bytes`))));
+        res.on('end', () =>
+          received === size
+            ? resolve((performance.now() - started) / 1000)
+            : reject(new Error(`downloaded ${received} of ${size} bytes`)),
+        );
         res.on('error', reject);
       })
       .on('error', reject);
@@ -131,7 +181,8 @@ async function baselineWrite(path: string, size: number): Promise<number> {
   const block = randomBytes(BLOCK);
   const started = performance.now();
   const stream = createWriteStream(path);
-  for (let sent = 0; sent < size; sent += BLOCK) if (!stream.write(block.subarray(0, Math.min(BLOCK, size - sent)))) await once(stream, 'drain');
+  for (let sent = 0; sent < size; sent += BLOCK)
+    if (!stream.write(block.subarray(0, Math.min(BLOCK, size - sent)))) await once(stream, 'drain');
   stream.end();
   await once(stream, 'finish');
   const handle = await open(path, 'r+');
@@ -175,26 +226,71 @@ async function baselineOps(dir: string, kind: 'write' | 'read', seconds: number)
   return done / ((performance.now() - started) / 1000);
 }
 
-async function cannon(name: string, options: autocannon.Options): Promise<{ rate: number; p50: number; p99: number; bad: number; name: string; errors: number; non2xx: number; statuses: Record<string, number> }> {
+async function cannon(
+  name: string,
+  options: autocannon.Options,
+): Promise<{
+  rate: number;
+  p50: number;
+  p99: number;
+  bad: number;
+  name: string;
+  errors: number;
+  non2xx: number;
+  statuses: Record<string, number>;
+}> {
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...options });
   const statuses: Record<string, number> = {};
-  for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) if (!code.startsWith('2') && (stat.count ?? 0) > 0) statuses[code] = stat.count ?? 0;
+  for (const [code, stat] of Object.entries(result.statusCodeStats ?? {}))
+    if (!code.startsWith('2') && (stat.count ?? 0) > 0) statuses[code] = stat.count ?? 0;
   const errors = result.errors; // timeouts included
-  return { rate: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: errors + result.non2xx, name, errors, non2xx: result.non2xx, statuses };
+  return {
+    rate: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    bad: errors + result.non2xx,
+    name,
+    errors,
+    non2xx: result.non2xx,
+    statuses,
+  };
 }
 
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'stratus-bench-files-'));
   let server: Server | undefined;
   try {
-    server = await startServer({ DATA_DIR: join(dir, 'data'), DATABASE_URL: undefined, FILES_MAX_UPLOAD_BYTES: String(2 * LARGE) });
-    const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-bench' } }), 'content-type': 'application/json' };
+    server = await startServer({
+      DATA_DIR: join(dir, 'data'),
+      DATABASE_URL: undefined,
+      FILES_MAX_UPLOAD_BYTES: String(2 * LARGE),
+    });
+    const identity = {
+      'x-gateway-authentication': JSON.stringify({ user: { id: 'user-bench' } }),
+      'content-type': 'application/json',
+    };
     const created = JSON.parse(
-      await expectStatus(call(server.internalPort, 'POST', '/v0/apikeys', { ...identity, host: 'apikeys.localhost' }, '{"name":"bench"}'), 201, 'creating the API key'),
+      await expectStatus(
+        call(
+          server.internalPort,
+          'POST',
+          '/v0/apikeys',
+          { ...identity, host: 'apikeys.localhost' },
+          '{"name":"bench"}',
+        ),
+        201,
+        'creating the API key',
+      ),
     ) as { key: string; secret: string };
     // Measured through the public port with a platform API key, as a client would call it.
     const auth = { 'api-key': created.key, 'api-secret': created.secret };
-    const bucket = JSON.parse(await expectStatus(call(server.port, 'POST', '/v1/buckets', { ...auth, 'content-type': 'application/json' }, '{"name":"bench"}'), 201, 'creating the bucket')) as { id: string };
+    const bucket = JSON.parse(
+      await expectStatus(
+        call(server.port, 'POST', '/v1/buckets', { ...auth, 'content-type': 'application/json' }, '{"name":"bench"}'),
+        201,
+        'creating the bucket',
+      ),
+    ) as { id: string };
     const base = `/v1/buckets/${bucket.id}/files`;
     const url = `http://127.0.0.1:${server.port}`;
 
@@ -203,12 +299,21 @@ export async function run(): Promise<void> {
     const put = await cannon('PUT 1 KiB', {
       url,
       headers: { host: HOST, ...auth },
-      requests: [{ method: 'PUT', setupRequest: (req) => ({ ...req, path: `${base}/small/${n++}.bin`, body: randomBytes(SMALL) }) }],
+      requests: [
+        {
+          method: 'PUT',
+          setupRequest: (req) => ({ ...req, path: `${base}/small/${n++}.bin`, body: randomBytes(SMALL) }),
+        },
+      ],
     });
     const putBaseline = await baselineOps(dir, 'write', DURATION_S / 2);
 
     // 2. 1 KiB downloads of one file.
-    await expectStatus(call(server.port, 'PUT', `${base}/hot.bin`, auth, randomBytes(SMALL)), 201, 'uploading the hot file');
+    await expectStatus(
+      call(server.port, 'PUT', `${base}/hot.bin`, auth, randomBytes(SMALL)),
+      201,
+      'uploading the hot file',
+    );
     const get = await cannon('GET 1 KiB', { url: `${url}${base}/hot.bin`, headers: { host: HOST, ...auth } });
     const getBaseline = await baselineOps(dir, 'read', DURATION_S / 2);
 
@@ -222,14 +327,54 @@ export async function run(): Promise<void> {
 
     const mb = (seconds: number) => LARGE / 1e6 / seconds;
     const store = server.store === 'SQLite' ? 'SQLite + blob directory' : server.store;
-    console.log(`\nfiles benchmark (store ${store}${process.env.DATABASE_URL ? ', DATABASE_URL not used by this bench' : ''}, ${CONNECTIONS} connections, ${DURATION_S} s per small scenario, through the gateway with an API key)`);
+    console.log(
+      `\nfiles benchmark (store ${store}${process.env.DATABASE_URL ? ', DATABASE_URL not used by this bench' : ''}, ${CONNECTIONS} connections, ${DURATION_S} s per small scenario, through the gateway with an API key)`,
+    );
     console.table([
-      { scenario: 'PUT 1 KiB (ops/s)', value: Math.round(put.rate), baseline: Math.round(putBaseline), ratio: (put.rate / putBaseline).toFixed(3), 'p50 ms': put.p50, 'p99 ms': put.p99, 'errors+non2xx': put.bad, 'server RSS growth MB': '' },
-      { scenario: 'GET 1 KiB (ops/s)', value: Math.round(get.rate), baseline: Math.round(getBaseline), ratio: (get.rate / getBaseline).toFixed(3), 'p50 ms': get.p50, 'p99 ms': get.p99, 'errors+non2xx': get.bad, 'server RSS growth MB': '' },
-      { scenario: `upload ${(LARGE / 1024 ** 3).toFixed(2)} GiB (MB/s)`, value: Math.round(mb(up.result)), baseline: Math.round(mb(writeSeconds)), ratio: (writeSeconds / up.result).toFixed(3), 'p50 ms': '', 'p99 ms': '', 'errors+non2xx': 0, 'server RSS growth MB': (up.growth / 1e6).toFixed(1) },
-      { scenario: `download ${(LARGE / 1024 ** 3).toFixed(2)} GiB (MB/s)`, value: Math.round(mb(down.result)), baseline: Math.round(mb(readSeconds)), ratio: (readSeconds / down.result).toFixed(3), 'p50 ms': '', 'p99 ms': '', 'errors+non2xx': 0, 'server RSS growth MB': (down.growth / 1e6).toFixed(1) },
+      {
+        scenario: 'PUT 1 KiB (ops/s)',
+        value: Math.round(put.rate),
+        baseline: Math.round(putBaseline),
+        ratio: (put.rate / putBaseline).toFixed(3),
+        'p50 ms': put.p50,
+        'p99 ms': put.p99,
+        'errors+non2xx': put.bad,
+        'server RSS growth MB': '',
+      },
+      {
+        scenario: 'GET 1 KiB (ops/s)',
+        value: Math.round(get.rate),
+        baseline: Math.round(getBaseline),
+        ratio: (get.rate / getBaseline).toFixed(3),
+        'p50 ms': get.p50,
+        'p99 ms': get.p99,
+        'errors+non2xx': get.bad,
+        'server RSS growth MB': '',
+      },
+      {
+        scenario: `upload ${(LARGE / 1024 ** 3).toFixed(2)} GiB (MB/s)`,
+        value: Math.round(mb(up.result)),
+        baseline: Math.round(mb(writeSeconds)),
+        ratio: (writeSeconds / up.result).toFixed(3),
+        'p50 ms': '',
+        'p99 ms': '',
+        'errors+non2xx': 0,
+        'server RSS growth MB': (up.growth / 1e6).toFixed(1),
+      },
+      {
+        scenario: `download ${(LARGE / 1024 ** 3).toFixed(2)} GiB (MB/s)`,
+        value: Math.round(mb(down.result)),
+        baseline: Math.round(mb(readSeconds)),
+        ratio: (readSeconds / down.result).toFixed(3),
+        'p50 ms': '',
+        'p99 ms': '',
+        'errors+non2xx': 0,
+        'server RSS growth MB': (down.growth / 1e6).toFixed(1),
+      },
     ]);
-    console.log('baselines (this process, node:fs): PUT = write + fsync a new 1 KiB file, 20 at a time; GET = readFile of a 1 KiB file, 20 at a time; large = the same bytes streamed to a file then fsynced, and read back with a read stream');
+    console.log(
+      'baselines (this process, node:fs): PUT = write + fsync a new 1 KiB file, 20 at a time; GET = readFile of a 1 KiB file, 20 at a time; large = the same bytes streamed to a file then fsynced, and read back with a read stream',
+    );
     flagFailures([put, get]);
   } finally {
     await server?.stop();

@@ -11,7 +11,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
-import { benchDatabaseUrl, interleaved, report, spawnServer, startStratus, stopper, waitForPorts, type Child } from './lib.ts';
+import {
+  benchDatabaseUrl,
+  interleaved,
+  report,
+  spawnServer,
+  startStratus,
+  stopper,
+  waitForPorts,
+  type Child,
+} from './lib.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = 50;
@@ -34,12 +43,20 @@ async function startPlainFastify(): Promise<Child> {
   return { port: Number(match[1]), internalPort: 0, stop: stopper(child) };
 }
 
-function request(port: number, host: string, method: string, path: string, body?: string, identity = false): Promise<{ status: number; body: string; ms: number }> {
+function request(
+  port: number,
+  host: string,
+  method: string,
+  path: string,
+  body?: string,
+  identity = false,
+): Promise<{ status: number; body: string; ms: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | number> = { host };
     if (identity) headers['x-gateway-authentication'] = IDENTITY;
-    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    if (body !== undefined)
+      Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     const req = http.request({ host: '127.0.0.1', port, path, method, headers, agent: false }, (res) => {
       let text = '';
       res.setEncoding('utf8');
@@ -53,7 +70,14 @@ function request(port: number, host: string, method: string, path: string, body?
 
 /** Lambdas are created on the internal port as the bench user; they are then called publicly. */
 async function createLambda(stratus: Child, name: string, code: string): Promise<string> {
-  const res = await request(stratus.internalPort, 'lambda.localhost', 'POST', '/api/v0/lambdas', JSON.stringify({ name, code, method: 'GET', path: '/hello-world' }), true);
+  const res = await request(
+    stratus.internalPort,
+    'lambda.localhost',
+    'POST',
+    '/api/v0/lambdas',
+    JSON.stringify({ name, code, method: 'GET', path: '/hello-world' }),
+    true,
+  );
   if (res.status !== 201) throw new Error(`create ${name} answered ${res.status}: ${res.body}`);
   return (JSON.parse(res.body) as { id: string }).id;
 }
@@ -69,9 +93,15 @@ export async function run(): Promise<void> {
   const database = await benchDatabaseUrl();
   const children: Child[] = [];
   try {
-    const stratus = await startStratus([], { DATA_DIR: dataDir, DATABASE_URL: database.url, LAMBDA_OWNER_CONCURRENCY: String(OWNER_CONCURRENCY) });
+    const stratus = await startStratus([], {
+      DATA_DIR: dataDir,
+      DATABASE_URL: database.url,
+      LAMBDA_OWNER_CONCURRENCY: String(OWNER_CONCURRENCY),
+    });
     children.push(stratus);
-    console.log(`lambda benchmark: store ${stratus.store}; LAMBDA_OWNER_CONCURRENCY=${OWNER_CONCURRENCY} (per-owner cap, default 8) for ${CONNECTIONS} connections of one owner`);
+    console.log(
+      `lambda benchmark: store ${stratus.store}; LAMBDA_OWNER_CONCURRENCY=${OWNER_CONCURRENCY} (per-owner cap, default 8) for ${CONNECTIONS} connections of one owner`,
+    );
     const plain = await startPlainFastify();
     children.push(plain);
     const hello = await createLambda(stratus, 'hello-world', HELLO);
@@ -81,12 +111,26 @@ export async function run(): Promise<void> {
     // 1. Warm invocation beside the plain route, 50 connections, interleaved rounds.
     const [baseline, warm] = await interleaved(
       [
-        { name: 'plain Fastify route, same JSON', options: { url: `http://127.0.0.1:${plain.port}/run/${hello}`, connections: CONNECTIONS } },
-        { name: 'warm hello-world via gateway /run/{id}', options: { url: `http://127.0.0.1:${stratus.port}/run/${hello}`, headers: { host: 'lambda.localhost' }, connections: CONNECTIONS } },
+        {
+          name: 'plain Fastify route, same JSON',
+          options: { url: `http://127.0.0.1:${plain.port}/run/${hello}`, connections: CONNECTIONS },
+        },
+        {
+          name: 'warm hello-world via gateway /run/{id}',
+          options: {
+            url: `http://127.0.0.1:${stratus.port}/run/${hello}`,
+            headers: { host: 'lambda.localhost' },
+            connections: CONNECTIONS,
+          },
+        },
       ],
       { rounds: 2, roundSeconds: DURATION_S / 2, warmupSeconds: 3 },
     );
-    report(`lambda: warm invocation, ${CONNECTIONS} connections of one owner, LAMBDA_OWNER_CONCURRENCY=${OWNER_CONCURRENCY}, store ${stratus.store} (target ≥ 2,000 req/s)`, baseline!, [warm!]);
+    report(
+      `lambda: warm invocation, ${CONNECTIONS} connections of one owner, LAMBDA_OWNER_CONCURRENCY=${OWNER_CONCURRENCY}, store ${stratus.store} (target ≥ 2,000 req/s)`,
+      baseline!,
+      [warm!],
+    );
 
     // 2. Cold first call after create: 100 lambdas with distinct code (no compile-cache hits).
     const cold: number[] = [];
@@ -96,7 +140,9 @@ export async function run(): Promise<void> {
       if (res.status !== 200) throw new Error(`cold call answered ${res.status}`);
       cold.push(res.ms);
     }
-    console.log(`\ncold first call after create (100 lambdas, via the gateway): p50 ${percentile(cold, 50).toFixed(2)} ms, p99 ${percentile(cold, 99).toFixed(2)} ms (target p50 ≤ 25 ms)`);
+    console.log(
+      `\ncold first call after create (100 lambdas, via the gateway): p50 ${percentile(cold, 50).toFixed(2)} ms, p99 ${percentile(cold, 99).toFixed(2)} ms (target p50 ≤ 25 ms)`,
+    );
 
     // 3. Health latency while runaway lambdas loop until the wall-clock limit.
     const loop = await createLambda(stratus, 'runaway', 'while (true) {}');
@@ -108,9 +154,13 @@ export async function run(): Promise<void> {
       health.push((await request(stratus.port, 'gateway.localhost', 'GET', '/v0/stats')).ms);
       await new Promise((r) => setTimeout(r, 10));
     }
-    console.log(`health (gateway /v0/stats) during 2 runaway lambdas (${health.length} requests): p50 ${percentile(health, 50).toFixed(2)} ms, p99 ${percentile(health, 99).toFixed(2)} ms (target p99 < 100 ms)`);
+    console.log(
+      `health (gateway /v0/stats) during 2 runaway lambdas (${health.length} requests): p50 ${percentile(health, 50).toFixed(2)} ms, p99 ${percentile(health, 99).toFixed(2)} ms (target p99 < 100 ms)`,
+    );
     const outcomes = await Promise.all(runaway);
-    console.log(`runaway lambdas answered: ${outcomes.map((o) => `${o.status} ${(JSON.parse(o.body) as { error?: { code: string } }).error?.code ?? ''}`).join(', ')}`);
+    console.log(
+      `runaway lambdas answered: ${outcomes.map((o) => `${o.status} ${(JSON.parse(o.body) as { error?: { code: string } }).error?.code ?? ''}`).join(', ')}`,
+    );
   } finally {
     for (const child of children.reverse()) await child.stop();
     await database.drop();

@@ -24,7 +24,9 @@ const PINNED = (() => {
 
 /** Spawns a server process, free to use every CPU (children would inherit the generator's one). */
 export function spawnServer(args: string[], options: Parameters<typeof spawn>[2]): ChildProcess {
-  return PINNED ? spawn('taskset', ['-c', `0-${CPUS - 1}`, process.execPath, ...args], options) : spawn(process.execPath, args, options);
+  return PINNED
+    ? spawn('taskset', ['-c', `0-${CPUS - 1}`, process.execPath, ...args], options)
+    : spawn(process.execPath, args, options);
 }
 
 export interface LoadResult {
@@ -51,10 +53,15 @@ export type AutocannonOptions = autocannon.Options;
 function sharePool(options: AutocannonOptions): AutocannonOptions {
   const { requests } = options;
   const connections = options.connections ?? 50;
-  if (!requests || requests.length <= connections || options.setupClient || requests.some((r) => r.setupRequest)) return options;
+  if (!requests || requests.length <= connections || options.setupClient || requests.some((r) => r.setupRequest))
+    return options;
   const shares = Array.from({ length: connections }, (_, i) => requests.filter((_r, j) => j % connections === i));
   let next = 0;
-  return { ...options, requests: [requests[0]!], setupClient: (client) => client.setRequests(shares[next++ % connections]!) };
+  return {
+    ...options,
+    requests: [requests[0]!],
+    setupClient: (client) => client.setRequests(shares[next++ % connections]!),
+  };
 }
 
 /** Runs autocannon against loopback for a bounded time and summarises it. */
@@ -62,8 +69,15 @@ export async function load(name: string, options: AutocannonOptions): Promise<Lo
   const statuses: Record<string, number> = {};
   const count = (what: string) => (statuses[what] = (statuses[what] ?? 0) + 1);
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon(sharePool({ connections: 50, duration: 10, ...options }), (error: Error | null, finished: autocannon.Result) => (error ? reject(error) : resolve(finished)));
-    instance.on('reqError', (error: unknown) => count(String((error as NodeJS.ErrnoException | undefined)?.code ?? (error as Error | undefined)?.message ?? error)));
+    const instance = autocannon(
+      sharePool({ connections: 50, duration: 10, ...options }),
+      (error: Error | null, finished: autocannon.Result) => (error ? reject(error) : resolve(finished)),
+    );
+    instance.on('reqError', (error: unknown) =>
+      count(
+        String((error as NodeJS.ErrnoException | undefined)?.code ?? (error as Error | undefined)?.message ?? error),
+      ),
+    );
   });
   return {
     name,
@@ -87,7 +101,8 @@ function non2xxStatuses(stats: Record<string, { count?: number }> | undefined): 
 
 function addStatuses(results: LoadResult[]): Record<string, number> {
   const statuses: Record<string, number> = {};
-  for (const r of results) for (const [code, n] of Object.entries(r.statuses ?? {})) statuses[code] = (statuses[code] ?? 0) + n;
+  for (const r of results)
+    for (const [code, n] of Object.entries(r.statuses ?? {})) statuses[code] = (statuses[code] ?? 0) + n;
   return statuses;
 }
 
@@ -105,7 +120,9 @@ export function flagFailures(results: Pick<LoadResult, 'name' | 'errors' | 'non2
     const codes = Object.entries(r.statuses ?? {})
       .map(([code, n]) => `${n} × ${code}`)
       .join(', ');
-    console.error(`BENCH INVALID: "${r.name}": ${r.non2xx} answers other than the expected 2xx${codes ? ` (${codes})` : ''}, ${r.errors} errors/timeouts; its rate counts them and is not throughput`);
+    console.error(
+      `BENCH INVALID: "${r.name}": ${r.non2xx} answers other than the expected 2xx${codes ? ` (${codes})` : ''}, ${r.errors} errors/timeouts; its rate counts them and is not throughput`,
+    );
   }
   if (failed) process.exitCode = 1;
   return failed;
@@ -116,11 +133,15 @@ export function flagFailures(results: Pick<LoadResult, 'name' | 'errors' | 'non2
  * machine that speeds up or slows down during the run moves every scenario alike, and averages
  * their rounds. Ratios between scenarios measured this way are far steadier than back to back.
  */
-export async function interleaved(scenarios: { name: string; options: AutocannonOptions }[], options: { rounds: number; roundSeconds: number; warmupSeconds: number }): Promise<LoadResult[]> {
+export async function interleaved(
+  scenarios: { name: string; options: AutocannonOptions }[],
+  options: { rounds: number; roundSeconds: number; warmupSeconds: number },
+): Promise<LoadResult[]> {
   for (const scenario of scenarios) await load('warm-up', { ...scenario.options, duration: options.warmupSeconds });
   const rounds: LoadResult[][] = scenarios.map(() => []);
   for (let round = 0; round < options.rounds; round++) {
-    for (const [i, scenario] of scenarios.entries()) rounds[i]!.push(await load(scenario.name, { ...scenario.options, duration: options.roundSeconds }));
+    for (const [i, scenario] of scenarios.entries())
+      rounds[i]!.push(await load(scenario.name, { ...scenario.options, duration: options.roundSeconds }));
   }
   const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
   return rounds.map((results, i) => ({
@@ -217,10 +238,27 @@ export function stopper(child: ChildProcess): () => Promise<void> {
 export async function startStratus(args: string[], env: Record<string, string | undefined>): Promise<Child> {
   // BENCH_PROFILE=<dir> writes a CPU profile of the server there when it stops.
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawnServer(['--no-node-snapshot', ...profile, '--import', 'tsx', CLI, 'serve', '--port', '0', '--internal-port', '0', '--host', '127.0.0.1', ...args], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnServer(
+    [
+      '--no-node-snapshot',
+      ...profile,
+      '--import',
+      'tsx',
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--internal-port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      ...args,
+    ],
+    {
+      env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const match = await waitForPorts(child, /public port (\d+) .*internal port (\d+).*\n/);
   return { port: Number(match[1]), internalPort: Number(match[2]), store: storeOf(match[0]), stop: stopper(child) };
 }
@@ -239,7 +277,10 @@ export async function startBareServer(body: string): Promise<Child> {
     server.listen(0, '127.0.0.1', () => console.log('bare port ' + server.address().port));
     process.on('SIGTERM', () => process.exit(0));
   `;
-  const child = spawnServer([...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnServer(
+    [...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), '-e', script],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const match = await waitForPorts(child, /bare port (\d+)/);
   return { port: Number(match[1]), internalPort: 0, stop: stopper(child) };
 }

@@ -23,17 +23,32 @@ function body(): Buffer {
   return chunk;
 }
 
-function send(port: number, method: string, path: string, headers: Record<string, string>, payload?: Buffer | string): Promise<{ status: number; text: string; bytes: number }> {
+function send(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  payload?: Buffer | string,
+): Promise<{ status: number; text: string; bytes: number }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers: { host: HOST, 'content-type': 'application/json', ...headers } }, (res) => {
-      let text = '';
-      let bytes = 0;
-      res.on('data', (chunk: Buffer) => {
-        bytes += chunk.length;
-        if (text.length < 4096) text += chunk.toString();
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text, bytes }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        headers: { host: HOST, 'content-type': 'application/json', ...headers },
+      },
+      (res) => {
+        let text = '';
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          if (text.length < 4096) text += chunk.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text, bytes }));
+      },
+    );
     req.on('error', reject);
     req.end(payload);
   });
@@ -61,13 +76,27 @@ export async function run(): Promise<void> {
   const database = await benchDatabaseUrl();
   let stratus: Child | undefined;
   try {
-    stratus = await startStratus([], { DATA_DIR: join(dir, 'data'), DATABASE_URL: database.url, LOGS_MAX_BYTES: String((STORED_MB + 64) * 1024 * 1024) });
+    stratus = await startStratus([], {
+      DATA_DIR: join(dir, 'data'),
+      DATABASE_URL: database.url,
+      LOGS_MAX_BYTES: String((STORED_MB + 64) * 1024 * 1024),
+    });
     const { port, internalPort } = stratus;
     const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'bench' } }) };
     const created = await send(internalPort, 'POST', '/v1/loggers', identity, JSON.stringify({ name: 'bench' }));
     if (created.status !== 201) throw new Error(`creating the logger answered ${created.status}: ${created.text}`);
     const logger = JSON.parse(created.text) as { id: string };
-    const key = JSON.parse((await send(internalPort, 'POST', `/v1/loggers/${logger.id}/apiKeys`, identity, JSON.stringify({ name: 'bench' }))).text) as { key: string; secret: string };
+    const key = JSON.parse(
+      (
+        await send(
+          internalPort,
+          'POST',
+          `/v1/loggers/${logger.id}/apiKeys`,
+          identity,
+          JSON.stringify({ name: 'bench' }),
+        )
+      ).text,
+    ) as { key: string; secret: string };
     const auth = { 'api-key': key.key, 'api-secret': key.secret };
     const payload = body();
     const requests = Math.ceil((STORED_MB * 1024 * 1024) / payload.length);
@@ -97,7 +126,12 @@ export async function run(): Promise<void> {
 
     const filterRate = async (pattern: string) => {
       const begun = performance.now();
-      const answer = await send(port, 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent(pattern)}`, auth);
+      const answer = await send(
+        port,
+        'GET',
+        `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent(pattern)}`,
+        auth,
+      );
       if (answer.status !== 200) throw new Error(`filter answered ${answer.status}`);
       return { rate: (requests * payload.length) / 1e6 / ((performance.now() - begun) / 1000), sent: answer.bytes };
     };
@@ -113,37 +147,90 @@ export async function run(): Promise<void> {
     // Follow latency: one line at a time, timed from before the ingest to its arrival.
     const latencies: number[] = [];
     await new Promise<void>((resolve, reject) => {
-      const req = http.get({ host: '127.0.0.1', port, path: `/v1/loggers/${logger.id}/filter?follow&regex=${encodeURIComponent('^probe ')}`, headers: { host: HOST, ...auth } }, (res) => {
-        let pendingStart = 0;
-        let i = 0;
-        const fire = () => {
-          pendingStart = performance.now();
-          void send(port, 'POST', `/v1/loggers/${logger.id}/ingest`, auth, `probe ${i}\n`);
-        };
-        res.on('data', () => {
-          latencies.push(performance.now() - pendingStart);
-          i++;
-          if (i >= FOLLOW_SAMPLES) {
-            req.destroy();
-            resolve();
-          } else setTimeout(fire, 5);
-        });
-        setTimeout(fire, 200);
-      });
+      const req = http.get(
+        {
+          host: '127.0.0.1',
+          port,
+          path: `/v1/loggers/${logger.id}/filter?follow&regex=${encodeURIComponent('^probe ')}`,
+          headers: { host: HOST, ...auth },
+        },
+        (res) => {
+          let pendingStart = 0;
+          let i = 0;
+          const fire = () => {
+            pendingStart = performance.now();
+            void send(port, 'POST', `/v1/loggers/${logger.id}/ingest`, auth, `probe ${i}\n`);
+          };
+          res.on('data', () => {
+            latencies.push(performance.now() - pendingStart);
+            i++;
+            if (i >= FOLLOW_SAMPLES) {
+              req.destroy();
+              resolve();
+            } else setTimeout(fire, 5);
+          });
+          setTimeout(fire, 200);
+        },
+      );
       req.on('error', (error) => (latencies.length >= FOLLOW_SAMPLES ? resolve() : reject(error)));
     });
     latencies.sort((a, b) => a - b);
-    const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
+    const pct = (p: number) =>
+      latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
 
     const ratio = (value: number, baseline: number) => (value / baseline).toFixed(3);
-    console.log(`\nlogs benchmark (store ${stratus.store}), through the gateway with a logger key: ${((requests * payload.length) / 1e6).toFixed(0)} MB of 100-byte lines, ${CONCURRENCY} concurrent 1 MiB ingests`);
+    console.log(
+      `\nlogs benchmark (store ${stratus.store}), through the gateway with a logger key: ${((requests * payload.length) / 1e6).toFixed(0)} MB of 100-byte lines, ${CONCURRENCY} concurrent 1 MiB ingests`,
+    );
     console.table([
-      { scenario: 'ingest (MB/s)', value: ingestMBs.toFixed(1), baseline: baselineMBs.toFixed(1), ratio: ratio(ingestMBs, baselineMBs), target: '>= 100', note: 'baseline: append + fsync of the same bodies to a file' },
-      { scenario: 'filter, literal "ERROR" (MB/s)', value: literal.rate.toFixed(1), baseline: literalBaseline.toFixed(1), ratio: ratio(literal.rate, literalBaseline), target: '>= 50', note: `${literal.sent} bytes matched; baseline: read the file, V8 RegExp per line` },
-      { scenario: 'filter, alternation "ERROR|WARN|FATAL" (MB/s)', value: alternation.rate.toFixed(1), baseline: alternationBaseline.toFixed(1), ratio: ratio(alternation.rate, alternationBaseline), target: '', note: `${alternation.sent} bytes matched` },
-      { scenario: 'filter, regex "ERR[O]R|WA?RN [0-9]+" (MB/s)', value: general.rate.toFixed(1), baseline: generalBaseline.toFixed(1), ratio: ratio(general.rate, generalBaseline), target: '', note: `${general.sent} bytes matched; RE2JS on every line` },
-      { scenario: 'follow latency p50 (ms)', value: pct(50).toFixed(1), baseline: '', ratio: '', target: '', note: `${latencies.length} samples, ingest to arrival` },
-      { scenario: 'follow latency p99 (ms)', value: pct(99).toFixed(1), baseline: '', ratio: '', target: '<= 200', note: '' },
+      {
+        scenario: 'ingest (MB/s)',
+        value: ingestMBs.toFixed(1),
+        baseline: baselineMBs.toFixed(1),
+        ratio: ratio(ingestMBs, baselineMBs),
+        target: '>= 100',
+        note: 'baseline: append + fsync of the same bodies to a file',
+      },
+      {
+        scenario: 'filter, literal "ERROR" (MB/s)',
+        value: literal.rate.toFixed(1),
+        baseline: literalBaseline.toFixed(1),
+        ratio: ratio(literal.rate, literalBaseline),
+        target: '>= 50',
+        note: `${literal.sent} bytes matched; baseline: read the file, V8 RegExp per line`,
+      },
+      {
+        scenario: 'filter, alternation "ERROR|WARN|FATAL" (MB/s)',
+        value: alternation.rate.toFixed(1),
+        baseline: alternationBaseline.toFixed(1),
+        ratio: ratio(alternation.rate, alternationBaseline),
+        target: '',
+        note: `${alternation.sent} bytes matched`,
+      },
+      {
+        scenario: 'filter, regex "ERR[O]R|WA?RN [0-9]+" (MB/s)',
+        value: general.rate.toFixed(1),
+        baseline: generalBaseline.toFixed(1),
+        ratio: ratio(general.rate, generalBaseline),
+        target: '',
+        note: `${general.sent} bytes matched; RE2JS on every line`,
+      },
+      {
+        scenario: 'follow latency p50 (ms)',
+        value: pct(50).toFixed(1),
+        baseline: '',
+        ratio: '',
+        target: '',
+        note: `${latencies.length} samples, ingest to arrival`,
+      },
+      {
+        scenario: 'follow latency p99 (ms)',
+        value: pct(99).toFixed(1),
+        baseline: '',
+        ratio: '',
+        target: '<= 200',
+        note: '',
+      },
     ]);
   } finally {
     await stratus?.stop();

@@ -24,13 +24,29 @@ interface Reply {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-function call(port: number, method: string, path: string, headers: Record<string, string>, body?: Buffer | string): Promise<Reply> {
+function call(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer | string,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}) }, agent }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        headers: { ...headers, ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}) },
+        agent,
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -42,14 +58,34 @@ function expect(reply: Reply, status: number, what: string): Reply {
 }
 
 /** One chunked push of `data` under `name`; resolves with the elapsed seconds (and of those, the final PUT's). */
-async function push(port: number, host: string, auth: Record<string, string>, name: string, data: Buffer, digest: string): Promise<{ total: number; finish: number }> {
+async function push(
+  port: number,
+  host: string,
+  auth: Record<string, string>,
+  name: string,
+  data: Buffer,
+  digest: string,
+): Promise<{ total: number; finish: number }> {
   const started = performance.now();
   const headers = { host, ...auth };
-  const location = String(expect(await call(port, 'POST', `/v2/${name}/blobs/uploads/`, headers), 202, 'starting the upload').headers.location);
+  const location = String(
+    expect(await call(port, 'POST', `/v2/${name}/blobs/uploads/`, headers), 202, 'starting the upload').headers
+      .location,
+  );
   const chunk = CHUNK_MB * MB;
   for (let at = 0; at < data.length; at += chunk) {
     const end = Math.min(data.length, at + chunk);
-    expect(await call(port, 'PATCH', location, { ...headers, 'content-type': 'application/octet-stream', 'content-range': `${at}-${end - 1}` }, data.subarray(at, end)), 202, `chunk at ${at}`);
+    expect(
+      await call(
+        port,
+        'PATCH',
+        location,
+        { ...headers, 'content-type': 'application/octet-stream', 'content-range': `${at}-${end - 1}` },
+        data.subarray(at, end),
+      ),
+      202,
+      `chunk at ${at}`,
+    );
   }
   const finishing = performance.now();
   expect(await call(port, 'PUT', `${location}?digest=${digest}`, headers), 201, 'finishing the upload');
@@ -82,7 +118,17 @@ export async function run(): Promise<void> {
   try {
     stratus = await startStratus([], { DATA_DIR: join(dir, 'data'), DATABASE_URL: database.url });
     const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-bench' } }) };
-    const created = expect(await call(stratus.internalPort, 'POST', '/v0/apikeys', { host: 'apikeys.localhost', 'content-type': 'application/json', ...identity }, '{"name":"bench"}'), 201, 'creating the API key');
+    const created = expect(
+      await call(
+        stratus.internalPort,
+        'POST',
+        '/v0/apikeys',
+        { host: 'apikeys.localhost', 'content-type': 'application/json', ...identity },
+        '{"name":"bench"}',
+      ),
+      201,
+      'creating the API key',
+    );
     const key = JSON.parse(created.body) as { key: string; secret: string };
     const auth = { authorization: `Basic ${Buffer.from(`${key.key}:${key.secret}`).toString('base64')}` };
     const host = `localhost:${stratus.port}`;
@@ -101,12 +147,26 @@ export async function run(): Promise<void> {
     }
     const pushMBps = BLOB_MB / median(pushes);
     const writeMBps = BLOB_MB / median(writes);
-    console.log(`\nrun: ${BLOB_MB} MB blob in ${CHUNK_MB} MB chunks, median of ${ROUNDS} rounds (store ${stratus.store})`);
+    console.log(
+      `\nrun: ${BLOB_MB} MB blob in ${CHUNK_MB} MB chunks, median of ${ROUNDS} rounds (store ${stratus.store})`,
+    );
     console.table([
-      { scenario: 'node:fs write + fsync (baseline)', 'MB/s': Math.round(writeMBps), 'seconds (median)': median(writes).toFixed(2), 'ratio to baseline': '1.000' },
-      { scenario: 'registry chunked push (public port, Basic)', 'MB/s': Math.round(pushMBps), 'seconds (median)': median(pushes).toFixed(2), 'ratio to baseline': (pushMBps / writeMBps).toFixed(3) },
+      {
+        scenario: 'node:fs write + fsync (baseline)',
+        'MB/s': Math.round(writeMBps),
+        'seconds (median)': median(writes).toFixed(2),
+        'ratio to baseline': '1.000',
+      },
+      {
+        scenario: 'registry chunked push (public port, Basic)',
+        'MB/s': Math.round(pushMBps),
+        'seconds (median)': median(pushes).toFixed(2),
+        'ratio to baseline': (pushMBps / writeMBps).toFixed(3),
+      },
     ]);
-    console.log(`of the push, the final PUT (verifying the digest and storing the blob) took ${median(finishes).toFixed(2)} s (median)`);
+    console.log(
+      `of the push, the final PUT (verifying the digest and storing the blob) took ${median(finishes).toFixed(2)} s (median)`,
+    );
     console.log(`target ≥ ${TARGET_MBPS} MB/s: ${pushMBps >= TARGET_MBPS ? 'met' : 'NOT met'}`);
   } finally {
     agent.destroy();

@@ -20,4 +20,7 @@ if (!loadBenchmark) {
 }
 const benchmark = await loadBenchmark();
 await benchmark.run();
-if (process.exitCode === 1) console.error(`\nbench ${name} FAILED: some scenarios had errors or non-2xx answers (BENCH INVALID lines above); their rates are not throughput`);
+if (process.exitCode === 1)
+  console.error(
+    `\nbench ${name} FAILED: some scenarios had errors or non-2xx answers (BENCH INVALID lines above); their rates are not throughput`,
+  );

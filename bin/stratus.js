@@ -10,7 +10,9 @@ const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const tsx = import.meta.resolve('tsx');
 const node = isSupported(process.version) ? process.execPath : projectNode();
 if (!node) {
-  console.error(`stratus needs Node ${ENGINES}; this is ${process.version} and npm installed no Node for ${process.platform}-${process.arch}.`);
+  console.error(
+    `stratus needs Node ${ENGINES}; this is ${process.version} and npm installed no Node for ${process.platform}-${process.arch}.`,
+  );
   process.exit(1);
 }
 // --no-node-snapshot: isolated-vm's README requires it on Node 20 and later (see DESIGN.md §5).

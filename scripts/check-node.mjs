@@ -26,9 +26,14 @@ const isolate = new ivm.Isolate({ memoryLimit: 16 });
 if (isolate.createContextSync().evalSync('40 + 2') !== 42) throw new Error('isolated-vm answered wrongly');
 isolate.dispose();
 `;
-const result = spawnSync(process.execPath, ['--no-node-snapshot', '-e', probe], { cwd: PACKAGE_ROOT, encoding: 'utf8' });
+const result = spawnSync(process.execPath, ['--no-node-snapshot', '-e', probe], {
+  cwd: PACKAGE_ROOT,
+  encoding: 'utf8',
+});
 if (result.status !== 0) {
-  console.error(`The native modules do not load on Node ${process.version} (${process.platform}-${process.arch}):\n${result.stderr}`);
+  console.error(
+    `The native modules do not load on Node ${process.version} (${process.platform}-${process.arch}):\n${result.stderr}`,
+  );
   process.exit(1);
 }
 console.log(`Stratus: Node ${process.version} (${process.execPath}); better-sqlite3 and isolated-vm load.`);

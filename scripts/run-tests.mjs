@@ -18,7 +18,9 @@ if (pg && !process.env.DATABASE_URL) {
 }
 
 if (!isSupported(process.version)) {
-  console.error(`The tests run on Node ${ENGINES}; this is ${process.version} (${process.execPath}). Run them with npm test, which uses the Node npm install put in node_modules.`);
+  console.error(
+    `The tests run on Node ${ENGINES}; this is ${process.version} (${process.execPath}). Run them with npm test, which uses the Node npm install put in node_modules.`,
+  );
   process.exit(1);
 }
 console.log(`Node ${process.version} (${process.execPath}), ${pg ? 'PostgreSQL' : 'SQLite'}`);
@@ -38,7 +40,11 @@ function collect(dir) {
 const ALONE = ['test/e2e/event-loop.test.ts'];
 
 const files = only.length > 0 ? only : collect('test');
-const env = { ...process.env, STRATUS_TEST_DB: pg ? 'postgres' : 'sqlite', LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' };
+const env = {
+  ...process.env,
+  STRATUS_TEST_DB: pg ? 'postgres' : 'sqlite',
+  LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+};
 if (!pg) delete env.DATABASE_URL;
 
 // Per test and per hook, not per file or describe block: 5 min, 1.6x the slowest test seen (1 GiB files, 186 s on PostgreSQL, loaded machine).
@@ -52,11 +58,22 @@ function run(list, concurrency) {
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
-      ['--no-node-snapshot', '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-reporter=spec', ...list],
+      [
+        '--no-node-snapshot',
+        '--import',
+        'tsx',
+        '--test',
+        `--test-concurrency=${concurrency}`,
+        `--test-timeout=${TEST_TIMEOUT_MS}`,
+        '--test-reporter=spec',
+        ...list,
+      ],
       { stdio: 'inherit', env, detached: true },
     );
     const deadline = setTimeout(() => {
-      console.error(`\nThe test run took longer than ${RUN_DEADLINE_MS / 60_000} minutes; stopping it (a test file that does not exit).`);
+      console.error(
+        `\nThe test run took longer than ${RUN_DEADLINE_MS / 60_000} minutes; stopping it (a test file that does not exit).`,
+      );
       try {
         process.kill(-child.pid, 'SIGKILL');
       } catch {

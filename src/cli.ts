@@ -70,7 +70,12 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'users') {
-    const { values, positionals } = parseArgs({ args: rest, options: { ...SETTINGS_OPTIONS, ...USERS_OPTIONS }, strict: true, allowPositionals: true });
+    const { values, positionals } = parseArgs({
+      args: rest,
+      options: { ...SETTINGS_OPTIONS, ...USERS_OPTIONS },
+      strict: true,
+      allowPositionals: true,
+    });
     const { email, password, nick } = values as { email?: string; password?: string; nick?: string };
     return runUsersCommand({ positionals, email, password, nick }, loadSettings(flagValues(values)));
   }
@@ -81,7 +86,11 @@ async function main(argv: string[]): Promise<number> {
   const settings = loadSettings(parseFlags(rest));
   if (command === 'migrate') {
     const applied = await migrateAll(settings);
-    process.stdout.write(applied.length > 0 ? `applied ${applied.length} migrations:\n${applied.map((m) => `  ${m}\n`).join('')}` : 'database is up to date\n');
+    process.stdout.write(
+      applied.length > 0
+        ? `applied ${applied.length} migrations:\n${applied.map((m) => `  ${m}\n`).join('')}`
+        : 'database is up to date\n',
+    );
     return 0;
   }
   const logger = createLogger(settings);

@@ -3,7 +3,19 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 
 /** Every service a Stratus process can run; the gateway is always there. */
-export const SERVICE_NAMES = ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'] as const;
+export const SERVICE_NAMES = [
+  'auth',
+  'apikeys',
+  'lambda',
+  'scheduler',
+  'docdb',
+  'logs',
+  'files',
+  'config',
+  'run',
+  'kv',
+  'console',
+] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 export interface AuthProviderSettings {
@@ -106,7 +118,9 @@ export type FlagValues = Partial<Record<SettingKey | 'config', string>>;
 type SettingKey = Exclude<keyof Settings, 'authProviders' | 'upstreams' | 'routePolicies'>;
 
 /** Each setting: its environment variable and how to read a text value. */
-const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: string) => Settings[K]; fallback: Settings[K] } } = {
+const SETTINGS: {
+  [K in SettingKey]: { env: string; parse: (text: string, from: string) => Settings[K]; fallback: Settings[K] };
+} = {
   port: { env: 'PORT', parse: (t, f) => port(t, f), fallback: 8080 },
   host: { env: 'HOST', parse: (t, f) => nonEmpty(t, f), fallback: '0.0.0.0' },
   internalPort: { env: 'INTERNAL_PORT', parse: (t, f) => port(t, f), fallback: 8081 },
@@ -119,13 +133,25 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
   signup: { env: 'SIGNUP', parse: (t, f) => oneOf(t, f, ['open', 'closed'] as const), fallback: 'closed' },
   cookieSecure: { env: 'COOKIE_SECURE', parse: (t, f) => bool(t, f), fallback: true },
   schedulerApiKeys: { env: 'SCHEDULER_API_KEYS', parse: (t) => list(t), fallback: [] },
-  logLevel: { env: 'LOG_LEVEL', parse: (t, f) => oneOf(t, f, ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const), fallback: 'info' },
+  logLevel: {
+    env: 'LOG_LEVEL',
+    parse: (t, f) => oneOf(t, f, ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
+    fallback: 'info',
+  },
   services: { env: 'SERVICES', parse: (t, f) => services(t, f), fallback: null },
-  sqliteSynchronous: { env: 'SQLITE_SYNCHRONOUS', parse: (t, f) => oneOf(t, f, ['FULL', 'NORMAL'] as const), fallback: 'FULL' },
+  sqliteSynchronous: {
+    env: 'SQLITE_SYNCHRONOUS',
+    parse: (t, f) => oneOf(t, f, ['FULL', 'NORMAL'] as const),
+    fallback: 'FULL',
+  },
   upstreamTimeoutSeconds: { env: 'UPSTREAM_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 30 },
   lambdaTimeoutSeconds: { env: 'LAMBDA_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 10 },
   lambdaMemoryMib: { env: 'LAMBDA_MEMORY_MIB', parse: (t, f) => positiveNumber(t, f), fallback: 128 },
-  lambdaMaxResponseBytes: { env: 'LAMBDA_MAX_RESPONSE_BYTES', parse: (t, f) => byteSize(t, f), fallback: 6 * 1024 ** 2 },
+  lambdaMaxResponseBytes: {
+    env: 'LAMBDA_MAX_RESPONSE_BYTES',
+    parse: (t, f) => byteSize(t, f),
+    fallback: 6 * 1024 ** 2,
+  },
   lambdaOwnerConcurrency: { env: 'LAMBDA_OWNER_CONCURRENCY', parse: (t, f) => positiveInteger(t, f), fallback: 8 },
   logsMaxBytes: { env: 'LOGS_MAX_BYTES', parse: (t, f) => byteSize(t, f), fallback: 1024 ** 3 },
   logsMaxIngestBytes: { env: 'LOGS_MAX_INGEST_BYTES', parse: (t, f) => byteSize(t, f), fallback: 64 * 1024 ** 2 },
@@ -137,7 +163,11 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
   kvParentHeaders: { env: 'KV_PARENT_HEADERS', parse: (t, f) => headerObject(t, f), fallback: {} },
   consoleDemo: { env: 'CONSOLE_DEMO', parse: (t, f) => bool(t, f), fallback: false },
   bodyIdleTimeoutSeconds: { env: 'BODY_IDLE_TIMEOUT', parse: (t, f) => nonNegativeNumber(t, f), fallback: 30 },
-  maxConnectionsPerAddress: { env: 'MAX_CONNECTIONS_PER_ADDRESS', parse: (t, f) => positiveInteger(t, f), fallback: 256 },
+  maxConnectionsPerAddress: {
+    env: 'MAX_CONNECTIONS_PER_ADDRESS',
+    parse: (t, f) => positiveInteger(t, f),
+    fallback: 256,
+  },
   ssoRedirectOrigins: { env: 'SSO_REDIRECT_ORIGINS', parse: (t, f) => origins(t, f), fallback: [] },
 };
 
@@ -146,7 +176,11 @@ const SETTINGS: { [K in SettingKey]: { env: string; parse: (text: string, from: 
  * (`stratus.config.json` in the working directory, or `--config PATH`), then defaults (README.md: Settings).
  * Throws SettingsError with a message that names the source of a bad value.
  */
-export function loadSettings(flags: FlagValues = {}, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Settings {
+export function loadSettings(
+  flags: FlagValues = {},
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): Settings {
   const file = readConfigFile(flags.config, cwd);
   const settings = {} as Record<SettingKey, unknown>;
   for (const key of Object.keys(SETTINGS) as SettingKey[]) {
@@ -156,7 +190,8 @@ export function loadSettings(flags: FlagValues = {}, env: NodeJS.ProcessEnv = pr
     const fileValue = file.values[key];
     if (flag !== undefined) settings[key] = spec.parse(flag, `--${kebab(key)}`);
     else if (envValue !== undefined && envValue !== '') settings[key] = spec.parse(envValue, spec.env);
-    else if (fileValue !== undefined) settings[key] = spec.parse(fileText(fileValue, key, file.path), `${file.path}: ${key}`);
+    else if (fileValue !== undefined)
+      settings[key] = spec.parse(fileText(fileValue, key, file.path), `${file.path}: ${key}`);
     else settings[key] = spec.fallback;
   }
   return {
@@ -171,9 +206,11 @@ export function loadSettings(flags: FlagValues = {}, env: NodeJS.ProcessEnv = pr
 function upstreams(fromFile: unknown, env: NodeJS.ProcessEnv, path: string): Partial<Record<ServiceName, string>> {
   const result: Partial<Record<ServiceName, string>> = {};
   if (fromFile !== undefined) {
-    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) throw new SettingsError(`${path}: upstreams must be an object of service name → URL`);
+    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile))
+      throw new SettingsError(`${path}: upstreams must be an object of service name → URL`);
     for (const [name, url] of Object.entries(fromFile)) {
-      if (!(SERVICE_NAMES as readonly string[]).includes(name)) throw new SettingsError(`${path}: upstreams: unknown service "${name}"`);
+      if (!(SERVICE_NAMES as readonly string[]).includes(name))
+        throw new SettingsError(`${path}: upstreams: unknown service "${name}"`);
       result[name as ServiceName] = upstreamUrl(url, `${path}: upstreams.${name}`);
     }
   }
@@ -199,13 +236,17 @@ function upstreamUrl(value: unknown, from: string): string {
 function routePolicies(gateway: unknown, path: string): RoutePolicyRule[] {
   if (gateway === undefined) return [];
   const routes = (gateway as { routes?: unknown } | null)?.routes;
-  if (typeof gateway !== 'object' || gateway === null || !Array.isArray(routes)) throw new SettingsError(`${path}: gateway must be {"routes":[…]}`);
+  if (typeof gateway !== 'object' || gateway === null || !Array.isArray(routes))
+    throw new SettingsError(`${path}: gateway must be {"routes":[…]}`);
   return routes.map((entry: unknown, i) => {
     const rule = entry as Record<string, unknown> | null;
     const where = `${path}: gateway.routes[${i}]`;
-    if (typeof rule?.host !== 'string' || rule.host === '') throw new SettingsError(`${where}.host must be a host label or "*"`);
-    if (typeof rule.prefix !== 'string' || !rule.prefix.startsWith('/')) throw new SettingsError(`${where}.prefix must be a path starting with /`);
-    if (rule.auth !== 'require' && rule.auth !== 'optional') throw new SettingsError(`${where}.auth must be "require" or "optional"`);
+    if (typeof rule?.host !== 'string' || rule.host === '')
+      throw new SettingsError(`${where}.host must be a host label or "*"`);
+    if (typeof rule.prefix !== 'string' || !rule.prefix.startsWith('/'))
+      throw new SettingsError(`${where}.prefix must be a path starting with /`);
+    if (rule.auth !== 'require' && rule.auth !== 'optional')
+      throw new SettingsError(`${where}.auth must be "require" or "optional"`);
     return { host: rule.host.toLowerCase(), prefix: rule.prefix, auth: rule.auth };
   });
 }
@@ -230,10 +271,14 @@ function readConfigFile(explicit: string | undefined, cwd: string): ConfigFile {
   } catch (error) {
     throw new SettingsError(`config file ${path} is not valid JSON: ${(error as Error).message}`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new SettingsError(`config file ${path} must hold a JSON object`);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new SettingsError(`config file ${path} must hold a JSON object`);
   const { auth, upstreams, gateway, ...values } = parsed as Record<string, unknown>;
   for (const key of Object.keys(values)) {
-    if (!(key in SETTINGS)) throw new SettingsError(`config file ${path}: unknown setting "${key}" (known: ${[...Object.keys(SETTINGS), 'auth', 'upstreams', 'gateway'].join(', ')})`);
+    if (!(key in SETTINGS))
+      throw new SettingsError(
+        `config file ${path}: unknown setting "${key}" (known: ${[...Object.keys(SETTINGS), 'auth', 'upstreams', 'gateway'].join(', ')})`,
+      );
   }
   return { path, values, providers: providers(auth, path), upstreams, routePolicies: routePolicies(gateway, path) };
 }
@@ -241,14 +286,21 @@ function readConfigFile(explicit: string | undefined, cwd: string): ConfigFile {
 function providers(auth: unknown, path: string): AuthProviderSettings[] {
   if (auth === undefined) return [];
   const list = (auth as { providers?: unknown } | null)?.providers;
-  if (typeof auth !== 'object' || auth === null || !Array.isArray(list)) throw new SettingsError(`${path}: auth must be {"providers":[…]}`);
+  if (typeof auth !== 'object' || auth === null || !Array.isArray(list))
+    throw new SettingsError(`${path}: auth must be {"providers":[…]}`);
   return list.map((entry: unknown, i) => {
     const p = entry as Record<string, unknown> | null;
     for (const field of ['name', 'issuer', 'clientId', 'clientSecret']) {
-      if (typeof p?.[field] !== 'string' || p[field] === '') throw new SettingsError(`${path}: auth.providers[${i}].${field} must be a non-empty string`);
+      if (typeof p?.[field] !== 'string' || p[field] === '')
+        throw new SettingsError(`${path}: auth.providers[${i}].${field} must be a non-empty string`);
     }
     const provider = p as unknown as AuthProviderSettings;
-    return { name: provider.name, issuer: provider.issuer, clientId: provider.clientId, clientSecret: provider.clientSecret };
+    return {
+      name: provider.name,
+      issuer: provider.issuer,
+      clientId: provider.clientId,
+      clientSecret: provider.clientSecret,
+    };
   });
 }
 
@@ -264,7 +316,8 @@ const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}
 
 function port(text: string, from: string): number {
   const value = Number(text);
-  if (!/^\d+$/.test(text) || value > 65535) throw new SettingsError(`${from}: "${text}" is not a port number (0–65535)`);
+  if (!/^\d+$/.test(text) || value > 65535)
+    throw new SettingsError(`${from}: "${text}" is not a port number (0–65535)`);
   return value;
 }
 
@@ -276,24 +329,38 @@ function positiveNumber(text: string, from: string): number {
 
 function nonNegativeNumber(text: string, from: string): number {
   const value = Number(text);
-  if (text.trim() === '' || !Number.isFinite(value) || value < 0) throw new SettingsError(`${from}: "${text}" must be a number ≥ 0`);
+  if (text.trim() === '' || !Number.isFinite(value) || value < 0)
+    throw new SettingsError(`${from}: "${text}" must be a number ≥ 0`);
   return value;
 }
 
 function positiveInteger(text: string, from: string): number {
   const value = Number(text);
-  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value <= 0) throw new SettingsError(`${from}: "${text}" must be a positive whole number`);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value <= 0)
+    throw new SettingsError(`${from}: "${text}" must be a positive whole number`);
   return value;
 }
 
-const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4 };
+const BYTE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  tb: 1e12,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
+  tib: 1024 ** 4,
+};
 
 /** A positive whole number of bytes, optionally with a unit: `1048576`, `64MiB`, `1 GiB`, `500MB`. */
 function byteSize(text: string, from: string): number {
   const match = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(text);
   const unit = match ? BYTE_UNITS[(match[2] ?? '').toLowerCase()] : undefined;
   const value = match && unit !== undefined ? Number(match[1]) * unit : NaN;
-  if (!Number.isSafeInteger(value) || value <= 0) throw new SettingsError(`${from}: "${text}" must be a positive size in bytes (e.g. 1048576, 64MiB, 1GiB)`);
+  if (!Number.isSafeInteger(value) || value <= 0)
+    throw new SettingsError(`${from}: "${text}" must be a positive size in bytes (e.g. 1048576, 64MiB, 1GiB)`);
   return value;
 }
 
@@ -304,7 +371,8 @@ function nonEmpty(text: string, from: string): string {
 
 function domain(text: string, from: string): string {
   const value = text.toLowerCase();
-  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(value)) throw new SettingsError(`${from}: "${text}" is not a domain name`);
+  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(value))
+    throw new SettingsError(`${from}: "${text}" is not a domain name`);
   return value;
 }
 
@@ -315,7 +383,8 @@ function httpUrl(text: string, from: string): string {
   } catch {
     throw new SettingsError(`${from}: "${text}" is not a URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SettingsError(`${from} must be an http:// or https:// URL`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new SettingsError(`${from} must be an http:// or https:// URL`);
   return text.replace(/\/+$/, '');
 }
 
@@ -327,7 +396,12 @@ function headerObject(text: string, from: string): Record<string, string> {
   } catch {
     throw new SettingsError(`${from} must be a JSON object of header names to strings`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.values(value).every((v) => typeof v === 'string')) {
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    Array.isArray(value) ||
+    !Object.values(value).every((v) => typeof v === 'string')
+  ) {
     throw new SettingsError(`${from} must be a JSON object of header names to strings`);
   }
   return value as Record<string, string>;
@@ -343,7 +417,14 @@ function origins(text: string, from: string): string[] {
       url = undefined;
     }
     const bare = url !== undefined && url.pathname === '/' && !item.includes('?') && !item.includes('#');
-    if (!url || !bare || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '' || url.hostname.includes('*')) {
+    if (
+      !url ||
+      !bare ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      url.username !== '' ||
+      url.password !== '' ||
+      url.hostname.includes('*')
+    ) {
       throw new SettingsError(`${from}: "${item}" is not an origin (scheme://host[:port], no path, no wildcard)`);
     }
     return url.origin;
@@ -369,14 +450,18 @@ function bool(text: string, from: string): boolean {
 }
 
 function list(text: string): string[] {
-  return text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 }
 
 function services(text: string, from: string): ServiceName[] {
   const names = list(text);
   if (names.length === 0) throw new SettingsError(`${from} names no service`);
   for (const name of names) {
-    if (!(SERVICE_NAMES as readonly string[]).includes(name)) throw new SettingsError(`${from}: unknown service "${name}" (known: ${SERVICE_NAMES.join(', ')})`);
+    if (!(SERVICE_NAMES as readonly string[]).includes(name))
+      throw new SettingsError(`${from}: unknown service "${name}" (known: ${SERVICE_NAMES.join(', ')})`);
   }
   return [...new Set(names)] as ServiceName[];
 }

@@ -38,7 +38,10 @@ export function selectServices(settings: Pick<Settings, 'services'>): ServiceDef
   if (settings.services === null) return [...AVAILABLE_SERVICES.values()];
   return settings.services.map((name) => {
     const definition = AVAILABLE_SERVICES.get(name);
-    if (!definition) throw new SettingsError(`the ${name} service is not available in this build (available: ${[...AVAILABLE_SERVICES.keys()].join(', ')})`);
+    if (!definition)
+      throw new SettingsError(
+        `the ${name} service is not available in this build (available: ${[...AVAILABLE_SERVICES.keys()].join(', ')})`,
+      );
     return definition;
   });
 }
@@ -48,14 +51,19 @@ export function selectServices(settings: Pick<Settings, 'services'>): ServiceDef
  * than one per line: the access log writes a line per request); `flush()` before exiting.
  */
 export function createLogger(settings: Pick<Settings, 'logLevel'>): pino.Logger {
-  return pino({ level: settings.logLevel, base: { pid: process.pid } }, pino.destination({ dest: 1, sync: false, minLength: 4096 }));
+  return pino(
+    { level: settings.logLevel, base: { pid: process.pid } },
+    pino.destination({ dest: 1, sync: false, minLength: 4096 }),
+  );
 }
 
 /** Applies every available service's migrations (`stratus migrate`). */
 export async function migrateAll(settings: Settings): Promise<string[]> {
   const store = await openStore(settings);
   try {
-    return await migrateStore(store, [...new Set([...GATEWAY_MIGRATIONS, ...[...AVAILABLE_SERVICES.values()].map((s) => s.migrations)])]);
+    return await migrateStore(store, [
+      ...new Set([...GATEWAY_MIGRATIONS, ...[...AVAILABLE_SERVICES.values()].map((s) => s.migrations)]),
+    ]);
   } finally {
     await store.close();
   }
@@ -65,7 +73,10 @@ export async function migrateAll(settings: Settings): Promise<string[]> {
  * One Stratus process: the store, the selected services' apps (migrated and ready), and the
  * gateway on the public port and on the loopback-only internal port.
  */
-export async function startPlatform(settings: Settings, logger: FastifyBaseLogger = createLogger(settings)): Promise<RunningPlatform> {
+export async function startPlatform(
+  settings: Settings,
+  logger: FastifyBaseLogger = createLogger(settings),
+): Promise<RunningPlatform> {
   const definitions = selectServices(settings);
   const store = await openStore(settings);
   const apps = new Map<ServiceName, ServiceApp>();
@@ -84,7 +95,12 @@ export async function startPlatform(settings: Settings, logger: FastifyBaseLogge
     const sets = [...GATEWAY_MIGRATIONS, ...definitions.map((d) => d.migrations)];
     await migrateStore(store, [...new Set(sets)]);
     for (const definition of definitions) {
-      const app = await definition.build({ settings, store, logger: logger.child({ service: definition.name }), version: VERSION });
+      const app = await definition.build({
+        settings,
+        store,
+        logger: logger.child({ service: definition.name }),
+        version: VERSION,
+      });
       await app.ready();
       apps.set(definition.name, app);
     }
@@ -96,21 +112,47 @@ export async function startPlatform(settings: Settings, logger: FastifyBaseLogge
       upstreams.set(name, createUpstreamProxy(url, { headersTimeoutMs: settings.upstreamTimeoutSeconds * 1000 }));
     }
     const stats = new GatewayStats();
-    gateway = await buildGatewayApp({ version: VERSION, logger: logger.child({ service: 'gateway' }), domain: settings.domain, connection: store.sql, stats, services: apps, upstreamUrls });
+    gateway = await buildGatewayApp({
+      version: VERSION,
+      logger: logger.child({ service: 'gateway' }),
+      domain: settings.domain,
+      connection: store.sql,
+      stats,
+      services: apps,
+      upstreamUrls,
+    });
     await gateway.ready();
 
     const keys = new ApiKeyVerifier(store.sql, store.notifier);
     const projects = new ProjectDirectory(store.sql, store.notifier);
-    closers.push(() => keys.close(), () => projects.close());
+    closers.push(
+      () => keys.close(),
+      () => projects.close(),
+    );
     const authenticator = new Authenticator(store.sql, keys, new OidcProviders(settings.authProviders), settings);
-    const options = { domain: settings.domain, services: apps, upstreams, gateway, projects, policy: createPolicy(settings.routePolicies), stats, logger };
+    const options = {
+      domain: settings.domain,
+      services: apps,
+      upstreams,
+      gateway,
+      projects,
+      policy: createPolicy(settings.routePolicies),
+      stats,
+      logger,
+    };
     listeners.push(
       await listen(createGatewayHandler({ ...options, authenticator }, false), settings.port, settings.host, {
         bodyIdleTimeoutMs: settings.bodyIdleTimeoutSeconds * 1000,
         maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
       }),
     );
-    listeners.push(await listen(createGatewayHandler({ ...options, authenticator: null }, true), settings.internalPort, settings.internalHost));
+    listeners.push(
+      await listen(
+        createGatewayHandler({ ...options, authenticator: null }, true),
+        settings.internalPort,
+        settings.internalHost,
+      ),
+    );
     return {
       publicPort: listeners[0]!.port,
       internalPort: listeners[1]!.port,

@@ -34,7 +34,14 @@ describe('settings', () => {
 
   it('reads stratus.config.json from the working directory, with SSO providers', () => {
     const cwd = mkdtempSync(join(dir, 'cwd-'));
-    writeFileSync(join(cwd, 'stratus.config.json'), JSON.stringify({ signup: 'open', services: ['config', 'apikeys'], auth: { providers: [{ name: 'idp', issuer: 'https://idp.test', clientId: 'c', clientSecret: 's' }] } }));
+    writeFileSync(
+      join(cwd, 'stratus.config.json'),
+      JSON.stringify({
+        signup: 'open',
+        services: ['config', 'apikeys'],
+        auth: { providers: [{ name: 'idp', issuer: 'https://idp.test', clientId: 'c', clientSecret: 's' }] },
+      }),
+    );
     const s = loadSettings({}, {}, cwd);
     assert.equal(s.signup, 'open');
     assert.deepEqual(s.services, ['config', 'apikeys']);
@@ -57,12 +64,20 @@ describe('settings', () => {
     assert.equal(defaults.runDriver, 'recording');
     assert.equal(defaults.consoleDemo, false);
     assert.equal(loadSettings({}, { CONSOLE_DEMO: '1' }, dir).consoleDemo, true);
-    const s = loadSettings({}, { LOGS_MAX_BYTES: '64MiB', LOGS_MAX_INGEST_BYTES: '1048576', FILES_MAX_UPLOAD_BYTES: '2 GB' }, dir);
+    const s = loadSettings(
+      {},
+      { LOGS_MAX_BYTES: '64MiB', LOGS_MAX_INGEST_BYTES: '1048576', FILES_MAX_UPLOAD_BYTES: '2 GB' },
+      dir,
+    );
     assert.equal(s.logsMaxBytes, 64 * 1024 ** 2);
     assert.equal(s.logsMaxIngestBytes, 1048576);
     assert.equal(s.filesMaxUploadBytes, 2e9);
     for (const bad of ['0', '-5', '1.5GiB', '12 parsecs']) {
-      assert.throws(() => loadSettings({}, { LOGS_MAX_BYTES: bad }, dir), (e: unknown) => e instanceof SettingsError && /LOGS_MAX_BYTES: .* must be a positive size in bytes/.test(e.message));
+      assert.throws(
+        () => loadSettings({}, { LOGS_MAX_BYTES: bad }, dir),
+        (e: unknown) =>
+          e instanceof SettingsError && /LOGS_MAX_BYTES: .* must be a positive size in bytes/.test(e.message),
+      );
     }
   });
 
@@ -71,7 +86,11 @@ describe('settings', () => {
     assert.equal(defaults.kvParentUrl, undefined);
     assert.ok(defaults.kvNodeName.length > 0);
     assert.deepEqual(defaults.kvParentHeaders, {});
-    const s = loadSettings({ kvParentUrl: 'http://127.0.0.2:8081/', kvNodeName: 'edge-1' }, { KV_PARENT_HEADERS: '{"Api-Key":"k","Api-Secret":"s"}' }, dir);
+    const s = loadSettings(
+      { kvParentUrl: 'http://127.0.0.2:8081/', kvNodeName: 'edge-1' },
+      { KV_PARENT_HEADERS: '{"Api-Key":"k","Api-Secret":"s"}' },
+      dir,
+    );
     assert.equal(s.kvParentUrl, 'http://127.0.0.2:8081');
     assert.equal(s.kvNodeName, 'edge-1');
     assert.deepEqual(s.kvParentHeaders, { 'Api-Key': 'k', 'Api-Secret': 's' });
@@ -79,7 +98,10 @@ describe('settings', () => {
     writeFileSync(file, JSON.stringify({ kvParentHeaders: { apikey: 'a', secret: 'b' } }));
     assert.deepEqual(loadSettings({ config: file }, {}, dir).kvParentHeaders, { apikey: 'a', secret: 'b' });
     assert.throws(() => loadSettings({}, { KV_PARENT_URL: 'ftp://x' }, dir), /KV_PARENT_URL must be an http/);
-    assert.throws(() => loadSettings({}, { KV_PARENT_HEADERS: '{"a":1}' }, dir), /KV_PARENT_HEADERS must be a JSON object/);
+    assert.throws(
+      () => loadSettings({}, { KV_PARENT_HEADERS: '{"a":1}' }, dir),
+      /KV_PARENT_HEADERS must be a JSON object/,
+    );
   });
 
   it('rejects bad values with messages that name their source', () => {
@@ -93,7 +115,11 @@ describe('settings', () => {
       [{ domain: 'bad domain' }, {}, /--domain/],
       [{ config: join(dir, 'missing.json') }, {}, /does not exist/],
     ];
-    for (const [flags, env, message] of cases) assert.throws(() => loadSettings(flags, env, dir), (e: unknown) => e instanceof SettingsError && message.test(e.message));
+    for (const [flags, env, message] of cases)
+      assert.throws(
+        () => loadSettings(flags, env, dir),
+        (e: unknown) => e instanceof SettingsError && message.test(e.message),
+      );
   });
 
   it('rejects a config file with unknown keys or bad JSON', () => {

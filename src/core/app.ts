@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse, Server } from 'node:http';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv, type Options as AjvOptions, type ValidateFunction } from 'ajv';
@@ -10,7 +17,13 @@ import { HttpError, defaultCode, envelope, validationError } from './errors.ts';
 import { JsonTooDeepError, MAX_BODY_NESTING, jsonTextDeeperThan, parseJsonBody } from './json.ts';
 
 /** A service's Fastify instance: TypeBox schemas give validation, types and OpenAPI at once. */
-export type ServiceApp = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type ServiceApp = FastifyInstance<
+  Server,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
 
 export const MiB = 1024 * 1024;
 
@@ -45,7 +58,9 @@ export interface ServiceAppOptions {
 }
 
 // ajv-formats ships CommonJS with `exports.default`; under NodeNext the default import is the module.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv,
+) => Ajv;
 
 type Validator = ValidateFunction & ((data: unknown, context?: unknown) => boolean);
 
@@ -58,7 +73,8 @@ const DECIMAL_NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/;
  * decimal (and an integer must be a safe one); anything else is a 400 before Ajv sees it.
  */
 function strictNumbers(schema: unknown, validate: ValidateFunction): ValidateFunction {
-  const properties = (schema as { properties?: Record<string, { type?: unknown; items?: { type?: unknown } }> }).properties;
+  const properties = (schema as { properties?: Record<string, { type?: unknown; items?: { type?: unknown } }> })
+    .properties;
   if (!properties) return validate;
   const numeric: [string, 'integer' | 'number'][] = [];
   for (const [name, member] of Object.entries(properties)) {
@@ -72,9 +88,23 @@ function strictNumbers(schema: unknown, validate: ValidateFunction): ValidateFun
         const raw = (data as Record<string, unknown>)[name];
         for (const text of Array.isArray(raw) ? raw : [raw]) {
           if (typeof text !== 'string') continue;
-          const ok = type === 'integer' ? DECIMAL_INTEGER.test(text) && Number.isSafeInteger(Number(text)) : DECIMAL_NUMBER.test(text) && Number.isFinite(Number(text));
+          const ok =
+            type === 'integer'
+              ? DECIMAL_INTEGER.test(text) && Number.isSafeInteger(Number(text))
+              : DECIMAL_NUMBER.test(text) && Number.isFinite(Number(text));
           if (ok) continue;
-          wrapped.errors = [{ keyword: 'type', instancePath: `/${name}`, schemaPath: '', params: { type }, message: type === 'integer' ? 'must be a decimal integer between -(2^53-1) and 2^53-1' : 'must be a finite decimal number' }];
+          wrapped.errors = [
+            {
+              keyword: 'type',
+              instancePath: `/${name}`,
+              schemaPath: '',
+              params: { type },
+              message:
+                type === 'integer'
+                  ? 'must be a decimal integer between -(2^53-1) and 2^53-1'
+                  : 'must be a finite decimal number',
+            },
+          ];
           return false;
         }
       }
@@ -120,20 +150,32 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
     frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
       const status = error.code === 'FST_ERR_BAD_URL' ? 404 : error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
       const code = status === 404 ? 'not_found' : status === 414 ? 'uri_too_long' : 'bad_request';
-      void reply.code(status).send(envelope(status, code, status === 404 ? 'no resource at this path (invalid percent-encoding)' : error.message));
+      void reply
+        .code(status)
+        .send(
+          envelope(
+            status,
+            code,
+            status === 404 ? 'no resource at this path (invalid percent-encoding)' : error.message,
+          ),
+        );
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Bodies: exact types, no silent fixes. Query strings and params arrive as text and are coerced.
   const bodyAjv = makeAjv({ coerceTypes: false });
   const paramAjv = makeAjv({ coerceTypes: 'array' });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : strictNumbers(schema, paramAjv.compile(schema))));
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    httpPart === 'body' ? bodyAjv.compile(schema) : strictNumbers(schema, paramAjv.compile(schema)),
+  );
   app.setSchemaErrorFormatter((errors, dataVar) => {
     const first = errors[0];
     if (!first) return new Error(`${dataVar} is invalid`);
     const where = `${dataVar}${first.instancePath.replace(/\//g, '.')}`;
     if (first.keyword === 'additionalProperties') {
-      return new Error(`${where} has an unknown field '${String((first.params as { additionalProperty?: string }).additionalProperty)}'`);
+      return new Error(
+        `${where} has an unknown field '${String((first.params as { additionalProperty?: string }).additionalProperty)}'`,
+      );
     }
     return new Error(`${where} ${first.message ?? 'is invalid'}`);
   });
@@ -146,11 +188,20 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
-      info: { title: options.title ?? `Stratus ${options.name}`, version: options.version, description: options.description },
+      info: {
+        title: options.title ?? `Stratus ${options.name}`,
+        version: options.version,
+        description: options.description,
+      },
       components: {
         securitySchemes: {
           // What the gateway injects for an authenticated caller; routes that need identity name it.
-          gatewayIdentity: { type: 'apiKey', in: 'header', name: 'X-Gateway-Authentication', description: 'Identity JSON injected by the gateway' },
+          gatewayIdentity: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Gateway-Authentication',
+            description: 'Identity JSON injected by the gateway',
+          },
         },
       },
     },
@@ -190,7 +241,11 @@ function installExactJsonParser(app: ServiceApp): void {
     try {
       done(null, parseJsonBody(text));
     } catch (error) {
-      done(error instanceof JsonTooDeepError ? tooDeep() : new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(error as Error).message}`));
+      done(
+        error instanceof JsonTooDeepError
+          ? tooDeep()
+          : new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(error as Error).message}`),
+      );
     }
   });
 }
@@ -211,7 +266,9 @@ function installMethodNotAllowed(app: ServiceApp, fallback: ServiceAppOptions['n
   });
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '/';
-    const allowed = (['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const).filter((m) => m !== request.method && known.find(m, path) !== null);
+    const allowed = (['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const).filter(
+      (m) => m !== request.method && known.find(m, path) !== null,
+    );
     if (allowed.length > 0) {
       return reply
         .code(405)
@@ -226,7 +283,10 @@ function installMethodNotAllowed(app: ServiceApp, fallback: ServiceAppOptions['n
 function installErrorHandler(app: ServiceApp): void {
   app.setErrorHandler((error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof HttpError) {
-      void reply.code(error.status).headers(error.headers).send(envelope(error.status, error.code, error.message));
+      void reply
+        .code(error.status)
+        .headers(error.headers)
+        .send(envelope(error.status, error.code, error.message));
       return;
     }
     if ('validation' in error && error.validation) {
@@ -245,9 +305,15 @@ function installErrorHandler(app: ServiceApp): void {
         void reply.code(400).send(envelope(400, 'invalid_json', 'request body is not valid JSON'));
         return;
     }
-    const status = typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    const status =
+      typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500
+        ? error.statusCode
+        : 500;
     if (status === 500) {
-      request.log.error({ err: error, reqId: request.id, method: request.method, url: request.url.split('?')[0] }, 'unhandled error');
+      request.log.error(
+        { err: error, reqId: request.id, method: request.method, url: request.url.split('?')[0] },
+        'unhandled error',
+      );
       void reply.code(500).send(envelope(500, 'internal_error', 'internal error'));
       return;
     }

@@ -23,7 +23,8 @@ export interface StoredCredential<R> {
  * The outcome of a check: `malformed` (the precheck refused the pair: no lookup, no bcrypt),
  * `unknown` (no such key), `wrong_secret`, or `ok` with the value.
  */
-export type CredentialCheck<V> = { status: 'malformed' } | { status: 'unknown' } | { status: 'wrong_secret' } | { status: 'ok'; value: V };
+export type CredentialCheck<V> =
+  { status: 'malformed' } | { status: 'unknown' } | { status: 'wrong_secret' } | { status: 'ok'; value: V };
 
 export interface CredentialCheckerOptions<V, R> {
   /** The stored key, or null/undefined when there is none. */
@@ -80,7 +81,10 @@ export class CredentialChecker<V, R = V> {
     private readonly feed: RevocationFeed,
     private readonly options: CredentialCheckerOptions<V, R>,
   ) {
-    this.unsubscribe = [feed.subscribe(options.topic, (message) => this.onRevoked(message)), feed.onResync(() => this.forgetAll())];
+    this.unsubscribe = [
+      feed.subscribe(options.topic, (message) => this.onRevoked(message)),
+      feed.onResync(() => this.forgetAll()),
+    ];
   }
 
   /** The cache key of a pair: a SHA-256 of key and secret, never the secret itself. */
@@ -114,7 +118,12 @@ export class CredentialChecker<V, R = V> {
     return promise;
   }
 
-  private async verify(hash: string, key: string, secret: string, verification: Verification): Promise<CredentialCheck<V>> {
+  private async verify(
+    hash: string,
+    key: string,
+    secret: string,
+    verification: Verification,
+  ): Promise<CredentialCheck<V>> {
     const stored = await this.options.lookup(key);
     if (!stored) return { status: 'unknown' };
     this.verifications++;

@@ -36,23 +36,41 @@ export const serviceUnavailable = (message: string) => new HttpError(503, 'servi
 /** Default codes for statuses raised without one (by Fastify or a plugin). */
 export function defaultCode(status: number): string {
   switch (status) {
-    case 400: return 'bad_request';
-    case 401: return 'unauthorized';
-    case 403: return 'forbidden';
-    case 404: return 'not_found';
-    case 405: return 'method_not_allowed';
-    case 406: return 'not_acceptable';
-    case 409: return 'conflict';
-    case 411: return 'length_required';
-    case 413: return 'payload_too_large';
-    case 414: return 'uri_too_long';
-    case 415: return 'unsupported_media_type';
-    case 416: return 'range_not_satisfiable';
-    case 429: return 'too_many_requests';
-    case 501: return 'not_implemented';
-    case 502: return 'bad_gateway';
-    case 503: return 'service_unavailable';
-    case 504: return 'gateway_timeout';
-    default: return status >= 500 ? 'internal_error' : 'bad_request';
+    case 400:
+      return 'bad_request';
+    case 401:
+      return 'unauthorized';
+    case 403:
+      return 'forbidden';
+    case 404:
+      return 'not_found';
+    case 405:
+      return 'method_not_allowed';
+    case 406:
+      return 'not_acceptable';
+    case 409:
+      return 'conflict';
+    case 411:
+      return 'length_required';
+    case 413:
+      return 'payload_too_large';
+    case 414:
+      return 'uri_too_long';
+    case 415:
+      return 'unsupported_media_type';
+    case 416:
+      return 'range_not_satisfiable';
+    case 429:
+      return 'too_many_requests';
+    case 501:
+      return 'not_implemented';
+    case 502:
+      return 'bad_gateway';
+    case 503:
+      return 'service_unavailable';
+    case 504:
+      return 'gateway_timeout';
+    default:
+      return status >= 500 ? 'internal_error' : 'bad_request';
   }
 }

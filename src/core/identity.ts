@@ -45,7 +45,10 @@ export function requireIdentity(request: FastifyRequest): Identity {
  * databases, loggers): no identity and no `Api-Key` → 401; an identity header that is present but
  * unusable → 401. Returns the identity (null when absent) and the raw `Api-Key` header.
  */
-export function ownerOrKeyCredentials(request: FastifyRequest): { identity: Identity | null; apiKey: string | string[] | undefined } {
+export function ownerOrKeyCredentials(request: FastifyRequest): {
+  identity: Identity | null;
+  apiKey: string | string[] | undefined;
+} {
   const identityHeader = request.headers[IDENTITY_HEADER];
   const apiKey = request.headers['api-key'];
   if (identityHeader === undefined && apiKey === undefined) {

@@ -94,7 +94,8 @@ export function nestedDeeperThan(value: JsonValue, limit: number): boolean {
     if (top.depth > limit) return true;
     const container = top.value as JsonObject | JsonValue[];
     const children = Array.isArray(container) ? container : Object.values(container);
-    for (const child of children) if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: top.depth + 1 });
+    for (const child of children)
+      if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: top.depth + 1 });
   }
   return false;
 }
@@ -173,7 +174,8 @@ const enum Char {
   CloseBrace = 0x7d,
 }
 
-type Frame = { array: JsonValue[]; object?: undefined; key?: undefined } | { array?: undefined; object: JsonObject; key: string };
+type Frame =
+  { array: JsonValue[]; object?: undefined; key?: undefined } | { array?: undefined; object: JsonObject; key: string };
 
 /**
  * Strict JSON (RFC 8259, exactly what JSON.parse accepts) with exact big integers. Iterative, with
@@ -290,14 +292,30 @@ class ExactParser {
         out += text.slice(chunkStart, pos);
         const e = text.charCodeAt(pos + 1);
         switch (e) {
-          case 0x22: out += '"'; break;
-          case 0x5c: out += '\\'; break;
-          case 0x2f: out += '/'; break;
-          case 0x62: out += '\b'; break;
-          case 0x66: out += '\f'; break;
-          case 0x6e: out += '\n'; break;
-          case 0x72: out += '\r'; break;
-          case 0x74: out += '\t'; break;
+          case 0x22:
+            out += '"';
+            break;
+          case 0x5c:
+            out += '\\';
+            break;
+          case 0x2f:
+            out += '/';
+            break;
+          case 0x62:
+            out += '\b';
+            break;
+          case 0x66:
+            out += '\f';
+            break;
+          case 0x6e:
+            out += '\n';
+            break;
+          case 0x72:
+            out += '\r';
+            break;
+          case 0x74:
+            out += '\t';
+            break;
           case 0x75: {
             let code = 0;
             for (let k = pos + 2; k < pos + 6; k++) {
@@ -377,7 +395,9 @@ class ExactParser {
 
   private unexpected(): SyntaxError {
     if (this.pos >= this.text.length) return new SyntaxError('Unexpected end of JSON input');
-    return new SyntaxError(`Unexpected token ${JSON.stringify(this.text.charAt(this.pos))} in JSON at position ${this.pos}`);
+    return new SyntaxError(
+      `Unexpected token ${JSON.stringify(this.text.charAt(this.pos))} in JSON at position ${this.pos}`,
+    );
   }
 }
 

@@ -23,7 +23,10 @@ export interface ReadAheadOptions {
  * throw in its `for await`) the source is ended with its own `return()`, without waiting for a
  * read still under way.
  */
-export async function* readAhead(source: AsyncIterable<Uint8Array>, options: ReadAheadOptions = {}): AsyncGenerator<Uint8Array, void, undefined> {
+export async function* readAhead(
+  source: AsyncIterable<Uint8Array>,
+  options: ReadAheadOptions = {},
+): AsyncGenerator<Uint8Array, void, undefined> {
   const { aheadBytes = READ_AHEAD_BYTES, joinBytes = 0 } = options;
   const iterator = source[Symbol.asyncIterator]();
   const queue: Uint8Array[] = [];

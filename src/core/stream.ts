@@ -267,7 +267,11 @@ export function openSse(res: ServerResponse, opts: StreamOptions = {}): SseWrite
  * the response closes before it finished (a disconnect shows as the response's `close` event).
  * Uploads pass the signal to the blob store so a stalled or cut body stops and stores nothing.
  */
-export function disconnectSignal(request: IncomingMessage, response: ServerResponse, reason: () => Error): { signal: AbortSignal; dispose(): void } {
+export function disconnectSignal(
+  request: IncomingMessage,
+  response: ServerResponse,
+  reason: () => Error,
+): { signal: AbortSignal; dispose(): void } {
   const controller = new AbortController();
   const abort = () => {
     if (!controller.signal.aborted) controller.abort(reason());

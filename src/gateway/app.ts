@@ -26,7 +26,13 @@ const PROBE_TIMEOUT_MS = 2_000;
 /** Every service serves its OpenAPI document publicly; the lambda service's is `/openapi` (src/services/lambda/README.md, OpenAPI). */
 const probePath = (service: ServiceName) => (service === 'lambda' ? '/openapi' : '/openapi.json');
 
-const statusRow = Type.Object({ id: Type.String(), name: Type.String(), host: Type.String(), status: Type.Integer(), statusText: Type.String() });
+const statusRow = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  host: Type.String(),
+  status: Type.Integer(),
+  statusText: Type.String(),
+});
 const statsRow = Type.Object({
   host: Type.String(),
   served_requests: Type.Integer(),
@@ -35,7 +41,9 @@ const statsRow = Type.Object({
   uptime: Type.String({ description: 'Go duration' }),
   start_timestamp: Type.String({ description: 'RFC 3339 UTC' }),
 });
-const errorBody = Type.Object({ error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }) });
+const errorBody = Type.Object({
+  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
+});
 
 /**
  * The gateway's own endpoints on `gateway.<domain>` (and `/version`, `/v0/…`, `/openapi.json` on
@@ -55,23 +63,43 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
 
   app.get(
     '/version',
-    { schema: { summary: 'The running Stratus version (plain text)', produces: ['text/plain'], response: { 200: Type.String({ description: 'The version, e.g. 0.1.0' }) } } },
+    {
+      schema: {
+        summary: 'The running Stratus version (plain text)',
+        produces: ['text/plain'],
+        response: { 200: Type.String({ description: 'The version, e.g. 0.1.0' }) },
+      },
+    },
     async (_request, reply) => reply.type('text/plain; charset=utf-8').send(options.version),
   );
 
   // Project rows (ids, names, hosts) are shown to their owners only: anonymous callers and other
   // users see the platform's own hosts (issue 17, item 14; SECURITY.md).
-  const projectsOf = async (request: Parameters<typeof identityOf>[0]): Promise<{ mine: Project[]; others: Project[] }> => {
+  const projectsOf = async (
+    request: Parameters<typeof identityOf>[0],
+  ): Promise<{ mine: Project[]; others: Project[] }> => {
     const user = identityOf(request)?.user.id;
     const all = await listAllProjects(connection);
-    return { mine: all.filter((p) => user !== undefined && p.owners.includes(user)), others: all.filter((p) => user === undefined || !p.owners.includes(user)) };
+    return {
+      mine: all.filter((p) => user !== undefined && p.owners.includes(user)),
+      others: all.filter((p) => user === undefined || !p.owners.includes(user)),
+    };
   };
   const projectNote = 'Project hosts appear only for a signed-in caller who owns the project.';
 
   app.get(
     '/v0/virtualhosts',
-    { schema: { summary: 'Host names the gateway serves: platform hosts, then the caller\'s project hosts', description: projectNote, response: { 200: Type.Array(Type.String(), { description: 'Host names without ports' }) } } },
-    async (request) => [...PLATFORM_HOSTS.map((h) => `${h}.${domain}`), ...(await projectsOf(request)).mine.map((p) => `${p.slug}.${domain}`)],
+    {
+      schema: {
+        summary: "Host names the gateway serves: platform hosts, then the caller's project hosts",
+        description: projectNote,
+        response: { 200: Type.Array(Type.String(), { description: 'Host names without ports' }) },
+      },
+    },
+    async (request) => [
+      ...PLATFORM_HOSTS.map((h) => `${h}.${domain}`),
+      ...(await projectsOf(request)).mine.map((p) => `${p.slug}.${domain}`),
+    ],
   );
 
   app.get(
@@ -80,7 +108,9 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
       schema: {
         summary: 'Traffic statistics of this gateway instance',
         description: `${projectNote} The * row counts every request, project hosts included.`,
-        response: { 200: Type.Array(statsRow, { description: 'Rows *, -noroute-, then each host in order of first request' }) },
+        response: {
+          200: Type.Array(statsRow, { description: 'Rows *, -noroute-, then each host in order of first request' }),
+        },
       },
     },
     async (request) => {
@@ -97,26 +127,41 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     const app = services.get(service);
     if (app) {
       const timeout = new Promise<number>((resolve) => setTimeout(() => resolve(504), PROBE_TIMEOUT_MS).unref());
-      const answer = app.inject({ method: 'GET', url: probePath(service), headers: { host: `${service}.${domain}` } }).then((r) => r.statusCode, () => 500);
+      const answer = app
+        .inject({ method: 'GET', url: probePath(service), headers: { host: `${service}.${domain}` } })
+        .then(
+          (r) => r.statusCode,
+          () => 500,
+        );
       return Promise.race([answer, timeout]);
     }
     const url = upstreamUrls[service];
     if (!url) return 503;
     try {
-      const response = await undiciRequest(`${url}${probePath(service)}`, { headers: { host: `${service}.${domain}` }, headersTimeout: PROBE_TIMEOUT_MS, bodyTimeout: PROBE_TIMEOUT_MS });
+      const response = await undiciRequest(`${url}${probePath(service)}`, {
+        headers: { host: `${service}.${domain}` },
+        headersTimeout: PROBE_TIMEOUT_MS,
+        bodyTimeout: PROBE_TIMEOUT_MS,
+      });
       await response.body.dump();
       return response.statusCode;
     } catch (error) {
       return (error as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' ? 504 : 502;
     }
   };
-  const row = (id: string, name: string, host: string, status: number) => ({ id, name, host, status, statusText: `${status} ${STATUS_CODES[status] ?? ''}`.trim() });
+  const row = (id: string, name: string, host: string, status: number) => ({
+    id,
+    name,
+    host,
+    status,
+    statusText: `${status} ${STATUS_CODES[status] ?? ''}`.trim(),
+  });
 
   app.get(
     '/v0/status',
     {
       schema: {
-        summary: 'Health of every backend service, then of the caller\'s project hosts',
+        summary: "Health of every backend service, then of the caller's project hosts",
         description: `${projectNote} Each service is probed with GET of its OpenAPI document (/openapi.json; /openapi for lambda) (${PROBE_TIMEOUT_MS} ms timeout, all in parallel); a project host's status is that of the lambda service that serves it. 503 = not running anywhere known, 502 = unreachable, 504 = no answer in time.`,
         response: { 200: Type.Array(statusRow, { description: 'One row per service, then one per project' }) },
       },
@@ -125,13 +170,22 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
       const names = SERVICE_NAMES;
       const [statuses, { mine: projects }] = await Promise.all([Promise.all(names.map(probe)), projectsOf(request)]);
       const lambda = statuses[names.indexOf('lambda')] ?? 503;
-      return [...names.map((name, i) => row(name, name, `${name}.${domain}`, statuses[i] ?? 503)), ...projects.map((p) => row(p.id, p.name, `${p.slug}.${domain}`, lambda))];
+      return [
+        ...names.map((name, i) => row(name, name, `${name}.${domain}`, statuses[i] ?? 503)),
+        ...projects.map((p) => row(p.id, p.name, `${p.slug}.${domain}`, lambda)),
+      ];
     },
   );
 
   app.get(
     '/v0/secret',
-    { schema: { summary: 'Protected test endpoint: OK for any authenticated caller', produces: ['text/plain'], response: { 200: Type.String({ description: 'OK' }), 401: errorBody } } },
+    {
+      schema: {
+        summary: 'Protected test endpoint: OK for any authenticated caller',
+        produces: ['text/plain'],
+        response: { 200: Type.String({ description: 'OK' }), 401: errorBody },
+      },
+    },
     async (request, reply) => {
       requireIdentity(request);
       return reply.type('text/plain; charset=utf-8').send('OK');
@@ -139,8 +193,15 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
   );
 
   // Listed in its own document (README: The gateway's own OpenAPI document).
-  app.get('/openapi.json', { schema: { summary: 'This OpenAPI document', response: { 200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.0.3 document' }) } } }, async () =>
-    app.swagger(),
+  app.get(
+    '/openapi.json',
+    {
+      schema: {
+        summary: 'This OpenAPI document',
+        response: { 200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.0.3 document' }) },
+      },
+    },
+    async () => app.swagger(),
   );
   return app;
 }

@@ -2,7 +2,15 @@ import type { IncomingMessage } from 'node:http';
 import type { Settings } from '../config.ts';
 import type { Identity } from '../core/identity.ts';
 import type { SqlConnection } from '../store/db.ts';
-import { extendSession, findSessionByToken, readSessionCookie, resolveUser, sessionCookie, type OidcProviders, type User } from '../services/auth/index.ts';
+import {
+  extendSession,
+  findSessionByToken,
+  readSessionCookie,
+  resolveUser,
+  sessionCookie,
+  type OidcProviders,
+  type User,
+} from '../services/auth/index.ts';
 import { CredentialGuard } from './guard.ts';
 import { ApiKeyVerifier, matchScopes, type VerifiedKey } from './keys.ts';
 import { cookieAllowed } from './origins.ts';
@@ -74,7 +82,11 @@ export class Authenticator {
   /** Cheap test for the common anonymous request: no header that could carry a credential. */
   static hasCredentials(req: IncomingMessage): boolean {
     const h = req.headers;
-    return h['api-key'] !== undefined || h.authorization !== undefined || (h.cookie !== undefined && h.cookie.includes('stratus_session'));
+    return (
+      h['api-key'] !== undefined ||
+      h.authorization !== undefined ||
+      (h.cookie !== undefined && h.cookie.includes('stratus_session'))
+    );
   }
 
   /**
@@ -90,18 +102,27 @@ export class Authenticator {
       const cached = this.keys.cached(hash);
       if (cached) {
         const outcome = this.keyOutcome(cached, scope, 'api_key');
-        return outcome.kind === 'authenticated' && req.headers.authorization !== undefined ? this.withoutPlatformBearer(req, outcome) : outcome;
+        return outcome.kind === 'authenticated' && req.headers.authorization !== undefined
+          ? this.withoutPlatformBearer(req, outcome)
+          : outcome;
       }
     }
     return this.authenticateSlowly(req, scope, apiKey, apiSecret, hash);
   }
 
-  private async authenticateSlowly(req: IncomingMessage, scope: RequestScope, apiKey: string | undefined, apiSecret: string | undefined, hash: string | undefined): Promise<AuthOutcome> {
+  private async authenticateSlowly(
+    req: IncomingMessage,
+    scope: RequestScope,
+    apiKey: string | undefined,
+    apiSecret: string | undefined,
+    hash: string | undefined,
+  ): Promise<AuthOutcome> {
     const headers = req.headers;
     const address = req.socket.remoteAddress ?? '';
     if (apiKey && apiSecret) {
       const outcome = await this.withKey(apiKey, apiSecret, scope, 'api_key', address, hash);
-      if (outcome?.kind === 'authenticated' && headers.authorization !== undefined) return this.withoutPlatformBearer(req, outcome);
+      if (outcome?.kind === 'authenticated' && headers.authorization !== undefined)
+        return this.withoutPlatformBearer(req, outcome);
       if (outcome) return outcome;
     }
 
@@ -132,13 +153,17 @@ export class Authenticator {
    * a provider's ID token): it is removed too, so no backend or lambda receives it. Other bearer
    * values (a scheduler key) pass.
    */
-  private async withoutPlatformBearer(req: IncomingMessage, outcome: Extract<AuthOutcome, { kind: 'authenticated' }>): Promise<AuthOutcome> {
+  private async withoutPlatformBearer(
+    req: IncomingMessage,
+    outcome: Extract<AuthOutcome, { kind: 'authenticated' }>,
+  ): Promise<AuthOutcome> {
     const authorization = req.headers.authorization ?? '';
     const space = authorization.indexOf(' ');
     if (space <= 0 || authorization.slice(0, space).toLowerCase() !== 'bearer') return outcome;
     const token = authorization.slice(space + 1).trim();
     if (token === '') return outcome;
-    const platform = this.providers.providerForToken(token) !== null || (await findSessionByToken(this.connection, token)) !== null;
+    const platform =
+      this.providers.providerForToken(token) !== null || (await findSessionByToken(this.connection, token)) !== null;
     return platform ? { ...outcome, strip: ['authorization'] } : outcome;
   }
 
@@ -146,7 +171,14 @@ export class Authenticator {
    * null: the key is unknown (the caller goes on to other credentials; backends have keys of their
    * own). Uncached checks pass the guard first, which bounds the bcrypt work per address and key.
    */
-  private async withKey(key: string, secret: string, scope: RequestScope, credential: 'api_key' | 'basic', address: string, hash = ApiKeyVerifier.pairHash(key, secret)): Promise<AuthOutcome | null> {
+  private async withKey(
+    key: string,
+    secret: string,
+    scope: RequestScope,
+    credential: 'api_key' | 'basic',
+    address: string,
+    hash = ApiKeyVerifier.pairHash(key, secret),
+  ): Promise<AuthOutcome | null> {
     // A burst of one pair shares one verification (keys.ts): joining it needs no admission.
     let check = await this.keys.pending(hash);
     if (check === undefined) {
@@ -169,11 +201,18 @@ export class Authenticator {
   /** A verified key: its scopes decide (src/services/apikeys/README.md, Scopes); the identity is the key's owner. */
   private keyOutcome(verified: VerifiedKey, scope: RequestScope, credential: 'api_key' | 'basic'): AuthOutcome {
     const keyProject = boundProject(verified);
-    const match = matchScopes(verified.scopes, scope.host, scope.project?.id ?? (scope.keyProjectApplies ? (keyProject ?? null) : null));
+    const match = matchScopes(
+      verified.scopes,
+      scope.host,
+      scope.project?.id ?? (scope.keyProjectApplies ? (keyProject ?? null) : null),
+    );
     if (!match.ok) return { kind: 'rejected', message: 'the API key is not valid for this host or project' };
     const identity: Identity = {
       user: verified.user,
-      auth: match.hostMetadata !== undefined ? { method: 'api_key', key: verified.key, host_metadata: match.hostMetadata } : { method: 'api_key', key: verified.key },
+      auth:
+        match.hostMetadata !== undefined
+          ? { method: 'api_key', key: verified.key, host_metadata: match.hostMetadata }
+          : { method: 'api_key', key: verified.key },
     };
     const bound = keyProject === undefined ? {} : { keyProject };
     if (scope.project) {
@@ -211,7 +250,11 @@ export class Authenticator {
       }
       const user = await resolveUser(this.connection, verified.provider, verified.claims, this.settings);
       if (!user) return { kind: 'rejected', message: 'no account is linked to this identity' };
-      return { kind: 'authenticated', identity: { user: userRef(user), auth: { method: 'bearer' } }, credential: 'bearer_jwt' };
+      return {
+        kind: 'authenticated',
+        identity: { user: userRef(user), auth: { method: 'bearer' } },
+        credential: 'bearer_jwt',
+      };
     }
     return this.withSession(token, 'bearer_session');
   }
@@ -232,7 +275,6 @@ export class Authenticator {
     }
     return { kind: 'authenticated', identity, credential, ...(setCookie ? { setCookie } : {}) };
   }
-
 }
 
 /** The one project a key is bound to: every scope lists projects, and together they name one. */

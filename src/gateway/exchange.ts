@@ -73,18 +73,34 @@ export class Exchange {
 }
 
 /** Answers with the JSON error envelope; once the head is out, the connection is cut instead. */
-export function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+export function sendError(
+  res: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const body = JSON.stringify(envelope(status, code, message));
-  res.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  });
   res.end(body);
 }
 
 /** An early answer: the error is sent and the pipeline ends. */
-export function refuse(exchange: Exchange, status: number, code: string, message: string, headers?: Record<string, string>): typeof DONE {
+export function refuse(
+  exchange: Exchange,
+  status: number,
+  code: string,
+  message: string,
+  headers?: Record<string, string>,
+): typeof DONE {
   sendError(exchange.res, status, code, message, headers);
   return DONE;
 }

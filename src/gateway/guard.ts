@@ -18,7 +18,12 @@ export interface CredentialGuardOptions {
   maxEntries?: number;
 }
 
-export const DEFAULT_GUARD: CredentialGuardOptions = { maxFailuresPerKey: 20, maxFailuresPerAddress: 30, windowMs: 60_000, maxConcurrentPerAddress: 4 };
+export const DEFAULT_GUARD: CredentialGuardOptions = {
+  maxFailuresPerKey: 20,
+  maxFailuresPerAddress: 30,
+  windowMs: 60_000,
+  maxConcurrentPerAddress: 4,
+};
 
 interface Counter {
   count: number;
@@ -41,7 +46,9 @@ export class CredentialGuard {
 
   /** May a check of `key` from `address` run now? On ok, call `release()` when it has finished. */
   admit(address: string, key: string): Admission {
-    const limited = this.retryAfter(`k:${key}`, this.options.maxFailuresPerKey) ?? this.retryAfter(`a:${address}`, this.options.maxFailuresPerAddress);
+    const limited =
+      this.retryAfter(`k:${key}`, this.options.maxFailuresPerKey) ??
+      this.retryAfter(`a:${address}`, this.options.maxFailuresPerAddress);
     if (limited !== undefined) return { ok: false, retryAfterSeconds: limited };
     const running = this.running.get(address) ?? 0;
     if (running >= this.options.maxConcurrentPerAddress) return { ok: false, retryAfterSeconds: 1 };

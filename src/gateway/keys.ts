@@ -40,7 +40,12 @@ export class ApiKeyVerifier {
     this.checker = new CredentialChecker<VerifiedKey, StoredKey>(notifier, {
       lookup: async (key) => {
         const stored = await findApiKey(this.connection, key);
-        return stored && { secretHash: stored.secretHash, value: { key: stored.key, owner: stored.owner, scopes: stored.scopes } };
+        return (
+          stored && {
+            secretHash: stored.secretHash,
+            value: { key: stored.key, owner: stored.owner, scopes: stored.scopes },
+          }
+        );
       },
       resolve: (stored) => this.withOwner(stored),
       ttlMs,
@@ -102,7 +107,11 @@ function toKeyCheck(check: CredentialCheck<VerifiedKey>): KeyCheck {
 }
 
 /** Whether a verified key may be used for this request (src/services/apikeys/README.md, Scopes), and the host metadata. */
-export function matchScopes(scopes: readonly Scope[], host: string, projectId: string | null): { ok: boolean; hostMetadata?: string } {
+export function matchScopes(
+  scopes: readonly Scope[],
+  host: string,
+  projectId: string | null,
+): { ok: boolean; hostMetadata?: string } {
   if (scopes.length === 0) return { ok: true };
   for (const scope of scopes) {
     const projectOk = scope.projects.length === 0 || (projectId !== null && scope.projects.includes(projectId));

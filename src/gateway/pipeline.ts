@@ -25,7 +25,14 @@ export const PUBLIC_STEPS: readonly Step[] = [
 ];
 
 /** The internal port (trusted callers): routes the same way, no authentication, identity headers pass as sent. */
-export const INTERNAL_STEPS: readonly Step[] = [route, lookUpProject, decidePolicy, requireIdentityHeader, tagInternalRequest, dispatch];
+export const INTERNAL_STEPS: readonly Step[] = [
+  route,
+  lookUpProject,
+  decidePolicy,
+  requireIdentityHeader,
+  tagInternalRequest,
+  dispatch,
+];
 
 /**
  * Runs `steps` from `from` until one stops the exchange. Steps run synchronously while they

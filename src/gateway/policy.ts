@@ -10,7 +10,7 @@ export function underPrefix(path: string, prefix: string): boolean {
   if (!path.startsWith(prefix)) return false;
   if (prefix.endsWith('/') || path.length === prefix.length) return true;
   const next = path.charCodeAt(prefix.length);
-  return next === 47 /* / */ || next === 63 /* ? */;
+  return next === 47 /* / */ || next === 63; /* ? */
 }
 
 /**
@@ -28,7 +28,8 @@ export function createPolicy(rules: readonly RoutePolicyRule[]) {
       case 'api':
       case 'gateway':
         if (underPrefix(path, '/v0/secret')) return 'require';
-        if (hostLabel === 'api' && (underPrefix(path, '/v0/apikeys') || underPrefix(path, '/v0/projects'))) return 'require';
+        if (hostLabel === 'api' && (underPrefix(path, '/v0/apikeys') || underPrefix(path, '/v0/projects')))
+          return 'require';
         return 'optional';
       case 'apikeys':
         return underPrefix(path, '/v0/apikeys') || underPrefix(path, '/v0/projects') ? 'require' : 'optional';

@@ -34,7 +34,6 @@ export interface UpstreamProxy {
   close(): Promise<void>;
 }
 
-
 /** Removes the hop-by-hop headers from `headers` in place (lower-case keys) and returns it. */
 export function stripHopByHop<T extends HeaderMap>(headers: T): T {
   for (const name of hopByHopHeaderNames(headers)) delete headers[name];
@@ -82,7 +81,11 @@ interface Failure {
 
 function failure(status: number, code: string, message: string): Failure {
   const body = Buffer.from(JSON.stringify(envelope(status, code, message)));
-  return { status, headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length }, body };
+  return {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length },
+    body,
+  };
 }
 
 // Built once: an error answer costs no serialisation. Reasons stay short (no addresses, no stacks).
@@ -91,7 +94,14 @@ const CONNECT_TIMEOUT = failure(502, 'bad_gateway', 'upstream connection timed o
 const UPSTREAM_FAILED = failure(502, 'bad_gateway', 'upstream connection failed before the response');
 const HEADERS_TIMEOUT = failure(504, 'gateway_timeout', 'upstream did not answer in time');
 
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+]);
 
 function failureFor(error: Error): Failure {
   const code = (error as { code?: unknown }).code;
@@ -212,7 +222,14 @@ const CLOSE_GRACE_MS = 2_000;
 /** Proxy to one remote upstream, given by its origin (`http://host:port`; no path). */
 export function createUpstreamProxy(baseUrl: string, options: UpstreamProxyOptions = {}): UpstreamProxy {
   const url = new URL(baseUrl);
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+  if (
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.pathname !== '/' ||
+    url.search !== '' ||
+    url.hash !== '' ||
+    url.username !== '' ||
+    url.password !== ''
+  ) {
     throw new Error(`upstream URL must be an http(s) origin such as http://127.0.0.1:9000, got ${baseUrl}`);
   }
   const pool = new Pool(url.origin, {

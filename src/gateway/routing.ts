@@ -2,7 +2,21 @@ import { isIP } from 'node:net';
 import type { ServiceName } from '../config.ts';
 
 /** Platform host names in the order the gateway lists them (root README.md, Addressing: its host table, in this order). */
-export const PLATFORM_HOSTS = ['api', 'gateway', 'auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'] as const;
+export const PLATFORM_HOSTS = [
+  'api',
+  'gateway',
+  'auth',
+  'apikeys',
+  'lambda',
+  'scheduler',
+  'docdb',
+  'logs',
+  'files',
+  'config',
+  'run',
+  'kv',
+  'console',
+] as const;
 export type PlatformHost = (typeof PLATFORM_HOSTS)[number];
 
 /** Where a request goes. */
@@ -57,7 +71,8 @@ export function routeApiPath(path: string): ApiTarget | null {
   for (const [prefix, target] of API_PREFIXES) {
     if (!path.startsWith(prefix)) continue;
     const next = path.charAt(prefix.length);
-    if (prefix.endsWith('/') || next === '' || next === '/' || next === '?' || next === '.' || next === ':') return target;
+    if (prefix.endsWith('/') || next === '' || next === '/' || next === '?' || next === '.' || next === ':')
+      return target;
   }
   return null;
 }

@@ -55,9 +55,15 @@ export interface ListenOptions {
  * Starts a listener. No request timeout (long uploads and streams), idle timeouts instead;
  * `close()` waits briefly for in-flight requests, then cuts what is left (open streams).
  */
-export async function listen(handler: http.RequestListener, port: number, host: string, options: ListenOptions = {}): Promise<Listener> {
+export async function listen(
+  handler: http.RequestListener,
+  port: number,
+  host: string,
+  options: ListenOptions = {},
+): Promise<Listener> {
   const bodyIdleMs = options.bodyIdleTimeoutMs ?? 0;
-  const guarded: http.RequestListener = bodyIdleMs > 0 ? (req, res) => (watchBody(req, res, bodyIdleMs), handler(req, res)) : handler;
+  const guarded: http.RequestListener =
+    bodyIdleMs > 0 ? (req, res) => (watchBody(req, res, bodyIdleMs), handler(req, res)) : handler;
   const server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, guarded);
   // A connection with no traffic either way for this long is closed; streams send heartbeats.
   server.timeout = IDLE_TIMEOUT_MS;
@@ -119,8 +125,14 @@ function watchBody(req: IncomingMessage, res: ServerResponse, idleMs: number): v
     }
     clearInterval(timer);
     if (!res.headersSent) {
-      const body = JSON.stringify(envelope(408, 'request_timeout', `no part of the request body arrived for ${idleMs / 1000} s`));
-      res.writeHead(408, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+      const body = JSON.stringify(
+        envelope(408, 'request_timeout', `no part of the request body arrived for ${idleMs / 1000} s`),
+      );
+      res.writeHead(408, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+        connection: 'close',
+      });
       res.end(body, () => socket.destroy());
       setTimeout(() => socket.destroy(), 1_000).unref();
     } else {

@@ -5,7 +5,11 @@ import { first, run } from '../store/sql-work.ts';
  * owners keep their order, the creator first; adding an owner twice changes nothing; the last
  * owner cannot be removed. Each returns the answer and, when the list changes, the list to store.
  */
-export type DeleteOwnerResult = { status: 'deleted'; owners: string[] } | { status: 'not_found' } | { status: 'not_owner' } | { status: 'last_owner' };
+export type DeleteOwnerResult =
+  | { status: 'deleted'; owners: string[] }
+  | { status: 'not_found' }
+  | { status: 'not_owner' }
+  | { status: 'last_owner' };
 
 export interface OwnerChange<T> {
   result: T;
@@ -44,13 +48,25 @@ export function ownersLikePattern(userId: string): string {
  * Adds `owner` to the owners stored in `table` (a JSON text column `owners`, keyed by `id`) unless
  * it is one already: the owners after the call, or null when the row does not exist.
  */
-export async function addStoredOwner(connection: SqlConnection, table: string, id: string, owner: string): Promise<string[] | null> {
+export async function addStoredOwner(
+  connection: SqlConnection,
+  table: string,
+  id: string,
+  owner: string,
+): Promise<string[] | null> {
   return (await changeStoredOwners(connection, table, id, (owners) => addOwner(owners, owner))) ?? null;
 }
 
 /** Removes `owner` from the owners stored in `table`; never the last one. */
-export async function removeStoredOwner(connection: SqlConnection, table: string, id: string, owner: string): Promise<DeleteOwnerResult> {
-  return (await changeStoredOwners(connection, table, id, (owners) => removeOwner(owners, owner))) ?? { status: 'not_found' };
+export async function removeStoredOwner(
+  connection: SqlConnection,
+  table: string,
+  id: string,
+  owner: string,
+): Promise<DeleteOwnerResult> {
+  return (
+    (await changeStoredOwners(connection, table, id, (owners) => removeOwner(owners, owner))) ?? { status: 'not_found' }
+  );
 }
 
 /**
@@ -58,10 +74,18 @@ export async function removeStoredOwner(connection: SqlConnection, table: string
  * concurrent changes cannot lose each other). Undefined when the row does not exist. `table` is
  * a constant of the calling repository, never user input.
  */
-async function changeStoredOwners<T>(connection: SqlConnection, table: string, id: string, change: (owners: string[]) => OwnerChange<T>): Promise<T | undefined> {
+async function changeStoredOwners<T>(
+  connection: SqlConnection,
+  table: string,
+  id: string,
+  change: (owners: string[]) => OwnerChange<T>,
+): Promise<T | undefined> {
   const { database } = connection;
   return database.write(function* () {
-    const row = yield* first<{ owners: string }>(`select owners from ${table} where id = ?${database.syntax.forUpdate}`, id);
+    const row = yield* first<{ owners: string }>(
+      `select owners from ${table} where id = ?${database.syntax.forUpdate}`,
+      id,
+    );
     if (!row) return undefined;
     const outcome = change(parseOwners(row.owners));
     if (outcome.owners) yield* run(`update ${table} set owners = ? where id = ?`, JSON.stringify(outcome.owners), id);

@@ -35,7 +35,11 @@ export async function openStore(settings: StoreSettings): Promise<Store> {
     const sql = openSqlite(join(dataDir, 'stratus.db'), { synchronous: settings.sqliteSynchronous });
     const notifier = createMemoryNotifier();
     // Small blobs share a group commit instead of costing a file and its fsyncs each.
-    const blobs = withInlineSmallBlobs(createDirectoryBlobStore(join(dataDir, 'blobs')), join(dataDir, 'blobs', 'inline.db'), { synchronous: settings.sqliteSynchronous });
+    const blobs = withInlineSmallBlobs(
+      createDirectoryBlobStore(join(dataDir, 'blobs')),
+      join(dataDir, 'blobs', 'inline.db'),
+      { synchronous: settings.sqliteSynchronous },
+    );
     return {
       sql,
       blobs,

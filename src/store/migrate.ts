@@ -35,7 +35,9 @@ export async function migrate(database: SqlDatabase, sets: readonly MigrationSet
   // second process creating the same table at the same moment (a unique violation in pg_type).
   await database.write(function* () {
     yield* migrationLock(database);
-    yield* run('create table if not exists stratus_migrations (owner text not null, name text not null, applied_at text not null, constraint stratus_migrations_pk primary key (owner, name))');
+    yield* run(
+      'create table if not exists stratus_migrations (owner text not null, name text not null, applied_at text not null, constraint stratus_migrations_pk primary key (owner, name))',
+    );
   });
 
   const applied: string[] = [];
@@ -43,10 +45,19 @@ export async function migrate(database: SqlDatabase, sets: readonly MigrationSet
     for (const migration of set.migrations) {
       const done = await database.write(function* () {
         yield* migrationLock(database);
-        const existing = yield* first('select name from stratus_migrations where owner = ? and name = ?', set.owner, migration.name);
+        const existing = yield* first(
+          'select name from stratus_migrations where owner = ? and name = ?',
+          set.owner,
+          migration.name,
+        );
         if (existing) return false;
         for (const statement of migration.statements(database.syntax)) yield* run(statement);
-        yield* run('insert into stratus_migrations (owner, name, applied_at) values (?, ?, ?)', set.owner, migration.name, new Date().toISOString());
+        yield* run(
+          'insert into stratus_migrations (owner, name, applied_at) values (?, ?, ?)',
+          set.owner,
+          migration.name,
+          new Date().toISOString(),
+        );
         return true;
       });
       if (done) applied.push(`${set.owner}/${migration.name}`);

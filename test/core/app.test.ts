@@ -11,20 +11,45 @@ describe('service app kernel (DESIGN §6 overrides)', () => {
   const seen: unknown[] = [];
 
   before(async () => {
-    app = await createServiceApp({ name: 'kernel-test', version: '1.2.3', logger: pino({ level: 'silent' }), bodyLimit: 1024 });
+    app = await createServiceApp({
+      name: 'kernel-test',
+      version: '1.2.3',
+      logger: pino({ level: 'silent' }),
+      bodyLimit: 1024,
+    });
     app.post(
       '/items',
-      { schema: { body: Type.Object({ name: Type.String({ minLength: 1 }), count: Type.Optional(Type.Integer()), tags: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false }) } },
+      {
+        schema: {
+          body: Type.Object(
+            {
+              name: Type.String({ minLength: 1 }),
+              count: Type.Optional(Type.Integer()),
+              tags: Type.Optional(Type.Array(Type.String())),
+            },
+            { additionalProperties: false },
+          ),
+        },
+      },
       async (request, reply) => {
         seen.push(request.body);
         return reply.code(201).send(request.body);
       },
     );
-    app.get('/items/:id', { schema: { params: Type.Object({ id: Type.String() }), querystring: Type.Object({ limit: Type.Optional(Type.Integer()), flag: Type.Optional(Type.Boolean()) }) } }, async (request) => ({
-      id: request.params.id,
-      limit: request.query.limit,
-      flag: request.query.flag,
-    }));
+    app.get(
+      '/items/:id',
+      {
+        schema: {
+          params: Type.Object({ id: Type.String() }),
+          querystring: Type.Object({ limit: Type.Optional(Type.Integer()), flag: Type.Optional(Type.Boolean()) }),
+        },
+      },
+      async (request) => ({
+        id: request.params.id,
+        limit: request.query.limit,
+        flag: request.query.flag,
+      }),
+    );
     app.delete('/items/:id', async () => ({ deleted: true }));
     app.get('/boom', async () => {
       throw new Error('secret internal detail');
@@ -34,7 +59,12 @@ describe('service app kernel (DESIGN §6 overrides)', () => {
     });
     await app.ready();
 
-    strictApp = await createServiceApp({ name: 'strict', version: '1.2.3', logger: pino({ level: 'silent' }), jsonForAnyContentType: false });
+    strictApp = await createServiceApp({
+      name: 'strict',
+      version: '1.2.3',
+      logger: pino({ level: 'silent' }),
+      jsonForAnyContentType: false,
+    });
     strictApp.post('/json', async (request) => ({ body: request.body ?? null }));
     await strictApp.ready();
   });
@@ -44,7 +74,8 @@ describe('service app kernel (DESIGN §6 overrides)', () => {
     await strictApp.close();
   });
 
-  const post = (payload: string, contentType = 'application/json') => app.inject({ method: 'POST', url: '/items', payload, headers: { 'content-type': contentType } });
+  const post = (payload: string, contentType = 'application/json') =>
+    app.inject({ method: 'POST', url: '/items', payload, headers: { 'content-type': contentType } });
 
   it('accepts a valid body', async () => {
     const res = await post('{"name":"a","count":2}');
@@ -63,7 +94,12 @@ describe('service app kernel (DESIGN §6 overrides)', () => {
   });
 
   it('does not coerce body types', async () => {
-    for (const payload of ['{"name":"a","count":"2"}', '{"name":5}', '{"name":"a","tags":"x"}', '{"name":"a","count":1.5}']) {
+    for (const payload of [
+      '{"name":"a","count":"2"}',
+      '{"name":5}',
+      '{"name":"a","tags":"x"}',
+      '{"name":"a","count":1.5}',
+    ]) {
       const res = await post(payload);
       assert.equal(res.statusCode, 400, payload);
       assert.equal(res.json().error.code, 'validation_error');
@@ -92,9 +128,19 @@ describe('service app kernel (DESIGN §6 overrides)', () => {
   });
 
   it('only parses JSON content types when told so', async () => {
-    const json = await strictApp.inject({ method: 'POST', url: '/json', payload: '{"a":1}', headers: { 'content-type': 'application/json' } });
+    const json = await strictApp.inject({
+      method: 'POST',
+      url: '/json',
+      payload: '{"a":1}',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.deepEqual(json.json(), { body: { a: 1 } });
-    const other = await strictApp.inject({ method: 'POST', url: '/json', payload: '{"a":1}', headers: { 'content-type': 'text/csv' } });
+    const other = await strictApp.inject({
+      method: 'POST',
+      url: '/json',
+      payload: '{"a":1}',
+      headers: { 'content-type': 'text/csv' },
+    });
     assert.equal(other.statusCode, 415);
     assert.equal(other.json().error.code, 'unsupported_media_type');
   });
@@ -112,7 +158,9 @@ describe('service app kernel (DESIGN §6 overrides)', () => {
     assert.deepEqual(String(res.headers.allow).split(', ').sort(), ['DELETE', 'GET', 'HEAD']);
     const missing = await app.inject({ method: 'GET', url: '/nothing' });
     assert.equal(missing.statusCode, 404);
-    assert.deepEqual(missing.json(), { error: { status: 404, code: 'not_found', message: 'no route for GET /nothing' } });
+    assert.deepEqual(missing.json(), {
+      error: { status: 404, code: 'not_found', message: 'no route for GET /nothing' },
+    });
   });
 
   it('answers a path parameter that is not valid percent-encoding with a 404 envelope', async () => {

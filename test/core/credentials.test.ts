@@ -2,7 +2,12 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { hash } from '@node-rs/bcrypt';
-import { CredentialChecker, type CredentialCheckerOptions, type RevocationFeed, type StoredCredential } from '../../src/core/credentials.ts';
+import {
+  CredentialChecker,
+  type CredentialCheckerOptions,
+  type RevocationFeed,
+  type StoredCredential,
+} from '../../src/core/credentials.ts';
 
 const TOPIC = 'test.keys.revoked';
 
@@ -73,7 +78,11 @@ class Keys {
   };
 }
 
-function checker(feed: FakeFeed, keys: Keys, options: Partial<CredentialCheckerOptions<KeyValue, KeyValue>> = {}): CredentialChecker<KeyValue> {
+function checker(
+  feed: FakeFeed,
+  keys: Keys,
+  options: Partial<CredentialCheckerOptions<KeyValue, KeyValue>> = {},
+): CredentialChecker<KeyValue> {
   return new CredentialChecker<KeyValue>(feed, {
     lookup: keys.lookup,
     ttlMs: 60_000,
@@ -118,7 +127,8 @@ describe('CredentialChecker', () => {
     const checks = checker(feed, keys, { precheck: (key, secret) => key.length === 36 && secret.length === 36 });
     try {
       const wrong = { key: pair.key, secret: randomUUID() };
-      for (let i = 0; i < 2; i++) assert.deepEqual(await checks.check(wrong.key, wrong.secret), { status: 'wrong_secret' });
+      for (let i = 0; i < 2; i++)
+        assert.deepEqual(await checks.check(wrong.key, wrong.secret), { status: 'wrong_secret' });
       assert.equal(checks.verifications, 2, 'each wrong secret is compared again');
       assert.equal(checks.cached(CredentialChecker.pairHash(wrong.key, wrong.secret)), undefined);
       assert.deepEqual(await checks.check(randomUUID(), pair.secret), { status: 'unknown' });
@@ -144,11 +154,19 @@ describe('CredentialChecker', () => {
       const first = checks.check(pair.key, pair.secret);
       const pending = checks.pending(CredentialChecker.pairHash(pair.key, pair.secret));
       assert.ok(pending, 'the verification under way can be joined');
-      const results = await Promise.all([first, pending, ...Array.from({ length: 8 }, () => checks.check(pair.key, pair.secret))]);
+      const results = await Promise.all([
+        first,
+        pending,
+        ...Array.from({ length: 8 }, () => checks.check(pair.key, pair.secret)),
+      ]);
       for (const result of results) assert.deepEqual(result, { status: 'ok', value: { ownerId: 'alice' } });
       assert.equal(checks.verifications, 1);
       assert.equal(keys.lookups, 1);
-      assert.equal(checks.pending(CredentialChecker.pairHash(pair.key, pair.secret)), undefined, 'nothing under way afterwards');
+      assert.equal(
+        checks.pending(CredentialChecker.pairHash(pair.key, pair.secret)),
+        undefined,
+        'nothing under way afterwards',
+      );
       // Different pairs do not share.
       await Promise.all([ok(checks, other), checks.check(other.key, randomUUID())]);
       assert.equal(checks.verifications, 3);

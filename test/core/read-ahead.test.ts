@@ -24,7 +24,11 @@ test('readAhead: every chunk arrives, in order, unchanged', async () => {
     got.map((c) => c.byteLength),
     sizes,
   );
-  for (const [i, c] of got.entries()) assert.ok(c.every((b) => b === i % 256), `chunk ${i} intact`);
+  for (const [i, c] of got.entries())
+    assert.ok(
+      c.every((b) => b === i % 256),
+      `chunk ${i} intact`,
+    );
 });
 
 test('readAhead: waiting chunks are joined up to joinBytes, never split, order kept', async () => {
@@ -47,7 +51,8 @@ test('readAhead: waiting chunks are joined up to joinBytes, never split, order k
   const joined = Buffer.concat(pieces);
   const expected = Buffer.concat(sizes.map((size, i) => chunk(i, size)));
   assert.ok(joined.equals(expected), 'same bytes in the same order');
-  for (const piece of pieces.slice(1)) assert.ok(piece.byteLength <= 1000 || sizes.includes(piece.byteLength), `piece of ${piece.byteLength} bytes`);
+  for (const piece of pieces.slice(1))
+    assert.ok(piece.byteLength <= 1000 || sizes.includes(piece.byteLength), `piece of ${piece.byteLength} bytes`);
   assert.ok(pieces.length < sizes.length, 'waiting chunks were joined');
   assert.ok(
     pieces.some((p) => p.byteLength === 5000),
@@ -151,7 +156,9 @@ test('readAhead: stopping early does not wait for a read still under way', async
     [Symbol.asyncIterator]: () => ({
       next: () => {
         nextCalls++;
-        return nextCalls === 1 ? Promise.resolve({ done: false, value: chunk(1, 10) }) : new Promise<IteratorResult<Uint8Array>>(() => {});
+        return nextCalls === 1
+          ? Promise.resolve({ done: false, value: chunk(1, 10) })
+          : new Promise<IteratorResult<Uint8Array>>(() => {});
       },
       return: () => {
         returned = true;

@@ -205,7 +205,11 @@ test('ndjson: status and header options, unserialisable values, writes after end
   const port = await startServer(t, (_req, res) => {
     const writer = openNdjson(res, { status: 201, headers: { 'X-Test': 'yes', 'Cache-Control': 'no-store' } });
     void (async () => {
-      const settle = (p: Promise<void>): Promise<unknown> => p.then(() => 'resolved', (err: unknown) => err);
+      const settle = (p: Promise<void>): Promise<unknown> =>
+        p.then(
+          () => 'resolved',
+          (err: unknown) => err,
+        );
       const undef = await settle(writer.write(undefined));
       const fn = await settle(writer.write(() => 1));
       const bigint = await settle(writer.write(1n));
@@ -359,7 +363,12 @@ test('sse: exact frame format, comments and heartbeat pings', async (t) => {
         writer.send({ retry: 1.5, data: 1 }),
         writer.send({ data: undefined }),
       ]) {
-        errors.push(await bad.then(() => 'resolved', (err: unknown) => err));
+        errors.push(
+          await bad.then(
+            () => 'resolved',
+            (err: unknown) => err,
+          ),
+        );
       }
       rejected.resolve(errors);
     })();
@@ -373,7 +382,10 @@ test('sse: exact frame format, comments and heartbeat pings', async (t) => {
     'data: \n\n' +
     ': note\n\n';
   // Wait for two heartbeats after the frames (the stream is idle from here on).
-  await waitUntil(() => body().startsWith(frames) && body().slice(frames.length).split(': ping\n\n').length > 2, 'pings');
+  await waitUntil(
+    () => body().startsWith(frames) && body().slice(frames.length).split(': ping\n\n').length > 2,
+    'pings',
+  );
   (await opened.promise).end();
   await done;
 

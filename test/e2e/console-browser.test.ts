@@ -60,7 +60,10 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
   it('signs in and uses every area without curl', { timeout: 5 * 60_000 }, async () => {
     assert.ok(browser && server);
     const port = server.publicPort;
-    const context: BrowserContext = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
+    const context: BrowserContext = await browser.newContext({
+      acceptDownloads: true,
+      viewport: { width: 1280, height: 900 },
+    });
     const page = await context.newPage();
     page.setDefaultTimeout(WAIT);
     page.on('dialog', (dialog) => void dialog.accept());
@@ -99,7 +102,11 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
         assert.match(key, /^[0-9a-f-]{36}$/);
         assert.match(secret, /^[0-9a-f-]{36}$/);
         // the key works against the platform
-        const check = await request(port, { path: '/v0/secret', host: 'api.localhost', headers: { 'api-key': key, 'api-secret': secret } });
+        const check = await request(port, {
+          path: '/v0/secret',
+          host: 'api.localhost',
+          headers: { 'api-key': key, 'api-secret': secret },
+        });
         assert.equal(check.status, 200, check.text);
         await page.getByTestId('apikeys-table').getByText('ci key').waitFor();
         await screenshot(page, '03-api-key-secret');
@@ -114,18 +121,32 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
         await page.getByRole('button', { name: 'Create key' }).click();
         await page.getByTestId('secret-panel').waitFor();
         await page.getByRole('button', { name: 'I have copied it' }).click();
-        await page.getByTestId('apikeys-table').getByText(/hosts demo-site\.localhost/).waitFor();
+        await page
+          .getByTestId('apikeys-table')
+          .getByText(/hosts demo-site\.localhost/)
+          .waitFor();
         // revoke the first key: it stops working
-        await page.getByRole('row', { name: /ci key/ }).getByRole('button', { name: 'Revoke' }).click();
+        await page
+          .getByRole('row', { name: /ci key/ })
+          .getByRole('button', { name: 'Revoke' })
+          .click();
         await page.getByTestId('apikeys-table').getByText('ci key').waitFor({ state: 'detached' });
-        const revoked = await request(port, { path: '/v0/secret', host: 'api.localhost', headers: { 'api-key': key, 'api-secret': secret } });
+        const revoked = await request(port, {
+          path: '/v0/secret',
+          host: 'api.localhost',
+          headers: { 'api-key': key, 'api-secret': secret },
+        });
         assert.equal(revoked.status, 401, revoked.text);
       });
 
       await step(page, log, '04-lambda', async () => {
         await open(page, 'Lambdas');
         await page.getByLabel('Name').fill('hello');
-        await page.getByLabel('Code').fill("export default (req) => {\n  console.log('greeting', req.query.who);\n  return { body: { message: 'Hello, ' + req.query.who } };\n};\n");
+        await page
+          .getByLabel('Code')
+          .fill(
+            "export default (req) => {\n  console.log('greeting', req.query.who);\n  return { body: { message: 'Hello, ' + req.query.who } };\n};\n",
+          );
         await page.getByRole('button', { name: 'Create lambda' }).click();
         await page.getByRole('heading', { name: 'hello' }).waitFor();
         await page.getByLabel('Query').fill('who=browser');
@@ -176,13 +197,18 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
         await page.getByRole('button', { name: 'Create bucket' }).click();
         await page.getByRole('heading', { name: 'Bucket uploads' }).waitFor();
         const content = Buffer.from(`hello from the browser test ${Date.now()}\n`.repeat(2000));
-        await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: content });
+        await page
+          .getByLabel('File', { exact: true })
+          .setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: content });
         await page.getByRole('button', { name: 'Upload' }).click();
         await page.getByTestId('upload-done').waitFor();
         assert.equal(await page.getByTestId('upload-percent').textContent(), '100 %');
         assert.equal(await page.getByTestId('upload-progress').getAttribute('value'), '100');
         await page.getByTestId('files-table').getByText('hello.txt').waitFor();
-        const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT }), page.getByRole('button', { name: 'Download' }).click()]);
+        const [download] = await Promise.all([
+          page.waitForEvent('download', { timeout: WAIT }),
+          page.getByRole('button', { name: 'Download' }).click(),
+        ]);
         assert.equal(download.suggestedFilename(), 'hello.txt');
         const path = await download.path();
         assert.ok(readFileSync(path).equals(content), 'the downloaded bytes equal the uploaded ones');
@@ -208,7 +234,13 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
         const token = await page.evaluate<string | null>("sessionStorage.getItem('stratus.console.token')");
         assert.ok(token);
         const id = decodeURIComponent(page.url().split('/').pop() ?? '');
-        const ingested = await request(port, { method: 'POST', path: `/v1/loggers/${id}/ingest`, host: 'logs.localhost', headers: { authorization: `Bearer ${token}` }, body: 'ERROR shown live 2\nINFO live but filtered\n' });
+        const ingested = await request(port, {
+          method: 'POST',
+          path: `/v1/loggers/${id}/ingest`,
+          host: 'logs.localhost',
+          headers: { authorization: `Bearer ${token}` },
+          body: 'ERROR shown live 2\nINFO live but filtered\n',
+        });
         assert.equal(ingested.status, 200, ingested.text);
         await output.filter({ hasText: 'ERROR shown live 2' }).waitFor();
         assert.equal(await output.textContent(), 'ERROR shown live 1\nERROR shown live 2');
@@ -276,7 +308,10 @@ describe('web console in demo mode', { timeout: 10 * 60_000 }, () => {
         await page.getByTestId('demo-banner').waitFor();
         await page.getByTestId('user').filter({ hasText: 'fulanez@gmail.com' }).waitFor();
         await page.getByTestId('lambdas-table').getByText('Index').waitFor();
-        assert.ok(await page.getByRole('button', { name: 'Create lambda' }).isDisabled(), 'writes are disabled in demo mode');
+        assert.ok(
+          await page.getByRole('button', { name: 'Create lambda' }).isDisabled(),
+          'writes are disabled in demo mode',
+        );
         await open(page, 'Buckets');
         await page.getByTestId('buckets-table').getByText('my-first-bucket').waitFor();
       });
@@ -294,10 +329,19 @@ describe('web console single sign-on', { timeout: 10 * 60_000 }, () => {
 
   before(async () => {
     await Promise.all([ensureConsoleBuilt(), ensureChromium()]);
-    idp = await startTestIdp({ accounts: [{ sub: 'alice', email: 'alice@example.com', email_verified: true, name: 'Alice' }] });
+    idp = await startTestIdp({
+      accounts: [{ sub: 'alice', email: 'alice@example.com', email_verified: true, name: 'Alice' }],
+    });
     database = await createTestDatabase();
     const configFile = join(database.dataDir, 'sso.config.json');
-    writeFileSync(configFile, JSON.stringify({ auth: { providers: [{ name: 'idp', issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }] } }));
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        auth: {
+          providers: [{ name: 'idp', issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }],
+        },
+      }),
+    );
     server = await serve(['--config', configFile], {
       DATA_DIR: database.dataDir,
       DATABASE_URL: database.databaseUrl,
@@ -334,14 +378,19 @@ describe('web console single sign-on', { timeout: 10 * 60_000 }, () => {
           const url = new URL(route.request().url());
           const response = await request(Number(url.port), { path: url.pathname + url.search, host: url.host });
           const location = response.headers.location;
-          if (response.status !== 302 || !location?.startsWith(provider.issuer)) throw new Error(`the login answered ${response.status} ${location ?? response.text}`);
+          if (response.status !== 302 || !location?.startsWith(provider.issuer))
+            throw new Error(`the login answered ${response.status} ${location ?? response.text}`);
           const callback = await provider.authorize(location, { account: 'alice' });
           const headers: Record<string, string> = { location: callback.href };
           const cookies = response.headers['set-cookie'];
           if (cookies) headers['set-cookie'] = cookies.join('\n');
           await route.fulfill({ status: 302, headers });
         } catch (err) {
-          await route.fulfill({ status: 500, contentType: 'text/plain', body: `test provider bridge failed: ${err instanceof Error ? err.message : String(err)}` });
+          await route.fulfill({
+            status: 500,
+            contentType: 'text/plain',
+            body: `test provider bridge failed: ${err instanceof Error ? err.message : String(err)}`,
+          });
         }
       },
     );
@@ -357,7 +406,12 @@ describe('web console single sign-on', { timeout: 10 * 60_000 }, () => {
         // the session ends elsewhere: the next refused call sends the console back to the sign-in page
         const token = await page.evaluate<string | null>("sessionStorage.getItem('stratus.console.token')");
         assert.ok(token);
-        const out = await request(server?.publicPort ?? 0, { method: 'POST', path: '/v0/logout', host: 'auth.localhost', headers: { authorization: `Bearer ${token}` } });
+        const out = await request(server?.publicPort ?? 0, {
+          method: 'POST',
+          path: '/v0/logout',
+          host: 'auth.localhost',
+          headers: { authorization: `Bearer ${token}` },
+        });
         assert.ok(out.status < 300, out.text);
         await context.clearCookies();
         await open(page, 'Databases');

@@ -17,20 +17,29 @@ function insertUntilKilled(server: ServedProcess, path: string, stopAfter: numbe
   return new Promise((resolve, reject) => {
     const acknowledged: string[] = [];
     let killed = false;
-    const req = http.request({ host: '127.0.0.1', port: server.internalPort, path, method: 'POST', headers: { host: HOST, 'content-type': 'application/x-ndjson', ...identity } }, (res) => {
-      if (res.statusCode !== 201) reject(new Error(`insert answered ${res.statusCode}`));
-      let rest = '';
-      res.on('data', (chunk: Buffer) => {
-        const lines = (rest + chunk.toString()).split('\n');
-        rest = lines.pop() ?? '';
-        for (const line of lines) acknowledged.push((JSON.parse(line) as { id: string }).id);
-        if (!killed && acknowledged.length >= stopAfter) {
-          killed = true;
-          void server.kill().then(() => resolve(acknowledged));
-        }
-      });
-      res.on('error', () => {});
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port: server.internalPort,
+        path,
+        method: 'POST',
+        headers: { host: HOST, 'content-type': 'application/x-ndjson', ...identity },
+      },
+      (res) => {
+        if (res.statusCode !== 201) reject(new Error(`insert answered ${res.statusCode}`));
+        let rest = '';
+        res.on('data', (chunk: Buffer) => {
+          const lines = (rest + chunk.toString()).split('\n');
+          rest = lines.pop() ?? '';
+          for (const line of lines) acknowledged.push((JSON.parse(line) as { id: string }).id);
+          if (!killed && acknowledged.length >= stopAfter) {
+            killed = true;
+            void server.kill().then(() => resolve(acknowledged));
+          }
+        });
+        res.on('error', () => {});
+      },
+    );
     req.on('error', () => {
       if (!killed) reject(new Error('the insert failed before the server was killed'));
     });
@@ -72,14 +81,26 @@ describe('docdb durability: kill -9 in the middle of a streamed insert', () => {
   });
 
   it('keeps every acknowledged document, and the indexes agree with the data after restart', async () => {
-    const created = await request(server.internalPort, { method: 'POST', path: '/v1/databases', host: HOST, headers: identity, body: '{"name":"durable"}' });
+    const created = await request(server.internalPort, {
+      method: 'POST',
+      path: '/v1/databases',
+      host: HOST,
+      headers: identity,
+      body: '{"name":"durable"}',
+    });
     assert.equal(created.status, 201);
     const C = `/v1/databases/${(created.json() as { id: string }).id}/collections`;
     for (const index of [
       { name: 'by-email', type: 'map', field: 'email' },
       { name: 'by-n', type: 'btree', fields: ['-n'] },
     ]) {
-      const res = await request(server.internalPort, { method: 'POST', path: `${C}/docs:createIndex`, host: HOST, headers: identity, body: JSON.stringify(index) });
+      const res = await request(server.internalPort, {
+        method: 'POST',
+        path: `${C}/docs:createIndex`,
+        host: HOST,
+        headers: identity,
+        body: JSON.stringify(index),
+      });
       assert.equal(res.status, 201);
     }
 
@@ -92,20 +113,37 @@ describe('docdb durability: kill -9 in the middle of a streamed insert', () => {
     assert.deepEqual(missing, [], 'every document whose line reached the client survives');
     assert.ok(stored.length >= acknowledged.length);
     // Insertion order, no gaps or duplicates: doc-0 … doc-(n-1).
-    assert.deepEqual(stored, stored.map((_, i) => `doc-${i}`));
+    assert.deepEqual(
+      stored,
+      stored.map((_, i) => `doc-${i}`),
+    );
 
     // Both indexes hold exactly the stored documents.
     const viaBtree = await find(server.internalPort, `${C}/docs:find`, { index: 'by-n', limit: -1 });
     assert.deepEqual(viaBtree, [...stored].reverse());
     for (const i of [0, Math.floor(stored.length / 2), stored.length - 1]) {
-      assert.deepEqual(await find(server.internalPort, `${C}/docs:find`, { index: 'by-email', value: `user${i}@example.com` }), [`doc-${i}`]);
+      assert.deepEqual(
+        await find(server.internalPort, `${C}/docs:find`, { index: 'by-email', value: `user${i}@example.com` }),
+        [`doc-${i}`],
+      );
     }
     const collection = await request(server.internalPort, { path: `${C}/docs`, host: HOST, headers: identity });
     assert.equal((collection.json() as { total: number }).total, stored.length);
-    const size = await request(server.internalPort, { method: 'POST', path: `${C}/docs:size`, host: HOST, headers: identity });
+    const size = await request(server.internalPort, {
+      method: 'POST',
+      path: `${C}/docs:size`,
+      host: HOST,
+      headers: identity,
+    });
     assert.equal(size.status, 200);
     // The unique index rejects a document it holds, so its entries are really there.
-    const duplicate = await request(server.internalPort, { method: 'POST', path: `${C}/docs:insert`, host: HOST, headers: identity, body: documentLine(0) });
+    const duplicate = await request(server.internalPort, {
+      method: 'POST',
+      path: `${C}/docs:insert`,
+      host: HOST,
+      headers: identity,
+      body: documentLine(0),
+    });
     assert.equal(duplicate.status, 409);
   });
 });

@@ -18,7 +18,12 @@ after(async () => {
   await database.cleanup();
 });
 
-function send(port: number, method: string, path: string, body?: string | Buffer): Promise<{ status: number; text: string; raw: Buffer }> {
+function send(
+  port: number,
+  method: string,
+  path: string,
+  body?: string | Buffer,
+): Promise<{ status: number; text: string; raw: Buffer }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { ...as('durable') };
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
@@ -41,7 +46,9 @@ describe('files durability', () => {
     const first = await spawnFilesServer(settings);
     const bucket = JSON.parse((await send(first.port, 'POST', '/v1/buckets', '{"name":"durable"}')).text) as BucketBody;
     const content = Buffer.from('kept across a crash '.repeat(1000));
-    const kept = JSON.parse((await send(first.port, 'PUT', `/v1/buckets/${bucket.id}/files/dir/kept.txt`, content)).text) as FileBody;
+    const kept = JSON.parse(
+      (await send(first.port, 'PUT', `/v1/buckets/${bucket.id}/files/dir/kept.txt`, content)).text,
+    ) as FileBody;
     assert.equal((await send(first.port, 'PUT', `/v1/buckets/${bucket.id}/files/replaced`, 'old')).status, 201);
     assert.equal((await send(first.port, 'PUT', `/v1/buckets/${bucket.id}/files/replaced`, 'new')).status, 200);
     assert.equal((await send(first.port, 'PUT', `/v1/buckets/${bucket.id}/files/deleted`, 'bye')).status, 201);
@@ -55,12 +62,17 @@ describe('files durability', () => {
       const file = await send(second.port, 'GET', `/v1/buckets/${bucket.id}/files/dir/kept.txt`);
       assert.equal(file.status, 200);
       assert.ok(file.raw.equals(content));
-      const meta = JSON.parse((await send(second.port, 'GET', `/v1/buckets/${bucket.id}/files/dir/kept.txt?metadata`)).text) as FileBody;
+      const meta = JSON.parse(
+        (await send(second.port, 'GET', `/v1/buckets/${bucket.id}/files/dir/kept.txt?metadata`)).text,
+      ) as FileBody;
       assert.deepEqual(meta, kept);
       assert.equal((await send(second.port, 'GET', `/v1/buckets/${bucket.id}/files/replaced`)).text, 'new');
       assert.equal((await send(second.port, 'GET', `/v1/buckets/${bucket.id}/files/deleted`)).status, 404);
       const listed = JSON.parse((await send(second.port, 'GET', `/v1/buckets/${bucket.id}/list/`)).text) as FileBody[];
-      assert.deepEqual(listed.map((f) => f.name), ['dir/kept.txt', 'replaced']);
+      assert.deepEqual(
+        listed.map((f) => f.name),
+        ['dir/kept.txt', 'replaced'],
+      );
     } finally {
       await second.kill('SIGTERM');
     }
@@ -77,21 +89,39 @@ describe('files durability', () => {
       return { app, store };
     };
     const one = await open();
-    const bucket = (await one.app.inject({ method: 'POST', url: '/v1/buckets', headers: as('reopen'), payload: { name: 'reopen' } })).json<BucketBody>();
+    const bucket = (
+      await one.app.inject({ method: 'POST', url: '/v1/buckets', headers: as('reopen'), payload: { name: 'reopen' } })
+    ).json<BucketBody>();
     const data = Buffer.from([0, 1, 2, 3, 255, 254]);
-    const file = (await one.app.inject({ method: 'PUT', url: `/v1/buckets/${bucket.id}/files/bin`, headers: as('reopen'), payload: data })).json<FileBody>();
+    const file = (
+      await one.app.inject({
+        method: 'PUT',
+        url: `/v1/buckets/${bucket.id}/files/bin`,
+        headers: as('reopen'),
+        payload: data,
+      })
+    ).json<FileBody>();
     await one.app.close();
     await one.store.close();
 
     const two = await open();
     try {
-      const got = await two.app.inject({ method: 'GET', url: `/v1/buckets/${bucket.id}/files/bin`, headers: as('reopen') });
+      const got = await two.app.inject({
+        method: 'GET',
+        url: `/v1/buckets/${bucket.id}/files/bin`,
+        headers: as('reopen'),
+      });
       assert.equal(got.statusCode, 200);
       assert.ok(got.rawPayload.equals(data));
       assert.equal(got.headers.etag, `"${createHash('sha256').update(data).digest('hex')}"`);
       assert.deepEqual(got.headers['content-type'], file.mime_type);
-      const listed = (await two.app.inject({ method: 'GET', url: '/v1/buckets', headers: as('reopen') })).json<{ id: string }[]>();
-      assert.deepEqual(listed.map((b) => b.id), [bucket.id]);
+      const listed = (await two.app.inject({ method: 'GET', url: '/v1/buckets', headers: as('reopen') })).json<
+        { id: string }[]
+      >();
+      assert.deepEqual(
+        listed.map((b) => b.id),
+        [bucket.id],
+      );
     } finally {
       await two.app.close();
       await two.store.close();

@@ -58,7 +58,12 @@ function bounded<T>(
         last = progress();
         moved = now;
       }
-      const reason = now - started > withinMs ? `not done after ${withinMs / 1000} s` : now - moved > STALL_MS ? `nothing moved for ${STALL_MS / 1000} s` : undefined;
+      const reason =
+        now - started > withinMs
+          ? `not done after ${withinMs / 1000} s`
+          : now - moved > STALL_MS
+            ? `nothing moved for ${STALL_MS / 1000} s`
+            : undefined;
       if (reason === undefined) return;
       const error = new Error(`${what}: ${reason}; ${state()}`);
       clearInterval(watch);
@@ -80,23 +85,39 @@ function bounded<T>(
 
 function json<T>(method: string, path: string, body?: string): Promise<{ status: number; body: T }> {
   let answer: string | undefined;
-  return bounded(`${method} ${path}`, CALL_WITHIN_MS, () => answer?.length ?? -1, () => (answer === undefined ? 'no answer yet' : `answer incomplete: ${answer}`), (resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: server.port, method, path, headers: { ...as('big'), 'content-type': 'application/json' }, agent: false }, (res) => {
-      answer = '';
-      res.on('data', (chunk: Buffer) => (answer += chunk.toString()));
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(answer!) as T });
-        } catch (error) {
-          reject(new Error(`${method} ${path} answered ${res.statusCode} ${answer}: ${String(error)}`));
-        }
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-    return req;
-  });
+  return bounded(
+    `${method} ${path}`,
+    CALL_WITHIN_MS,
+    () => answer?.length ?? -1,
+    () => (answer === undefined ? 'no answer yet' : `answer incomplete: ${answer}`),
+    (resolve, reject) => {
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port: server.port,
+          method,
+          path,
+          headers: { ...as('big'), 'content-type': 'application/json' },
+          agent: false,
+        },
+        (res) => {
+          answer = '';
+          res.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+          res.on('end', () => {
+            try {
+              resolve({ status: res.statusCode ?? 0, body: JSON.parse(answer!) as T });
+            } catch (error) {
+              reject(new Error(`${method} ${path} answered ${res.statusCode} ${answer}: ${String(error)}`));
+            }
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+      return req;
+    },
+  );
 }
 
 test('1 GiB streamed up and down: correct hashes (node:crypto), server memory growth < 150 MB', async () => {
@@ -126,14 +147,29 @@ test('1 GiB streamed up and down: correct hashes (node:crypto), server memory gr
       'upload',
       UPLOAD_WITHIN_MS,
       () => sent + (answer?.length ?? 0),
-      () => `${mib(sent)} of ${mib(GIB)} MiB sent, ${mib(GIB - sent)} MiB still to send; ${answer === undefined ? 'no answer yet' : `answer so far: ${answer}`}`,
+      () =>
+        `${mib(sent)} of ${mib(GIB)} MiB sent, ${mib(GIB - sent)} MiB still to send; ${answer === undefined ? 'no answer yet' : `answer so far: ${answer}`}`,
       (resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port: server.port, method: 'PUT', path, headers: { ...as('big'), 'content-length': String(GIB) }, agent: false }, (res) => {
-          answer = '';
-          res.on('data', (chunk: Buffer) => (answer += chunk.toString()));
-          res.on('end', () => (res.statusCode === 201 ? resolve(JSON.parse(answer!) as FileBody) : reject(new Error(`${res.statusCode}: ${answer}`))));
-          res.on('error', reject);
-        });
+        const req = http.request(
+          {
+            host: '127.0.0.1',
+            port: server.port,
+            method: 'PUT',
+            path,
+            headers: { ...as('big'), 'content-length': String(GIB) },
+            agent: false,
+          },
+          (res) => {
+            answer = '';
+            res.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+            res.on('end', () =>
+              res.statusCode === 201
+                ? resolve(JSON.parse(answer!) as FileBody)
+                : reject(new Error(`${res.statusCode}: ${answer}`)),
+            );
+            res.on('error', reject);
+          },
+        );
         req.on('error', reject);
         let i = 0;
         const write = () => {
@@ -165,7 +201,8 @@ test('1 GiB streamed up and down: correct hashes (node:crypto), server memory gr
       'download',
       DOWNLOAD_WITHIN_MS,
       () => received,
-      () => `${mib(received)} of ${mib(GIB)} MiB received, ${mib(GIB - received)} MiB still missing${length === undefined ? '; no response headers yet' : ''}`,
+      () =>
+        `${mib(received)} of ${mib(GIB)} MiB received, ${mib(GIB - received)} MiB still missing${length === undefined ? '; no response headers yet' : ''}`,
       (resolve, reject) =>
         http
           .get({ host: '127.0.0.1', port: server.port, path, headers: as('big'), agent: false }, (res) => {

@@ -18,7 +18,20 @@ const HOSTILE_BODIES: [string, string][] = [
 ];
 const ABSURD_NUMBERS = ['-1', '0', '1e309', '1e20', 'NaN', '0x10', '1.5', '99999999999999999999', 'Infinity', ' 1', ''];
 const SCHEDULER_KEY = 'hostile-scheduler-key';
-const SERVICES = ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console', 'gateway'] as const;
+const SERVICES = [
+  'auth',
+  'apikeys',
+  'lambda',
+  'scheduler',
+  'docdb',
+  'logs',
+  'files',
+  'config',
+  'run',
+  'kv',
+  'console',
+  'gateway',
+] as const;
 
 interface Operation {
   service: string;
@@ -29,7 +42,16 @@ interface Operation {
 }
 
 type OpenApiDocument = {
-  paths: Record<string, Record<string, { requestBody?: { content?: Record<string, unknown> }; parameters?: { in: string; name: string; schema?: { type?: string } }[] }>>;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        requestBody?: { content?: Record<string, unknown> };
+        parameters?: { in: string; name: string; schema?: { type?: string } }[];
+      }
+    >
+  >;
 };
 
 describe('hostile input: deep JSON and absurd pagination answer 4xx and change nothing', () => {
@@ -39,21 +61,37 @@ describe('hostile input: deep JSON and absurd pagination answer 4xx and change n
   const ids: Record<string, Record<string, string>> = {};
   let operations: Operation[] = [];
 
-  const publicCall = (service: string, method: string, path: string, body?: string, headers: Record<string, string> = {}) =>
-    t.call({ method, host: `${service}.localhost`, path, headers: { ...auth, 'x-api-key': SCHEDULER_KEY, 'content-type': 'application/json', ...headers }, ...(body === undefined ? {} : { body }) });
+  const publicCall = (
+    service: string,
+    method: string,
+    path: string,
+    body?: string,
+    headers: Record<string, string> = {},
+  ) =>
+    t.call({
+      method,
+      host: `${service}.localhost`,
+      path,
+      headers: { ...auth, 'x-api-key': SCHEDULER_KEY, 'content-type': 'application/json', ...headers },
+      ...(body === undefined ? {} : { body }),
+    });
   const created = async (response: Promise<HttpResponse>): Promise<Record<string, string>> => {
     const res = await response;
     assert.ok(res.status >= 200 && res.status < 300, `fixture: ${res.status} ${res.text}`);
     return res.json();
   };
-  const fill = (service: string, path: string) => path.replace(/\{([^}]+)\}/g, (_all, name: string) => ids[service]?.[name] ?? params[name] ?? 'x');
+  const fill = (service: string, path: string) =>
+    path.replace(/\{([^}]+)\}/g, (_all, name: string) => ids[service]?.[name] ?? params[name] ?? 'x');
   const kvState = async () => {
     const collections = (await publicCall('kv', 'GET', '/v1/collections')).text;
     const keys = (await publicCall('kv', 'GET', '/v1/collections/hostile/keys')).text;
     return { collections, keys };
   };
   const assertRefused = (res: HttpResponse, what: string) => {
-    assert.ok(res.status >= 400 && res.status < 500, `${what}: expected a 4xx, got ${res.status} ${res.text.slice(0, 200)}`);
+    assert.ok(
+      res.status >= 400 && res.status < 500,
+      `${what}: expected a 4xx, got ${res.status} ${res.text.slice(0, 200)}`,
+    );
   };
 
   before(async () => {
@@ -63,30 +101,51 @@ describe('hostile input: deep JSON and absurd pagination answer 4xx and change n
     auth = { authorization: `Bearer ${(await createSession(sql, user.id)).token}` };
 
     // One of each resource, so that routes with ids reach their body handling.
-    const lambda = await created(publicCall('lambda', 'POST', '/api/v0/lambdas', JSON.stringify({ name: 'echo', code: 'export default (req) => ({ body: req.body })' })));
+    const lambda = await created(
+      publicCall(
+        'lambda',
+        'POST',
+        '/api/v0/lambdas',
+        JSON.stringify({ name: 'echo', code: 'export default (req) => ({ body: req.body })' }),
+      ),
+    );
     ids.lambda = { lambda_id: lambda.id! };
     await created(publicCall('scheduler', 'POST', '/schedulers', JSON.stringify({ id: 's1', display_name: 'S1' })));
-    await created(publicCall('scheduler', 'POST', '/schedulers/s1/tasks', JSON.stringify({ id: 't1', payload: { n: 1 } })));
+    await created(
+      publicCall('scheduler', 'POST', '/schedulers/s1/tasks', JSON.stringify({ id: 't1', payload: { n: 1 } })),
+    );
     ids.scheduler = { id: 's1' };
     const database = await created(publicCall('docdb', 'POST', '/v1/databases', JSON.stringify({ name: 'hostile' })));
-    await created(publicCall('docdb', 'POST', `/v1/databases/${database.id}/collections`, JSON.stringify({ name: 'c' })));
+    await created(
+      publicCall('docdb', 'POST', `/v1/databases/${database.id}/collections`, JSON.stringify({ name: 'c' })),
+    );
     ids.docdb = { databaseId: database.id!, collection: 'c' };
     const logger = await created(publicCall('logs', 'POST', '/v1/loggers', JSON.stringify({ name: 'hostile' })));
     ids.logs = { id: logger.id! };
-    const config = await created(publicCall('config', 'POST', '/v0/configs', JSON.stringify({ id: 'hostile', entries: { a: 1 } })));
+    const config = await created(
+      publicCall('config', 'POST', '/v0/configs', JSON.stringify({ id: 'hostile', entries: { a: 1 } })),
+    );
     ids.config = { id: config.id! };
     await created(publicCall('kv', 'POST', '/v1/collections', JSON.stringify({ name: 'hostile' })));
-    await created(publicCall('kv', 'POST', '/v1/collections/hostile/keys/k', JSON.stringify({ value: { kept: true } })));
+    await created(
+      publicCall('kv', 'POST', '/v1/collections/hostile/keys/k', JSON.stringify({ value: { kept: true } })),
+    );
 
     for (const service of SERVICES) {
-      const res = await t.call({ host: `${service}.localhost`, path: service === 'lambda' ? '/openapi' : '/openapi.json' });
+      const res = await t.call({
+        host: `${service}.localhost`,
+        path: service === 'lambda' ? '/openapi' : '/openapi.json',
+      });
       assert.equal(res.status, 200, `${service} serves its OpenAPI document`);
       for (const [path, item] of Object.entries(res.json<OpenApiDocument>().paths)) {
         for (const [method, op] of Object.entries(item)) {
           if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
           const json = Object.keys(op.requestBody?.content ?? {}).some((type) => type.includes('json'));
-          const integerQuery = (op.parameters ?? []).filter((p) => p.in === 'query' && p.schema?.type === 'integer').map((p) => p.name);
-          if (json || integerQuery.length > 0) operations.push({ service, method: method.toUpperCase(), path, json, integerQuery });
+          const integerQuery = (op.parameters ?? [])
+            .filter((p) => p.in === 'query' && p.schema?.type === 'integer')
+            .map((p) => p.name);
+          if (json || integerQuery.length > 0)
+            operations.push({ service, method: method.toUpperCase(), path, json, integerQuery });
         }
       }
     }
@@ -109,7 +168,8 @@ describe('hostile input: deep JSON and absurd pagination answer 4xx and change n
 
   it('found the JSON routes of every service', () => {
     const services = new Set(operations.filter((op) => op.json).map((op) => op.service));
-    for (const service of ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv']) assert.ok(services.has(service), `${service} has JSON routes`);
+    for (const service of ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv'])
+      assert.ok(services.has(service), `${service} has JSON routes`);
     assert.ok(operations.filter((op) => op.json).length >= 40, `${operations.length} operations`);
   });
 
@@ -120,7 +180,13 @@ describe('hostile input: deep JSON and absurd pagination answer 4xx and change n
     const kvBefore = await kvState();
     for (const op of operations.filter((o) => o.json)) {
       for (const [name, body] of HOSTILE_BODIES) {
-        const res = await publicCall(op.service, op.method, fill(op.service, op.path), body, op.service === 'run' ? { 'content-type': 'application/vnd.oci.image.manifest.v1+json' } : {});
+        const res = await publicCall(
+          op.service,
+          op.method,
+          fill(op.service, op.path),
+          body,
+          op.service === 'run' ? { 'content-type': 'application/vnd.oci.image.manifest.v1+json' } : {},
+        );
         const what = `${op.method} ${op.service}.localhost${op.path} with ${name}`;
         if (/:insert(Stream|Fullduplex)$/.test(op.path)) {
           // These answer per document as they go (docdb.md §8): the refusal is the document's line.
@@ -130,7 +196,11 @@ describe('hostile input: deep JSON and absurd pagination answer 4xx and change n
         }
         assertRefused(res, what);
         if (res.status === 400 && res.headers['content-type']?.includes('json') && op.service !== 'run') {
-          assert.match(res.json<{ error: { code: string } }>().error.code, /^(invalid_json|validation_error|invalid_request|bad_request)$/, `${op.method} ${op.path}: ${res.text.slice(0, 200)}`);
+          assert.match(
+            res.json<{ error: { code: string } }>().error.code,
+            /^(invalid_json|validation_error|invalid_request|bad_request)$/,
+            `${op.method} ${op.path}: ${res.text.slice(0, 200)}`,
+          );
         }
       }
     }
@@ -142,11 +212,18 @@ describe('hostile input: deep JSON and absurd pagination answer 4xx and change n
 
   it('answers absurd page numbers and sizes with 400 validation_error on every paginated list', async () => {
     const lists = operations.filter((op) => op.integerQuery.length > 0);
-    assert.ok(lists.some((op) => op.path === '/schedulers/{id}/tasks'), 'the scheduler task list is among them');
+    assert.ok(
+      lists.some((op) => op.path === '/schedulers/{id}/tasks'),
+      'the scheduler task list is among them',
+    );
     for (const op of lists) {
       for (const name of op.integerQuery) {
         for (const value of ABSURD_NUMBERS) {
-          const res = await publicCall(op.service, op.method, `${fill(op.service, op.path)}?${name}=${encodeURIComponent(value)}`);
+          const res = await publicCall(
+            op.service,
+            op.method,
+            `${fill(op.service, op.path)}?${name}=${encodeURIComponent(value)}`,
+          );
           assert.equal(res.status, 400, `${op.path}?${name}=${value}: ${res.status} ${res.text.slice(0, 200)}`);
           assert.equal(res.json<{ error: { code: string } }>().error.code, 'validation_error');
         }
@@ -158,7 +235,11 @@ describe('hostile input: deep JSON and absurd pagination answer 4xx and change n
       assert.equal(res.status, 400, `kv limit=${value}: ${res.text}`);
     }
     // In range, the same lists still answer.
-    const ok = await publicCall('scheduler', 'GET', '/schedulers/s1/tasks?scheduled_page=2&scheduled_per_page=500&inflight_page=9007199254740991');
+    const ok = await publicCall(
+      'scheduler',
+      'GET',
+      '/schedulers/s1/tasks?scheduled_page=2&scheduled_per_page=500&inflight_page=9007199254740991',
+    );
     assert.equal(ok.status, 200, ok.text);
     assert.deepEqual(ok.json<{ scheduled: unknown[]; inflight_meta: { page: number } }>().scheduled, []);
   });

@@ -12,12 +12,29 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
 function setKey(port: number, key: string, value: number): Promise<{ seq: number; version: number } | null> {
   return new Promise((resolve) => {
     const body = JSON.stringify({ value });
-    const req = http.request({ host: '127.0.0.1', port, agent, method: 'POST', path: `/v1/collections/items/keys/${key}`, headers: { host: HOST, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...identity } }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve(res.statusCode === 200 ? (JSON.parse(text) as { seq: number; version: number }) : null));
-      res.on('error', () => resolve(null));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        agent,
+        method: 'POST',
+        path: `/v1/collections/items/keys/${key}`,
+        headers: {
+          host: HOST,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          ...identity,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () =>
+          resolve(res.statusCode === 200 ? (JSON.parse(text) as { seq: number; version: number }) : null),
+        );
+        res.on('error', () => resolve(null));
+      },
+    );
     req.on('error', () => resolve(null));
     req.end(body);
   });
@@ -35,7 +52,13 @@ describe('the key-value node across kill -9', () => {
     database = await createTestDatabase();
     const env = { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl };
     const first = await serve(['--services', 'kv', '--kv-node-name', 'durable'], env);
-    const created = await request(first.internalPort, { method: 'POST', path: '/v1/collections', host: HOST, headers: identity, body: '{"name":"items"}' });
+    const created = await request(first.internalPort, {
+      method: 'POST',
+      path: '/v1/collections',
+      host: HOST,
+      headers: identity,
+      body: '{"name":"items"}',
+    });
     assert.equal(created.status, 200, created.text);
 
     const acknowledged = new Map<string, { value: number; seq: number }>();
@@ -63,7 +86,11 @@ describe('the key-value node across kill -9', () => {
       const found = new Map<string, number>();
       do {
         const query: string = `limit=1000${after ? `&after=${encodeURIComponent(after)}` : ''}`;
-        const page = await request(second.internalPort, { path: `/v1/collections/items/keys?${query}`, host: HOST, headers: identity });
+        const page = await request(second.internalPort, {
+          path: `/v1/collections/items/keys?${query}`,
+          host: HOST,
+          headers: identity,
+        });
         assert.equal(page.status, 200, page.text);
         const body = page.json<{ items: { key: string; value: number }[]; next: string | null }>();
         for (const item of body.items) found.set(item.key, item.value);
@@ -73,7 +100,13 @@ describe('the key-value node across kill -9', () => {
       assert.equal(missing, 0, `${missing} acknowledged writes lost`);
       // seq never goes back: a new write continues after every acknowledged one.
       const highest = Math.max(...[...acknowledged.values()].map((a) => a.seq));
-      const fresh = await request(second.internalPort, { method: 'POST', path: '/v1/collections/items/keys/after-restart', host: HOST, headers: identity, body: '{"value":1}' });
+      const fresh = await request(second.internalPort, {
+        method: 'POST',
+        path: '/v1/collections/items/keys/after-restart',
+        host: HOST,
+        headers: identity,
+        body: '{"value":1}',
+      });
       assert.ok(fresh.json<{ seq: number }>().seq > highest);
       const ready = await request(second.internalPort, { path: '/readyz', host: HOST });
       assert.equal(ready.status, 200);

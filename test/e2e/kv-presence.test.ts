@@ -73,7 +73,12 @@ describe('key-value node: presence-only credentials on the internal port', () =>
   });
 
   it('keeps `require` on the public port: presence is not enough there', async () => {
-    for (const headers of [{}, PRESENT['apikey + secret']!, PRESENT['Api-Key + Api-Secret']!, PRESENT['X-Gateway-Authentication']!]) {
+    for (const headers of [
+      {},
+      PRESENT['apikey + secret']!,
+      PRESENT['Api-Key + Api-Secret']!,
+      PRESENT['X-Gateway-Authentication']!,
+    ]) {
       const res = await t.call({ path: '/v1/collections', host: HOST, headers });
       assert.equal(res.status, 401, `${JSON.stringify(headers)} → ${res.status} ${res.text}`);
     }
@@ -107,20 +112,42 @@ describe('key-value node: tenants kept apart on the public port (issue 17, item 
   it('gives every signed-in user a namespace of their own: no listing, reading or overwriting across users', async () => {
     assert.equal((await kv(ada, 'POST', '/v1/collections', { name: 'settings' })).status, 200);
     assert.equal((await kv(ada, 'POST', '/v1/collections/settings/keys/theme', { value: 'dark' })).status, 200);
-    assert.deepEqual((await kv(bob, 'GET', '/v1/collections')).json(), { collections: [] }, "bob does not see ada's collection");
+    assert.deepEqual(
+      (await kv(bob, 'GET', '/v1/collections')).json(),
+      { collections: [] },
+      "bob does not see ada's collection",
+    );
     assert.equal((await kv(bob, 'GET', '/v1/collections/settings/keys/theme')).status, 404);
-    assert.equal((await kv(bob, 'POST', '/v1/collections/settings/keys/theme', { value: 'pwned' })).status, 404, 'no collection of that name in his namespace');
-    assert.equal((await kv(bob, 'POST', '/v1/collections', { name: 'settings' })).status, 200, 'the same name is free for him');
+    assert.equal(
+      (await kv(bob, 'POST', '/v1/collections/settings/keys/theme', { value: 'pwned' })).status,
+      404,
+      'no collection of that name in his namespace',
+    );
+    assert.equal(
+      (await kv(bob, 'POST', '/v1/collections', { name: 'settings' })).status,
+      200,
+      'the same name is free for him',
+    );
     assert.equal((await kv(bob, 'POST', '/v1/collections/settings/keys/theme', { value: 'light' })).status, 200);
     assert.equal((await kv(bob, 'DELETE', '/v1/collections/settings')).status, 200);
-    assert.deepEqual((await kv(ada, 'GET', '/v1/collections/settings/keys/theme')).json<{ value: unknown }>().value, 'dark', "ada's value is untouched");
+    assert.deepEqual(
+      (await kv(ada, 'GET', '/v1/collections/settings/keys/theme')).json<{ value: unknown }>().value,
+      'dark',
+      "ada's value is untouched",
+    );
     const status = (await kv(bob, 'GET', '/v1/status')).json<{ collections: unknown }>();
     assert.deepEqual(status.collections, {}, "status shows the caller's own collections");
-    assert.deepEqual(Object.keys((await kv(ada, 'GET', '/v1/status')).json<{ collections: object }>().collections), ['settings']);
+    assert.deepEqual(Object.keys((await kv(ada, 'GET', '/v1/status')).json<{ collections: object }>().collections), [
+      'settings',
+    ]);
   });
 
   it('keeps the internal port presence-only: a trusted caller names the namespace', async () => {
-    const internal = await t.callInternal({ path: '/v1/collections/settings/keys/theme', host: HOST, headers: { apikey: 'x', secret: 'y', 'x-project-id': adaId } });
+    const internal = await t.callInternal({
+      path: '/v1/collections/settings/keys/theme',
+      host: HOST,
+      headers: { apikey: 'x', secret: 'y', 'x-project-id': adaId },
+    });
     assert.equal(internal.status, 200);
     assert.equal(internal.json<{ value: unknown }>().value, 'dark');
     const forged = await kv({ ...bob, 'x-project-id': adaId }, 'GET', '/v1/collections/settings/keys/theme');
@@ -128,17 +155,43 @@ describe('key-value node: tenants kept apart on the public port (issue 17, item 
   });
 
   it('puts a key bound to one project in that project, not in its owner namespace', async () => {
-    const project = await t.callInternal({ method: 'POST', path: '/v0/projects', host: 'apikeys.localhost', headers: { 'x-gateway-authentication': JSON.stringify({ user: { id: adaId } }), 'content-type': 'application/json' }, body: '{"name":"kvproj","slug":"kvproj"}' });
+    const project = await t.callInternal({
+      method: 'POST',
+      path: '/v0/projects',
+      host: 'apikeys.localhost',
+      headers: {
+        'x-gateway-authentication': JSON.stringify({ user: { id: adaId } }),
+        'content-type': 'application/json',
+      },
+      body: '{"name":"kvproj","slug":"kvproj"}',
+    });
     assert.equal(project.status, 201, project.text);
     const projectId = project.json<{ id: string }>().id;
-    const key = await t.callInternal({ method: 'POST', path: '/v0/apikeys', host: 'apikeys.localhost', headers: { 'x-gateway-authentication': JSON.stringify({ user: { id: adaId } }), 'content-type': 'application/json' }, body: JSON.stringify({ name: 'kv', scopes: [{ projects: [projectId] }] }) });
+    const key = await t.callInternal({
+      method: 'POST',
+      path: '/v0/apikeys',
+      host: 'apikeys.localhost',
+      headers: {
+        'x-gateway-authentication': JSON.stringify({ user: { id: adaId } }),
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ name: 'kv', scopes: [{ projects: [projectId] }] }),
+    });
     assert.equal(key.status, 201, key.text);
     const { key: id, secret } = key.json<{ key: string; secret: string }>();
     const withKey = { 'api-key': id, 'api-secret': secret };
-    assert.deepEqual((await kv(withKey, 'GET', '/v1/collections')).json(), { collections: [] }, "the project's namespace, not ada's");
+    assert.deepEqual(
+      (await kv(withKey, 'GET', '/v1/collections')).json(),
+      { collections: [] },
+      "the project's namespace, not ada's",
+    );
     assert.equal((await kv(withKey, 'POST', '/v1/collections', { name: 'project-data' })).status, 200);
     assert.deepEqual((await kv(ada, 'GET', '/v1/collections')).json(), { collections: ['settings'] });
-    const internal = await t.callInternal({ path: '/v1/collections', host: HOST, headers: { apikey: 'x', secret: 'y', 'x-project-id': projectId } });
+    const internal = await t.callInternal({
+      path: '/v1/collections',
+      host: HOST,
+      headers: { apikey: 'x', secret: 'y', 'x-project-id': projectId },
+    });
     assert.deepEqual(internal.json(), { collections: ['project-data'] });
   });
 

@@ -27,29 +27,63 @@ describe('stratus serve --services kv --kv-parent', () => {
     const start = async (args: string[]) => {
       const database = await createTestDatabase();
       databases.push(database);
-      const served = await serve(['--services', 'kv', ...args], { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl });
+      const served = await serve(['--services', 'kv', ...args], {
+        DATA_DIR: database.dataDir,
+        DATABASE_URL: database.databaseUrl,
+      });
       processes.push(served);
       return served;
     };
     const root = await start(['--kv-node-name', 'root']);
-    await request(root.internalPort, { method: 'POST', path: '/v1/collections', host: HOST, headers: identity, body: '{"name":"config"}' });
+    await request(root.internalPort, {
+      method: 'POST',
+      path: '/v1/collections',
+      host: HOST,
+      headers: identity,
+      body: '{"name":"config"}',
+    });
     const replica = await start(['--kv-node-name', 'edge', '--kv-parent', `http://127.0.0.1:${root.internalPort}`]);
-    await eventually(async () => (await request(replica.internalPort, { path: '/readyz', host: HOST })).status === 200, 'replica ready');
+    await eventually(
+      async () => (await request(replica.internalPort, { path: '/readyz', host: HOST })).status === 200,
+      'replica ready',
+    );
 
-    const written = await request(replica.internalPort, { method: 'POST', path: '/v1/collections/config/keys/feature/flag', host: HOST, headers: identity, body: '{"value":true}' });
+    const written = await request(replica.internalPort, {
+      method: 'POST',
+      path: '/v1/collections/config/keys/feature/flag',
+      host: HOST,
+      headers: identity,
+      body: '{"value":true}',
+    });
     assert.equal(written.status, 200, written.text);
     assert.equal(written.json<{ seq: number }>().seq, 1, 'the root assigned the first seq');
-    const atRoot = await request(root.internalPort, { path: '/v1/collections/config/keys/feature/flag', host: HOST, headers: identity });
+    const atRoot = await request(root.internalPort, {
+      path: '/v1/collections/config/keys/feature/flag',
+      host: HOST,
+      headers: identity,
+    });
     assert.equal(atRoot.json<{ value: boolean }>().value, true);
 
-    const status = (await request(replica.internalPort, { path: '/v1/status', host: HOST, headers: identity })).json<{ node: string; role: string; parent: string }>();
-    assert.deepEqual({ node: status.node, role: status.role, parent: status.parent }, { node: 'edge', role: 'replica', parent: `http://127.0.0.1:${root.internalPort}` });
-    const rootStatus = (await request(root.internalPort, { path: '/v1/status', host: HOST, headers: identity })).json<{ children: number }>();
+    const status = (await request(replica.internalPort, { path: '/v1/status', host: HOST, headers: identity })).json<{
+      node: string;
+      role: string;
+      parent: string;
+    }>();
+    assert.deepEqual(
+      { node: status.node, role: status.role, parent: status.parent },
+      { node: 'edge', role: 'replica', parent: `http://127.0.0.1:${root.internalPort}` },
+    );
+    const rootStatus = (await request(root.internalPort, { path: '/v1/status', host: HOST, headers: identity })).json<{
+      children: number;
+    }>();
     assert.equal(rootStatus.children, 1);
 
     // Public port: a `require` route at the gateway, so a forged identity or none is 401 there.
     assert.equal((await request(replica.publicPort, { path: '/v1/collections', host: HOST })).status, 401);
-    assert.equal((await request(replica.publicPort, { path: '/v1/collections', host: HOST, headers: identity })).status, 401);
+    assert.equal(
+      (await request(replica.publicPort, { path: '/v1/collections', host: HOST, headers: identity })).status,
+      401,
+    );
     assert.equal((await request(replica.publicPort, { path: '/readyz', host: HOST })).status, 200);
   });
 });

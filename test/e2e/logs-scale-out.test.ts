@@ -27,10 +27,22 @@ describe('logs across two processes', { skip }, () => {
   });
 
   it('a follower on one process receives, in order, lines ingested on the other', async () => {
-    const created = await request(ingester.internalPort, { method: 'POST', path: '/v1/loggers', host: 'logs.localhost', headers: owner, body: '{"name":"shared"}' });
+    const created = await request(ingester.internalPort, {
+      method: 'POST',
+      path: '/v1/loggers',
+      host: 'logs.localhost',
+      headers: owner,
+      body: '{"name":"shared"}',
+    });
     assert.equal(created.status, 201, created.text);
     const { id } = created.json<{ id: string }>();
-    await request(ingester.internalPort, { method: 'POST', path: `/v1/loggers/${id}/ingest`, host: 'logs.localhost', headers: owner, body: 'hit before\nmiss before\n' });
+    await request(ingester.internalPort, {
+      method: 'POST',
+      path: `/v1/loggers/${id}/ingest`,
+      host: 'logs.localhost',
+      headers: owner,
+      body: 'hit before\nmiss before\n',
+    });
 
     const stream = await openStream(follower.internalPort, `/v1/loggers/${id}/filter?regex=hit&follow`, owner);
     assert.equal(stream.status, 200);
@@ -38,7 +50,13 @@ describe('logs across two processes', { skip }, () => {
     let expected = 'hit before\n';
     for (let i = 0; i < 10; i++) {
       const started = performance.now();
-      const ingested = await request(ingester.internalPort, { method: 'POST', path: `/v1/loggers/${id}/ingest`, host: 'logs.localhost', headers: owner, body: `miss ${i}\nhit ${i}\n` });
+      const ingested = await request(ingester.internalPort, {
+        method: 'POST',
+        path: `/v1/loggers/${id}/ingest`,
+        host: 'logs.localhost',
+        headers: owner,
+        body: `miss ${i}\nhit ${i}\n`,
+      });
       assert.deepEqual(ingested.json(), { n: `miss ${i}\nhit ${i}\n`.length });
       expected += `hit ${i}\n`;
       await stream.waitFor((text) => text === expected, 3_000);
@@ -49,7 +67,12 @@ describe('logs across two processes', { skip }, () => {
     }
 
     // Deleting the logger on the ingesting process ends the stream on the other one.
-    const deleted = await request(ingester.internalPort, { method: 'DELETE', path: `/v1/loggers/${id}`, host: 'logs.localhost', headers: owner });
+    const deleted = await request(ingester.internalPort, {
+      method: 'DELETE',
+      path: `/v1/loggers/${id}`,
+      host: 'logs.localhost',
+      headers: owner,
+    });
     assert.equal(deleted.status, 204);
     await stream.ended;
     assert.equal(stream.text(), expected);

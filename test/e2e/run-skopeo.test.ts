@@ -18,7 +18,6 @@ function hasSkopeo(): boolean {
   return spawnSync('skopeo', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
-
 /** A POSIX ustar archive of regular files, written by hand (512-byte header + padded content each). */
 function tar(files: Record<string, string>): Buffer {
   const blocks: Buffer[] = [];
@@ -26,7 +25,8 @@ function tar(files: Record<string, string>): Buffer {
     const content = Buffer.from(text);
     const header = Buffer.alloc(512);
     const field = (offset: number, length: number, value: string) => header.write(value, offset, length, 'ascii');
-    const octal = (offset: number, length: number, value: number) => field(offset, length, `${value.toString(8).padStart(length - 1, '0')}\0`);
+    const octal = (offset: number, length: number, value: number) =>
+      field(offset, length, `${value.toString(8).padStart(length - 1, '0')}\0`);
     field(0, 100, name);
     octal(100, 8, 0o644);
     octal(108, 8, 0);
@@ -57,7 +57,14 @@ function writeOciLayout(dir: string, tag: string): { manifestDigest: string } {
   };
   const layerTar = tar({ 'hello.txt': 'hello from stratus\n' });
   const layer = put(gzipSync(layerTar));
-  const config = put(JSON.stringify({ architecture: 'amd64', os: 'linux', config: {}, rootfs: { type: 'layers', diff_ids: [`sha256:${sha256(layerTar)}`] } }));
+  const config = put(
+    JSON.stringify({
+      architecture: 'amd64',
+      os: 'linux',
+      config: {},
+      rootfs: { type: 'layers', diff_ids: [`sha256:${sha256(layerTar)}`] },
+    }),
+  );
   const manifest = put(
     JSON.stringify({
       schemaVersion: 2,
@@ -72,7 +79,13 @@ function writeOciLayout(dir: string, tag: string): { manifestDigest: string } {
     JSON.stringify({
       schemaVersion: 2,
       mediaType: 'application/vnd.oci.image.index.v1+json',
-      manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, annotations: { 'org.opencontainers.image.ref.name': tag } }],
+      manifests: [
+        {
+          mediaType: 'application/vnd.oci.image.manifest.v1+json',
+          ...manifest,
+          annotations: { 'org.opencontainers.image.ref.name': tag },
+        },
+      ],
     }),
   );
   return { manifestDigest: manifest.digest };
@@ -91,7 +104,13 @@ describe('a real client (skopeo) pushes to the registry through the public port'
       layoutDir = mkdtempSync(join(tmpdir(), 'stratus-oci-'));
       database = await createTestDatabase();
       server = await serve([], { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl });
-      const created = await request(server.internalPort, { method: 'POST', path: '/v0/apikeys', host: 'apikeys.localhost', headers: { ...identity, 'content-type': 'application/json' }, body: '{"name":"skopeo"}' });
+      const created = await request(server.internalPort, {
+        method: 'POST',
+        path: '/v0/apikeys',
+        host: 'apikeys.localhost',
+        headers: { ...identity, 'content-type': 'application/json' },
+        body: '{"name":"skopeo"}',
+      });
       assert.equal(created.status, 201, created.text);
       ({ key, secret } = created.json<{ key: string; secret: string }>());
     },
@@ -104,24 +123,45 @@ describe('a real client (skopeo) pushes to the registry through the public port'
     if (layoutDir) rmSync(layoutDir, { recursive: true, force: true });
   });
 
-  it('skopeo copy oci:<dir>:<tag> docker://localhost:<port>/<repo>:<tag> succeeds and the tag is listed', { timeout: 120_000 }, async () => {
-    const { manifestDigest } = writeOciLayout(layoutDir, 'v1');
-    const repository = 'e2e/hello';
-    const copy = spawnSync(
-      'skopeo',
-      ['--insecure-policy', 'copy', '--dest-tls-verify=false', '--dest-creds', `${key}:${secret}`, `oci:${layoutDir}:v1`, `docker://localhost:${server.publicPort}/${repository}:v1`],
-      { encoding: 'utf8', timeout: 100_000 },
-    );
-    assert.equal(copy.status, 0, `skopeo failed:\n${copy.stdout}\n${copy.stderr}\n${server.output().slice(-3000)}`);
+  it(
+    'skopeo copy oci:<dir>:<tag> docker://localhost:<port>/<repo>:<tag> succeeds and the tag is listed',
+    { timeout: 120_000 },
+    async () => {
+      const { manifestDigest } = writeOciLayout(layoutDir, 'v1');
+      const repository = 'e2e/hello';
+      const copy = spawnSync(
+        'skopeo',
+        [
+          '--insecure-policy',
+          'copy',
+          '--dest-tls-verify=false',
+          '--dest-creds',
+          `${key}:${secret}`,
+          `oci:${layoutDir}:v1`,
+          `docker://localhost:${server.publicPort}/${repository}:v1`,
+        ],
+        { encoding: 'utf8', timeout: 100_000 },
+      );
+      assert.equal(copy.status, 0, `skopeo failed:\n${copy.stdout}\n${copy.stderr}\n${server.output().slice(-3000)}`);
 
-    const internal = await request(server.internalPort, { path: `/api/console?repository=${repository}`, host: 'run.localhost', headers: identity });
-    assert.equal(internal.status, 200, internal.text);
-    assert.deepEqual(internal.json<{ references: string[] }>().references, ['v1']);
+      const internal = await request(server.internalPort, {
+        path: `/api/console?repository=${repository}`,
+        host: 'run.localhost',
+        headers: identity,
+      });
+      assert.equal(internal.status, 200, internal.text);
+      assert.deepEqual(internal.json<{ references: string[] }>().references, ['v1']);
 
-    const basic = { authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}` };
-    const head = await request(server.publicPort, { method: 'HEAD', path: `/v2/${repository}/manifests/v1`, host: `localhost:${server.publicPort}`, headers: basic });
-    assert.equal(head.status, 200);
-    assert.equal(head.headers['docker-content-digest'], manifestDigest);
-    assert.equal(head.headers['content-type'], 'application/vnd.oci.image.manifest.v1+json');
-  });
+      const basic = { authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}` };
+      const head = await request(server.publicPort, {
+        method: 'HEAD',
+        path: `/v2/${repository}/manifests/v1`,
+        host: `localhost:${server.publicPort}`,
+        headers: basic,
+      });
+      assert.equal(head.status, 200);
+      assert.equal(head.headers['docker-content-digest'], manifestDigest);
+      assert.equal(head.headers['content-type'], 'application/vnd.oci.image.manifest.v1+json');
+    },
+  );
 });

@@ -21,15 +21,23 @@ async function allTaskIds(port: number, scheduler: string): Promise<Set<string>>
   const ids = new Set<string>();
   const deadline = Date.now() + LIST_WITHIN_MS;
   for (let page = 1; ; page++) {
-    const res = await request(port, { path: `/schedulers/${scheduler}/tasks?scheduled_per_page=500&scheduled_page=${page}`, host: HOST });
+    const res = await request(port, {
+      path: `/schedulers/${scheduler}/tasks?scheduled_per_page=500&scheduled_page=${page}`,
+      host: HOST,
+    });
     assert.equal(res.status, 200, res.text);
     const body = res.json<{ scheduled: { id: string }[]; scheduled_meta: { total_pages: number } }>();
     const totalPages = body.scheduled_meta.total_pages;
-    assert.ok(Number.isSafeInteger(totalPages), `page ${page} of ${scheduler}'s tasks has total_pages ${String(totalPages)}`);
+    assert.ok(
+      Number.isSafeInteger(totalPages),
+      `page ${page} of ${scheduler}'s tasks has total_pages ${String(totalPages)}`,
+    );
     for (const t of body.scheduled) ids.add(t.id);
     if (page >= totalPages) return ids;
     if (Date.now() > deadline) {
-      assert.fail(`listing ${scheduler}'s tasks took over ${LIST_WITHIN_MS / 1000} s: pages ${page + 1} to ${totalPages} still unread (${ids.size} ids read)`);
+      assert.fail(
+        `listing ${scheduler}'s tasks took over ${LIST_WITHIN_MS / 1000} s: pages ${page + 1} to ${totalPages} still unread (${ids.size} ids read)`,
+      );
     }
   }
 }
@@ -51,11 +59,28 @@ describe('scheduler durability and routing through `stratus serve`', () => {
   });
 
   it('is reachable at scheduler.<domain> and at /schedulers on api.<domain> with either key header', async () => {
-    const created = await request(server.publicPort, { method: 'POST', path: '/schedulers', host: HOST, headers: auth, body: '{"id":"routed","display_name":"R"}' });
+    const created = await request(server.publicPort, {
+      method: 'POST',
+      path: '/schedulers',
+      host: HOST,
+      headers: auth,
+      body: '{"id":"routed","display_name":"R"}',
+    });
     assert.equal(created.status, 201, created.text);
-    const viaApi = await request(server.publicPort, { method: 'POST', path: '/schedulers/routed/tasks', host: 'api.localhost', headers: { authorization: `Bearer ${KEY}` }, body: '{"id":"t1"}' });
+    const viaApi = await request(server.publicPort, {
+      method: 'POST',
+      path: '/schedulers/routed/tasks',
+      host: 'api.localhost',
+      headers: { authorization: `Bearer ${KEY}` },
+      body: '{"id":"t1"}',
+    });
     assert.equal(viaApi.status, 202, viaApi.text);
-    const anonymous = await request(server.publicPort, { method: 'POST', path: '/schedulers/routed/tasks', host: 'api.localhost', body: '{}' });
+    const anonymous = await request(server.publicPort, {
+      method: 'POST',
+      path: '/schedulers/routed/tasks',
+      host: 'api.localhost',
+      body: '{}',
+    });
     assert.equal(anonymous.status, 401);
     assert.equal(anonymous.json<{ error: { code: string } }>().error.code, 'unauthorized');
     const listed = await request(server.publicPort, { path: '/schedulers/routed/tasks', host: 'api.localhost' });
@@ -65,10 +90,28 @@ describe('scheduler durability and routing through `stratus serve`', () => {
   });
 
   it('keeps every acknowledged enqueue and every lease across kill -9', async () => {
-    const created = await request(server.internalPort, { method: 'POST', path: '/schedulers', host: HOST, headers: auth, body: '{"id":"durable","display_name":"D"}' });
+    const created = await request(server.internalPort, {
+      method: 'POST',
+      path: '/schedulers',
+      host: HOST,
+      headers: auth,
+      body: '{"id":"durable","display_name":"D"}',
+    });
     assert.equal(created.status, 201);
-    await request(server.internalPort, { method: 'POST', path: '/schedulers/durable/tasks', host: HOST, headers: auth, body: '{"id":"leased","payload":{"x":1}}' });
-    const lease = await request(server.internalPort, { method: 'POST', path: '/schedulers/durable/tasks/reserve', host: HOST, headers: auth, body: '{"worktime":"1h"}' });
+    await request(server.internalPort, {
+      method: 'POST',
+      path: '/schedulers/durable/tasks',
+      host: HOST,
+      headers: auth,
+      body: '{"id":"leased","payload":{"x":1}}',
+    });
+    const lease = await request(server.internalPort, {
+      method: 'POST',
+      path: '/schedulers/durable/tasks/reserve',
+      host: HOST,
+      headers: auth,
+      body: '{"worktime":"1h"}',
+    });
     assert.equal(lease.status, 200);
 
     const acknowledged: string[] = [];
@@ -81,7 +124,13 @@ describe('scheduler durability and routing through `stratus serve`', () => {
         for (let i = 0; !stop; i++) {
           const id = `w${w}-${i}`;
           try {
-            const res = await request(server.internalPort, { method: 'POST', path: '/schedulers/durable/tasks', host: HOST, headers: auth, body: JSON.stringify({ id, payload: i }) });
+            const res = await request(server.internalPort, {
+              method: 'POST',
+              path: '/schedulers/durable/tasks',
+              host: HOST,
+              headers: auth,
+              body: JSON.stringify({ id, payload: i }),
+            });
             if (res.status === 202) acknowledged.push(id);
             else lastRefusal = `${res.status} ${res.text.slice(0, 200)}`;
           } catch (error) {
@@ -112,7 +161,10 @@ describe('scheduler durability and routing through `stratus serve`', () => {
     }
     const stopDeadline = Date.now() + PRODUCERS_STOP_WITHIN_MS;
     while (running > 0) {
-      if (Date.now() > stopDeadline) assert.fail(`${running} of ${producers.length} producers still running ${PRODUCERS_STOP_WITHIN_MS / 1000} s after the kill`);
+      if (Date.now() > stopDeadline)
+        assert.fail(
+          `${running} of ${producers.length} producers still running ${PRODUCERS_STOP_WITHIN_MS / 1000} s after the kill`,
+        );
       await sleep(5);
     }
     await Promise.all(producers);
@@ -124,6 +176,9 @@ describe('scheduler durability and routing through `stratus serve`', () => {
     const health = await request(server.internalPort, { path: '/schedulers/durable/health', host: HOST });
     assert.equal(health.json<{ inflight: number }>().inflight, 1);
     const list = await request(server.internalPort, { path: '/schedulers/durable/tasks', host: HOST });
-    assert.deepEqual(list.json<{ inflight: { id: string }[] }>().inflight.map((t) => t.id), ['leased']);
+    assert.deepEqual(
+      list.json<{ inflight: { id: string }[] }>().inflight.map((t) => t.id),
+      ['leased'],
+    );
   });
 });

@@ -40,30 +40,62 @@ describe('stratus serve, end to end over HTTP', () => {
   });
 
   it('creates and reads config objects through the public port, on both hosts', async () => {
-    const created = await request(server.publicPort, { method: 'POST', path: '/v0/configs', host: 'api.localhost', body: '{"id":"e2e","entries":{"a":1}}' });
+    const created = await request(server.publicPort, {
+      method: 'POST',
+      path: '/v0/configs',
+      host: 'api.localhost',
+      body: '{"id":"e2e","entries":{"a":1}}',
+    });
     assert.equal(created.status, 201);
     const viaConfigHost = await request(server.publicPort, { path: '/v0/configs/e2e', host: 'config.localhost' });
     assert.deepEqual(viaConfigHost.json(), { id: 'e2e', entries: { a: 1 } });
   });
 
   it('drops forged identity on the public port and trusts it on the internal port', async () => {
-    const forged = await request(server.publicPort, { path: '/v1/config', host: 'config.localhost', headers: asUser('mallory') });
+    const forged = await request(server.publicPort, {
+      path: '/v1/config',
+      host: 'config.localhost',
+      headers: asUser('mallory'),
+    });
     assert.equal(forged.status, 401);
-    const patched = await request(server.internalPort, { method: 'PATCH', path: '/v1/config', host: 'config.localhost', headers: asUser('ada'), body: '{"theme":"dark"}' });
+    const patched = await request(server.internalPort, {
+      method: 'PATCH',
+      path: '/v1/config',
+      host: 'config.localhost',
+      headers: asUser('ada'),
+      body: '{"theme":"dark"}',
+    });
     assert.equal(patched.status, 200);
     assert.deepEqual(patched.json(), { entries: { theme: 'dark' } });
-    const keys = await request(server.publicPort, { path: '/v0/apikeys', host: 'apikeys.localhost', headers: asUser('ada') });
+    const keys = await request(server.publicPort, {
+      path: '/v0/apikeys',
+      host: 'apikeys.localhost',
+      headers: asUser('ada'),
+    });
     assert.equal(keys.status, 401, 'the apikeys service sees no identity through the public port');
-    const viaInternal = await request(server.internalPort, { path: '/v0/apikeys', host: 'api.localhost', headers: asUser('ada') });
+    const viaInternal = await request(server.internalPort, {
+      path: '/v0/apikeys',
+      host: 'api.localhost',
+      headers: asUser('ada'),
+    });
     assert.equal(viaInternal.status, 200);
     assert.deepEqual(viaInternal.json(), { api_keys: [] });
   });
 
   it('serves each service its own OpenAPI document and the gateway version', async () => {
-    const doc = (await request(server.publicPort, { path: '/openapi.json', host: 'config.localhost' })).json<{ paths: Record<string, unknown> }>();
+    const doc = (await request(server.publicPort, { path: '/openapi.json', host: 'config.localhost' })).json<{
+      paths: Record<string, unknown>;
+    }>();
     assert.deepEqual(Object.keys(doc.paths).sort(), ['/v0/configs', '/v0/configs/{id}', '/v1/config', '/version']);
-    const apikeysDoc = (await request(server.publicPort, { path: '/openapi.json', host: 'apikeys.localhost' })).json<{ paths: Record<string, unknown> }>();
-    assert.ok(Object.keys(apikeysDoc.paths).every((p) => p.startsWith('/v0/apikeys') || p.startsWith('/v0/projects') || p === '/version'), Object.keys(apikeysDoc.paths).join());
+    const apikeysDoc = (await request(server.publicPort, { path: '/openapi.json', host: 'apikeys.localhost' })).json<{
+      paths: Record<string, unknown>;
+    }>();
+    assert.ok(
+      Object.keys(apikeysDoc.paths).every(
+        (p) => p.startsWith('/v0/apikeys') || p.startsWith('/v0/projects') || p === '/version',
+      ),
+      Object.keys(apikeysDoc.paths).join(),
+    );
     const version = await request(server.publicPort, { path: '/version', host: 'gateway.localhost' });
     assert.match(version.text, /^\d+\.\d+\.\d+$/);
   });
@@ -75,7 +107,10 @@ describe('stratus serve, end to end over HTTP', () => {
     assert.equal(res.status, 200);
     const rows = res.json<{ id: string; name: string; status: number }[]>();
     // One row per service, in order, and nothing else (no project rows for an anonymous caller).
-    assert.deepEqual(rows.map((row) => row.id), PLATFORM);
+    assert.deepEqual(
+      rows.map((row) => row.id),
+      PLATFORM,
+    );
     const unhealthy = rows.filter((row) => row.status !== 200);
     assert.deepEqual(unhealthy, []);
   });
@@ -98,20 +133,37 @@ describe('stratus serve --services: each service starts alone', () => {
   ] as const) {
     it(`runs only ${only}`, async () => {
       const database = await createTestDatabase();
-      const server = await serve(['--services', only], { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl });
+      const server = await serve(['--services', only], {
+        DATA_DIR: database.dataDir,
+        DATABASE_URL: database.databaseUrl,
+      });
       try {
         assert.match(server.output(), new RegExp(`services ${only};`));
-        const own = await request(server.internalPort, { path: only === 'config' ? '/v0/configs' : '/v0/projects', host: `${only}.localhost`, headers: asUser('u1') });
+        const own = await request(server.internalPort, {
+          path: only === 'config' ? '/v0/configs' : '/v0/projects',
+          host: `${only}.localhost`,
+          headers: asUser('u1'),
+        });
         assert.equal(own.status, 200);
-        const doc = (await request(server.publicPort, { path: '/openapi.json', host: `${only}.localhost` })).json<{ info: { title: string } }>();
+        const doc = (await request(server.publicPort, { path: '/openapi.json', host: `${only}.localhost` })).json<{
+          info: { title: string };
+        }>();
         assert.equal(doc.info.title, `Stratus ${only}`);
         const missing = await request(server.publicPort, { path: '/', host: `${other}.localhost` });
         assert.equal(missing.status, 503);
         // /v0/status still lists every service: this one healthy, the ones not started 503.
         assert.deepEqual(startedServices(server), [only]);
-        const rows = (await request(server.publicPort, { path: '/v0/status', host: 'gateway.localhost' })).json<{ id: string; status: number }[]>();
-        assert.deepEqual(rows.map((row) => row.id), PLATFORM);
-        assert.deepEqual(rows.filter((row) => row.status === 200).map((row) => row.id), [only]);
+        const rows = (await request(server.publicPort, { path: '/v0/status', host: 'gateway.localhost' })).json<
+          { id: string; status: number }[]
+        >();
+        assert.deepEqual(
+          rows.map((row) => row.id),
+          PLATFORM,
+        );
+        assert.deepEqual(
+          rows.filter((row) => row.status === 200).map((row) => row.id),
+          [only],
+        );
         assert.equal(rows.find((row) => row.id === other)?.status, 503);
       } finally {
         await server.stop();
@@ -158,25 +210,55 @@ describe('durability: acknowledged writes survive SIGKILL and restart', () => {
     try {
       // Writes in flight when the process dies: only those answered 201/200 must be there.
       const writes = Array.from({ length: 60 }, async (_, i) => {
-        const res = await request(server.publicPort, { method: 'POST', path: '/v0/configs', host: 'config.localhost', body: JSON.stringify({ id: `w${i}`, entries: { i } }) });
+        const res = await request(server.publicPort, {
+          method: 'POST',
+          path: '/v0/configs',
+          host: 'config.localhost',
+          body: JSON.stringify({ id: `w${i}`, entries: { i } }),
+        });
         if (res.status === 201) acknowledged.push(`w${i}`);
       });
       await Promise.all(writes);
-      const patch = await request(server.internalPort, { method: 'PATCH', path: '/v1/config', host: 'config.localhost', headers: asUser('durable'), body: '{"kept":true}' });
+      const patch = await request(server.internalPort, {
+        method: 'PATCH',
+        path: '/v1/config',
+        host: 'config.localhost',
+        headers: asUser('durable'),
+        body: '{"kept":true}',
+      });
       assert.equal(patch.status, 200);
-      const key = await request(server.internalPort, { method: 'POST', path: '/v0/apikeys', host: 'apikeys.localhost', headers: asUser('durable'), body: '{"name":"survivor"}' });
+      const key = await request(server.internalPort, {
+        method: 'POST',
+        path: '/v0/apikeys',
+        host: 'apikeys.localhost',
+        headers: asUser('durable'),
+        body: '{"name":"survivor"}',
+      });
       assert.equal(key.status, 201);
       await server.kill();
 
       server = await serve([], env);
-      const list = (await request(server.publicPort, { path: '/v0/configs', host: 'config.localhost' })).json<{ id: string }[]>();
+      const list = (await request(server.publicPort, { path: '/v0/configs', host: 'config.localhost' })).json<
+        { id: string }[]
+      >();
       const ids = new Set(list.map((c) => c.id));
       assert.equal(acknowledged.length, 60);
       for (const id of acknowledged) assert.ok(ids.has(id), `${id} survived`);
-      const user = await request(server.internalPort, { path: '/v1/config', host: 'config.localhost', headers: asUser('durable') });
+      const user = await request(server.internalPort, {
+        path: '/v1/config',
+        host: 'config.localhost',
+        headers: asUser('durable'),
+      });
       assert.deepEqual(user.json(), { entries: { kept: true } });
-      const keys = await request(server.internalPort, { path: '/v0/apikeys', host: 'apikeys.localhost', headers: asUser('durable') });
-      assert.deepEqual(keys.json<{ api_keys: { name: string }[] }>().api_keys.map((k) => k.name), ['survivor']);
+      const keys = await request(server.internalPort, {
+        path: '/v0/apikeys',
+        host: 'apikeys.localhost',
+        headers: asUser('durable'),
+      });
+      assert.deepEqual(
+        keys.json<{ api_keys: { name: string }[] }>().api_keys.map((k) => k.name),
+        ['survivor'],
+      );
     } finally {
       await server.stop();
       await database.cleanup();
@@ -187,23 +269,71 @@ describe('durability: acknowledged writes survive SIGKILL and restart', () => {
 describe('sessions across a restart', () => {
   it('keeps a session through SIGKILL and restart, and logout ends it', async () => {
     const database = await createTestDatabase();
-    const env = { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl, ADMIN_EMAIL: 'admin@example.com', ADMIN_PASSWORD: 'a long enough password' };
+    const env = {
+      DATA_DIR: database.dataDir,
+      DATABASE_URL: database.databaseUrl,
+      ADMIN_EMAIL: 'admin@example.com',
+      ADMIN_PASSWORD: 'a long enough password',
+    };
     let server = await serve([], env);
     try {
-      const login = await request(server.publicPort, { method: 'POST', path: '/v0/login', host: 'auth.localhost', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: 'a long enough password' }) });
+      const login = await request(server.publicPort, {
+        method: 'POST',
+        path: '/v0/login',
+        host: 'auth.localhost',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'admin@example.com', password: 'a long enough password' }),
+      });
       assert.equal(login.status, 200, login.text);
       const cookie = String(login.headers['set-cookie']).split(';')[0]!;
       const { token } = login.json<{ token: string }>();
-      assert.equal((await request(server.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers: { cookie } })).status, 200);
+      assert.equal(
+        (await request(server.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers: { cookie } }))
+          .status,
+        200,
+      );
       await server.kill();
 
       server = await serve([], env);
-      assert.equal((await request(server.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers: { cookie } })).status, 200, 'the cookie works after a restart');
-      assert.equal((await request(server.publicPort, { path: '/v0/secret', host: 'api.localhost', headers: { authorization: `Bearer ${token}` } })).status, 200, 'so does the token');
-      const logout = await request(server.publicPort, { method: 'POST', path: '/v0/logout', host: 'auth.localhost', headers: { cookie } });
+      assert.equal(
+        (await request(server.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers: { cookie } }))
+          .status,
+        200,
+        'the cookie works after a restart',
+      );
+      assert.equal(
+        (
+          await request(server.publicPort, {
+            path: '/v0/secret',
+            host: 'api.localhost',
+            headers: { authorization: `Bearer ${token}` },
+          })
+        ).status,
+        200,
+        'so does the token',
+      );
+      const logout = await request(server.publicPort, {
+        method: 'POST',
+        path: '/v0/logout',
+        host: 'auth.localhost',
+        headers: { cookie },
+      });
       assert.equal(logout.status, 204);
-      assert.equal((await request(server.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers: { cookie } })).status, 401);
-      assert.equal((await request(server.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers: { authorization: `Bearer ${token}` } })).status, 401);
+      assert.equal(
+        (await request(server.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers: { cookie } }))
+          .status,
+        401,
+      );
+      assert.equal(
+        (
+          await request(server.publicPort, {
+            path: '/v0/secret',
+            host: 'gateway.localhost',
+            headers: { authorization: `Bearer ${token}` },
+          })
+        ).status,
+        401,
+      );
     } finally {
       await server.stop();
       await database.cleanup();

@@ -20,7 +20,8 @@ function connect(port: number): Promise<{ socket: net.Socket; closed: Promise<st
   });
 }
 
-const head = (length: number) => `POST /v0/configs HTTP/1.1\r\nHost: config.localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+const head = (length: number) =>
+  `POST /v0/configs HTTP/1.1\r\nHost: config.localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
 describe('slow clients on the public port', () => {
   let t: TestPlatform;

@@ -5,7 +5,12 @@ import { CredentialGuard } from '../../src/gateway/guard.ts';
 import { startHarness, type Harness } from './harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-type Identity = { user: { id: string; email?: string; nick?: string }; auth: { method: string; key?: string; host_metadata?: string }; session?: { id: string }; project?: { id: string; slug: string } };
+type Identity = {
+  user: { id: string; email?: string; nick?: string };
+  auth: { method: string; key?: string; host_metadata?: string };
+  session?: { id: string };
+  project?: { id: string; slug: string };
+};
 
 describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
   let h: Harness;
@@ -33,7 +38,10 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       assert.equal(res.status, 200);
       const seen = h.seen(res);
       const identity = identityOf(seen.headers);
-      assert.deepEqual(identity, { user: { id: ada.id, nick: 'ada', email: 'ada@example.com' }, auth: { method: 'api_key', key: key.key } });
+      assert.deepEqual(identity, {
+        user: { id: ada.id, nick: 'ada', email: 'ada@example.com' },
+        auth: { method: 'api_key', key: key.key },
+      });
       assert.equal(seen.headers['api-key'], undefined);
       assert.equal(seen.headers['api-secret'], undefined);
       assert.ok(!seen.rawHeaders.includes(key.secret), 'the secret never reaches a backend');
@@ -41,10 +49,16 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
 
     it('rejects a known key with a wrong secret on an optional route, and does not cache it', async () => {
       const before = h.keys.verifications;
-      const wrong = await h.call({ path: '/x', headers: { 'api-key': key.key, 'api-secret': '00000000-0000-4000-8000-000000000000' } });
+      const wrong = await h.call({
+        path: '/x',
+        headers: { 'api-key': key.key, 'api-secret': '00000000-0000-4000-8000-000000000000' },
+      });
       assert.equal(wrong.status, 401);
       assert.equal(wrong.json<{ error: { code: string } }>().error.code, 'unauthorized');
-      const again = await h.call({ path: '/x', headers: { 'api-key': key.key, 'api-secret': '00000000-0000-4000-8000-000000000000' } });
+      const again = await h.call({
+        path: '/x',
+        headers: { 'api-key': key.key, 'api-secret': '00000000-0000-4000-8000-000000000000' },
+      });
       assert.equal(again.status, 401);
       assert.equal(h.keys.verifications, before + 2, 'each wrong secret is verified again, never served from a cache');
     });
@@ -52,20 +66,31 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
     it('caches a success: the same pair is verified once', async () => {
       const fresh = await h.createKey(ada, { name: 'cached' });
       const before = h.keys.verifications;
-      for (let i = 0; i < 5; i++) assert.equal((await h.call({ path: '/x', headers: { 'api-key': fresh.key, 'api-secret': fresh.secret } })).status, 200);
+      for (let i = 0; i < 5; i++)
+        assert.equal(
+          (await h.call({ path: '/x', headers: { 'api-key': fresh.key, 'api-secret': fresh.secret } })).status,
+          200,
+        );
       assert.equal(h.keys.verifications, before + 1);
     });
 
     it('costs one bcrypt verification for 1,000 concurrent requests with one valid key', async () => {
       const burst = await h.createKey(ada, { name: 'burst' });
       const before = h.keys.verifications;
-      const statuses = await Promise.all(Array.from({ length: 1000 }, () => h.call({ path: '/x', headers: { 'api-key': burst.key, 'api-secret': burst.secret } }).then((r) => r.status)));
+      const statuses = await Promise.all(
+        Array.from({ length: 1000 }, () =>
+          h.call({ path: '/x', headers: { 'api-key': burst.key, 'api-secret': burst.secret } }).then((r) => r.status),
+        ),
+      );
       assert.ok(statuses.every((s) => s === 200));
       assert.equal(h.keys.verifications, before + 1);
     });
 
     it('passes an unknown key anonymously with its headers on an optional route, 401 on a require route', async () => {
-      const headers = { 'api-key': '11111111-1111-4111-8111-111111111111', 'api-secret': '22222222-2222-4222-8222-222222222222' };
+      const headers = {
+        'api-key': '11111111-1111-4111-8111-111111111111',
+        'api-secret': '22222222-2222-4222-8222-222222222222',
+      };
       const res = await h.call({ path: '/v1/databases', host: 'docdb.localhost', headers });
       assert.equal(res.status, 200);
       const seen = h.seen(res);
@@ -81,33 +106,65 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       assert.equal(res.status, 200);
       assert.equal(h.seen(res).headers['x-gateway-authentication'], undefined);
       assert.equal(h.seen(res).headers['api-key'], key.key);
-      assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { 'api-secret': key.secret } })).status, 401);
+      assert.equal(
+        (await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { 'api-secret': key.secret } })).status,
+        401,
+      );
     });
 
     it('applies scopes: projects and host rules, with the matched rule as host_metadata', async () => {
       const project = await h.createProject(ada, 'scoped-project');
       const projectKey = await h.createKey(ada, { name: 'project only', scopes: [{ projects: [project.id] }] });
-      const hostKey = await h.createKey(ada, { name: 'host only', scopes: [{ host_rules: { 'CONFIG.localhost': '{"tier":"gold"}' } }] });
-      const both = await h.createKey(ada, { name: 'both', scopes: [{ projects: [project.id], host_rules: { 'scoped-project.localhost': '{}' } }] });
+      const hostKey = await h.createKey(ada, {
+        name: 'host only',
+        scopes: [{ host_rules: { 'CONFIG.localhost': '{"tier":"gold"}' } }],
+      });
+      const both = await h.createKey(ada, {
+        name: 'both',
+        scopes: [{ projects: [project.id], host_rules: { 'scoped-project.localhost': '{}' } }],
+      });
 
       // Project scope: valid on the project host only.
-      const onProject = await h.call({ path: '/page', host: 'scoped-project.localhost', headers: { 'api-key': projectKey.key, 'api-secret': projectKey.secret } });
+      const onProject = await h.call({
+        path: '/page',
+        host: 'scoped-project.localhost',
+        headers: { 'api-key': projectKey.key, 'api-secret': projectKey.secret },
+      });
       assert.equal(onProject.status, 200);
       const projectIdentity = identityOf(h.seen(onProject).headers);
       assert.deepEqual(projectIdentity?.project, { id: project.id, slug: 'scoped-project' });
       assert.equal(h.seen(onProject).headers['x-project-id'], project.id);
-      const offProject = await h.call({ path: '/x', host: 'config.localhost', headers: { 'api-key': projectKey.key, 'api-secret': projectKey.secret } });
+      const offProject = await h.call({
+        path: '/x',
+        host: 'config.localhost',
+        headers: { 'api-key': projectKey.key, 'api-secret': projectKey.secret },
+      });
       assert.equal(offProject.status, 401, 'a project-scoped key fails outside project hosts');
 
       // Host rule: case-insensitive host match, metadata passed on.
-      const onHost = await h.call({ path: '/x', host: 'config.localhost:8080', headers: { 'api-key': hostKey.key, 'api-secret': hostKey.secret } });
+      const onHost = await h.call({
+        path: '/x',
+        host: 'config.localhost:8080',
+        headers: { 'api-key': hostKey.key, 'api-secret': hostKey.secret },
+      });
       assert.equal(onHost.status, 200);
       assert.equal(identityOf(h.seen(onHost).headers)?.auth.host_metadata, '{"tier":"gold"}');
-      assert.equal((await h.call({ path: '/x', host: 'docdb.localhost', headers: { 'api-key': hostKey.key, 'api-secret': hostKey.secret } })).status, 401);
+      assert.equal(
+        (
+          await h.call({
+            path: '/x',
+            host: 'docdb.localhost',
+            headers: { 'api-key': hostKey.key, 'api-secret': hostKey.secret },
+          })
+        ).status,
+        401,
+      );
 
       // Registry pushes are checked against run.<domain> on every host that reaches the registry.
       const runKey = await h.createKey(ada, { name: 'registry', scopes: [{ host_rules: { 'run.localhost': '{}' } }] });
-      const basic = (key: { key: string; secret: string }) => ({ authorization: `Basic ${Buffer.from(`${key.key}:${key.secret}`).toString('base64')}` });
+      const basic = (key: { key: string; secret: string }) => ({
+        authorization: `Basic ${Buffer.from(`${key.key}:${key.secret}`).toString('base64')}`,
+      });
       for (const host of ['run.localhost', 'localhost:8080', '127.0.0.1', 'api.localhost']) {
         const pushed = await h.call({ path: '/v2/', host, headers: basic(runKey) });
         assert.equal(pushed.status, 200, host);
@@ -115,11 +172,33 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       }
       // A key scoped elsewhere leaves the push anonymous (Basic that fails is dropped); the registry then challenges it.
       const elsewhere = await h.call({ path: '/v2/', host: 'localhost', headers: basic(hostKey) });
-      assert.equal(identityOf(h.seen(elsewhere).headers), undefined, 'a key scoped to another host carries no identity to the registry');
+      assert.equal(
+        identityOf(h.seen(elsewhere).headers),
+        undefined,
+        'a key scoped to another host carries no identity to the registry',
+      );
 
       // Both in one scope: both must match.
-      assert.equal((await h.call({ path: '/', host: 'scoped-project.localhost', headers: { 'api-key': both.key, 'api-secret': both.secret } })).status, 200);
-      assert.equal((await h.call({ path: '/x', host: 'config.localhost', headers: { 'api-key': both.key, 'api-secret': both.secret } })).status, 401);
+      assert.equal(
+        (
+          await h.call({
+            path: '/',
+            host: 'scoped-project.localhost',
+            headers: { 'api-key': both.key, 'api-secret': both.secret },
+          })
+        ).status,
+        200,
+      );
+      assert.equal(
+        (
+          await h.call({
+            path: '/x',
+            host: 'config.localhost',
+            headers: { 'api-key': both.key, 'api-secret': both.secret },
+          })
+        ).status,
+        401,
+      );
     });
 
     it('accepts the Basic form and removes it; failing Basic credentials pass anonymously on optional routes only', async () => {
@@ -128,24 +207,52 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       assert.equal(h.seen(ok).headers.authorization, undefined);
       const wrong = basic(key.key, 'not-the-secret');
       const anonymous = await h.call({ path: '/v2/', host: 'config.localhost', headers: { authorization: wrong } });
-      assert.equal(anonymous.status, 200, 'failed Basic credentials pass on, so the registry can send its own challenge');
+      assert.equal(
+        anonymous.status,
+        200,
+        'failed Basic credentials pass on, so the registry can send its own challenge',
+      );
       assert.equal(h.seen(anonymous).headers['x-gateway-authentication'], undefined);
-      assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { authorization: wrong } })).status, 401);
+      assert.equal(
+        (await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { authorization: wrong } })).status,
+        401,
+      );
       // Basic credentials of someone else's system (not a platform key) pass untouched.
       const foreign = basic('registry-user', 'their-password');
-      assert.equal(h.seen(await h.call({ path: '/v2/', host: 'config.localhost', headers: { authorization: foreign } })).headers.authorization, foreign);
+      assert.equal(
+        h.seen(await h.call({ path: '/v2/', host: 'config.localhost', headers: { authorization: foreign } })).headers
+          .authorization,
+        foreign,
+      );
     });
 
     it('never hands a platform key to a backend: Basic with a wrong secret or outside its scopes is removed (issue 17, item 10)', async () => {
       const wrong = basic(key.key, 'not-the-secret');
-      const wrongSeen = h.seen(await h.call({ path: '/run/x', host: 'api.localhost', headers: { authorization: wrong } }));
+      const wrongSeen = h.seen(
+        await h.call({ path: '/run/x', host: 'api.localhost', headers: { authorization: wrong } }),
+      );
       assert.equal(wrongSeen.headers.authorization, undefined, 'a wrong secret for a platform key is not passed on');
-      assert.ok(!wrongSeen.rawHeaders.some((value) => value.includes(Buffer.from(`${key.key}:`).toString('base64').slice(0, 12))));
-      const scoped = await h.createKey(ada, { name: 'config only', scopes: [{ host_rules: { 'config.localhost': '{}' } }] });
+      assert.ok(
+        !wrongSeen.rawHeaders.some((value) =>
+          value.includes(Buffer.from(`${key.key}:`).toString('base64').slice(0, 12)),
+        ),
+      );
+      const scoped = await h.createKey(ada, {
+        name: 'config only',
+        scopes: [{ host_rules: { 'config.localhost': '{}' } }],
+      });
       const valid = basic(scoped.key, scoped.secret);
-      const outside = await h.call({ path: '/run/someone-elses-lambda', host: 'api.localhost', headers: { authorization: valid } });
+      const outside = await h.call({
+        path: '/run/someone-elses-lambda',
+        host: 'api.localhost',
+        headers: { authorization: valid },
+      });
       assert.equal(outside.status, 200, 'still anonymous, as failed Basic credentials are');
-      assert.equal(h.seen(outside).headers.authorization, undefined, 'the valid key and its secret never reach another backend');
+      assert.equal(
+        h.seen(outside).headers.authorization,
+        undefined,
+        'the valid key and its secret never reach another backend',
+      );
       assert.equal(h.seen(outside).headers['x-gateway-authentication'], undefined);
     });
 
@@ -153,18 +260,38 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       const token = await h.session(ada);
       for (let round = 0; round < 2; round++) {
         // The second round takes the cached (synchronous) key path.
-        const both = await h.call({ path: '/run/x', host: 'api.localhost', headers: { 'api-key': key.key, 'api-secret': key.secret, authorization: `Bearer ${token}` } });
+        const both = await h.call({
+          path: '/run/x',
+          host: 'api.localhost',
+          headers: { 'api-key': key.key, 'api-secret': key.secret, authorization: `Bearer ${token}` },
+        });
         assert.equal(both.status, 200);
-        assert.equal(h.seen(both).headers.authorization, undefined, `round ${round}: the session token never reaches a backend`);
+        assert.equal(
+          h.seen(both).headers.authorization,
+          undefined,
+          `round ${round}: the session token never reaches a backend`,
+        );
         assert.equal(identityOf(h.seen(both).headers)?.auth.method, 'api_key');
       }
-      const other = await h.call({ path: '/schedulers', host: 'config.localhost', headers: { 'api-key': key.key, 'api-secret': key.secret, authorization: 'Bearer sk-scheduler-key' } });
+      const other = await h.call({
+        path: '/schedulers',
+        host: 'config.localhost',
+        headers: { 'api-key': key.key, 'api-secret': key.secret, authorization: 'Bearer sk-scheduler-key' },
+      });
       assert.equal(h.seen(other).headers.authorization, 'Bearer sk-scheduler-key', "a service's own bearer key passes");
     });
 
     it('answers an unknown key and a wrong secret with the same 401 on a require route', async () => {
-      const unknown = await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { 'api-key': '11111111-1111-4111-8111-111111111111', 'api-secret': 'x' } });
-      const wrong = await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { 'api-key': key.key, 'api-secret': 'x' } });
+      const unknown = await h.call({
+        path: '/v0/secret',
+        host: 'gateway.localhost',
+        headers: { 'api-key': '11111111-1111-4111-8111-111111111111', 'api-secret': 'x' },
+      });
+      const wrong = await h.call({
+        path: '/v0/secret',
+        host: 'gateway.localhost',
+        headers: { 'api-key': key.key, 'api-secret': 'x' },
+      });
       assert.equal(unknown.status, 401);
       assert.equal(wrong.status, 401);
       assert.deepEqual(unknown.json(), wrong.json());
@@ -174,7 +301,12 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       const doomed = await h.createKey(ada, { name: 'doomed' });
       const headers = { 'api-key': doomed.key, 'api-secret': doomed.secret };
       assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers })).status, 200);
-      const revoke = await h.call({ method: 'DELETE', path: `/v0/apikeys/${doomed.key}`, host: 'api.localhost', headers });
+      const revoke = await h.call({
+        method: 'DELETE',
+        path: `/v0/apikeys/${doomed.key}`,
+        host: 'api.localhost',
+        headers,
+      });
       assert.equal(revoke.status, 200);
       // The revocation travels through the notifier (on PostgreSQL a NOTIFY round trip): within a second.
       const started = Date.now();
@@ -212,10 +344,21 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       const cookie = await h.call({ path: '/x', headers: { cookie: 'stratus_session=nope' } });
       assert.equal(cookie.status, 200);
       assert.equal(h.seen(cookie).headers['x-gateway-authentication'], undefined);
-      const bearer = await h.call({ path: '/schedulers', host: 'config.localhost', headers: { authorization: 'Bearer scheduler-key-123' } });
-      assert.equal(h.seen(bearer).headers.authorization, 'Bearer scheduler-key-123', 'the scheduler reads its own keys from it');
+      const bearer = await h.call({
+        path: '/schedulers',
+        host: 'config.localhost',
+        headers: { authorization: 'Bearer scheduler-key-123' },
+      });
+      assert.equal(
+        h.seen(bearer).headers.authorization,
+        'Bearer scheduler-key-123',
+        'the scheduler reads its own keys from it',
+      );
       assert.equal(h.seen(bearer).headers['x-gateway-authentication'], undefined);
-      for (const headers of [{ cookie: 'stratus_session=nope' }, { authorization: 'Bearer nope' }, {}] as Record<string, string>[]) {
+      for (const headers of [{ cookie: 'stratus_session=nope' }, { authorization: 'Bearer nope' }, {}] as Record<
+        string,
+        string
+      >[]) {
         assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers })).status, 401);
       }
     });
@@ -234,15 +377,35 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
 
     it('ends a session on logout, everywhere at once', async () => {
       const token = await h.session(ada);
-      const logout = await h.call({ method: 'POST', path: '/v0/logout', host: 'auth.localhost', headers: { cookie: `stratus_session=${token}` } });
+      const logout = await h.call({
+        method: 'POST',
+        path: '/v0/logout',
+        host: 'auth.localhost',
+        headers: { cookie: `stratus_session=${token}` },
+      });
       assert.equal(logout.status, 204);
       assert.match(String(logout.headers['set-cookie']), /stratus_session=;.*Max-Age=0/);
-      assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { cookie: `stratus_session=${token}` } })).status, 401);
+      assert.equal(
+        (
+          await h.call({
+            path: '/v0/secret',
+            host: 'gateway.localhost',
+            headers: { cookie: `stratus_session=${token}` },
+          })
+        ).status,
+        401,
+      );
     });
 
     it('logs in through the gateway and uses the cookie it sets', async () => {
       await h.user('grace@example.com');
-      const login = await h.call({ method: 'POST', path: '/v0/login', host: 'auth.localhost', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'grace@example.com', password: 'correct horse battery' }) });
+      const login = await h.call({
+        method: 'POST',
+        path: '/v0/login',
+        host: 'auth.localhost',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'grace@example.com', password: 'correct horse battery' }),
+      });
       assert.equal(login.status, 200);
       const cookie = String(login.headers['set-cookie']).split(';')[0]!;
       const me = await h.call({ path: '/v0/me', host: 'auth.localhost', headers: { cookie } });
@@ -254,25 +417,43 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
   describe('route policies (decisions §8)', () => {
     it('requires credentials on every key-value node path but its health checks', async () => {
       assert.equal((await h.call({ path: '/v1/collections', host: 'kv.localhost' })).status, 401);
-      for (const path of ['/healthz', '/livez', '/readyz', '/startupz', '/openapi.json']) assert.equal((await h.call({ path, host: 'kv.localhost' })).status, 200, path);
-      const withKey = await h.call({ path: '/v1/collections', host: 'kv.localhost', headers: { 'api-key': key.key, 'api-secret': key.secret } });
+      for (const path of ['/healthz', '/livez', '/readyz', '/startupz', '/openapi.json'])
+        assert.equal((await h.call({ path, host: 'kv.localhost' })).status, 200, path);
+      const withKey = await h.call({
+        path: '/v1/collections',
+        host: 'kv.localhost',
+        headers: { 'api-key': key.key, 'api-secret': key.secret },
+      });
       assert.equal(withKey.status, 200);
     });
 
     it('requires credentials for key and project management on api and apikeys hosts only', async () => {
       assert.equal((await h.call({ path: '/v0/projects', host: 'api.localhost' })).status, 401);
       assert.equal((await h.call({ path: '/v0/apikeys', host: 'apikeys.localhost' })).status, 401);
-      assert.equal((await h.call({ path: '/v0/apikeys', host: 'config.localhost' })).status, 200, 'other hosts leave it to their service');
+      assert.equal(
+        (await h.call({ path: '/v0/apikeys', host: 'config.localhost' })).status,
+        200,
+        'other hosts leave it to their service',
+      );
     });
 
     it('applies configured rules before the defaults', async () => {
-      const custom = await startHarness({ routePolicies: [{ host: 'config', prefix: '/private', auth: 'require' }, { host: '*', prefix: '/v0/secret', auth: 'optional' }] });
+      const custom = await startHarness({
+        routePolicies: [
+          { host: 'config', prefix: '/private', auth: 'require' },
+          { host: '*', prefix: '/v0/secret', auth: 'optional' },
+        ],
+      });
       try {
         assert.equal((await custom.call({ path: '/private/x' })).status, 401);
         assert.equal((await custom.call({ path: '/privateer' })).status, 200, 'prefixes match whole segments');
         const secret = await custom.call({ path: '/v0/secret', host: 'gateway.localhost' });
         assert.equal(secret.status, 401);
-        assert.match(secret.json<{ error: { message: string } }>().error.message, /X-Gateway-Authentication/, 'passed by the gateway, refused by the endpoint itself');
+        assert.match(
+          secret.json<{ error: { message: string } }>().error.message,
+          /X-Gateway-Authentication/,
+          'passed by the gateway, refused by the endpoint itself',
+        );
       } finally {
         await custom.close();
       }
@@ -283,9 +464,19 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
     it('does not let a foreign page or a project host use the session cookie for state changes', async () => {
       const token = await h.session(ada);
       const create = (origin?: Record<string, string>) =>
-        h.call({ method: 'POST', path: '/v0/apikeys', host: 'api.localhost', headers: { cookie: `stratus_session=${token}`, 'content-type': 'application/json', ...origin }, body: '{"name":"csrf"}' });
+        h.call({
+          method: 'POST',
+          path: '/v0/apikeys',
+          host: 'api.localhost',
+          headers: { cookie: `stratus_session=${token}`, 'content-type': 'application/json', ...origin },
+          body: '{"name":"csrf"}',
+        });
       assert.equal((await create({ origin: 'https://evil.example' })).status, 401);
-      assert.equal((await create({ origin: 'http://someones-project.localhost:8080' })).status, 401, 'project hosts serve user code');
+      assert.equal(
+        (await create({ origin: 'http://someones-project.localhost:8080' })).status,
+        401,
+        'project hosts serve user code',
+      );
       for (const origin of ['http://lambda.localhost:8080', 'http://api.localhost:8080', 'http://localhost:8080']) {
         assert.equal((await create({ origin })).status, 401, `${origin} serves lambda output (user code)`);
       }
@@ -293,12 +484,25 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       assert.equal((await create({ referer: 'http://evil.example/page' })).status, 401);
       assert.equal((await create({ origin: 'http://console.localhost:8080' })).status, 201);
       assert.equal((await create()).status, 201, 'non-browser clients send no Origin');
-      const read = await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { cookie: `stratus_session=${token}`, origin: 'https://evil.example' } });
+      const read = await h.call({
+        path: '/v0/secret',
+        host: 'gateway.localhost',
+        headers: { cookie: `stratus_session=${token}`, origin: 'https://evil.example' },
+      });
       assert.equal(read.status, 200, 'safe methods are not state changes');
     });
 
     it('answers CORS preflights from platform origins and marks their responses', async () => {
-      const preflight = await h.call({ method: 'OPTIONS', path: '/v0/apikeys', host: 'api.localhost', headers: { origin: 'http://console.localhost:8080', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+      const preflight = await h.call({
+        method: 'OPTIONS',
+        path: '/v0/apikeys',
+        host: 'api.localhost',
+        headers: {
+          origin: 'http://console.localhost:8080',
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type',
+        },
+      });
       assert.equal(preflight.status, 204);
       assert.equal(preflight.headers['access-control-allow-origin'], 'http://console.localhost:8080');
       assert.equal(preflight.headers['access-control-allow-credentials'], 'true');
@@ -307,13 +511,26 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       const actual = await h.call({ path: '/x', headers: { origin: 'http://console.localhost:8080' } });
       assert.equal(actual.headers['access-control-allow-origin'], 'http://console.localhost:8080');
       assert.equal(actual.headers.vary, 'Origin');
-      const foreign = await h.call({ method: 'OPTIONS', path: '/x', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+      const foreign = await h.call({
+        method: 'OPTIONS',
+        path: '/x',
+        headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+      });
       assert.equal(foreign.headers['access-control-allow-origin'], undefined);
       const fromProject = await h.call({ path: '/x', headers: { origin: 'http://my-project.localhost' } });
       assert.equal(fromProject.headers['access-control-allow-origin'], undefined);
       for (const origin of ['http://lambda.localhost:8080', 'http://api.localhost:8080', 'http://localhost:8080']) {
-        const userCode = await h.call({ method: 'OPTIONS', path: '/v0/apikeys', host: 'api.localhost', headers: { origin, 'access-control-request-method': 'POST' } });
-        assert.equal(userCode.headers['access-control-allow-origin'], undefined, `${origin} serves user code: no credentialed CORS`);
+        const userCode = await h.call({
+          method: 'OPTIONS',
+          path: '/v0/apikeys',
+          host: 'api.localhost',
+          headers: { origin, 'access-control-request-method': 'POST' },
+        });
+        assert.equal(
+          userCode.headers['access-control-allow-origin'],
+          undefined,
+          `${origin} serves user code: no credentialed CORS`,
+        );
         assert.equal(userCode.headers['access-control-allow-credentials'], undefined);
       }
     });
@@ -321,7 +538,11 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
 
   describe('headers the gateway manages', () => {
     it('replaces X-Request-Id with a fresh UUID, echoes it, and sets X-Forwarded-*', async () => {
-      const res = await h.call({ path: '/x', host: 'config.localhost:8080', headers: { 'x-request-id': 'client-chosen', 'x-forwarded-for': '203.0.113.9' } });
+      const res = await h.call({
+        path: '/x',
+        host: 'config.localhost:8080',
+        headers: { 'x-request-id': 'client-chosen', 'x-forwarded-for': '203.0.113.9' },
+      });
       const seen = h.seen(res);
       assert.match(seen.headers['x-request-id']!, UUID);
       assert.equal(res.headers['x-request-id'], seen.headers['x-request-id']);
@@ -331,16 +552,35 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
     });
 
     it('strips hop-by-hop headers and those named in Connection', async () => {
-      const res = await h.call({ path: '/x', headers: { connection: 'keep-alive, x-private', 'x-private': 'secret', te: 'trailers', 'keep-alive': 'timeout=5', 'proxy-authorization': 'Basic abc', 'x-kept': 'yes' } });
+      const res = await h.call({
+        path: '/x',
+        headers: {
+          connection: 'keep-alive, x-private',
+          'x-private': 'secret',
+          te: 'trailers',
+          'keep-alive': 'timeout=5',
+          'proxy-authorization': 'Basic abc',
+          'x-kept': 'yes',
+        },
+      });
       const seen = h.seen(res);
-      for (const name of ['connection', 'x-private', 'te', 'keep-alive', 'proxy-authorization']) assert.equal(seen.headers[name], undefined, name);
+      for (const name of ['connection', 'x-private', 'te', 'keep-alive', 'proxy-authorization'])
+        assert.equal(seen.headers[name], undefined, name);
       assert.equal(seen.headers['x-kept'], 'yes');
     });
 
     it('injects its headers after removing those the client named in Connection, and refuses naming its own', async () => {
       const project = await h.createProject(ada, 'conn-project');
       const token = await h.session(ada);
-      const named = await h.call({ path: '/api/v0/lambdas', host: 'conn-project.localhost', headers: { authorization: `Bearer ${token}`, connection: 'keep-alive, x-forwarded-for, api-key', 'api-key': 'k' } });
+      const named = await h.call({
+        path: '/api/v0/lambdas',
+        host: 'conn-project.localhost',
+        headers: {
+          authorization: `Bearer ${token}`,
+          connection: 'keep-alive, x-forwarded-for, api-key',
+          'api-key': 'k',
+        },
+      });
       assert.equal(named.status, 200);
       const seen = h.seen(named);
       assert.equal(seen.headers['x-project-id'], project.id, 'the injected project header is there');
@@ -348,24 +588,38 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       assert.equal(seen.headers['api-key'], undefined, 'a header named in Connection is hop-by-hop');
       assert.equal(identityOf(seen.headers)?.user.id, ada.id);
       for (const header of ['x-project-id', 'X-Gateway-Authentication', 'keep-alive, X-Project-Id']) {
-        const refused = await h.call({ path: '/api/v0/lambdas', host: 'conn-project.localhost', headers: { authorization: `Bearer ${token}`, connection: header } });
+        const refused = await h.call({
+          path: '/api/v0/lambdas',
+          host: 'conn-project.localhost',
+          headers: { authorization: `Bearer ${token}`, connection: header },
+        });
         assert.equal(refused.status, 400, header);
         assert.equal(refused.json<{ error: { code: string } }>().error.code, 'bad_request');
       }
     });
 
     it('on the internal port trusts the caller but keeps require routes closed without identity', async () => {
-      const trusted = await h.callInternal({ path: '/v0/secret', host: 'gateway.localhost', headers: { 'x-gateway-authentication': JSON.stringify({ user: { id: 'svc' } }) } });
+      const trusted = await h.callInternal({
+        path: '/v0/secret',
+        host: 'gateway.localhost',
+        headers: { 'x-gateway-authentication': JSON.stringify({ user: { id: 'svc' } }) },
+      });
       assert.equal(trusted.status, 200);
       assert.equal((await h.callInternal({ path: '/v0/secret', host: 'gateway.localhost' })).status, 401);
-      const passed = await h.callInternal({ path: '/x', headers: { 'x-gateway-authentication': '{"user":{"id":"svc"}}', 'api-key': key.key, 'api-secret': 'wrong' } });
+      const passed = await h.callInternal({
+        path: '/x',
+        headers: { 'x-gateway-authentication': '{"user":{"id":"svc"}}', 'api-key': key.key, 'api-secret': 'wrong' },
+      });
       assert.equal(passed.status, 200, 'no authentication step on the internal port');
       assert.equal(h.seen(passed).headers['x-gateway-authentication'], '{"user":{"id":"svc"}}');
     });
 
     it('writes one access-log line per request without secrets or query strings', async () => {
       const before = h.accessLog.length;
-      await h.call({ path: '/logged?token=supersecret', headers: { 'api-key': key.key, 'api-secret': key.secret, 'user-agent': 'test-agent' } });
+      await h.call({
+        path: '/logged?token=supersecret',
+        headers: { 'api-key': key.key, 'api-secret': key.secret, 'user-agent': 'test-agent' },
+      });
       await new Promise((resolve) => setTimeout(resolve, 20));
       const lines = h.accessLog.slice(before);
       assert.equal(lines.length, 1);
@@ -402,37 +656,61 @@ describe('gateway: bounded bcrypt work for failed credential checks (issue 17, i
 
   it('stops verifying a key after its failures in a window: 429 with Retry-After, while a cached key keeps working', async () => {
     const other = await h.createKey(ada, { name: 'in use' });
-    assert.equal((await h.call({ path: '/x', headers: { 'api-key': other.key, 'api-secret': other.secret } })).status, 200);
+    assert.equal(
+      (await h.call({ path: '/x', headers: { 'api-key': other.key, 'api-secret': other.secret } })).status,
+      200,
+    );
     const before = h.keys.verifications;
     const statuses: number[] = [];
-    for (let i = 0; i < 10; i++) statuses.push((await h.call({ path: '/x', headers: { 'api-key': key.key, 'api-secret': `wrong-${i}` } })).status);
+    for (let i = 0; i < 10; i++)
+      statuses.push((await h.call({ path: '/x', headers: { 'api-key': key.key, 'api-secret': `wrong-${i}` } })).status);
     assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429, 429, 429, 429]);
     assert.equal(h.keys.verifications, before + LIMITS.maxFailuresPerKey, 'no bcrypt once the key is limited');
     const limited = await h.call({ path: '/x', headers: { 'api-key': key.key, 'api-secret': key.secret } });
     assert.equal(limited.status, 429, 'even the right secret waits for the window while the key is under attack');
     assert.ok(Number(limited.headers['retry-after']) >= 1);
     assert.equal(limited.json<{ error: { code: string } }>().error.code, 'too_many_requests');
-    assert.equal((await h.call({ path: '/x', headers: { 'api-key': other.key, 'api-secret': other.secret } })).status, 200, 'a cached key is not checked again');
+    assert.equal(
+      (await h.call({ path: '/x', headers: { 'api-key': other.key, 'api-secret': other.secret } })).status,
+      200,
+      'a cached key is not checked again',
+    );
   });
 
   it('caps concurrent checks per address and failures per address across keys', async () => {
     const keys = await Promise.all([1, 2, 3].map((n) => h.createKey(ada, { name: `k${n}` })));
     const before = h.keys.verifications;
-    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => h.call({ path: '/x', headers: { 'api-key': keys[i % 3]!.key, 'api-secret': `wrong-${i}` } }).then((r) => r.status)));
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        h
+          .call({ path: '/x', headers: { 'api-key': keys[i % 3]!.key, 'api-secret': `wrong-${i}` } })
+          .then((r) => r.status),
+      ),
+    );
     assert.ok(answers.includes(429), `some concurrent checks are refused: ${answers.join()}`);
-    assert.ok(answers.every((status) => status === 401 || status === 429), answers.join());
+    assert.ok(
+      answers.every((status) => status === 401 || status === 429),
+      answers.join(),
+    );
     assert.ok(h.keys.verifications - before <= answers.filter((s) => s === 401).length, 'refused checks run no bcrypt');
     // Past the address's failure budget every uncached check from it is refused, whatever the key.
-    for (let i = 0; i < LIMITS.maxFailuresPerAddress; i++) await h.call({ path: '/x', headers: { 'api-key': keys[i % 3]!.key, 'api-secret': `again-${i}` } });
+    for (let i = 0; i < LIMITS.maxFailuresPerAddress; i++)
+      await h.call({ path: '/x', headers: { 'api-key': keys[i % 3]!.key, 'api-secret': `again-${i}` } });
     const fresh = await h.createKey(ada, { name: 'fresh' });
-    assert.equal((await h.call({ path: '/x', headers: { 'api-key': fresh.key, 'api-secret': fresh.secret } })).status, 429);
+    assert.equal(
+      (await h.call({ path: '/x', headers: { 'api-key': fresh.key, 'api-secret': fresh.secret } })).status,
+      429,
+    );
   });
 });
 
 describe('CredentialGuard', () => {
   it('counts failures in a fixed window per key and per address, and releases concurrency slots once', () => {
     let now = 1_000;
-    const guard = new CredentialGuard({ maxFailuresPerKey: 2, maxFailuresPerAddress: 3, windowMs: 10_000, maxConcurrentPerAddress: 1 }, () => now);
+    const guard = new CredentialGuard(
+      { maxFailuresPerKey: 2, maxFailuresPerAddress: 3, windowMs: 10_000, maxConcurrentPerAddress: 1 },
+      () => now,
+    );
     const first = guard.admit('a', 'k');
     assert.ok(first.ok);
     assert.deepEqual(guard.admit('a', 'k'), { ok: false, retryAfterSeconds: 1 }, 'one check at a time per address');
@@ -450,7 +728,13 @@ describe('CredentialGuard', () => {
   });
 
   it('keeps at most maxEntries counters', () => {
-    const guard = new CredentialGuard({ maxFailuresPerKey: 1, maxFailuresPerAddress: 1_000, windowMs: 60_000, maxConcurrentPerAddress: 1, maxEntries: 10 });
+    const guard = new CredentialGuard({
+      maxFailuresPerKey: 1,
+      maxFailuresPerAddress: 1_000,
+      windowMs: 60_000,
+      maxConcurrentPerAddress: 1,
+      maxEntries: 10,
+    });
     for (let i = 0; i < 100; i++) guard.fail('a', `k${i}`);
     assert.ok(!guard.admit('z', 'k0').ok === false, 'the oldest counters were dropped');
     assert.equal(guard.admit('z', 'k99').ok, false, 'the newest is kept');

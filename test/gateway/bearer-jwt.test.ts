@@ -8,15 +8,24 @@ describe('gateway: Authorization: Bearer <JWT> from a configured provider (gatew
   let h: Harness;
 
   before(async () => {
-    idp = await startTestIdp({ accounts: [{ sub: 'alice', email: 'alice@example.com', email_verified: true, name: 'Alice' }] });
-    h = await startHarness({ authProviders: [{ name: 'test', issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }], signup: 'open' });
+    idp = await startTestIdp({
+      accounts: [{ sub: 'alice', email: 'alice@example.com', email_verified: true, name: 'Alice' }],
+    });
+    h = await startHarness({
+      authProviders: [{ name: 'test', issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }],
+      signup: 'open',
+    });
   });
   after(async () => {
     await h?.close();
     await idp?.close();
   });
 
-  const identityOf = (headers: Record<string, string>) => JSON.parse(headers['x-gateway-authentication'] ?? 'null') as { user: { id: string; email?: string }; auth: { method: string } } | null;
+  const identityOf = (headers: Record<string, string>) =>
+    JSON.parse(headers['x-gateway-authentication'] ?? 'null') as {
+      user: { id: string; email?: string };
+      auth: { method: string };
+    } | null;
 
   it('accepts a valid ID token, maps it to the linked user and removes it', async () => {
     const token = await idp.obtainIdToken('alice');
@@ -27,7 +36,11 @@ describe('gateway: Authorization: Bearer <JWT> from a configured provider (gatew
     assert.equal(identity?.auth.method, 'bearer');
     assert.equal(identity?.user.email, 'alice@example.com');
     assert.equal(seen.headers.authorization, undefined);
-    const again = await h.call({ path: '/v0/secret', host: 'gateway.localhost', headers: { authorization: `Bearer ${token}` } });
+    const again = await h.call({
+      path: '/v0/secret',
+      host: 'gateway.localhost',
+      headers: { authorization: `Bearer ${token}` },
+    });
     assert.equal(again.status, 200);
   });
 

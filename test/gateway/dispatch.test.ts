@@ -14,7 +14,12 @@ import { request } from '../helpers/http.ts';
 /** A service that answers with the headers it received, both parsed and raw. */
 async function echoApp(): Promise<ServiceApp> {
   const app = await createServiceApp({ name: 'echo', version: '0.0.0', logger: pino({ level: 'silent' }) });
-  app.all('/*', async (request) => ({ headers: request.headers, rawHeaders: request.raw.rawHeaders, url: request.url, method: request.method }));
+  app.all('/*', async (request) => ({
+    headers: request.headers,
+    rawHeaders: request.raw.rawHeaders,
+    url: request.url,
+    method: request.method,
+  }));
   app.get('/stream', async (_request, reply) => {
     reply.hijack();
     const writer = openNdjson(reply.raw);
@@ -38,11 +43,29 @@ describe('gateway dispatch over real sockets', () => {
       ['lambda', echo],
     ]);
     const stats = new GatewayStats();
-    const gateway = await buildGatewayApp({ version: '9.9.9', logger, domain: 'localhost', connection: openSqlite(':memory:'), stats, services, upstreamUrls: {} });
+    const gateway = await buildGatewayApp({
+      version: '9.9.9',
+      logger,
+      domain: 'localhost',
+      connection: openSqlite(':memory:'),
+      stats,
+      services,
+      upstreamUrls: {},
+    });
     await gateway.ready();
     apps.push(echo, gateway);
     const projects = { bySlug: async (slug: string) => (slug === 'my-project' ? { id: 'project-1', slug } : null) };
-    const options = { domain: 'localhost', services, upstreams: new Map(), gateway, projects, policy: createPolicy([]), authenticator: null, stats, logger };
+    const options = {
+      domain: 'localhost',
+      services,
+      upstreams: new Map(),
+      gateway,
+      projects,
+      policy: createPolicy([]),
+      authenticator: null,
+      stats,
+      logger,
+    };
     publicPort = await listen(createGatewayHandler(options, false), 0, '127.0.0.1');
     internalPort = await listen(createGatewayHandler(options, true), 0, '127.0.0.1');
   });
@@ -122,7 +145,13 @@ describe('gateway dispatch over real sockets', () => {
   });
 
   it('forwards method, path, query and body unchanged', async () => {
-    const res = await request(publicPort.port, { method: 'PATCH', path: '/v0/configs/x?a=1&b=two', host: 'config.localhost', headers: { 'content-type': 'application/json' }, body: '{"k":1}' });
+    const res = await request(publicPort.port, {
+      method: 'PATCH',
+      path: '/v0/configs/x?a=1&b=two',
+      host: 'config.localhost',
+      headers: { 'content-type': 'application/json' },
+      body: '{"k":1}',
+    });
     const body = res.json<{ url: string; method: string }>();
     assert.equal(body.method, 'PATCH');
     assert.equal(body.url, '/v0/configs/x?a=1&b=two');
@@ -131,7 +160,10 @@ describe('gateway dispatch over real sockets', () => {
   it('streams NDJSON through in-process dispatch', async () => {
     const res = await request(publicPort.port, { path: '/stream', host: 'config.localhost' });
     assert.match(String(res.headers['content-type']), /application\/x-ndjson/);
-    const lines = res.text.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = res.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.deepEqual(lines, [{ i: 0 }, { i: 1 }, { i: 2 }]);
   });
 });

@@ -16,19 +16,41 @@ describe('gateway endpoints (gateway.md §4)', () => {
     await h.close();
   });
 
-  it('lists the platform hosts, then the caller\'s own project hosts in creation order', async () => {
+  it("lists the platform hosts, then the caller's own project hosts in creation order", async () => {
     ada = await h.user('vh@example.com');
     const bob = await h.user('vh-bob@example.com');
     await h.createProject(ada, 'zeta');
     await h.createProject(ada, 'alpha');
     await h.createProject(bob, 'bobs');
-    const platform = ['api', 'gateway', 'auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'].map((h) => `${h}.localhost`);
-    const asAda = await h.call({ path: '/v0/virtualhosts', host: 'gateway.localhost', headers: { authorization: `Bearer ${await h.session(ada)}` } });
+    const platform = [
+      'api',
+      'gateway',
+      'auth',
+      'apikeys',
+      'lambda',
+      'scheduler',
+      'docdb',
+      'logs',
+      'files',
+      'config',
+      'run',
+      'kv',
+      'console',
+    ].map((h) => `${h}.localhost`);
+    const asAda = await h.call({
+      path: '/v0/virtualhosts',
+      host: 'gateway.localhost',
+      headers: { authorization: `Bearer ${await h.session(ada)}` },
+    });
     assert.equal(asAda.status, 200);
     assert.deepEqual(asAda.json(), [...platform, 'zeta.localhost', 'alpha.localhost']);
     const anonymous = await h.call({ path: '/v0/virtualhosts', host: 'gateway.localhost' });
     assert.deepEqual(anonymous.json(), platform, 'anonymous callers see no project');
-    const asBob = await h.call({ path: '/v0/virtualhosts', host: 'gateway.localhost', headers: { authorization: `Bearer ${await h.session(bob)}` } });
+    const asBob = await h.call({
+      path: '/v0/virtualhosts',
+      host: 'gateway.localhost',
+      headers: { authorization: `Bearer ${await h.session(bob)}` },
+    });
     assert.deepEqual(asBob.json(), [...platform, 'bobs.localhost']);
   });
 
@@ -36,7 +58,16 @@ describe('gateway endpoints (gateway.md §4)', () => {
     await h.call({ path: '/x', host: 'docdb.localhost' });
     await h.call({ path: '/', host: 'nowhere.example' });
     await h.call({ path: '/', host: 'nowhere.example' });
-    const rows = (await h.call({ path: '/v0/stats', host: 'api.localhost' })).json<{ host: string; served_requests: number; serving_time: string; latency_avg: string; uptime: string; start_timestamp: string }[]>();
+    const rows = (await h.call({ path: '/v0/stats', host: 'api.localhost' })).json<
+      {
+        host: string;
+        served_requests: number;
+        serving_time: string;
+        latency_avg: string;
+        uptime: string;
+        start_timestamp: string;
+      }[]
+    >();
     assert.equal(rows[0]!.host, '*');
     assert.equal(rows[1]!.host, '-noroute-');
     assert.equal(rows[1]!.served_requests, 2);
@@ -45,12 +76,13 @@ describe('gateway endpoints (gateway.md §4)', () => {
     const total = rows.slice(1).reduce((n, r) => n + r.served_requests, 0);
     assert.equal(rows[0]!.served_requests, total, '* counts every completed request');
     for (const row of rows) {
-      for (const field of ['serving_time', 'latency_avg', 'uptime'] as const) assert.match(row[field], GO_DURATION, `${row.host} ${field}: ${row[field]}`);
+      for (const field of ['serving_time', 'latency_avg', 'uptime'] as const)
+        assert.match(row[field], GO_DURATION, `${row.host} ${field}: ${row[field]}`);
       assert.match(row.start_timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     }
   });
 
-  it('shows a project host\'s traffic and health to its owner only', async () => {
+  it("shows a project host's traffic and health to its owner only", async () => {
     const carol = await h.user('vh-carol@example.com');
     await h.createProject(carol, 'carols');
     await h.call({ path: '/anything', host: 'carols.localhost' });
@@ -62,15 +94,39 @@ describe('gateway endpoints (gateway.md §4)', () => {
     for (const path of ['/v0/stats', '/v0/status']) {
       const anonymous = await hosts(path);
       assert.ok(anonymous.length > 0);
-      assert.ok(!anonymous.some((host) => !host.includes('.') ? false : !/^(api|gateway|auth|apikeys|lambda|scheduler|docdb|logs|files|config|run|kv|console)\.localhost$/.test(host)), `${path} shows anonymous callers platform hosts only: ${anonymous.join()}`);
+      assert.ok(
+        !anonymous.some((host) =>
+          !host.includes('.')
+            ? false
+            : !/^(api|gateway|auth|apikeys|lambda|scheduler|docdb|logs|files|config|run|kv|console)\.localhost$/.test(
+                host,
+              ),
+        ),
+        `${path} shows anonymous callers platform hosts only: ${anonymous.join()}`,
+      );
     }
   });
 
   it('probes every backend service and project host', async () => {
-    const rows = (await h.call({ path: '/v0/status', host: 'gateway.localhost', headers: { authorization: `Bearer ${await h.session(ada)}` } })).json<{ id: string; name: string; host: string; status: number; statusText: string }[]>();
+    const rows = (
+      await h.call({
+        path: '/v0/status',
+        host: 'gateway.localhost',
+        headers: { authorization: `Bearer ${await h.session(ada)}` },
+      })
+    ).json<{ id: string; name: string; host: string; status: number; statusText: string }[]>();
     const byId = new Map(rows.map((r) => [r.id, r]));
-    assert.deepEqual(rows.slice(0, 11).map((r) => r.id), ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console']);
-    assert.deepEqual(byId.get('apikeys'), { id: 'apikeys', name: 'apikeys', host: 'apikeys.localhost', status: 200, statusText: '200 OK' });
+    assert.deepEqual(
+      rows.slice(0, 11).map((r) => r.id),
+      ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'],
+    );
+    assert.deepEqual(byId.get('apikeys'), {
+      id: 'apikeys',
+      name: 'apikeys',
+      host: 'apikeys.localhost',
+      status: 200,
+      statusText: '200 OK',
+    });
     assert.equal(byId.get('scheduler')?.status, 503, 'not running anywhere this gateway knows');
     assert.equal(byId.get('scheduler')?.statusText, '503 Service Unavailable');
     const project = rows.find((r) => r.host === 'zeta.localhost');
@@ -81,14 +137,22 @@ describe('gateway endpoints (gateway.md §4)', () => {
   it('protects /v0/secret', async () => {
     assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost' })).status, 401);
     const ada = await h.user('secret@example.com');
-    const res = await h.call({ path: '/v0/secret', host: 'api.localhost', headers: { cookie: `stratus_session=${await h.session(ada)}` } });
+    const res = await h.call({
+      path: '/v0/secret',
+      host: 'api.localhost',
+      headers: { cookie: `stratus_session=${await h.session(ada)}` },
+    });
     assert.equal(res.status, 200);
     assert.match(String(res.headers['content-type']), /^text\/plain/);
     assert.equal(res.text, 'OK');
   });
 
   it('describes itself in OpenAPI 3.0.3', async () => {
-    const doc = (await h.call({ path: '/openapi.json', host: 'api.localhost' })).json<{ openapi: string; info: { title: string; version: string }; paths: Record<string, { get?: { summary?: string; responses: Record<string, { description?: string }> } }> }>();
+    const doc = (await h.call({ path: '/openapi.json', host: 'api.localhost' })).json<{
+      openapi: string;
+      info: { title: string; version: string };
+      paths: Record<string, { get?: { summary?: string; responses: Record<string, { description?: string }> } }>;
+    }>();
     assert.equal(doc.openapi, '3.0.3');
     assert.equal(doc.info.title, 'Stratus API Gateway');
     for (const path of ['/version', '/v0/virtualhosts', '/v0/stats', '/v0/status', '/v0/secret', '/openapi.json']) {

@@ -34,7 +34,13 @@ async function echoApp(): Promise<ServiceApp> {
   const app = await createServiceApp({ name: 'echo', version: '0', logger: pino({ level: 'silent' }) });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
-  app.all('/*', async (request) => ({ headers: request.headers, rawHeaders: request.raw.rawHeaders, url: request.url, method: request.method, body: request.body ?? '' }));
+  app.all('/*', async (request) => ({
+    headers: request.headers,
+    rawHeaders: request.raw.rawHeaders,
+    url: request.url,
+    method: request.method,
+    body: request.body ?? '',
+  }));
   await app.ready();
   return app;
 }
@@ -49,9 +55,21 @@ export interface Harness {
   readonly accessLog: Record<string, unknown>[];
   apikeys: ServiceApp;
   /** A request to the public port. */
-  call(options: { method?: string; path?: string; host?: string; headers?: Record<string, string>; body?: string }): Promise<HttpResponse>;
+  call(options: {
+    method?: string;
+    path?: string;
+    host?: string;
+    headers?: Record<string, string>;
+    body?: string;
+  }): Promise<HttpResponse>;
   /** A request to the internal port. */
-  callInternal(options: { method?: string; path?: string; host?: string; headers?: Record<string, string>; body?: string }): Promise<HttpResponse>;
+  callInternal(options: {
+    method?: string;
+    path?: string;
+    host?: string;
+    headers?: Record<string, string>;
+    body?: string;
+  }): Promise<HttpResponse>;
   /** The request as the echo backend saw it (for hosts served by the echo app). */
   seen(response: HttpResponse): Seen;
   user(email: string): Promise<User>;
@@ -66,7 +84,10 @@ export interface Harness {
  * services, and an echo backend standing in for the services whose hosts the tests call
  * (`config`, `lambda` (project hosts), `docdb`, `kv`, `run`).
  */
-export async function startHarness(overrides: Partial<Settings> = {}, extras: { guard?: CredentialGuard } = {}): Promise<Harness> {
+export async function startHarness(
+  overrides: Partial<Settings> = {},
+  extras: { guard?: CredentialGuard } = {},
+): Promise<Harness> {
   const database: TestDatabase = await createTestDatabase();
   const settings = testSettings(database, overrides);
   const store = await openStore(settings);
@@ -89,18 +110,42 @@ export async function startHarness(overrides: Partial<Settings> = {}, extras: { 
   const accessLog: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line.trim()) accessLog.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of chunk.toString().split('\n'))
+        if (line.trim()) accessLog.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });
   const logger = pino({ level: 'info' }, sink);
   const stats = new GatewayStats();
-  const gateway = await buildGatewayApp({ version: VERSION, logger: silent, domain: settings.domain, connection: store.sql, stats, services, upstreamUrls: {} });
+  const gateway = await buildGatewayApp({
+    version: VERSION,
+    logger: silent,
+    domain: settings.domain,
+    connection: store.sql,
+    stats,
+    services,
+    upstreamUrls: {},
+  });
   await gateway.ready();
   const keys = new ApiKeyVerifier(store.sql, store.notifier);
   const projects = new ProjectDirectory(store.sql, store.notifier);
-  const authenticator = new Authenticator(store.sql, keys, new OidcProviders(settings.authProviders), settings, extras.guard);
-  const options = { domain: settings.domain, services, upstreams: new Map(), gateway, projects, policy: createPolicy(settings.routePolicies), stats, logger };
+  const authenticator = new Authenticator(
+    store.sql,
+    keys,
+    new OidcProviders(settings.authProviders),
+    settings,
+    extras.guard,
+  );
+  const options = {
+    domain: settings.domain,
+    services,
+    upstreams: new Map(),
+    gateway,
+    projects,
+    policy: createPolicy(settings.routePolicies),
+    stats,
+    logger,
+  };
   const listeners: Listener[] = [
     await listen(createGatewayHandler({ ...options, authenticator }, false), 0, '127.0.0.1'),
     await listen(createGatewayHandler({ ...options, authenticator: null }, true), 0, '127.0.0.1'),
@@ -121,12 +166,22 @@ export async function startHarness(overrides: Partial<Settings> = {}, extras: { 
     user: (email) => createUser(store.sql, { email, password: 'correct horse battery', nick: email.split('@')[0] }),
     session: async (user) => (await createSession(store.sql, user.id)).token,
     async createKey(user, body) {
-      const res = await apikeys.inject({ method: 'POST', url: '/v0/apikeys', headers: { ...asUser(user.id), 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+      const res = await apikeys.inject({
+        method: 'POST',
+        url: '/v0/apikeys',
+        headers: { ...asUser(user.id), 'content-type': 'application/json' },
+        payload: JSON.stringify(body),
+      });
       if (res.statusCode !== 201) throw new Error(`key creation failed: ${res.body}`);
       return res.json<{ key: string; secret: string }>();
     },
     async createProject(user, slug) {
-      const res = await apikeys.inject({ method: 'POST', url: '/v0/projects', headers: { ...asUser(user.id), 'content-type': 'application/json' }, payload: JSON.stringify({ name: slug, slug }) });
+      const res = await apikeys.inject({
+        method: 'POST',
+        url: '/v0/projects',
+        headers: { ...asUser(user.id), 'content-type': 'application/json' },
+        payload: JSON.stringify({ name: slug, slug }),
+      });
       if (res.statusCode !== 201) throw new Error(`project creation failed: ${res.body}`);
       return res.json<{ id: string; slug: string }>();
     },

@@ -45,7 +45,12 @@ interface Front {
 }
 
 /** The front server: every request goes to `proxy.forward`, as the gateway does for a remote upstream. */
-async function front(baseUrl: string, options?: UpstreamProxyOptions, info?: ForwardInfo, prepare?: (req: http.IncomingMessage) => void): Promise<Front> {
+async function front(
+  baseUrl: string,
+  options?: UpstreamProxyOptions,
+  info?: ForwardInfo,
+  prepare?: (req: http.IncomingMessage) => void,
+): Promise<Front> {
   const proxy = createUpstreamProxy(baseUrl, options);
   const forwards: Array<Promise<void>> = [];
   const requests: http.IncomingMessage[] = [];
@@ -80,18 +85,34 @@ interface Call {
 /** A request through node:http (it can set Host), bounded in time. */
 function call(port: number, options: Call = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method: options.method ?? 'GET', path: options.path ?? '/', headers: options.headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      const done = () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks), complete: res.complete });
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', done);
-      // A cut connection: 'aborted'/'error' (depending on the Node line), then 'close' without 'end'.
-      res.on('error', () => undefined);
-      res.on('close', () => {
-        if (!res.complete) done();
-      });
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: options.method ?? 'GET',
+        path: options.path ?? '/',
+        headers: options.headers,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        const done = () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            rawHeaders: res.rawHeaders,
+            body: Buffer.concat(chunks),
+            complete: res.complete,
+          });
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', done);
+        // A cut connection: 'aborted'/'error' (depending on the Node line), then 'close' without 'end'.
+        res.on('error', () => undefined);
+        res.on('close', () => {
+          if (!res.complete) done();
+        });
+      },
+    );
     req.on('error', reject);
     req.setTimeout(10_000, () => req.destroy(new Error('request timed out')));
     if (options.chunked && options.body !== undefined) {
@@ -144,7 +165,16 @@ const echo: http.RequestListener = (req, res) => {
   req.on('end', () => {
     res.setHeader('content-type', 'application/json');
     res.setHeader('set-cookie', ['a=1; Path=/', 'b=2; HttpOnly', 'c=3']);
-    res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers, rawHeaders: req.rawHeaders, length, sha256: hash.digest('hex') }));
+    res.end(
+      JSON.stringify({
+        method: req.method,
+        url: req.url,
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        length,
+        sha256: hash.digest('hex'),
+      }),
+    );
   });
 };
 
@@ -159,8 +189,21 @@ interface Echoed {
 
 describe('hop-by-hop helpers', () => {
   it('names the fixed hop-by-hop headers and those listed in Connection', () => {
-    const headers = { connection: 'keep-alive, X-Private , close', 'keep-alive': 'timeout=5', 'x-private': '1', te: 'trailers', 'x-kept': 'yes', upgrade: 'h2c' };
-    assert.deepEqual([...hopByHopHeaderNames(headers)].sort(), ['connection', 'keep-alive', 'te', 'upgrade', 'x-private']);
+    const headers = {
+      connection: 'keep-alive, X-Private , close',
+      'keep-alive': 'timeout=5',
+      'x-private': '1',
+      te: 'trailers',
+      'x-kept': 'yes',
+      upgrade: 'h2c',
+    };
+    assert.deepEqual([...hopByHopHeaderNames(headers)].sort(), [
+      'connection',
+      'keep-alive',
+      'te',
+      'upgrade',
+      'x-private',
+    ]);
     assert.deepEqual(stripHopByHop(headers), { 'x-kept': 'yes' });
   });
 
@@ -170,7 +213,11 @@ describe('hop-by-hop helpers', () => {
   });
 
   it('handles a multi-valued Connection header', () => {
-    assert.deepEqual([...hopByHopHeaderNames({ connection: ['x-a', 'x-b'], 'x-a': '1', 'x-b': '2' })].sort(), ['connection', 'x-a', 'x-b']);
+    assert.deepEqual([...hopByHopHeaderNames({ connection: ['x-a', 'x-b'], 'x-a': '1', 'x-b': '2' })].sort(), [
+      'connection',
+      'x-a',
+      'x-b',
+    ]);
   });
 });
 
@@ -180,35 +227,52 @@ describe('upstream proxy', () => {
     assert.throws(() => createUpstreamProxy('ftp://127.0.0.1:9000'), /origin/);
   });
 
-  it('forwards method, path, query, headers and Host unchanged; repeated set-cookie comes back', TEST_TIMEOUT, async () => {
-    let upstreamHeadersAt: { elapsedMs: number; status: number } | undefined;
-    const { port, forwards, requests } = await front(await upstream(echo), {}, { onUpstreamHeaders: (elapsedMs, status) => (upstreamHeadersAt = { elapsedMs, status }) });
-    const longQuery = 'q=' + 'x'.repeat(6_000);
-    const path = `/a/../b//c/%7Euser/%2F?${longQuery}&k=a%20b&k=c&empty=&plus=1+1`;
-    const answer = await call(port, {
-      method: 'PATCH',
-      path,
-      headers: { host: 'docdb.localhost:8080', 'x-multi': ['one', 'two'], 'x-case': 'Value', accept: 'application/json', 'content-type': 'text/plain' },
-      body: 'hello',
-    });
-    assert.equal(answer.status, 200);
-    const seen = json(answer) as Echoed;
-    assert.equal(seen.method, 'PATCH');
-    assert.equal(seen.url, path);
-    assert.equal(seen.headers.host, 'docdb.localhost:8080');
-    assert.equal(seen.headers['x-multi'], 'one, two');
-    assert.equal(seen.headers['x-case'], 'Value');
-    assert.equal(seen.headers['content-type'], 'text/plain');
-    assert.equal(seen.headers['content-length'], '5');
-    assert.equal(seen.length, 5);
-    assert.equal(seen.sha256, createHash('sha256').update('hello').digest('hex'));
-    assert.deepEqual(answer.headers['set-cookie'], ['a=1; Path=/', 'b=2; HttpOnly', 'c=3']);
-    assert.equal(answer.headers['content-type'], 'application/json');
-    assert.deepEqual(upstreamHeadersAt && { status: upstreamHeadersAt.status, positive: upstreamHeadersAt.elapsedMs >= 0 }, { status: 200, positive: true });
-    await within(Promise.all(forwards), 2_000, 'forward() to resolve');
-    // The access log may still want the client address once the body has been sent upstream.
-    assert.ok(requests[0]?.socket instanceof net.Socket, 'req.socket was left null');
-  });
+  it(
+    'forwards method, path, query, headers and Host unchanged; repeated set-cookie comes back',
+    TEST_TIMEOUT,
+    async () => {
+      let upstreamHeadersAt: { elapsedMs: number; status: number } | undefined;
+      const { port, forwards, requests } = await front(
+        await upstream(echo),
+        {},
+        { onUpstreamHeaders: (elapsedMs, status) => (upstreamHeadersAt = { elapsedMs, status }) },
+      );
+      const longQuery = 'q=' + 'x'.repeat(6_000);
+      const path = `/a/../b//c/%7Euser/%2F?${longQuery}&k=a%20b&k=c&empty=&plus=1+1`;
+      const answer = await call(port, {
+        method: 'PATCH',
+        path,
+        headers: {
+          host: 'docdb.localhost:8080',
+          'x-multi': ['one', 'two'],
+          'x-case': 'Value',
+          accept: 'application/json',
+          'content-type': 'text/plain',
+        },
+        body: 'hello',
+      });
+      assert.equal(answer.status, 200);
+      const seen = json(answer) as Echoed;
+      assert.equal(seen.method, 'PATCH');
+      assert.equal(seen.url, path);
+      assert.equal(seen.headers.host, 'docdb.localhost:8080');
+      assert.equal(seen.headers['x-multi'], 'one, two');
+      assert.equal(seen.headers['x-case'], 'Value');
+      assert.equal(seen.headers['content-type'], 'text/plain');
+      assert.equal(seen.headers['content-length'], '5');
+      assert.equal(seen.length, 5);
+      assert.equal(seen.sha256, createHash('sha256').update('hello').digest('hex'));
+      assert.deepEqual(answer.headers['set-cookie'], ['a=1; Path=/', 'b=2; HttpOnly', 'c=3']);
+      assert.equal(answer.headers['content-type'], 'application/json');
+      assert.deepEqual(
+        upstreamHeadersAt && { status: upstreamHeadersAt.status, positive: upstreamHeadersAt.elapsedMs >= 0 },
+        { status: 200, positive: true },
+      );
+      await within(Promise.all(forwards), 2_000, 'forward() to resolve');
+      // The access log may still want the client address once the body has been sent upstream.
+      assert.ok(requests[0]?.socket instanceof net.Socket, 'req.socket was left null');
+    },
+  );
 
   it('sends no body for a GET and keeps the method of a HEAD', TEST_TIMEOUT, async () => {
     const { port } = await front(await upstream(echo));
@@ -274,11 +338,29 @@ describe('upstream proxy', () => {
   it('passes an Expect: 100-continue upload', TEST_TIMEOUT, async () => {
     const { port } = await front(await upstream(echo));
     const answer = await new Promise<Answer>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, method: 'PUT', path: '/continue', headers: { expect: '100-continue', 'content-length': '3' }, agent: false }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks), complete: true }));
-      });
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'PUT',
+          path: '/continue',
+          headers: { expect: '100-continue', 'content-length': '3' },
+          agent: false,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              rawHeaders: res.rawHeaders,
+              body: Buffer.concat(chunks),
+              complete: true,
+            }),
+          );
+        },
+      );
       req.on('continue', () => req.end('abc'));
       req.on('error', reject);
       req.setTimeout(5_000, () => req.destroy(new Error('timed out')));
@@ -299,7 +381,9 @@ describe('upstream proxy', () => {
         length += chunk.length;
         if (length >= 1024 * 1024) firstMiB.resolve();
       });
-      req.on('end', () => res.end(JSON.stringify({ length, sha256: hash.digest('hex'), te: req.headers['transfer-encoding'] ?? null })));
+      req.on('end', () =>
+        res.end(JSON.stringify({ length, sha256: hash.digest('hex'), te: req.headers['transfer-encoding'] ?? null })),
+      );
     });
     const { port } = await front(base);
     const body = Buffer.alloc(5 * 1024 * 1024);
@@ -309,14 +393,23 @@ describe('upstream proxy', () => {
       const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/upload', agent: false }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks), complete: true }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            rawHeaders: res.rawHeaders,
+            body: Buffer.concat(chunks),
+            complete: true,
+          }),
+        );
       });
       req.on('error', reject);
       const write = async () => {
         const half = 2 * 1024 * 1024;
         for (let offset = 0; offset < body.length; offset += 64 * 1024) {
           // Hold back the rest until the upstream has seen the first MiB: a buffering proxy deadlocks here.
-          if (offset === half) await within(firstMiB.promise, 5_000, 'the upstream to receive the first MiB before the upload ends');
+          if (offset === half)
+            await within(firstMiB.promise, 5_000, 'the upstream to receive the first MiB before the upload ends');
           if (!req.write(body.subarray(offset, offset + 64 * 1024))) await once(req, 'drain');
         }
         req.end();
@@ -332,30 +425,42 @@ describe('upstream proxy', () => {
     assert.equal(result.te, 'chunked');
   });
 
-  it('forwards a chunked body when the gateway has removed Transfer-Encoding, and none for a GET', TEST_TIMEOUT, async () => {
-    // As the gateway does before handing the request over: framing headers gone from req.headers.
-    const { port } = await front(await upstream(echo), {}, undefined, (req) => {
-      delete req.headers['transfer-encoding'];
-    });
-    const payload = Buffer.from('x'.repeat(100_000));
-    const post = await new Promise<Answer>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/te', agent: false }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks), complete: true }));
+  it(
+    'forwards a chunked body when the gateway has removed Transfer-Encoding, and none for a GET',
+    TEST_TIMEOUT,
+    async () => {
+      // As the gateway does before handing the request over: framing headers gone from req.headers.
+      const { port } = await front(await upstream(echo), {}, undefined, (req) => {
+        delete req.headers['transfer-encoding'];
       });
-      req.on('error', reject);
-      req.write(payload.subarray(0, 10));
-      setTimeout(() => req.end(payload.subarray(10)), 50);
-    });
-    assert.equal((json(post) as Echoed).length, payload.length);
-    const get = json(await call(port, { path: '/te-get' })) as Echoed;
-    assert.equal(get.length, 0);
-    assert.equal(get.headers['transfer-encoding'], undefined);
-    const del = json(await call(port, { method: 'DELETE', path: '/te-delete' })) as Echoed;
-    assert.equal(del.length, 0);
-    assert.equal(del.headers['transfer-encoding'], undefined);
-  });
+      const payload = Buffer.from('x'.repeat(100_000));
+      const post = await new Promise<Answer>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/te', agent: false }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              rawHeaders: res.rawHeaders,
+              body: Buffer.concat(chunks),
+              complete: true,
+            }),
+          );
+        });
+        req.on('error', reject);
+        req.write(payload.subarray(0, 10));
+        setTimeout(() => req.end(payload.subarray(10)), 50);
+      });
+      assert.equal((json(post) as Echoed).length, payload.length);
+      const get = json(await call(port, { path: '/te-get' })) as Echoed;
+      assert.equal(get.length, 0);
+      assert.equal(get.headers['transfer-encoding'], undefined);
+      const del = json(await call(port, { method: 'DELETE', path: '/te-delete' })) as Echoed;
+      assert.equal(del.length, 0);
+      assert.equal(del.headers['transfer-encoding'], undefined);
+    },
+  );
 
   it('delivers NDJSON lines as they arrive', TEST_TIMEOUT, async () => {
     const firstLineSeen = deferred();
@@ -363,10 +468,13 @@ describe('upstream proxy', () => {
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
       res.write('{"n":1}\n');
       // The last line waits for the client to have the first one.
-      firstLineSeen.promise.then(() => {
-        res.write('{"n":2}\n');
-        res.end('{"n":3}\n');
-      }, () => undefined);
+      firstLineSeen.promise.then(
+        () => {
+          res.write('{"n":2}\n');
+          res.end('{"n":3}\n');
+        },
+        () => undefined,
+      );
     });
     const { port } = await front(base);
     const lines = await within(
@@ -394,7 +502,10 @@ describe('upstream proxy', () => {
     const base = await upstream((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       res.flushHeaders();
-      headersSeen.promise.then(() => res.end('data: hello\n\n'), () => undefined);
+      headersSeen.promise.then(
+        () => res.end('data: hello\n\n'),
+        () => undefined,
+      );
     });
     const { port } = await front(base);
     const text = await within(
@@ -516,7 +627,11 @@ describe('upstream proxy', () => {
 
   it('answers 502 bad_gateway when the upstream port is closed', TEST_TIMEOUT, async () => {
     const errors: Error[] = [];
-    const { port, forwards } = await front(`http://127.0.0.1:${await closedPort()}`, {}, { onUpstreamError: (error) => errors.push(error) });
+    const { port, forwards } = await front(
+      `http://127.0.0.1:${await closedPort()}`,
+      {},
+      { onUpstreamError: (error) => errors.push(error) },
+    );
     const answer = await call(port, { method: 'POST', path: '/x', body: 'payload' });
     assert.equal(answer.status, 502);
     assert.match(String(answer.headers['content-type']), /^application\/json/);
@@ -537,7 +652,9 @@ describe('upstream proxy', () => {
     const { port } = await front(`http://127.0.0.1:${upstreamPort}`);
     const answer = await call(port, { path: '/reset' });
     assert.equal(answer.status, 502);
-    assert.deepEqual(json(answer), { error: { status: 502, code: 'bad_gateway', message: 'upstream connection failed before the response' } });
+    assert.deepEqual(json(answer), {
+      error: { status: 502, code: 'bad_gateway', message: 'upstream connection failed before the response' },
+    });
   });
 
   it('answers 504 gateway_timeout when the upstream sends no headers in time', TEST_TIMEOUT, async () => {
@@ -547,7 +664,9 @@ describe('upstream proxy', () => {
     const answer = await call(port, { path: '/never' });
     assert.equal(answer.status, 504);
     assert.match(String(answer.headers['content-type']), /^application\/json/);
-    assert.deepEqual(json(answer), { error: { status: 504, code: 'gateway_timeout', message: 'upstream did not answer in time' } });
+    assert.deepEqual(json(answer), {
+      error: { status: 504, code: 'gateway_timeout', message: 'upstream did not answer in time' },
+    });
     assert.ok(Date.now() - started < 5_000);
   });
 

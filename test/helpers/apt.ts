@@ -10,7 +10,11 @@ const run = promisify(execFile);
  */
 export async function aptInstall(pkg: string, present: () => boolean): Promise<void> {
   if (present()) return;
-  const options = { timeout: 15 * 60_000, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } };
+  const options = {
+    timeout: 15 * 60_000,
+    maxBuffer: 64 * 1024 * 1024,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  };
   const lock = ['-o', 'DPkg::Lock::Timeout=600'];
   let lastError: unknown;
   for (let attempt = 0; attempt < 4 && !present(); attempt++) {
@@ -22,5 +26,8 @@ export async function aptInstall(pkg: string, present: () => boolean): Promise<v
       await new Promise((resolve) => setTimeout(resolve, 2_000 * (attempt + 1)));
     }
   }
-  if (!present()) throw new Error(`apt-get install ${pkg} did not install it: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
+  if (!present())
+    throw new Error(
+      `apt-get install ${pkg} did not install it: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
+    );
 }

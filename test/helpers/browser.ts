@@ -27,7 +27,15 @@ export function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM,
     headless: true,
     timeout: 60_000,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
   });
 }
 
@@ -41,9 +49,12 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 export function pageLog(page: Page): () => string {
   const lines: string[] = [];
   page.on('console', (message) => {
-    if (message.type() === 'error' || message.type() === 'warning') lines.push(`console.${message.type()}: ${message.text()}`);
+    if (message.type() === 'error' || message.type() === 'warning')
+      lines.push(`console.${message.type()}: ${message.text()}`);
   });
   page.on('pageerror', (error) => lines.push(`pageerror: ${error.message}`));
-  page.on('requestfailed', (request) => lines.push(`requestfailed: ${request.method()} ${request.url()} ${request.failure()?.errorText ?? ''}`));
+  page.on('requestfailed', (request) =>
+    lines.push(`requestfailed: ${request.method()} ${request.url()} ${request.failure()?.errorText ?? ''}`),
+  );
   return () => lines.slice(-40).join('\n');
 }

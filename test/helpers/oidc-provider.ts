@@ -38,7 +38,15 @@
 import { createHash, randomBytes } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTHeaderParameters, type JWTPayload } from 'jose';
+import {
+  exportJWK,
+  generateKeyPair,
+  SignJWT,
+  type CryptoKey,
+  type JWK,
+  type JWTHeaderParameters,
+  type JWTPayload,
+} from 'jose';
 
 export interface TestAccount {
   sub: string;
@@ -73,7 +81,10 @@ export interface TestIdp {
   setAccount(account: TestAccount): void;
   authorize(authorizationUrl: string, as: { account: string } | { deny: true }): Promise<URL>;
   obtainIdToken(account: string, options?: { nonce?: string; scope?: string }): Promise<string>;
-  signIdToken(claims: JWTPayload, options?: { header?: Partial<JWTHeaderParameters>; key?: CryptoKey | Uint8Array }): Promise<string>;
+  signIdToken(
+    claims: JWTPayload,
+    options?: { header?: Partial<JWTHeaderParameters>; key?: CryptoKey | Uint8Array },
+  ): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -97,11 +108,18 @@ interface ProviderCtx {
     provider: { Grant: GrantConstructor };
   };
 }
-type GrantConstructor = (new (init: { accountId?: string; clientId?: string }) => GrantInstance) & { find(id: string): Promise<GrantInstance | undefined> };
+type GrantConstructor = (new (init: { accountId?: string; clientId?: string }) => GrantInstance) & {
+  find(id: string): Promise<GrantInstance | undefined>;
+};
 interface ProviderInstance {
   callback(): (req: IncomingMessage, res: ServerResponse) => void;
   interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
-  interactionFinished(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, options?: { mergeWithLastSubmission?: boolean }): Promise<void>;
+  interactionFinished(
+    req: IncomingMessage,
+    res: ServerResponse,
+    result: Record<string, unknown>,
+    options?: { mergeWithLastSubmission?: boolean },
+  ): Promise<void>;
   Grant: GrantConstructor;
   Client: { prototype: { redirectUriAllowed(this: { redirectUris: string[] }, uri: string): boolean } };
   on(event: string, listener: (...args: unknown[]) => void): void;
@@ -134,7 +152,9 @@ async function quietly<T>(work: () => T | Promise<T>): Promise<T> {
 
 let providerModule: Promise<ProviderConstructor> | undefined;
 function loadProvider(): Promise<ProviderConstructor> {
-  providerModule ??= quietly(async () => ((await import(OIDC_PROVIDER_MODULE)) as { default: ProviderConstructor }).default);
+  providerModule ??= quietly(
+    async () => ((await import(OIDC_PROVIDER_MODULE)) as { default: ProviderConstructor }).default,
+  );
   return providerModule;
 }
 
@@ -166,51 +186,61 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
   // The helper's own client redirect (obtainIdToken); never requested, the driver stops there.
   const ownRedirect = 'http://rp.localhost/callback';
 
-  const provider = await quietly(() => new Provider(issuer, {
-    clients: [
-      {
-        client_id: clientId,
-        client_secret: clientSecret,
-        redirect_uris: [ownRedirect],
-        grant_types: ['authorization_code'],
-        response_types: ['code'],
-        token_endpoint_auth_method: options.tokenEndpointAuthMethod ?? 'client_secret_basic',
-      },
-    ],
-    clientAuthMethods: [options.tokenEndpointAuthMethod ?? 'client_secret_basic'],
-    jwks: { keys: [privateJwk] },
-    cookies: { keys: [randomBytes(16).toString('hex')] },
-    claims: {
-      openid: ['sub'],
-      email: ['email', 'email_verified'],
-      profile: ['name', 'nickname', 'preferred_username', 'picture'],
-    },
-    // Scope-requested claims go into the ID token too, as most providers do.
-    conformIdTokenClaims: false,
-    features: { devInteractions: { enabled: false } },
-    pkce: { required: () => true },
-    ttl: { IdToken: options.idTokenTtl ?? 600, AccessToken: 600, AuthorizationCode: 60, Interaction: 600, Session: 3600, Grant: 3600 },
-    async findAccount(_ctx: unknown, id: string) {
-      const account = accounts.get(id);
-      if (!account) return undefined;
-      return {
-        accountId: id,
-        async claims() {
-          return { ...account, sub: id };
+  const provider = await quietly(
+    () =>
+      new Provider(issuer, {
+        clients: [
+          {
+            client_id: clientId,
+            client_secret: clientSecret,
+            redirect_uris: [ownRedirect],
+            grant_types: ['authorization_code'],
+            response_types: ['code'],
+            token_endpoint_auth_method: options.tokenEndpointAuthMethod ?? 'client_secret_basic',
+          },
+        ],
+        clientAuthMethods: [options.tokenEndpointAuthMethod ?? 'client_secret_basic'],
+        jwks: { keys: [privateJwk] },
+        cookies: { keys: [randomBytes(16).toString('hex')] },
+        claims: {
+          openid: ['sub'],
+          email: ['email', 'email_verified'],
+          profile: ['name', 'nickname', 'preferred_username', 'picture'],
         },
-      };
-    },
-    // Consent is implied: each sign-in gets a grant for the scopes it asked for.
-    async loadExistingGrant(ctx: ProviderCtx) {
-      const { Grant } = ctx.oidc.provider;
-      const grantId = ctx.oidc.result?.consent?.grantId;
-      if (grantId) return Grant.find(grantId);
-      const grant = new Grant({ accountId: ctx.oidc.session?.accountId, clientId: ctx.oidc.client?.clientId });
-      grant.addOIDCScope(typeof ctx.oidc.params?.scope === 'string' ? ctx.oidc.params.scope : 'openid');
-      await grant.save();
-      return grant;
-    },
-  }));
+        // Scope-requested claims go into the ID token too, as most providers do.
+        conformIdTokenClaims: false,
+        features: { devInteractions: { enabled: false } },
+        pkce: { required: () => true },
+        ttl: {
+          IdToken: options.idTokenTtl ?? 600,
+          AccessToken: 600,
+          AuthorizationCode: 60,
+          Interaction: 600,
+          Session: 3600,
+          Grant: 3600,
+        },
+        async findAccount(_ctx: unknown, id: string) {
+          const account = accounts.get(id);
+          if (!account) return undefined;
+          return {
+            accountId: id,
+            async claims() {
+              return { ...account, sub: id };
+            },
+          };
+        },
+        // Consent is implied: each sign-in gets a grant for the scopes it asked for.
+        async loadExistingGrant(ctx: ProviderCtx) {
+          const { Grant } = ctx.oidc.provider;
+          const grantId = ctx.oidc.result?.consent?.grantId;
+          if (grantId) return Grant.find(grantId);
+          const grant = new Grant({ accountId: ctx.oidc.session?.accountId, clientId: ctx.oidc.client?.clientId });
+          grant.addOIDCScope(typeof ctx.oidc.params?.scope === 'string' ? ctx.oidc.params.scope : 'openid');
+          await grant.save();
+          return grant;
+        },
+      }),
+  );
   // Redirect URIs: the registered one, or any matching the test pattern.
   const registered = provider.Client.prototype.redirectUriAllowed;
   provider.Client.prototype.redirectUriAllowed = function (this: { redirectUris: string[] }, uri: string) {
@@ -236,7 +266,12 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
   async function interaction(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const details = await provider.interactionDetails(req, res);
     if (url.searchParams.has('deny')) {
-      await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'the user refused' }, { mergeWithLastSubmission: false });
+      await provider.interactionFinished(
+        req,
+        res,
+        { error: 'access_denied', error_description: 'the user refused' },
+        { mergeWithLastSubmission: false },
+      );
       return;
     }
     const accountId = url.searchParams.get('account') ?? '';
@@ -250,7 +285,10 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
       return;
     }
     // consent (only if a grant did not cover the request)
-    const grant = new provider.Grant({ accountId: details.session?.accountId, clientId: String(details.params.client_id) });
+    const grant = new provider.Grant({
+      accountId: details.session?.accountId,
+      clientId: String(details.params.client_id),
+    });
     grant.addOIDCScope(String(details.params.scope ?? 'openid'));
     const grantId = await grant.save();
     await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
@@ -266,7 +304,11 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
         else url.searchParams.set('account', as.account);
       }
       const cookie = [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
-      const response = await fetch(url, { redirect: 'manual', headers: cookie ? { cookie } : {}, signal: AbortSignal.timeout(STEP_TIMEOUT_MS) });
+      const response = await fetch(url, {
+        redirect: 'manual',
+        headers: cookie ? { cookie } : {},
+        signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
+      });
       for (const line of response.headers.getSetCookie()) {
         const [pair] = line.split(';');
         const eq = pair?.indexOf('=') ?? -1;
@@ -298,8 +340,14 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
     }).toString();
     const back = await authorize(auth.href, { account });
     const code = back.searchParams.get('code');
-    if (!code || back.searchParams.get('state') !== state) throw new Error(`test IdP: no code in ${back.pathname}${back.search.replace(/code=[^&]+/, 'code=…')}`);
-    const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: ownRedirect, code_verifier: verifier });
+    if (!code || back.searchParams.get('state') !== state)
+      throw new Error(`test IdP: no code in ${back.pathname}${back.search.replace(/code=[^&]+/, 'code=…')}`);
+    const form = new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: ownRedirect,
+      code_verifier: verifier,
+    });
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
     if ((options.tokenEndpointAuthMethod ?? 'client_secret_basic') === 'client_secret_basic') {
       headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64')}`;
@@ -307,13 +355,22 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
       form.set('client_id', clientId);
       form.set('client_secret', clientSecret);
     }
-    const response = await fetch(`${issuer}/token`, { method: 'POST', headers, body: form, signal: AbortSignal.timeout(STEP_TIMEOUT_MS) });
+    const response = await fetch(`${issuer}/token`, {
+      method: 'POST',
+      headers,
+      body: form,
+      signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
+    });
     const json = (await response.json()) as { id_token?: unknown; error?: unknown };
-    if (response.status !== 200 || typeof json.id_token !== 'string') throw new Error(`test IdP token endpoint answered ${response.status} ${String(json.error)}`);
+    if (response.status !== 200 || typeof json.id_token !== 'string')
+      throw new Error(`test IdP token endpoint answered ${response.status} ${String(json.error)}`);
     return json.id_token;
   }
 
-  async function signIdToken(claims: JWTPayload, opts: { header?: Partial<JWTHeaderParameters>; key?: CryptoKey | Uint8Array } = {}): Promise<string> {
+  async function signIdToken(
+    claims: JWTPayload,
+    opts: { header?: Partial<JWTHeaderParameters>; key?: CryptoKey | Uint8Array } = {},
+  ): Promise<string> {
     const now = Math.floor(Date.now() / 1000);
     const payload: JWTPayload = { iss: issuer, aud: clientId, sub: 'alice', iat: now, exp: now + 600, ...claims };
     for (const [name, value] of Object.entries(payload)) if (value === undefined) delete payload[name];

@@ -8,7 +8,13 @@ import { createTestDatabase, type TestDatabase } from './database.ts';
 import { request, type HttpResponse } from './http.ts';
 import { testSettings } from './service.ts';
 
-type CallOptions = { method?: string; path?: string; host?: string; headers?: Record<string, string>; body?: string | Buffer };
+type CallOptions = {
+  method?: string;
+  path?: string;
+  host?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+};
 
 export interface TestPlatform {
   readonly platform: RunningPlatform;
@@ -27,7 +33,14 @@ export interface TestPlatform {
  */
 export async function startTestPlatform(overrides: Partial<Settings> = {}): Promise<TestPlatform> {
   const database = await createTestDatabase();
-  const settings = testSettings(database, { port: 0, host: '127.0.0.1', internalPort: 0, internalHost: '127.0.0.1', schedulerApiKeys: ['test-scheduler-key'], ...overrides });
+  const settings = testSettings(database, {
+    port: 0,
+    host: '127.0.0.1',
+    internalPort: 0,
+    internalHost: '127.0.0.1',
+    schedulerApiKeys: ['test-scheduler-key'],
+    ...overrides,
+  });
   const platform = await startPlatform(settings, pino({ level: 'silent' }));
   return {
     platform,
@@ -47,7 +60,10 @@ export async function startTestPlatform(overrides: Partial<Settings> = {}): Prom
  * request changed nothing. Tables named in `ignore.tables` and columns named in `ignore.columns`
  * are left out.
  */
-export async function storeDigest(connection: SqlConnection, ignore: { tables?: readonly string[]; columns?: readonly string[] } = {}): Promise<Record<string, string>> {
+export async function storeDigest(
+  connection: SqlConnection,
+  ignore: { tables?: readonly string[]; columns?: readonly string[] } = {},
+): Promise<Record<string, string>> {
   const tables = await connection.database.read(() =>
     all<{ name: string }>(
       connection.dialect === 'sqlite'
@@ -59,8 +75,19 @@ export async function storeDigest(connection: SqlConnection, ignore: { tables?: 
   for (const { name } of tables) {
     if (ignore.tables?.includes(name)) continue;
     const rows = await connection.database.read(() => all(`select * from "${name.replaceAll('"', '""')}"`));
-    const lines = rows.map((row) => JSON.stringify(row, (key, value: unknown) =>
-      ignore.columns?.includes(key) ? undefined : (typeof value === 'bigint' ? value.toString() : Buffer.isBuffer(value) ? value.toString('hex') : value))).sort();
+    const lines = rows
+      .map((row) =>
+        JSON.stringify(row, (key, value: unknown) =>
+          ignore.columns?.includes(key)
+            ? undefined
+            : typeof value === 'bigint'
+              ? value.toString()
+              : Buffer.isBuffer(value)
+                ? value.toString('hex')
+                : value,
+        ),
+      )
+      .sort();
     digest[name] = `${lines.length}:${createHash('sha256').update(lines.join('\n')).digest('hex').slice(0, 16)}`;
   }
   return digest;

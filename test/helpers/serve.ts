@@ -22,10 +22,27 @@ export interface ServedProcess {
  * The child is stopped by process id; a test that forgets still has it killed when the runner exits.
  */
 export async function serve(args: string[], env: Record<string, string | undefined>): Promise<ServedProcess> {
-  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', CLI, 'serve', '--port', '0', '--internal-port', '0', '--host', '127.0.0.1', ...args], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--no-node-snapshot',
+      '--import',
+      'tsx',
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--internal-port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      ...args,
+    ],
+    {
+      env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -71,9 +88,15 @@ export async function serve(args: string[], env: Record<string, string | undefin
 }
 
 /** Runs `stratus <args>` to completion and returns its exit code and output. */
-export function runCli(args: string[], env: Record<string, string | undefined>): Promise<{ code: number | null; output: string }> {
+export function runCli(
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', CLI, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -89,7 +112,10 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
  * For a `describe` block: the whole platform (`stratus serve`) on a test database of its own,
  * started before its tests and stopped, database removed, after them. Read `.server` in tests.
  */
-export function usePlatform(args: string[] = [], env: Record<string, string | undefined> = {}): { readonly server: ServedProcess } {
+export function usePlatform(
+  args: string[] = [],
+  env: Record<string, string | undefined> = {},
+): { readonly server: ServedProcess } {
   let database: TestDatabase | undefined;
   let server: ServedProcess | undefined;
   before(async () => {

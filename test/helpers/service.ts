@@ -28,7 +28,10 @@ export function testSettings(database: TestDatabase, overrides: Partial<Settings
 }
 
 /** Builds one service on an isolated database (SQLite or a PostgreSQL schema), ready for inject(). */
-export async function startTestService(definition: ServiceDefinition, overrides: Partial<Settings> = {}): Promise<TestService> {
+export async function startTestService(
+  definition: ServiceDefinition,
+  overrides: Partial<Settings> = {},
+): Promise<TestService> {
   const database = await createTestDatabase();
   const settings = testSettings(database, overrides);
   const store = await openStore(settings);
@@ -54,9 +57,25 @@ export function asUser(id: string, extra: Record<string, unknown> = {}): Record<
 }
 
 /** One in-process request; an object payload is sent as JSON, a string or Buffer as is. */
-export function call(service: TestService, method: string, url: string, headers: Record<string, string> = {}, payload?: string | Buffer | object): Promise<LightMyRequestResponse> {
-  const body = payload === undefined ? undefined : typeof payload === 'string' || Buffer.isBuffer(payload) ? payload : JSON.stringify(payload);
-  return service.app.inject({ method: method as 'GET', url, headers, ...(body === undefined ? {} : { payload: body }) });
+export function call(
+  service: TestService,
+  method: string,
+  url: string,
+  headers: Record<string, string> = {},
+  payload?: string | Buffer | object,
+): Promise<LightMyRequestResponse> {
+  const body =
+    payload === undefined
+      ? undefined
+      : typeof payload === 'string' || Buffer.isBuffer(payload)
+        ? payload
+        : JSON.stringify(payload);
+  return service.app.inject({
+    method: method as 'GET',
+    url,
+    headers,
+    ...(body === undefined ? {} : { payload: body }),
+  });
 }
 
 /** The JSON body of a response that must have `status` (200 by default). */

@@ -8,7 +8,9 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
 /** `promise`, or a failure naming `what` after `ms` (so a broken behaviour fails instead of hanging). */
 export async function within<T>(promise: Promise<T>, what: string, ms = 10_000): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)));
+  const timeout = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)),
+  );
   try {
     return await Promise.race([promise, timeout]);
   } finally {

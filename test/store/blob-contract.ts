@@ -96,7 +96,11 @@ export function runBlobStoreContract(
       assert.deepEqual(await get(first.sha256), content);
 
       const other = randomBytes(2 * chunk + 17);
-      const results = await Promise.all([store.put(pieces(other)), store.put(pieces(other, 4096)), store.put(pieces(other, 99_999))]);
+      const results = await Promise.all([
+        store.put(pieces(other)),
+        store.put(pieces(other, 4096)),
+        store.put(pieces(other, 99_999)),
+      ]);
       for (const info of results) assert.deepEqual(info, { sha256: sha256Of(other), size: other.length });
       assert.deepEqual(await get(sha256Of(other)), other);
     });

@@ -44,9 +44,11 @@ async function reference(sha256: string, holder: string): Promise<void> {
 }
 
 const exists = async (sha256: string) => (await store.blobs.stat(sha256)) !== null;
-const tombstones = async () => (await port.read(() => all<{ sha256: string }>('select sha256 from stratus_blob_doomed'))).map((row) => row.sha256);
+const tombstones = async () =>
+  (await port.read(() => all<{ sha256: string }>('select sha256 from stratus_blob_doomed'))).map((row) => row.sha256);
 /** What a sweeper that died between deciding on a blob and deleting it leaves behind. */
-const leaveTombstone = (sha256: string) => port.write(() => run('insert into stratus_blob_doomed (sha256, since_ms) values (?, ?)', sha256, clock));
+const leaveTombstone = (sha256: string) =>
+  port.write(() => run('insert into stratus_blob_doomed (sha256, since_ms) values (?, ?)', sha256, clock));
 /** The blob store, but deleting `gated` waits for `release` once it has announced itself on `deleting`. */
 function gatedBlobs(gated: string, deleting: { resolve(): void }, release: Promise<void>): BlobStore {
   return {
@@ -190,18 +192,28 @@ describe(`blob references (${testDialect})`, () => {
     const release = deferred();
     const sha = await putBlob();
     await sweepLeftovers();
-    const sweeper = new BlobRefs(store.sql, gatedBlobs(sha, deleting, release.promise), { graceMs: 1000, now: () => clock });
+    const sweeper = new BlobRefs(store.sql, gatedBlobs(sha, deleting, release.promise), {
+      graceMs: 1000,
+      now: () => clock,
+    });
     const early = await refs.pin(sha);
     clock += 1000;
     const sweeping = sweeper.sweep();
     await within(deleting.promise, 'the sweeper to delete the blob');
     assert.deepEqual(await tombstones(), [sha]);
     // No transaction is held while the blob store works: other writes go on.
-    await within(port.write(() => run('delete from stratus_blob_candidates where sha256 = ?', 'none')), 'a write while a blob is being deleted', 5000);
+    await within(
+      port.write(() => run('delete from stratus_blob_candidates where sha256 = ?', 'none')),
+      'a write while a blob is being deleted',
+      5000,
+    );
     let settled = false;
     const pinning = refs.pin(sha).finally(() => (settled = true));
     pinning.catch(() => {});
-    await assert.rejects(port.write(() => refs.addWork(early, 'test:doomed')), BlobGoneError);
+    await assert.rejects(
+      port.write(() => refs.addWork(early, 'test:doomed')),
+      BlobGoneError,
+    );
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(settled, false, 'the pin waits while the blob is being deleted');
     assert.ok(await exists(sha), 'still stored, but doomed');
@@ -219,7 +231,10 @@ describe(`blob references (${testDialect})`, () => {
     await sweepLeftovers();
     const pin = await refs.pin(sha);
     await leaveTombstone(sha);
-    await assert.rejects(port.write(() => refs.addWork(pin, 'test:abandoned')), BlobGoneError);
+    await assert.rejects(
+      port.write(() => refs.addWork(pin, 'test:abandoned')),
+      BlobGoneError,
+    );
     // A pin waits for the deletion to end, about two seconds, then gives up.
     const started = performance.now();
     await assert.rejects(refs.pin(sha), BlobGoneError);
@@ -247,7 +262,10 @@ describe(`blob references (${testDialect})`, () => {
     const release = deferred();
     const sha = await putBlob();
     await sweepLeftovers();
-    const slow = new BlobRefs(store.sql, gatedBlobs(sha, deleting, release.promise), { graceMs: 1000, now: () => clock });
+    const slow = new BlobRefs(store.sql, gatedBlobs(sha, deleting, release.promise), {
+      graceMs: 1000,
+      now: () => clock,
+    });
     await refs.markCandidate(sha);
     clock += 1000;
     const sweeping = slow.sweep();

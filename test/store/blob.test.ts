@@ -1,7 +1,16 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -43,7 +52,9 @@ runBlobStoreContract('directory', async () => {
 // halves (and blobs that cross it) are exercised.
 runBlobStoreContract('directory with inline small blobs', async () => {
   const dir = tempDir();
-  const store = withInlineSmallBlobs(createDirectoryBlobStore(join(dir, 'blobs')), join(dir, 'small.db'), { maxInlineBytes: 4096 });
+  const store = withInlineSmallBlobs(createDirectoryBlobStore(join(dir, 'blobs')), join(dir, 'small.db'), {
+    maxInlineBytes: 4096,
+  });
   return {
     store,
     async cleanup() {
@@ -57,17 +68,33 @@ describe('inline small blobs', () => {
   it('keep small blobs out of the directory, large ones in it, and survive a reopen', async () => {
     const dir = tempDir();
     try {
-      let store = withInlineSmallBlobs(createDirectoryBlobStore(join(dir, 'blobs')), join(dir, 'small.db'), { maxInlineBytes: 4096 });
+      let store = withInlineSmallBlobs(createDirectoryBlobStore(join(dir, 'blobs')), join(dir, 'small.db'), {
+        maxInlineBytes: 4096,
+      });
       const small = randomBytes(4096);
       const large = randomBytes(4097);
       const smallInfo = await store.put(pieces(small, 1000));
       const largeInfo = await store.put(pieces(large, 1000));
-      assert.equal(existsSync(join(dir, 'blobs', smallInfo.sha256.slice(0, 2), smallInfo.sha256.slice(2, 4), smallInfo.sha256)), false, 'a small blob is no file');
-      assert.equal(existsSync(join(dir, 'blobs', largeInfo.sha256.slice(0, 2), largeInfo.sha256.slice(2, 4), largeInfo.sha256)), true, 'a large blob is a file');
+      assert.equal(
+        existsSync(join(dir, 'blobs', smallInfo.sha256.slice(0, 2), smallInfo.sha256.slice(2, 4), smallInfo.sha256)),
+        false,
+        'a small blob is no file',
+      );
+      assert.equal(
+        existsSync(join(dir, 'blobs', largeInfo.sha256.slice(0, 2), largeInfo.sha256.slice(2, 4), largeInfo.sha256)),
+        true,
+        'a large blob is a file',
+      );
       await store.close();
-      store = withInlineSmallBlobs(createDirectoryBlobStore(join(dir, 'blobs')), join(dir, 'small.db'), { maxInlineBytes: 4096 });
+      store = withInlineSmallBlobs(createDirectoryBlobStore(join(dir, 'blobs')), join(dir, 'small.db'), {
+        maxInlineBytes: 4096,
+      });
       assert.ok((await readAll((await store.get(smallInfo.sha256))!)).bytes.equals(small));
-      assert.ok((await readAll((await store.get(largeInfo.sha256, { start: 4000, end: 5000 }))!)).bytes.equals(large.subarray(4000)));
+      assert.ok(
+        (await readAll((await store.get(largeInfo.sha256, { start: 4000, end: 5000 }))!)).bytes.equals(
+          large.subarray(4000),
+        ),
+      );
       await store.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -163,7 +190,11 @@ describe('blob migrations', () => {
     const database = await createTestDatabase();
     const connection = await database.connect();
     try {
-      assert.deepEqual(await migrate(connection.database, [blobMigrations]), ['store/blob_001_tables', 'store/blob_002_refs', 'store/blob_003_doomed']);
+      assert.deepEqual(await migrate(connection.database, [blobMigrations]), [
+        'store/blob_001_tables',
+        'store/blob_002_refs',
+        'store/blob_003_doomed',
+      ]);
       assert.deepEqual(await migrate(connection.database, [blobMigrations]), []);
       for (const table of ['stratus_blobs', 'stratus_blob_chunks', 'stratus_blob_uploads', 'stratus_blob_doomed']) {
         const row = await connection.database.read(() => first<{ n: number }>(`select count(*) as n from ${table}`));
@@ -195,9 +226,13 @@ if (testDialect === 'postgres') {
   };
 
   runBlobStoreContract('postgres', async () => openStore());
-  runBlobStoreContract('postgres, 64 KiB chunks read 3 at a time', async () => openStore({ chunkSize: 64 * 1024, readBatch: 3 }), {
-    chunkSize: 64 * 1024,
-  });
+  runBlobStoreContract(
+    'postgres, 64 KiB chunks read 3 at a time',
+    async () => openStore({ chunkSize: 64 * 1024, readBatch: 3 }),
+    {
+      chunkSize: 64 * 1024,
+    },
+  );
 
   describe('postgres blob store', () => {
     let opened: Awaited<ReturnType<typeof openStore>>;
@@ -211,12 +246,18 @@ if (testDialect === 'postgres') {
       await opened.cleanup();
     });
 
-    const count = async (query: string, params: unknown[] = []) => Number((await pool.query<{ n: string | number }>(query, params)).rows[0]?.n);
+    const count = async (query: string, params: unknown[] = []) =>
+      Number((await pool.query<{ n: string | number }>(query, params)).rows[0]?.n);
 
     it('stores content as fixed-size chunks keyed by hash', async () => {
       const content = randomBytes(4500);
       const { sha256 } = await opened.store.put(pieces(content, 333));
-      const rows = (await pool.query<{ seq: number; data: Buffer }>('select seq, data from stratus_blob_chunks where sha256 = $1 order by seq', [sha256])).rows;
+      const rows = (
+        await pool.query<{ seq: number; data: Buffer }>(
+          'select seq, data from stratus_blob_chunks where sha256 = $1 order by seq',
+          [sha256],
+        )
+      ).rows;
       assert.deepEqual(
         rows.map((row) => [row.seq, row.data.length]),
         [
@@ -228,7 +269,12 @@ if (testDialect === 'postgres') {
         ],
       );
       assert.ok(Buffer.concat(rows.map((row) => row.data)).equals(content));
-      const blob = (await pool.query<{ size: number; chunk_size: number }>('select size, chunk_size from stratus_blobs where sha256 = $1', [sha256])).rows[0];
+      const blob = (
+        await pool.query<{ size: number; chunk_size: number }>(
+          'select size, chunk_size from stratus_blobs where sha256 = $1',
+          [sha256],
+        )
+      ).rows[0];
       assert.deepEqual(blob, { size: 4500, chunk_size: 1000 });
     });
 
@@ -254,15 +300,29 @@ if (testDialect === 'postgres') {
       await assert.rejects(put, { name: 'AbortError' });
       assert.equal(await count('select count(*) as n from stratus_blob_uploads'), 0);
       assert.equal(await count(`select count(*) as n from stratus_blob_chunks where sha256 like 'upload:%'`), 0);
-      assert.equal(await count('select count(*) as n from stratus_blob_chunks where sha256 = $1', [sha256Of(content)]), 5);
+      assert.equal(
+        await count('select count(*) as n from stratus_blob_chunks where sha256 = $1', [sha256Of(content)]),
+        5,
+      );
       // Every chunk belongs to a blob.
-      assert.equal(await count('select count(*) as n from stratus_blob_chunks c where not exists (select 1 from stratus_blobs b where b.sha256 = c.sha256)'), 0);
+      assert.equal(
+        await count(
+          'select count(*) as n from stratus_blob_chunks c where not exists (select 1 from stratus_blobs b where b.sha256 = c.sha256)',
+        ),
+        0,
+      );
     });
 
     it('sweeps chunks of uploads abandoned long ago', async () => {
       const id = 'crashed-upload';
-      await pool.query('insert into stratus_blob_uploads (id, created_at) values ($1, $2)', [id, '2000-01-01T00:00:00.000Z']);
-      await pool.query('insert into stratus_blob_chunks (sha256, seq, data) values ($1, 0, $2)', [`upload:${id}`, Buffer.from('partial')]);
+      await pool.query('insert into stratus_blob_uploads (id, created_at) values ($1, $2)', [
+        id,
+        '2000-01-01T00:00:00.000Z',
+      ]);
+      await pool.query('insert into stratus_blob_chunks (sha256, seq, data) values ($1, 0, $2)', [
+        `upload:${id}`,
+        Buffer.from('partial'),
+      ]);
       // The sweep runs once per store, before its first upload.
       await createPostgresBlobStore(pool).put(pieces(randomBytes(10)));
       assert.equal(await count('select count(*) as n from stratus_blob_uploads where id = $1', [id]), 0);

@@ -1,7 +1,12 @@
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { MAX_NOTIFY_BYTES, NotifyPayloadTooLargeError, type Notifier, type NotifierOptions } from '../../src/store/notifier/types.ts';
+import {
+  MAX_NOTIFY_BYTES,
+  NotifyPayloadTooLargeError,
+  type Notifier,
+  type NotifierOptions,
+} from '../../src/store/notifier/types.ts';
 
 /** Resolves once `predicate` holds; rejects after `timeoutMs` so a lost message fails, never hangs. */
 export async function waitFor(predicate: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
@@ -88,7 +93,11 @@ export function runNotifierContract(
       notifier.subscribe(topic, handler);
       notifier.subscribe(topic, handler);
       await notifier.publish(topic, 'hello');
-      await waitFor(() => first.messages.length === 1 && second.messages.length === 1 && calls.length === 2, 5000, 'fan-out');
+      await waitFor(
+        () => first.messages.length === 1 && second.messages.length === 1 && calls.length === 2,
+        5000,
+        'fan-out',
+      );
       assert.deepEqual(first.messages, ['hello']);
       assert.deepEqual(second.messages, ['hello']);
       assert.deepEqual(calls, ['hello', 'hello']);

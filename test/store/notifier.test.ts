@@ -40,8 +40,14 @@ if (testDialect === 'postgres') {
 
     /** A notifier on this file's channel (or another), with its own connections like a separate process. */
     const connect = async (options: { channel?: string; applicationName?: string } = {}) => {
-      const config: pg.PoolConfig = { ...pgConfigFromUrl(url, 2), application_name: options.applicationName ?? 'stratus-test' };
-      const notifier = await createPostgresNotifier(config, { channel: options.channel ?? channel, reconnectDelayMs: 50 });
+      const config: pg.PoolConfig = {
+        ...pgConfigFromUrl(url, 2),
+        application_name: options.applicationName ?? 'stratus-test',
+      };
+      const notifier = await createPostgresNotifier(config, {
+        channel: options.channel ?? channel,
+        reconnectDelayMs: 50,
+      });
       open.push(notifier);
       return notifier;
     };
@@ -95,7 +101,13 @@ if (testDialect === 'postgres') {
       const notifier = await connect();
       const topic = uniqueTopic('malformed');
       const inbox = record(notifier, topic);
-      for (const payload of ['not json', '42', 'null', JSON.stringify({ t: topic }), JSON.stringify({ t: topic, m: 5 })]) {
+      for (const payload of [
+        'not json',
+        '42',
+        'null',
+        JSON.stringify({ t: topic }),
+        JSON.stringify({ t: topic, m: 5 }),
+      ]) {
         await admin.query('select pg_notify($1, $2)', [channel, payload]);
       }
       await notifier.publish(topic, 'valid');
@@ -213,7 +225,9 @@ if (testDialect === 'postgres') {
       notifier.onResync(() => {
         resyncs += 1;
       });
-      await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1`, [applicationName]);
+      await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1`, [
+        applicationName,
+      ]);
       await new Promise((resolve) => setTimeout(resolve, 50));
       const started = Date.now();
       await notifier.close();
@@ -226,7 +240,10 @@ if (testDialect === 'postgres') {
 
     it('rejects creation when the database cannot be reached', async () => {
       await assert.rejects(
-        createPostgresNotifier({ host: '127.0.0.1', port: 1, user: 'postgres', password: 'postgres', database: 'x' }, { channel: 'stratus_unreachable' }),
+        createPostgresNotifier(
+          { host: '127.0.0.1', port: 1, user: 'postgres', password: 'postgres', database: 'x' },
+          { channel: 'stratus_unreachable' },
+        ),
       );
     });
 

@@ -8,7 +8,10 @@ import { all, first, run } from '../../src/store/sql-work.ts';
  * router suite: one body of cases, one call per adapter). `make` gives an empty database the suite
  * may create tables in; each case uses its own tables.
  */
-export function runSqlContract(name: string, make: () => Promise<{ database: SqlDatabase; cleanup(): Promise<void> }>): void {
+export function runSqlContract(
+  name: string,
+  make: () => Promise<{ database: SqlDatabase; cleanup(): Promise<void> }>,
+): void {
   describe(`SQL port contract: ${name}`, () => {
     let database: SqlDatabase;
     let cleanup: () => Promise<void>;
@@ -30,8 +33,16 @@ export function runSqlContract(name: string, make: () => Promise<{ database: Sql
 
     it('reads rows, the first row or none, and counts changed rows', async () => {
       const t = await table('id text primary key, v text not null');
-      assert.equal(await database.write(() => run(`insert into ${t} (id, v) values (?, ?), (?, ?), (?, ?)`, 'a', 'x', 'b', 'y', 'c', 'x')), 3);
-      assert.deepEqual(await database.read(() => all(`select id from ${t} where v = ? order by id`, 'x')), [{ id: 'a' }, { id: 'c' }]);
+      assert.equal(
+        await database.write(() =>
+          run(`insert into ${t} (id, v) values (?, ?), (?, ?), (?, ?)`, 'a', 'x', 'b', 'y', 'c', 'x'),
+        ),
+        3,
+      );
+      assert.deepEqual(await database.read(() => all(`select id from ${t} where v = ? order by id`, 'x')), [
+        { id: 'a' },
+        { id: 'c' },
+      ]);
       assert.deepEqual(await database.read(() => first(`select v from ${t} where id = ?`, 'b')), { v: 'y' });
       assert.equal(await database.read(() => first(`select v from ${t} where id = ?`, 'zz')), undefined);
       assert.equal(await database.write(() => run(`update ${t} set v = ? where v = ?`, 'z', 'x')), 2);
@@ -72,8 +83,13 @@ export function runSqlContract(name: string, make: () => Promise<{ database: Sql
       const failed = outcomes.flatMap((outcome, i) => (outcome.status === 'rejected' ? [i] : []));
       assert.deepEqual(failed, [0, 5, 10, 15, 20, 25, 30, 35]);
       for (const i of failed) assert.ok(database.isUniqueViolation((outcomes[i] as PromiseRejectedResult).reason));
-      const stored = (await database.read(() => all<{ id: string }>(`select id from ${t}`))).map((row) => row.id).sort();
-      const expected = Array.from({ length: 40 }, (_, i) => i).filter((i) => i % 5 !== 0).map((i) => `w${i}`).sort();
+      const stored = (await database.read(() => all<{ id: string }>(`select id from ${t}`)))
+        .map((row) => row.id)
+        .sort();
+      const expected = Array.from({ length: 40 }, (_, i) => i)
+        .filter((i) => i % 5 !== 0)
+        .map((i) => `w${i}`)
+        .sort();
       assert.deepEqual(stored, expected);
     });
 
@@ -100,7 +116,9 @@ export function runSqlContract(name: string, make: () => Promise<{ database: Sql
       });
       const claim = (owner: string) =>
         database.write(function* () {
-          const row = yield* first<{ id: number }>(`select id from ${t} where owner is null order by id limit 1${database.syntax.forUpdateSkipLocked}`);
+          const row = yield* first<{ id: number }>(
+            `select id from ${t} where owner is null order by id limit 1${database.syntax.forUpdateSkipLocked}`,
+          );
           if (!row) return undefined;
           const changed = yield* run(`update ${t} set owner = ? where id = ? and owner is null`, owner, row.id);
           assert.equal(changed, 1, `row ${row.id} was free when locked`);
@@ -112,7 +130,10 @@ export function runSqlContract(name: string, make: () => Promise<{ database: Sql
         claimed.push(...got.filter((id): id is number => id !== undefined));
       }
       assert.equal(new Set(claimed).size, claimed.length, 'no row claimed twice');
-      assert.deepEqual([...claimed].sort((a, b) => a - b), Array.from({ length: 30 }, (_, i) => i + 1));
+      assert.deepEqual(
+        [...claimed].sort((a, b) => a - b),
+        Array.from({ length: 30 }, (_, i) => i + 1),
+      );
     });
 
     it('keeps a row read for update from changing under a concurrent read-modify-write', async () => {
@@ -121,7 +142,10 @@ export function runSqlContract(name: string, make: () => Promise<{ database: Sql
       await Promise.all(
         Array.from({ length: 25 }, () =>
           database.write(function* () {
-            const row = yield* first<{ n: number }>(`select n from ${t} where id = ?${database.syntax.forUpdate}`, 'counter');
+            const row = yield* first<{ n: number }>(
+              `select n from ${t} where id = ?${database.syntax.forUpdate}`,
+              'counter',
+            );
             yield* run(`update ${t} set n = ? where id = ?`, Number(row!.n) + 1, 'counter');
           }),
         ),
@@ -131,10 +155,24 @@ export function runSqlContract(name: string, make: () => Promise<{ database: Sql
 
     it('upserts: do nothing on conflict, or update from excluded, with returning', async () => {
       const t = await table('id text primary key, v text not null, hits integer not null default 1');
-      assert.equal(await database.write(() => run(`insert into ${t} (id, v) values (?, ?) on conflict (id) do nothing`, 'a', 'first')), 1);
-      assert.equal(await database.write(() => run(`insert into ${t} (id, v) values (?, ?) on conflict (id) do nothing`, 'a', 'second')), 0);
+      assert.equal(
+        await database.write(() =>
+          run(`insert into ${t} (id, v) values (?, ?) on conflict (id) do nothing`, 'a', 'first'),
+        ),
+        1,
+      );
+      assert.equal(
+        await database.write(() =>
+          run(`insert into ${t} (id, v) values (?, ?) on conflict (id) do nothing`, 'a', 'second'),
+        ),
+        0,
+      );
       const returned = await database.write(() =>
-        all<{ v: string; hits: number }>(`insert into ${t} (id, v) values (?, ?) on conflict (id) do update set v = excluded.v, hits = ${t}.hits + 1 returning v, hits`, 'a', 'third'),
+        all<{ v: string; hits: number }>(
+          `insert into ${t} (id, v) values (?, ?) on conflict (id) do update set v = excluded.v, hits = ${t}.hits + 1 returning v, hits`,
+          'a',
+          'third',
+        ),
       );
       assert.deepEqual(returned, [{ v: 'third', hits: 2 }]);
     });
@@ -142,9 +180,24 @@ export function runSqlContract(name: string, make: () => Promise<{ database: Sql
     it('returns 64-bit integers, counts and sums as numbers, exactly up to 2^53 - 1', async () => {
       const t = await table('id text primary key, n bigint not null');
       const big = Number.MAX_SAFE_INTEGER;
-      await database.write(() => run(`insert into ${t} (id, n) values (?, ?), (?, ?), (?, ?)`, 'max', big, 'ms', 1_798_000_000_000, 'more', 2_000_000_000_123));
+      await database.write(() =>
+        run(
+          `insert into ${t} (id, n) values (?, ?), (?, ?), (?, ?)`,
+          'max',
+          big,
+          'ms',
+          1_798_000_000_000,
+          'more',
+          2_000_000_000_123,
+        ),
+      );
       assert.deepEqual(await database.read(() => first(`select n from ${t} where id = ?`, 'max')), { n: big });
-      const totals = await database.read(() => first<{ count: unknown; total: unknown }>(`select count(*) as count, sum(n) as total from ${t} where id <> ?`, 'max'));
+      const totals = await database.read(() =>
+        first<{ count: unknown; total: unknown }>(
+          `select count(*) as count, sum(n) as total from ${t} where id <> ?`,
+          'max',
+        ),
+      );
       assert.deepEqual(totals, { count: 2, total: 3_798_000_000_123 });
     });
 
@@ -180,7 +233,9 @@ export function runSqlContract(name: string, make: () => Promise<{ database: Sql
       const t = await table(`seq ${database.syntax.types.serialPrimaryKey}, v text not null`);
       const seqs: number[] = [];
       for (const v of ['a', 'b', 'c']) {
-        const [row] = await database.write(() => all<{ seq: number }>(`insert into ${t} (v) values (?) returning seq`, v));
+        const [row] = await database.write(() =>
+          all<{ seq: number }>(`insert into ${t} (v) values (?) returning seq`, v),
+        );
         seqs.push(Number(row!.seq));
       }
       assert.ok(seqs[0]! < seqs[1]! && seqs[1]! < seqs[2]!, String(seqs));
@@ -195,12 +250,17 @@ export function runSqlContract(name: string, make: () => Promise<{ database: Sql
       const seen: number[] = [];
       let after = 0;
       for (;;) {
-        const page = await database.read(() => all<{ seq: number }>(`select seq from ${t} where seq > ? order by seq limit ?`, after, 1_000));
+        const page = await database.read(() =>
+          all<{ seq: number }>(`select seq from ${t} where seq > ? order by seq limit ?`, after, 1_000),
+        );
         if (page.length === 0) break;
         seen.push(...page.map((row) => Number(row.seq)));
         after = seen[seen.length - 1]!;
       }
-      assert.deepEqual(seen, Array.from({ length: COUNT }, (_, i) => i + 1));
+      assert.deepEqual(
+        seen,
+        Array.from({ length: COUNT }, (_, i) => i + 1),
+      );
     });
 
     it('reports a foreign key violation as one', async () => {
@@ -208,10 +268,12 @@ export function runSqlContract(name: string, make: () => Promise<{ database: Sql
       const child = await table(`id text primary key, parent text not null references ${parent} (id)`);
       await database.write(() => run(`insert into ${parent} (id) values (?)`, 'p'));
       await database.write(() => run(`insert into ${child} (id, parent) values (?, ?)`, 'c1', 'p'));
-      const error = await database.write(() => run(`insert into ${child} (id, parent) values (?, ?)`, 'c2', 'gone')).then(
-        () => undefined,
-        (reason: unknown) => reason,
-      );
+      const error = await database
+        .write(() => run(`insert into ${child} (id, parent) values (?, ?)`, 'c2', 'gone'))
+        .then(
+          () => undefined,
+          (reason: unknown) => reason,
+        );
       assert.ok(error && database.isForeignKeyViolation(error), String(error));
       assert.equal(database.isUniqueViolation(error), false);
       assert.deepEqual(await database.read(() => all(`select id from ${child}`)), [{ id: 'c1' }]);

@@ -19,7 +19,9 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
         name: '001_items',
         statements: ({ types }) => {
           applied++;
-          return [`create table contract_items (seq ${types.serialPrimaryKey}, name text not null unique, size ${types.bigint} not null, data ${types.blob})`];
+          return [
+            `create table contract_items (seq ${types.serialPrimaryKey}, name text not null unique, size ${types.bigint} not null, data ${types.blob})`,
+          ];
         },
       },
       {
@@ -42,14 +44,20 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
     await database.cleanup();
   });
 
-  const count = async (db = connection) => Number((await db.database.read(() => first<{ n: number }>('select count(*) as n from contract_items')))?.n);
+  const count = async (db = connection) =>
+    Number((await db.database.read(() => first<{ n: number }>('select count(*) as n from contract_items')))?.n);
 
   it('applies each migration once, in order, and records it', async () => {
     assert.deepEqual(await migrate(connection.database, [sample]), ['contract/001_items', 'contract/002_index']);
     assert.deepEqual(await migrate(connection.database, [sample]), []);
     assert.equal(applied, 2);
-    const recorded = await connection.database.read(() => all<{ name: string }>('select name from stratus_migrations where owner = ? order by name', 'contract'));
-    assert.deepEqual(recorded.map((row) => row.name), ['001_items', '002_index']);
+    const recorded = await connection.database.read(() =>
+      all<{ name: string }>('select name from stratus_migrations where owner = ? order by name', 'contract'),
+    );
+    assert.deepEqual(
+      recorded.map((row) => row.name),
+      ['001_items', '002_index'],
+    );
   });
 
   it('lets several instances migrate at once without applying anything twice', async () => {
@@ -73,7 +81,11 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
       const results =
         testDialect === 'postgres'
           ? await Promise.all([migrate(connection.database, [late]), ...others.map((c) => migrate(c.database, [late]))])
-          : [await migrate(connection.database, [late]), await migrate(others[0]!.database, [late]), await migrate(others[1]!.database, [late])];
+          : [
+              await migrate(connection.database, [late]),
+              await migrate(others[0]!.database, [late]),
+              await migrate(others[1]!.database, [late]),
+            ];
       assert.equal(results.flat().filter((name) => name === 'contract/003_column').length, 1);
       assert.equal(applied, 3);
     } finally {
@@ -88,14 +100,24 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
     };
     await assert.rejects(migrate(connection.database, [broken]));
     await assert.rejects(connection.database.read(() => all('select * from contract_half')));
-    assert.equal(await connection.database.read(() => first('select name from stratus_migrations where owner = ?', 'contract-broken')), undefined);
+    assert.equal(
+      await connection.database.read(() =>
+        first('select name from stratus_migrations where owner = ?', 'contract-broken'),
+      ),
+      undefined,
+    );
   });
 
   it('returns 64-bit integers as numbers and blobs as bytes', async () => {
     const big = 2 ** 40 + 3;
-    await connection.database.write(() => run('insert into contract_items (name, size, data) values (?, ?, ?)', 'big', big, Buffer.from([1, 2, 3])));
+    await connection.database.write(() =>
+      run('insert into contract_items (name, size, data) values (?, ?, ?)', 'big', big, Buffer.from([1, 2, 3])),
+    );
     const row = await connection.database.read(() =>
-      first<{ size: number; data: Uint8Array; n: number }>('select size, data, (select count(*) from contract_items) as n from contract_items where name = ?', 'big'),
+      first<{ size: number; data: Uint8Array; n: number }>(
+        'select size, data, (select count(*) from contract_items) as n from contract_items where name = ?',
+        'big',
+      ),
     );
     assert.equal(row?.size, big);
     assert.equal(typeof row?.n, 'number');
@@ -119,14 +141,17 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
     const other = await database.connect();
     try {
       await other.database.write(() => run('insert into contract_items (name, size) values (?, ?)', 'from-other', 7));
-      assert.deepEqual(await connection.database.read(() => all('select size from contract_items where name = ?', 'from-other')), [{ size: 7 }]);
+      assert.deepEqual(
+        await connection.database.read(() => all('select size from contract_items where name = ?', 'from-other')),
+        [{ size: 7 }],
+      );
     } finally {
       await other.close();
     }
   });
 });
 
-describe('SQLite group commit (the port\'s writes)', { skip: testDialect !== 'sqlite' && 'SQLite only' }, () => {
+describe("SQLite group commit (the port's writes)", { skip: testDialect !== 'sqlite' && 'SQLite only' }, () => {
   let database: TestDatabase;
   let connection: SqlConnection;
 
@@ -141,7 +166,10 @@ describe('SQLite group commit (the port\'s writes)', { skip: testDialect !== 'sq
     await database.cleanup();
   });
 
-  const names = async () => (await connection.database.read(() => all<{ name: string }>('select name from direct_items order by name'))).map((r) => r.name);
+  const names = async () =>
+    (await connection.database.read(() => all<{ name: string }>('select name from direct_items order by name'))).map(
+      (r) => r.name,
+    );
   const insert = (name: string) => run('insert into direct_items (name) values (?)', name);
 
   it('runs the writes of one turn together and answers each only after their commit', async () => {

@@ -17,7 +17,11 @@ export function authenticate(exchange: Exchange): Verdict | Promise<Verdict> {
   // Registry pushes reach the run service on api., the bare domain and IP hosts too; a key's
   // scopes are checked against run.<domain> wherever the push came in.
   const scopeHost = exchange.service === 'run' ? `run.${ctx.domain}` : (exchange.host ?? '');
-  const outcome = authenticator.authenticate(req, { host: scopeHost, project: exchange.project, keyProjectApplies: exchange.service === 'kv' });
+  const outcome = authenticator.authenticate(req, {
+    host: scopeHost,
+    project: exchange.project,
+    keyProjectApplies: exchange.service === 'kv',
+  });
   if (!(outcome instanceof Promise)) {
     exchange.outcome = outcome;
     return NEXT;
@@ -36,11 +40,22 @@ export function refuseUnauthenticated(exchange: Exchange): Verdict {
   const outcome = exchange.outcome!;
   if (outcome.kind === 'rejected') return refuse(exchange, 401, 'unauthorized', outcome.message);
   if (outcome.kind === 'limited') {
-    return refuse(exchange, 429, 'too_many_requests', 'too many credential checks from this address or for this key; retry later', { 'retry-after': String(outcome.retryAfterSeconds) });
+    return refuse(
+      exchange,
+      429,
+      'too_many_requests',
+      'too many credential checks from this address or for this key; retry later',
+      { 'retry-after': String(outcome.retryAfterSeconds) },
+    );
   }
   if (outcome.kind === 'anonymous' && exchange.policy === 'require') {
     // An unknown key is told apart from a wrong secret by neither message nor status.
-    return refuse(exchange, 401, 'unauthorized', exchange.req.headers['api-key'] !== undefined ? INVALID_KEY_MESSAGE : 'authentication required');
+    return refuse(
+      exchange,
+      401,
+      'unauthorized',
+      exchange.req.headers['api-key'] !== undefined ? INVALID_KEY_MESSAGE : 'authentication required',
+    );
   }
   return NEXT;
 }

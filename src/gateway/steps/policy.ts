@@ -13,7 +13,11 @@ export function decidePolicy(exchange: Exchange): Verdict {
  * credentials are present itself (403 `forbidden`), so there `require` is the public port's rule only.
  */
 export function requireIdentityHeader(exchange: Exchange): Verdict {
-  if (exchange.policy === 'require' && exchange.service !== 'kv' && exchange.req.headers[IDENTITY_HEADER] === undefined) {
+  if (
+    exchange.policy === 'require' &&
+    exchange.service !== 'kv' &&
+    exchange.req.headers[IDENTITY_HEADER] === undefined
+  ) {
     return refuse(exchange, 401, 'unauthorized', 'authentication required');
   }
   return NEXT;
@@ -22,7 +26,12 @@ export function requireIdentityHeader(exchange: Exchange): Verdict {
 /** Public port: the key-value replication feed carries every tenant, so only the internal port serves it. */
 export function refuseKvFeed(exchange: Exchange): Verdict {
   if (exchange.service === 'kv' && underPrefix(exchange.path, '/v1/replicate')) {
-    return refuse(exchange, 403, 'forbidden', 'the replication feed carries every tenant: replicas follow a parent on its internal port');
+    return refuse(
+      exchange,
+      403,
+      'forbidden',
+      'the replication feed carries every tenant: replicas follow a parent on its internal port',
+    );
   }
   return NEXT;
 }

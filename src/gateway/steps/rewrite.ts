@@ -45,7 +45,8 @@ function removeSessionCookie(req: IncomingMessage): void {
 export function rewriteHeaders(exchange: Exchange): Verdict {
   const { req, res } = exchange;
   const outcome = exchange.outcome!;
-  if ((outcome.kind === 'anonymous' || outcome.kind === 'authenticated') && outcome.strip) removeRequestHeaders(req, outcome.strip);
+  if ((outcome.kind === 'anonymous' || outcome.kind === 'authenticated') && outcome.strip)
+    removeRequestHeaders(req, outcome.strip);
   if (outcome.kind === 'authenticated') {
     removeRequestHeaders(req, CREDENTIAL_HEADERS[outcome.credential]);
     setRequestHeader(req, IDENTITY_HEADER, outcome.identityJson ?? JSON.stringify(outcome.identity));
@@ -53,10 +54,21 @@ export function rewriteHeaders(exchange: Exchange): Verdict {
   }
   removeSessionCookie(req);
   if (exchange.project) setRequestHeader(req, PROJECT_HEADER, exchange.project.id);
-  else if (exchange.service === 'kv' && outcome.kind === 'authenticated') setRequestHeader(req, PROJECT_HEADER, kvNamespace(outcome));
+  else if (exchange.service === 'kv' && outcome.kind === 'authenticated')
+    setRequestHeader(req, PROJECT_HEADER, kvNamespace(outcome));
   const requestId = randomUUID();
   addHeaderAtWriteHead(res, 'x-request-id', requestId);
-  setRequestHeaders(req, 'x-request-id', requestId, 'x-forwarded-for', req.socket.remoteAddress ?? '', 'x-forwarded-proto', 'http', 'x-forwarded-host', req.headers.host ?? '');
+  setRequestHeaders(
+    req,
+    'x-request-id',
+    requestId,
+    'x-forwarded-for',
+    req.socket.remoteAddress ?? '',
+    'x-forwarded-proto',
+    'http',
+    'x-forwarded-host',
+    req.headers.host ?? '',
+  );
   return NEXT;
 }
 

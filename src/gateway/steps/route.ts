@@ -13,10 +13,12 @@ export function route(exchange: Exchange): Verdict {
   const path = query >= 0 ? url.slice(0, query) : url;
   exchange.path = path;
   const target = resolveRoute(req.headers.host, path, ctx.domain);
-  if (target.kind === 'no_route') return refuse(exchange, 404, 'no_route', `no route for host ${req.headers.host ?? ''}`);
+  if (target.kind === 'no_route')
+    return refuse(exchange, 404, 'no_route', `no route for host ${req.headers.host ?? ''}`);
   const host = hostName(req.headers.host);
   exchange.host = host;
-  if (target.kind === 'no_prefix') return refuse(exchange, 404, 'not_found', `no route for ${req.method ?? 'GET'} ${path}`);
+  if (target.kind === 'no_prefix')
+    return refuse(exchange, 404, 'not_found', `no route for ${req.method ?? 'GET'} ${path}`);
   const domain = ctx.domain;
   if (target.kind === 'project') {
     exchange.label = target.slug;

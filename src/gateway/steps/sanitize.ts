@@ -21,9 +21,15 @@ export function stripClientHeaders(exchange: Exchange): Verdict {
   const names = hopByHopHeaderNames(req.headers);
   if (names.length === 0) return NEXT;
   const connection = req.headers.connection;
-  if (connection !== undefined && connection.split(',').some((token) => INJECTED_HEADERS.has(token.trim().toLowerCase()))) {
+  if (
+    connection !== undefined &&
+    connection.split(',').some((token) => INJECTED_HEADERS.has(token.trim().toLowerCase()))
+  ) {
     return refuse(exchange, 400, 'bad_request', 'the Connection header may not name a header the gateway sets');
   }
-  removeRequestHeaders(req, names.filter((name) => name !== 'transfer-encoding'));
+  removeRequestHeaders(
+    req,
+    names.filter((name) => name !== 'transfer-encoding'),
+  );
   return NEXT;
 }

@@ -11,8 +11,17 @@ import { HttpError } from '../../core/errors.ts';
 export const ApikeysErrors = {
   // 403: callers authenticated by an API key may manage keys and projects only with an unscoped key (README).
   managingKeyUnknown: () =>
-    new HttpError(403, 'forbidden', 'the API key this request was authenticated with is unknown or revoked; it cannot manage API keys or projects'),
-  managingKeyScoped: () => new HttpError(403, 'forbidden', 'an API key with scopes cannot create or delete API keys or projects; use an unscoped key or a session'),
+    new HttpError(
+      403,
+      'forbidden',
+      'the API key this request was authenticated with is unknown or revoked; it cannot manage API keys or projects',
+    ),
+  managingKeyScoped: () =>
+    new HttpError(
+      403,
+      'forbidden',
+      'an API key with scopes cannot create or delete API keys or projects; use an unscoped key or a session',
+    ),
 
   // 404: another user's key or project is not found, never forbidden.
   keyNotFound: (key: string) => new HttpError(404, 'not_found', `API key ${key} not found`),
@@ -21,5 +30,6 @@ export const ApikeysErrors = {
   // 409: slugs (README: Slugs).
   slugReserved: (slug: string) => new HttpError(409, 'conflict', `slug '${slug}' is reserved for the platform`),
   slugTaken: (slug: string) => new HttpError(409, 'conflict', `slug '${slug}' is already taken`),
-  noFreeSlug: (name: string) => new HttpError(409, 'conflict', `no free slug found for '${name}'; pass a slug explicitly`),
+  noFreeSlug: (name: string) =>
+    new HttpError(409, 'conflict', `no free slug found for '${name}'; pass a slug explicitly`),
 } as const;

@@ -7,7 +7,15 @@ import type { RouteDeps } from './routes/deps.ts';
 import { registerRoutes } from './routes/index.ts';
 
 export { KEY_REVOKED_TOPIC, PROJECTS_CHANGED_TOPIC, type KeyRevokedEvent, type ProjectChangedEvent } from './events.ts';
-export { findApiKey, findProjectById, findProjectBySlug, listAllProjects, type Project, type Scope, type StoredApiKey } from './repository.ts';
+export {
+  findApiKey,
+  findProjectById,
+  findProjectBySlug,
+  listAllProjects,
+  type Project,
+  type Scope,
+  type StoredApiKey,
+} from './repository.ts';
 export { RESERVED_SLUGS } from './slugs.ts';
 
 /** Projects and API keys (README.md): the credentials the gateway checks and the project hosts it routes. */

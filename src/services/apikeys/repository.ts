@@ -45,7 +45,13 @@ const PROJECT_COLUMNS = 'id, name, slug, owners, created_at';
 const P_PROJECT_COLUMNS = 'p.id, p.name, p.slug, p.owners, p.created_at';
 
 function toProject(row: ProjectRow): Project {
-  return { id: row.id, name: row.name, slug: row.slug, owners: JSON.parse(row.owners) as string[], created_at: row.created_at };
+  return {
+    id: row.id,
+    name: row.name,
+    slug: row.slug,
+    owners: JSON.parse(row.owners) as string[],
+    created_at: row.created_at,
+  };
 }
 
 /** True when `error` is the slug's UNIQUE constraint refusing a row (SQLite or PostgreSQL). */
@@ -53,7 +59,9 @@ function isSlugConflict(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const { code, constraint, message } = error as { code?: unknown; constraint?: unknown; message?: unknown };
   if (code === '23505') return constraint === 'apikeys_projects_slug_unique';
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' && typeof message === 'string' && message.includes('apikeys_projects.slug');
+  return (
+    code === 'SQLITE_CONSTRAINT_UNIQUE' && typeof message === 'string' && message.includes('apikeys_projects.slug')
+  );
 }
 
 // Read functions the gateway uses for its key check and project-host routing; exported on their
@@ -65,24 +73,34 @@ export async function findApiKey(connection: SqlConnection, key: string): Promis
   // Every request with an Api-Key the cache does not hold asks this (database keys of docdb pass
   // through the gateway too): one keyed read, which the port answers synchronously on SQLite when
   // the connection is free.
-  const row = await connection.database.read(() => first<Row>('select key, owner, secret_hash, scopes from apikeys_keys where key = ?', key));
-  return row ? { key: row.key, owner: row.owner, secretHash: row.secret_hash, scopes: JSON.parse(row.scopes) as Scope[] } : null;
+  const row = await connection.database.read(() =>
+    first<Row>('select key, owner, secret_hash, scopes from apikeys_keys where key = ?', key),
+  );
+  return row
+    ? { key: row.key, owner: row.owner, secretHash: row.secret_hash, scopes: JSON.parse(row.scopes) as Scope[] }
+    : null;
 }
 
 /** The project whose host is `<slug>.<domain>`; null when no project has that slug. */
 export async function findProjectBySlug(connection: SqlConnection, slug: string): Promise<Project | null> {
-  const row = await connection.database.read(() => first<ProjectRow>(`select ${PROJECT_COLUMNS} from apikeys_projects where slug = ?`, slug));
+  const row = await connection.database.read(() =>
+    first<ProjectRow>(`select ${PROJECT_COLUMNS} from apikeys_projects where slug = ?`, slug),
+  );
   return row ? toProject(row) : null;
 }
 
 export async function findProjectById(connection: SqlConnection, id: string): Promise<Project | null> {
-  const row = await connection.database.read(() => first<ProjectRow>(`select ${PROJECT_COLUMNS} from apikeys_projects where id = ?`, id));
+  const row = await connection.database.read(() =>
+    first<ProjectRow>(`select ${PROJECT_COLUMNS} from apikeys_projects where id = ?`, id),
+  );
   return row ? toProject(row) : null;
 }
 
 /** Every project of every user, in creation order (the gateway's routing table). */
 export async function listAllProjects(connection: SqlConnection): Promise<Project[]> {
-  const rows = await connection.database.read(() => all<ProjectRow>(`select ${PROJECT_COLUMNS} from apikeys_projects order by seq`));
+  const rows = await connection.database.read(() =>
+    all<ProjectRow>(`select ${PROJECT_COLUMNS} from apikeys_projects order by seq`),
+  );
   return rows.map(toProject);
 }
 
@@ -112,7 +130,12 @@ export class ApikeysRepository {
   }
 
   async listKeys(owner: string): Promise<ApiKeySummary[]> {
-    const rows = await this.sql.read(() => all<{ key: string; name: string; scopes: string }>('select key, name, scopes from apikeys_keys where owner = ? order by seq', owner));
+    const rows = await this.sql.read(() =>
+      all<{ key: string; name: string; scopes: string }>(
+        'select key, name, scopes from apikeys_keys where owner = ? order by seq',
+        owner,
+      ),
+    );
     return rows.map((row) => ({ key: row.key, name: row.name, scopes: JSON.parse(row.scopes) as Scope[] }));
   }
 
@@ -143,7 +166,8 @@ export class ApikeysRepository {
           owners,
           project.created_at,
         );
-        for (const userId of project.owners) yield* run('insert into apikeys_project_owners (project_id, user_id) values (?, ?)', project.id, userId);
+        for (const userId of project.owners)
+          yield* run('insert into apikeys_project_owners (project_id, user_id) values (?, ?)', project.id, userId);
       });
       return true;
     } catch (error) {

@@ -19,12 +19,19 @@ const errorBody = Type.Object(
 /** host → metadata string; a map, so its values (not its keys) are what the schema constrains. */
 const hostRules = Type.Object(
   {},
-  { additionalProperties: Type.String(), description: 'Request host → metadata string passed to backends as auth.host_metadata; {} = any host' },
+  {
+    additionalProperties: Type.String(),
+    description: 'Request host → metadata string passed to backends as auth.host_metadata; {} = any host',
+  },
 );
 
 const scopeIn = Type.Object(
   {
-    projects: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'Project ids; [] or absent = any project. Ids need not exist yet.' })),
+    projects: Type.Optional(
+      Type.Array(Type.String({ minLength: 1 }), {
+        description: 'Project ids; [] or absent = any project. Ids need not exist yet.',
+      }),
+    ),
     host_rules: Type.Optional(hostRules),
   },
   closed,
@@ -35,7 +42,10 @@ const scopeOut = Type.Object({ projects: Type.Array(Type.String()), host_rules: 
 const keyName = Type.String({ minLength: 1, maxLength: 200, description: 'Label, 1–200 characters' });
 
 export const createKeyBody = Type.Object(
-  { name: keyName, scopes: Type.Optional(Type.Array(scopeIn, { description: 'Where the key is valid; [] or absent = everywhere' })) },
+  {
+    name: keyName,
+    scopes: Type.Optional(Type.Array(scopeIn, { description: 'Where the key is valid; [] or absent = everywhere' })),
+  },
   closed,
 );
 export type CreateKeyBody = Static<typeof createKeyBody>;
@@ -53,7 +63,10 @@ export const createdKey = Type.Object(
 
 const keySummary = Type.Object({ key: Type.String(), name: Type.String(), scopes: Type.Array(scopeOut) }, closed);
 
-export const keyList = Type.Object({ api_keys: Type.Array(keySummary) }, { ...closed, description: "The caller's keys in creation order, without secrets" });
+export const keyList = Type.Object(
+  { api_keys: Type.Array(keySummary) },
+  { ...closed, description: "The caller's keys in creation order, without secrets" },
+);
 
 export const keyParams = Type.Object({ key: Type.String() }, closed);
 
@@ -65,7 +78,8 @@ export const createProjectBody = Type.Object(
     slug: Type.Optional(
       Type.String({
         pattern: SLUG_PATTERN,
-        description: 'DNS label (a–z, 0–9, inner hyphens, 1–63 characters), unique across all users; generated from the name when absent',
+        description:
+          'DNS label (a–z, 0–9, inner hyphens, 1–63 characters), unique across all users; generated from the name when absent',
       }),
     ),
   },

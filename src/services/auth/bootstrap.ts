@@ -19,7 +19,9 @@ export async function ensureBootstrapAdmin(
   const { adminEmail, adminPassword } = settings;
   if (adminEmail === undefined && adminPassword === undefined) return null;
   if (adminEmail === undefined || adminPassword === undefined) {
-    logger.warn(`no bootstrap admin: set both ADMIN_EMAIL and ADMIN_PASSWORD (only ${adminEmail === undefined ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL'} is set)`);
+    logger.warn(
+      `no bootstrap admin: set both ADMIN_EMAIL and ADMIN_PASSWORD (only ${adminEmail === undefined ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL'} is set)`,
+    );
     return null;
   }
   let email: string;

@@ -51,13 +51,18 @@ const processIo: UsersCommandIo = {
  * its id on stdout. Returns the exit code: 0 done, 2 bad usage, bad input or duplicate email. The
  * password is never printed.
  */
-export async function runUsersCommand(input: UsersCommandInput, settings: Settings, io: UsersCommandIo = processIo): Promise<number> {
+export async function runUsersCommand(
+  input: UsersCommandInput,
+  settings: Settings,
+  io: UsersCommandIo = processIo,
+): Promise<number> {
   const fail = (message: string, usage = false) => {
     io.stderr.write(`stratus users: ${message}\n${usage ? `\n${USERS_USAGE}` : ''}`);
     return 2;
   };
   const [subcommand, ...extra] = input.positionals;
-  if (subcommand !== 'add') return fail(subcommand === undefined ? 'missing subcommand' : `unknown subcommand "${subcommand}"`, true);
+  if (subcommand !== 'add')
+    return fail(subcommand === undefined ? 'missing subcommand' : `unknown subcommand "${subcommand}"`, true);
   if (extra.length > 0) return fail(`unexpected argument "${extra[0]}"`, true);
   if (input.email === undefined) return fail('--email is required', true);
   if (input.password === undefined) return fail('--password is required', true);
@@ -68,7 +73,8 @@ export async function runUsersCommand(input: UsersCommandInput, settings: Settin
   try {
     email = checkEmail(input.email, '--email');
     checkPassword(password, '--password');
-    if (input.nick !== undefined && (characterCount(input.nick) === 0 || characterCount(input.nick) > 200)) return fail('--nick must have 1–200 characters');
+    if (input.nick !== undefined && (characterCount(input.nick) === 0 || characterCount(input.nick) > 200))
+      return fail('--nick must have 1–200 characters');
   } catch (error) {
     if (error instanceof HttpError) return fail(error.message);
     throw error;
@@ -77,7 +83,11 @@ export async function runUsersCommand(input: UsersCommandInput, settings: Settin
   const store = await openStore(settings);
   try {
     await migrateStore(store, [authMigrations]);
-    const user = await createUser(store.sql, { email, password, ...(input.nick !== undefined && { nick: input.nick }) });
+    const user = await createUser(store.sql, {
+      email,
+      password,
+      ...(input.nick !== undefined && { nick: input.nick }),
+    });
     io.stdout.write(`${user.id}\n`);
     return 0;
   } catch (error) {

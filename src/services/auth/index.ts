@@ -45,7 +45,8 @@ export const authService: ServiceDefinition = {
       name: 'auth',
       version,
       logger,
-      description: 'Users, password login, sessions (stratus_session cookie or bearer token) and OpenID Connect single sign-on.',
+      description:
+        'Users, password login, sessions (stratus_session cookie or bearer token) and OpenID Connect single sign-on.',
       // `curl -d` sends form-encoded bodies; they are JSON here whatever the Content-Type.
       jsonForAnyContentType: true,
     });

@@ -8,12 +8,31 @@
  *
  * Nothing here logs or repeats a token, a code or a client secret in an error message.
  */
-import { createRemoteJWKSet, customFetch, decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey } from 'jose';
+import {
+  createRemoteJWKSet,
+  customFetch,
+  decodeJwt,
+  decodeProtectedHeader,
+  errors as joseErrors,
+  jwtVerify,
+  type JWTPayload,
+  type JWSHeaderParameters,
+  type FlattenedJWSInput,
+  type CryptoKey,
+} from 'jose';
 import type { AuthProviderSettings, Settings } from '../../config.ts';
 import { HttpError } from '../../core/errors.ts';
 import type { SqlConnection } from '../../store/db.ts';
 import { checkEmail } from './credentials.ts';
-import { createUser, findUserByEmail, findUserById, findUserByIdentity, linkIdentity, updateUserProfile, type User } from './repository.ts';
+import {
+  createUser,
+  findUserByEmail,
+  findUserById,
+  findUserByIdentity,
+  linkIdentity,
+  updateUserProfile,
+  type User,
+} from './repository.ts';
 
 export type { JWTPayload } from 'jose';
 
@@ -61,7 +80,19 @@ export class UnknownProviderError extends Error {
 }
 
 /** Asymmetric JWS algorithms accepted for ID tokens and provider JWTs; `none` and `HS*` never are. */
-export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
+export const ALLOWED_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+] as const;
 
 /** Clock skew allowed on `exp`, `nbf` and `iat` (README: Single sign-on, token checks). */
 export const CLOCK_TOLERANCE_SECONDS = 60;
@@ -204,7 +235,11 @@ export class OidcProviders {
 
   async #fetchDiscovery(provider: ProviderSettings): Promise<DiscoveryDocument> {
     const url = `${provider.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
-    const response = await this.#request(url, { headers: { accept: 'application/json' } }, `discovery for provider '${provider.name}'`);
+    const response = await this.#request(
+      url,
+      { headers: { accept: 'application/json' } },
+      `discovery for provider '${provider.name}'`,
+    );
     if (response.status !== 200) {
       await response.body?.cancel().catch(() => {});
       throw new ProviderError(`discovery for provider '${provider.name}' answered ${response.status}`);
@@ -216,14 +251,17 @@ export class OidcProviders {
       throw new ProviderError(`discovery for provider '${provider.name}' did not return JSON`);
     }
     const doc = body as Partial<Record<keyof DiscoveryDocument, unknown>> | null;
-    if (typeof doc !== 'object' || doc === null) throw new ProviderError(`discovery for provider '${provider.name}' did not return an object`);
+    if (typeof doc !== 'object' || doc === null)
+      throw new ProviderError(`discovery for provider '${provider.name}' did not return an object`);
     if (typeof doc.issuer !== 'string' || !sameIssuer(doc.issuer, provider.issuer)) {
       throw new ProviderError(`discovery for provider '${provider.name}' names another issuer`);
     }
     for (const field of ['authorization_endpoint', 'token_endpoint', 'jwks_uri'] as const) {
-      if (!isHttpUrl(doc[field])) throw new ProviderError(`discovery for provider '${provider.name}' has no valid ${field}`);
+      if (!isHttpUrl(doc[field]))
+        throw new ProviderError(`discovery for provider '${provider.name}' has no valid ${field}`);
     }
-    const strings = (value: unknown): string[] | undefined => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : undefined);
+    const strings = (value: unknown): string[] | undefined =>
+      Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : undefined;
     return {
       issuer: doc.issuer,
       authorization_endpoint: doc.authorization_endpoint as string,
@@ -253,9 +291,16 @@ export class OidcProviders {
       try {
         return await remote(header, token);
       } catch (error) {
-        if (error instanceof joseErrors.JWKSNoMatchingKey) throw new InvalidTokenError('no key of the provider matches the token');
-        if (error instanceof joseErrors.JWKSMultipleMatchingKeys) throw new InvalidTokenError('several keys of the provider match the token; it must name its kid');
-        if (error instanceof joseErrors.JOSEError && error.code !== 'ERR_JOSE_GENERIC' && !(error instanceof joseErrors.JWKSTimeout) && !(error instanceof joseErrors.JWKSInvalid)) {
+        if (error instanceof joseErrors.JWKSNoMatchingKey)
+          throw new InvalidTokenError('no key of the provider matches the token');
+        if (error instanceof joseErrors.JWKSMultipleMatchingKeys)
+          throw new InvalidTokenError('several keys of the provider match the token; it must name its kid');
+        if (
+          error instanceof joseErrors.JOSEError &&
+          error.code !== 'ERR_JOSE_GENERIC' &&
+          !(error instanceof joseErrors.JWKSTimeout) &&
+          !(error instanceof joseErrors.JWKSInvalid)
+        ) {
           throw new InvalidTokenError(`the token's key cannot be used (${error.code})`);
         }
         throw new ProviderError(`key set of provider '${provider.name}' could not be fetched: ${describe(error)}`);
@@ -272,12 +317,23 @@ export class OidcProviders {
    * else `client_secret_post`. Returns the ID token. Throws ProviderError on any failure; the
    * provider's OAuth error code is kept in the message, its description and every secret are not.
    */
-  async exchangeCode(name: string, input: { code: string; redirectUri: string; verifier: string }): Promise<{ idToken: string }> {
+  async exchangeCode(
+    name: string,
+    input: { code: string; redirectUri: string; verifier: string },
+  ): Promise<{ idToken: string }> {
     const provider = this.#require(name);
     const discovery = await this.discover(name);
     const methods = discovery.token_endpoint_auth_methods_supported ?? ['client_secret_basic'];
-    const form = new URLSearchParams({ grant_type: 'authorization_code', code: input.code, redirect_uri: input.redirectUri, code_verifier: input.verifier });
-    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+    const form = new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: input.code,
+      redirect_uri: input.redirectUri,
+      code_verifier: input.verifier,
+    });
+    const headers: Record<string, string> = {
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+    };
     if (methods.includes('client_secret_basic')) {
       // Both parts form-urlencoded before the Basic encoding (README: Single sign-on, flow; RFC 6749, section 2.3.1).
       const credentials = `${formEncode(provider.clientId)}:${formEncode(provider.clientSecret)}`;
@@ -286,9 +342,15 @@ export class OidcProviders {
       form.set('client_id', provider.clientId);
       form.set('client_secret', provider.clientSecret);
     } else {
-      throw new ProviderError(`provider '${name}' supports neither client_secret_basic nor client_secret_post at its token endpoint`);
+      throw new ProviderError(
+        `provider '${name}' supports neither client_secret_basic nor client_secret_post at its token endpoint`,
+      );
     }
-    const response = await this.#request(discovery.token_endpoint, { method: 'POST', headers, body: form.toString() }, `token endpoint of provider '${name}'`);
+    const response = await this.#request(
+      discovery.token_endpoint,
+      { method: 'POST', headers, body: form.toString() },
+      `token endpoint of provider '${name}'`,
+    );
     let body: unknown;
     try {
       body = await response.json();
@@ -300,7 +362,8 @@ export class OidcProviders {
       const code = typeof fields.error === 'string' && /^[\w.-]{1,64}$/.test(fields.error) ? ` (${fields.error})` : '';
       throw new ProviderError(`token endpoint of provider '${name}' answered ${response.status}${code}`);
     }
-    if (typeof fields.id_token !== 'string' || fields.id_token === '') throw new ProviderError(`token endpoint of provider '${name}' returned no id_token`);
+    if (typeof fields.id_token !== 'string' || fields.id_token === '')
+      throw new ProviderError(`token endpoint of provider '${name}' returned no id_token`);
     return { idToken: fields.id_token };
   }
 
@@ -367,17 +430,22 @@ export class OidcProviders {
     } catch (error) {
       if (error instanceof InvalidTokenError || error instanceof ProviderError) throw error;
       if (error instanceof joseErrors.JWTExpired) throw new InvalidTokenError('the token has expired');
-      if (error instanceof joseErrors.JWTClaimValidationFailed) throw new InvalidTokenError(`the token's ${error.claim} claim is not acceptable (${error.reason})`);
-      if (error instanceof joseErrors.JWSSignatureVerificationFailed) throw new InvalidTokenError('the token signature is invalid');
+      if (error instanceof joseErrors.JWTClaimValidationFailed)
+        throw new InvalidTokenError(`the token's ${error.claim} claim is not acceptable (${error.reason})`);
+      if (error instanceof joseErrors.JWSSignatureVerificationFailed)
+        throw new InvalidTokenError('the token signature is invalid');
       if (error instanceof joseErrors.JOSEError) throw new InvalidTokenError(`the token is invalid (${error.code})`);
       throw new InvalidTokenError('the token is invalid');
     }
     const now = Math.floor(Date.now() / 1000);
-    if (typeof claims.iat !== 'number' || claims.iat > now + CLOCK_TOLERANCE_SECONDS) throw new InvalidTokenError("the token's iat claim is in the future");
+    if (typeof claims.iat !== 'number' || claims.iat > now + CLOCK_TOLERANCE_SECONDS)
+      throw new InvalidTokenError("the token's iat claim is in the future");
     if (typeof claims.sub !== 'string' || claims.sub === '') throw new InvalidTokenError('the token has no subject');
     const aud = audiences(claims);
-    if (aud.length > 1 && claims.azp !== undefined && claims.azp !== provider.clientId) throw new InvalidTokenError("the token's azp claim names another client");
-    if (options.nonce !== undefined && claims.nonce !== options.nonce) throw new InvalidTokenError('the token nonce does not match this sign-in');
+    if (aud.length > 1 && claims.azp !== undefined && claims.azp !== provider.clientId)
+      throw new InvalidTokenError("the token's azp claim names another client");
+    if (options.nonce !== undefined && claims.nonce !== options.nonce)
+      throw new InvalidTokenError('the token nonce does not match this sign-in');
     return { provider, claims };
   }
 }
@@ -395,7 +463,9 @@ export function profileFromClaims(claims: JWTPayload): { nick?: string; picture?
 }
 
 /** Why no user was resolved; the SSO routes answer 403 with `message`. */
-export type ResolveOutcome = { user: User; created: boolean; linked: boolean } | { user: null; reason: 'signup_closed' | 'no_email' | 'email_unverified' | 'email_taken'; message: string };
+export type ResolveOutcome =
+  | { user: User; created: boolean; linked: boolean }
+  | { user: null; reason: 'signup_closed' | 'no_email' | 'email_unverified' | 'email_taken'; message: string };
 
 /** The claim as a normalised email address, or '' when it is absent or not an address. */
 function usableEmail(claim: unknown): string {
@@ -423,7 +493,12 @@ const isConflict = (error: unknown) => error instanceof HttpError && error.statu
  *    (account pre-takeover);
  * 4. otherwise no user (the caller answers 403).
  */
-export async function linkOrCreateUser(conn: SqlConnection, provider: ProviderSettings, claims: JWTPayload, settings: Pick<Settings, 'signup'>): Promise<ResolveOutcome> {
+export async function linkOrCreateUser(
+  conn: SqlConnection,
+  provider: ProviderSettings,
+  claims: JWTPayload,
+  settings: Pick<Settings, 'signup'>,
+): Promise<ResolveOutcome> {
   const subject = claims.sub;
   if (typeof subject !== 'string' || subject === '') throw new InvalidTokenError('the token has no subject');
   const profile = profileFromClaims(claims);
@@ -437,7 +512,12 @@ export async function linkOrCreateUser(conn: SqlConnection, provider: ProviderSe
     const existing = await findUserByEmail(conn, email);
     if (existing) {
       if (!verified) {
-        return { user: null, reason: 'email_unverified', message: 'an account with this email exists, but the provider does not mark the email as verified, so this identity cannot be linked to it' };
+        return {
+          user: null,
+          reason: 'email_unverified',
+          message:
+            'an account with this email exists, but the provider does not mark the email as verified, so this identity cannot be linked to it',
+        };
       }
       const { passwordHash: _hash, ...user } = existing;
       const winner = await link(conn, provider, subject, user);
@@ -445,9 +525,20 @@ export async function linkOrCreateUser(conn: SqlConnection, provider: ProviderSe
     }
   }
 
-  if (settings.signup !== 'open') return { user: null, reason: 'signup_closed', message: 'no account for this identity; sign-up is closed' };
-  if (email === '') return { user: null, reason: 'no_email', message: 'the provider did not share an email address, which a new account needs' };
-  if (!verified) return { user: null, reason: 'email_unverified', message: 'the provider does not mark this email as verified, which a new account needs' };
+  if (settings.signup !== 'open')
+    return { user: null, reason: 'signup_closed', message: 'no account for this identity; sign-up is closed' };
+  if (email === '')
+    return {
+      user: null,
+      reason: 'no_email',
+      message: 'the provider did not share an email address, which a new account needs',
+    };
+  if (!verified)
+    return {
+      user: null,
+      reason: 'email_unverified',
+      message: 'the provider does not mark this email as verified, which a new account needs',
+    };
 
   let user: User;
   try {
@@ -477,16 +568,28 @@ async function link(conn: SqlConnection, provider: ProviderSettings, subject: st
   }
 }
 
-async function refreshProfile(conn: SqlConnection, user: User, profile: { nick?: string; picture?: string }, overwrite: boolean): Promise<User> {
+async function refreshProfile(
+  conn: SqlConnection,
+  user: User,
+  profile: { nick?: string; picture?: string },
+  overwrite: boolean,
+): Promise<User> {
   const changes: { nick?: string; picture?: string } = {};
-  if (profile.nick !== undefined && profile.nick !== user.nick && (overwrite || user.nick === undefined)) changes.nick = profile.nick;
-  if (profile.picture !== undefined && profile.picture !== user.picture && (overwrite || user.picture === undefined)) changes.picture = profile.picture;
+  if (profile.nick !== undefined && profile.nick !== user.nick && (overwrite || user.nick === undefined))
+    changes.nick = profile.nick;
+  if (profile.picture !== undefined && profile.picture !== user.picture && (overwrite || user.picture === undefined))
+    changes.picture = profile.picture;
   if (changes.nick === undefined && changes.picture === undefined) return user;
   await updateUserProfile(conn, user.id, changes);
   return (await findUserById(conn, user.id)) ?? { ...user, ...changes };
 }
 
 /** `linkOrCreateUser` without the reason: the user, or null when none may be used or created. */
-export async function resolveUser(conn: SqlConnection, provider: ProviderSettings, claims: JWTPayload, settings: Pick<Settings, 'signup'>): Promise<User | null> {
+export async function resolveUser(
+  conn: SqlConnection,
+  provider: ProviderSettings,
+  claims: JWTPayload,
+  settings: Pick<Settings, 'signup'>,
+): Promise<User | null> {
   return (await linkOrCreateUser(conn, provider, claims, settings)).user;
 }

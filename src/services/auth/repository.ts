@@ -115,7 +115,8 @@ export async function createUser(
         passwordHash,
         row.created_at,
       );
-      if (identity && (yield* linkWork(identity.provider, identity.subject, row.id, row.created_at)) !== row.id) throw new IdentityTaken();
+      if (identity && (yield* linkWork(identity.provider, identity.subject, row.id, row.created_at)) !== row.id)
+        throw new IdentityTaken();
     });
   } catch (error) {
     if (isEmailConflict(error)) throw AuthErrors.emailTaken(email);
@@ -126,19 +127,33 @@ export async function createUser(
 }
 
 export async function findUserById(connection: SqlConnection, id: string): Promise<User | null> {
-  const row = await connection.database.read(() => first<UserRow>(`select ${USER_COLUMNS} from auth_users where id = ?`, id));
+  const row = await connection.database.read(() =>
+    first<UserRow>(`select ${USER_COLUMNS} from auth_users where id = ?`, id),
+  );
   return row ? toUser(row) : null;
 }
 
 /** The user with this email (normalised before the lookup) and its password hash (null for SSO-only users). */
-export async function findUserByEmail(connection: SqlConnection, email: string): Promise<(User & { passwordHash: string | null }) | null> {
+export async function findUserByEmail(
+  connection: SqlConnection,
+  email: string,
+): Promise<(User & { passwordHash: string | null }) | null> {
   const key = normaliseEmail(email);
-  const row = await connection.database.read(() => first<UserRow & { password_hash: string | null }>(`select ${USER_COLUMNS}, password_hash from auth_users where email = ?`, key));
+  const row = await connection.database.read(() =>
+    first<UserRow & { password_hash: string | null }>(
+      `select ${USER_COLUMNS}, password_hash from auth_users where email = ?`,
+      key,
+    ),
+  );
   return row ? { ...toUser(row), passwordHash: row.password_hash } : null;
 }
 
 /** Sets the given profile fields; fields left undefined keep their value. */
-export async function updateUserProfile(connection: SqlConnection, userId: string, fields: { nick?: string; picture?: string }): Promise<void> {
+export async function updateUserProfile(
+  connection: SqlConnection,
+  userId: string,
+  fields: { nick?: string; picture?: string },
+): Promise<void> {
   const columns: string[] = [];
   const values: string[] = [];
   if (fields.nick !== undefined) {
@@ -150,13 +165,19 @@ export async function updateUserProfile(connection: SqlConnection, userId: strin
     values.push(fields.picture);
   }
   if (columns.length === 0) return;
-  await connection.database.write(() => run(`update auth_users set ${columns.join(', ')} where id = ?`, ...values, userId));
+  await connection.database.write(() =>
+    run(`update auth_users set ${columns.join(', ')} where id = ?`, ...values, userId),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
 // Single sign-on identities
 
-export async function findUserByIdentity(connection: SqlConnection, provider: string, subject: string): Promise<User | null> {
+export async function findUserByIdentity(
+  connection: SqlConnection,
+  provider: string,
+  subject: string,
+): Promise<User | null> {
   const row = await connection.database.read(() =>
     first<UserRow>(
       `select u.id, u.email, u.nick, u.picture, u.created_at
@@ -173,7 +194,12 @@ export async function findUserByIdentity(connection: SqlConnection, provider: st
  * Links (provider, subject) to the user. Linking the same pair to the same user again is a no-op;
  * a pair already linked to another user is a 409 `conflict` (a subject is one person).
  */
-export async function linkIdentity(connection: SqlConnection, provider: string, subject: string, userId: string): Promise<void> {
+export async function linkIdentity(
+  connection: SqlConnection,
+  provider: string,
+  subject: string,
+  userId: string,
+): Promise<void> {
   const createdAt = rfc3339();
   const linked = await connection.database.write(() => linkWork(provider, subject, userId, createdAt));
   if (linked !== undefined && linked !== userId) throw AuthErrors.identityLinkedElsewhere(provider);
@@ -188,7 +214,11 @@ function* linkWork(provider: string, subject: string, userId: string, createdAt:
     userId,
     createdAt,
   );
-  const row = yield* first<{ user_id: string }>('select user_id from auth_identities where provider = ? and subject = ?', provider, subject);
+  const row = yield* first<{ user_id: string }>(
+    'select user_id from auth_identities where provider = ? and subject = ?',
+    provider,
+    subject,
+  );
   return row?.user_id;
 }
 
@@ -199,7 +229,11 @@ function* linkWork(provider: string, subject: string, userId: string, createdAt:
  * Starts a session for the user. The token (32 random bytes, base64url) is returned once and
  * only its SHA-256 is stored; the session's public id is a UUID v4.
  */
-export async function createSession(connection: SqlConnection, userId: string, now: number = Date.now()): Promise<{ token: string; session: Session }> {
+export async function createSession(
+  connection: SqlConnection,
+  userId: string,
+  now: number = Date.now(),
+): Promise<{ token: string; session: Session }> {
   const token = randomBytes(32).toString('base64url');
   const row: SessionRow & { token_hash: string } = {
     id: randomUUID(),
@@ -223,7 +257,12 @@ export async function createSession(connection: SqlConnection, userId: string, n
   return { token, session: toSession(row) };
 }
 
-type SessionUserRow = SessionRow & { email: string; nick: string | null; picture: string | null; user_created_at: string };
+type SessionUserRow = SessionRow & {
+  email: string;
+  nick: string | null;
+  picture: string | null;
+  user_created_at: string;
+};
 
 const SESSION_BY_TOKEN_SQL = `select s.id, s.user_id, s.created_at, s.expires_at, s.last_seen_at,
   u.email, u.nick, u.picture, u.created_at as user_created_at
@@ -235,14 +274,24 @@ const SESSION_BY_TOKEN_SQL = `select s.id, s.user_id, s.created_at, s.expires_at
  * session has expired. It is the gateway's per-request path: one keyed read, which the port runs
  * synchronously on SQLite when the connection is free.
  */
-export async function findSessionByToken(connection: SqlConnection, token: string, now: number = Date.now()): Promise<{ session: Session; user: User } | null> {
+export async function findSessionByToken(
+  connection: SqlConnection,
+  token: string,
+  now: number = Date.now(),
+): Promise<{ session: Session; user: User } | null> {
   if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) return null;
   const tokenHash = sha256Hex(token);
   const row = await connection.database.read(() => first<SessionUserRow>(SESSION_BY_TOKEN_SQL, tokenHash, now));
   if (!row) return null;
   return {
     session: toSession(row),
-    user: toUser({ id: row.user_id, email: row.email, nick: row.nick, picture: row.picture, created_at: row.user_created_at }),
+    user: toUser({
+      id: row.user_id,
+      email: row.email,
+      nick: row.nick,
+      picture: row.picture,
+      created_at: row.user_created_at,
+    }),
   };
 }
 
@@ -250,7 +299,11 @@ export async function findSessionByToken(connection: SqlConnection, token: strin
  * Sliding expiry: a live session now expires SESSION_LIFETIME_MS after `now` and was last seen
  * at `now`. Null when the session is unknown or already expired (an expired session stays dead).
  */
-export async function extendSession(connection: SqlConnection, sessionId: string, now: number = Date.now()): Promise<Session | null> {
+export async function extendSession(
+  connection: SqlConnection,
+  sessionId: string,
+  now: number = Date.now(),
+): Promise<Session | null> {
   const row = await connection.database.write(() =>
     first<SessionRow>(
       `update auth_sessions set expires_at = ?, last_seen_at = ? where id = ? and expires_at > ? returning ${SESSION_COLUMNS}`,
@@ -264,8 +317,14 @@ export async function extendSession(connection: SqlConnection, sessionId: string
 }
 
 /** The live session with this public id; null when it is unknown, deleted or expired. */
-export async function findSessionById(connection: SqlConnection, sessionId: string, now: number = Date.now()): Promise<Session | null> {
-  const row = await connection.database.read(() => first<SessionRow>(`select ${SESSION_COLUMNS} from auth_sessions where id = ? and expires_at > ?`, sessionId, now));
+export async function findSessionById(
+  connection: SqlConnection,
+  sessionId: string,
+  now: number = Date.now(),
+): Promise<Session | null> {
+  const row = await connection.database.read(() =>
+    first<SessionRow>(`select ${SESSION_COLUMNS} from auth_sessions where id = ? and expires_at > ?`, sessionId, now),
+  );
   return row ? toSession(row) : null;
 }
 
@@ -290,7 +349,15 @@ export async function deleteExpiredSessions(connection: SqlConnection, now: numb
  */
 export async function saveSsoState(
   connection: SqlConnection,
-  state: { state: string; provider: string; nonce: string; verifier: string; redirect: string; expiresAt: number; codeChallenge?: string | null },
+  state: {
+    state: string;
+    provider: string;
+    nonce: string;
+    verifier: string;
+    redirect: string;
+    expiresAt: number;
+    codeChallenge?: string | null;
+  },
 ): Promise<void> {
   const stateHash = sha256Hex(state.state);
   await connection.database.write(() =>
@@ -315,17 +382,36 @@ export async function takeSsoState(
   connection: SqlConnection,
   state: string,
   now: number = Date.now(),
-): Promise<{ provider: string; nonce: string; verifier: string; redirect: string; codeChallenge: string | null } | null> {
+): Promise<{
+  provider: string;
+  nonce: string;
+  verifier: string;
+  redirect: string;
+  codeChallenge: string | null;
+} | null> {
   if (state.length === 0 || state.length > MAX_TOKEN_LENGTH) return null;
   const stateHash = sha256Hex(state);
   const row = await connection.database.write(() =>
-    first<{ provider: string; nonce: string; verifier: string; redirect: string; expires_at: number; code_challenge: string | null }>(
+    first<{
+      provider: string;
+      nonce: string;
+      verifier: string;
+      redirect: string;
+      expires_at: number;
+      code_challenge: string | null;
+    }>(
       'delete from auth_sso_states where state_hash = ? returning provider, nonce, verifier, redirect, expires_at, code_challenge',
       stateHash,
     ),
   );
   if (!row || Number(row.expires_at) <= now) return null;
-  return { provider: row.provider, nonce: row.nonce, verifier: row.verifier, redirect: row.redirect, codeChallenge: row.code_challenge };
+  return {
+    provider: row.provider,
+    nonce: row.nonce,
+    verifier: row.verifier,
+    redirect: row.redirect,
+    codeChallenge: row.code_challenge,
+  };
 }
 
 /** Removes SSO states and codes that have expired unused; returns how many. */
@@ -345,11 +431,22 @@ export const SSO_CODE_TTL_MS = 60_000;
  * challenge of a verifier only the page that started the sign-in holds). Only the code's SHA-256
  * is stored; the code itself is returned once.
  */
-export async function createSsoCode(connection: SqlConnection, userId: string, challenge: string, now: number = Date.now()): Promise<string> {
+export async function createSsoCode(
+  connection: SqlConnection,
+  userId: string,
+  challenge: string,
+  now: number = Date.now(),
+): Promise<string> {
   const code = randomBytes(32).toString('base64url');
   const codeHash = sha256Hex(code);
   await connection.database.write(() =>
-    run('insert into auth_sso_codes (code_hash, user_id, expires_at, challenge) values (?, ?, ?, ?)', codeHash, userId, now + SSO_CODE_TTL_MS, challenge),
+    run(
+      'insert into auth_sso_codes (code_hash, user_id, expires_at, challenge) values (?, ?, ?, ?)',
+      codeHash,
+      userId,
+      now + SSO_CODE_TTL_MS,
+      challenge,
+    ),
   );
   return code;
 }
@@ -359,11 +456,18 @@ export async function createSsoCode(connection: SqlConnection, userId: string, c
  * wrong binding is burned too and two concurrent exchanges cannot both get it. Its user and
  * binding challenge, or null when unknown, used or expired.
  */
-export async function takeSsoCode(connection: SqlConnection, code: string, now: number = Date.now()): Promise<{ userId: string; challenge: string | null } | null> {
+export async function takeSsoCode(
+  connection: SqlConnection,
+  code: string,
+  now: number = Date.now(),
+): Promise<{ userId: string; challenge: string | null } | null> {
   if (code.length === 0 || code.length > MAX_TOKEN_LENGTH) return null;
   const codeHash = sha256Hex(code);
   const row = await connection.database.write(() =>
-    first<{ user_id: string; expires_at: number; challenge: string | null }>('delete from auth_sso_codes where code_hash = ? returning user_id, expires_at, challenge', codeHash),
+    first<{ user_id: string; expires_at: number; challenge: string | null }>(
+      'delete from auth_sso_codes where code_hash = ? returning user_id, expires_at, challenge',
+      codeHash,
+    ),
   );
   return row && Number(row.expires_at) > now ? { userId: row.user_id, challenge: row.challenge } : null;
 }
@@ -380,7 +484,12 @@ export interface LoginAttempts {
 /** The email's (normalised) counter, or null when there is none. Expired windows are returned as stored. */
 export async function findLoginAttempts(connection: SqlConnection, email: string): Promise<LoginAttempts | null> {
   const key = normaliseEmail(email);
-  const row = await connection.database.read(() => first<{ failures: number; window_started_at: number }>('select failures, window_started_at from auth_login_failures where email = ?', key));
+  const row = await connection.database.read(() =>
+    first<{ failures: number; window_started_at: number }>(
+      'select failures, window_started_at from auth_login_failures where email = ?',
+      key,
+    ),
+  );
   return row ? { attempts: Number(row.failures), windowStartedAt: Number(row.window_started_at) } : null;
 }
 
@@ -388,7 +497,12 @@ export async function findLoginAttempts(connection: SqlConnection, email: string
  * Counts one attempt for the email, atomically (one upsert, so concurrent attempts on any number
  * of instances are all counted). A window older than `windowMs` starts over at 1.
  */
-export async function recordLoginAttempt(connection: SqlConnection, email: string, windowMs: number, now: number = Date.now()): Promise<LoginAttempts> {
+export async function recordLoginAttempt(
+  connection: SqlConnection,
+  email: string,
+  windowMs: number,
+  now: number = Date.now(),
+): Promise<LoginAttempts> {
   const key = normaliseEmail(email);
   const cutoff = now - windowMs;
   const row = await connection.database.write(() =>

@@ -25,8 +25,15 @@ export type LoginBody = Static<typeof loginBody>;
 
 export const signupBody = Type.Object(
   {
-    email: Type.String({ maxLength: 320, description: `An email address, at most ${EMAIL_MAX_LENGTH} characters once trimmed; stored lower-cased` }),
-    password: Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH, description: `${PASSWORD_MIN_LENGTH}–${PASSWORD_MAX_LENGTH} characters` }),
+    email: Type.String({
+      maxLength: 320,
+      description: `An email address, at most ${EMAIL_MAX_LENGTH} characters once trimmed; stored lower-cased`,
+    }),
+    password: Type.String({
+      minLength: PASSWORD_MIN_LENGTH,
+      maxLength: PASSWORD_MAX_LENGTH,
+      description: `${PASSWORD_MIN_LENGTH}–${PASSWORD_MAX_LENGTH} characters`,
+    }),
     nick: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Display name, 1–200 characters' })),
   },
   closed,
@@ -55,7 +62,9 @@ export const loginResponseSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
-    token: Type.String({ description: 'Session token: the stratus_session cookie value, also usable as Authorization: Bearer <token>' }),
+    token: Type.String({
+      description: 'Session token: the stratus_session cookie value, also usable as Authorization: Bearer <token>',
+    }),
   },
   { additionalProperties: false, description: 'The user and a new session token' },
 );
@@ -69,14 +78,18 @@ export const sessionToken = Type.Object({ token: Type.String(), expires_at: Type
 
 // Single sign-on (README: Single sign-on).
 
-export const providerParams = Type.Object({ provider: Type.String({ description: 'The configured provider name' }) }, { additionalProperties: false });
+export const providerParams = Type.Object(
+  { provider: Type.String({ description: 'The configured provider name' }) },
+  { additionalProperties: false },
+);
 
 export const ssoLoginQuery = Type.Object(
   {
     redirect: Type.Optional(
       Type.String({
         maxLength: REDIRECT_MAX_LENGTH,
-        description: "Where the browser goes after signing in: a path (on the console) or a URL on the console's origin or on an origin listed in SSO_REDIRECT_ORIGINS. Default: the console.",
+        description:
+          "Where the browser goes after signing in: a path (on the console) or a URL on the console's origin or on an origin listed in SSO_REDIRECT_ORIGINS. Default: the console.",
       }),
     ),
     code_challenge: Type.Optional(
@@ -95,16 +108,29 @@ export const ssoCallbackQuery = Type.Object(
   {
     code: Type.Optional(Type.String({ maxLength: 4096, description: 'Authorization code' })),
     state: Type.Optional(Type.String({ maxLength: 512, description: 'The state sent with the login redirect' })),
-    error: Type.Optional(Type.String({ maxLength: 256, description: 'OAuth error from the provider (e.g. access_denied)' })),
+    error: Type.Optional(
+      Type.String({ maxLength: 256, description: 'OAuth error from the provider (e.g. access_denied)' }),
+    ),
     error_description: Type.Optional(Type.String({ maxLength: 4096 })),
-    iss: Type.Optional(Type.String({ maxLength: 2048, description: 'Issuer of the authorization response (RFC 9207); must be the provider when present' })),
+    iss: Type.Optional(
+      Type.String({
+        maxLength: 2048,
+        description: 'Issuer of the authorization response (RFC 9207); must be the provider when present',
+      }),
+    ),
   },
   // Providers add members of their own (session_state, scope, authuser…).
   { additionalProperties: true },
 );
 
 export const ssoTokenBody = Type.Object(
-  { id_token: Type.String({ minLength: 1, maxLength: 16384, description: 'An ID token issued by the provider to its configured client id' }) },
+  {
+    id_token: Type.String({
+      minLength: 1,
+      maxLength: 16384,
+      description: 'An ID token issued by the provider to its configured client id',
+    }),
+  },
   { additionalProperties: false },
 );
 

@@ -40,7 +40,9 @@ export class ConfigRepository {
     const cached = this.cache?.get(id);
     if (cached !== undefined) return cached;
     const writesBefore = this.writes;
-    const row = await this.database.read(() => first<{ entries: string }>('select entries from config_objects where id = ?', id));
+    const row = await this.database.read(() =>
+      first<{ entries: string }>('select entries from config_objects where id = ?', id),
+    );
     if (!row) return null;
     const json = objectJson(id, row.entries);
     if (this.cache && this.writes === writesBefore) this.cache.set(id, json);
@@ -55,14 +57,19 @@ export class ConfigRepository {
   }
 
   async list(): Promise<ConfigObject[]> {
-    const rows = await this.database.read(() => all<{ id: string; entries: string }>('select id, entries from config_objects order by seq'));
+    const rows = await this.database.read(() =>
+      all<{ id: string; entries: string }>('select id, entries from config_objects order by seq'),
+    );
     return rows.map((row) => ({ id: row.id, entries: parseEntries(row.entries) }));
   }
 
   /** Inserts the object; false when the id is already taken. */
   async create(object: ConfigObject): Promise<boolean> {
     const entries = JSON.stringify(object.entries);
-    const created = (await this.database.write(() => run('insert into config_objects (id, entries) values (?, ?) on conflict (id) do nothing', object.id, entries))) > 0;
+    const created =
+      (await this.database.write(() =>
+        run('insert into config_objects (id, entries) values (?, ?) on conflict (id) do nothing', object.id, entries),
+      )) > 0;
     if (created) this.written(object.id, object.entries);
     return created;
   }
@@ -95,7 +102,9 @@ export class ConfigRepository {
   }
 
   async userEntries(userId: string): Promise<Entries> {
-    const row = await this.database.read(() => first<{ entries: string }>('select entries from config_user_entries where user_id = ?', userId));
+    const row = await this.database.read(() =>
+      first<{ entries: string }>('select entries from config_user_entries where user_id = ?', userId),
+    );
     return row ? parseEntries(row.entries) : {};
   }
 
@@ -105,10 +114,18 @@ export class ConfigRepository {
     const { forUpdate } = this.database.syntax;
     return this.database.write(function* () {
       // Make sure a row exists to lock, so two first-time patches of one user serialize too.
-      if (changes) yield* run(`insert into config_user_entries (user_id, entries) values (?, '{}') on conflict (user_id) do nothing`, userId);
-      const row = yield* first<{ entries: string }>(`select entries from config_user_entries where user_id = ?${forUpdate}`, userId);
+      if (changes)
+        yield* run(
+          `insert into config_user_entries (user_id, entries) values (?, '{}') on conflict (user_id) do nothing`,
+          userId,
+        );
+      const row = yield* first<{ entries: string }>(
+        `select entries from config_user_entries where user_id = ?${forUpdate}`,
+        userId,
+      );
       const entries = mergeEntries(row ? parseEntries(row.entries) : {}, patch);
-      if (changes) yield* run('update config_user_entries set entries = ? where user_id = ?', JSON.stringify(entries), userId);
+      if (changes)
+        yield* run('update config_user_entries set entries = ? where user_id = ?', JSON.stringify(entries), userId);
       return entries;
     });
   }

@@ -4,7 +4,9 @@ const errorBody = Type.Object({
   error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
 });
 
-export const entries = Type.Record(Type.String(), Type.Unknown(), { description: 'Entries map: string keys, any JSON values' });
+export const entries = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'Entries map: string keys, any JSON values',
+});
 
 export const CONFIG_ID_PATTERN = '^[A-Za-z0-9._-]{1,128}$';
 

@@ -34,28 +34,55 @@ export function createConsoleService(options: ConsoleOptions = {}): ServiceDefin
           const path = request.url.split('?')[0] ?? '/';
           // Anything else under /fakeapi/ is a strict 404 naming the route (no wildcard answer, no page).
           if (path === '/fakeapi' || path.startsWith('/fakeapi/')) {
-            await reply.code(404).send({ error: { status: 404, code: 'not_found', message: `route ${request.method} ${path} not found` } });
+            await reply.code(404).send({
+              error: { status: 404, code: 'not_found', message: `route ${request.method} ${path} not found` },
+            });
             return true;
           }
           return files(request, reply);
         },
       });
-      app.get('/version', { schema: { tags: ['console'], summary: 'The running Stratus version, as text', response: { 200: Type.String() } } }, async (_request, reply) =>
-        reply.type('text/plain; charset=utf-8').send(version),
+      app.get(
+        '/version',
+        {
+          schema: {
+            tags: ['console'],
+            summary: 'The running Stratus version, as text',
+            response: { 200: Type.String() },
+          },
+        },
+        async (_request, reply) => reply.type('text/plain; charset=utf-8').send(version),
       );
       for (const route of MOCK_ROUTES) {
-        app.get(route.path, { schema: { tags: ['mock'], summary: route.summary, response: { 200: Type.Unknown() } } }, async (_request, reply) =>
-          reply.type('application/json; charset=utf-8').send(route.body),
+        app.get(
+          route.path,
+          { schema: { tags: ['mock'], summary: route.summary, response: { 200: Type.Unknown() } } },
+          async (_request, reply) => reply.type('application/json; charset=utf-8').send(route.body),
         );
       }
-      const runtime = { demo: settings.consoleDemo, domain: settings.domain, providers: settings.authProviders.map((p) => ({ name: p.name })), signup: settings.signup === 'open', version };
+      const runtime = {
+        demo: settings.consoleDemo,
+        domain: settings.domain,
+        providers: settings.authProviders.map((p) => ({ name: p.name })),
+        signup: settings.signup === 'open',
+        version,
+      };
       app.get(
         '/console-config.json',
         {
           schema: {
             tags: ['console'],
-            summary: "The web console's runtime settings: demo mode (CONSOLE_DEMO), the platform domain, the sign-in providers, whether sign-up is open (SIGNUP)",
-            response: { 200: Type.Object({ demo: Type.Boolean(), domain: Type.String(), providers: Type.Array(Type.Object({ name: Type.String() })), signup: Type.Boolean(), version: Type.String() }) },
+            summary:
+              "The web console's runtime settings: demo mode (CONSOLE_DEMO), the platform domain, the sign-in providers, whether sign-up is open (SIGNUP)",
+            response: {
+              200: Type.Object({
+                demo: Type.Boolean(),
+                domain: Type.String(),
+                providers: Type.Array(Type.Object({ name: Type.String() })),
+                signup: Type.Boolean(),
+                version: Type.String(),
+              }),
+            },
           },
         },
         async (_request, reply) => reply.header('cache-control', 'no-cache').send(runtime),

@@ -40,18 +40,33 @@ export function consoleFiles(root: string): (request: FastifyRequest, reply: Fas
     const found = await stat(file).catch(() => null);
     if (found?.isFile()) return send(reply, file, found.size, path.startsWith('/assets/'), request.method === 'HEAD');
     const accept = String(request.headers.accept ?? '');
-    if (extname(path) !== '' || !(accept.includes('text/html') || accept.includes('*/*') || accept === '')) return false;
+    if (extname(path) !== '' || !(accept.includes('text/html') || accept.includes('*/*') || accept === ''))
+      return false;
     const index = join(base, 'index.html');
     const page = await stat(index).catch(() => null);
     if (!page?.isFile()) {
-      await reply.code(503).send(envelope(503, 'console_not_built', 'the web console is not built: run `npm run build:console` (npm install does it)'));
+      await reply
+        .code(503)
+        .send(
+          envelope(
+            503,
+            'console_not_built',
+            'the web console is not built: run `npm run build:console` (npm install does it)',
+          ),
+        );
       return true;
     }
     return send(reply, index, page.size, false, request.method === 'HEAD');
   };
 }
 
-async function send(reply: FastifyReply, file: string, size: number, immutable: boolean, headOnly: boolean): Promise<boolean> {
+async function send(
+  reply: FastifyReply,
+  file: string,
+  size: number,
+  immutable: boolean,
+  headOnly: boolean,
+): Promise<boolean> {
   reply
     .header('content-type', TYPES[extname(file)] ?? 'application/octet-stream')
     .header('content-length', size)

@@ -1,6 +1,13 @@
 import type { Readable } from 'node:stream';
 import { MiB } from '../../core/app.ts';
-import { MAX_NESTING, isJsonObject, nestedDeeperThan, parseJson, type JsonObject, type JsonValue } from '../../core/json.ts';
+import {
+  MAX_NESTING,
+  isJsonObject,
+  nestedDeeperThan,
+  parseJson,
+  type JsonObject,
+  type JsonValue,
+} from '../../core/json.ts';
 import { DocdbErrors } from './errors.ts';
 
 export const BODY_LIMIT = 10 * MiB;

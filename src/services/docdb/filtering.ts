@@ -59,7 +59,11 @@ export class DocumentFilters {
   async inWorker(filter: Filter, body: string): Promise<boolean> {
     let reply: FilterJobReply;
     try {
-      reply = await this.pool.run<FilterJobReply>({ filter: filter.json, body } satisfies FilterJob, [], DOCUMENT_FILTER_MS);
+      reply = await this.pool.run<FilterJobReply>(
+        { filter: filter.json, body } satisfies FilterJob,
+        [],
+        DOCUMENT_FILTER_MS,
+      );
     } catch (error) {
       if (error instanceof WorkerTimeLimitError) {
         throw DocdbErrors.filterTooSlow(DOCUMENT_FILTER_MS / 1000);

@@ -18,7 +18,8 @@ export const docdbService: ServiceDefinition = {
       title: 'Stratus docdb',
       version,
       logger,
-      description: 'Document database: databases with owners and API keys, collections of JSON documents, map and btree indexes, streamed insert/find/patch/remove.',
+      description:
+        'Document database: databases with owners and API keys, collections of JSON documents, map and btree indexes, streamed insert/find/patch/remove.',
       exactJson: true,
       // Served by routes/openapi.ts: OpenAPI 3.1 with each colon action as its own path.
       openapiPath: null,

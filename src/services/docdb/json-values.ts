@@ -129,8 +129,13 @@ class Splitter {
           for (; j < n; j++) {
             const c = buf[j]!;
             if (
-              c === SPACE || c === LF || c === CR || c === TAB ||
-              c === OPEN_BRACE || c === OPEN_BRACKET || c === QUOTE
+              c === SPACE ||
+              c === LF ||
+              c === CR ||
+              c === TAB ||
+              c === OPEN_BRACE ||
+              c === OPEN_BRACKET ||
+              c === QUOTE
             ) {
               break;
             }

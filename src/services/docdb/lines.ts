@@ -73,7 +73,10 @@ export class LineResponse {
     if (!this.started) {
       this.started = true;
       const empty = this.status === 204 || this.status === 304;
-      this.res.writeHead(this.status, empty ? this.headers : { ...this.headers, 'content-length': String(Buffer.byteLength(this.pending)) });
+      this.res.writeHead(
+        this.status,
+        empty ? this.headers : { ...this.headers, 'content-length': String(Buffer.byteLength(this.pending)) },
+      );
     }
     this.res.end(this.pending);
     this.pending = '';

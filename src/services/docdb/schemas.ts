@@ -13,7 +13,11 @@ export const errorBody = Type.Object({
   error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
 });
 
-const databaseName = Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: `1–${MAX_NAME_LENGTH} characters; need not be unique` });
+const databaseName = Type.String({
+  minLength: 1,
+  maxLength: MAX_NAME_LENGTH,
+  description: `1–${MAX_NAME_LENGTH} characters; need not be unique`,
+});
 const ownerId = Type.String({ minLength: 1, maxLength: MAX_OWNER_ID_LENGTH, description: 'a platform user id' });
 
 // ---------------------------------------------------------------------------------------------
@@ -35,7 +39,9 @@ export const databaseSummary = Type.Object({
 });
 export const deletedDatabase = Type.Object({ id: Type.String(), name: Type.String(), creation_date: Type.String() });
 export const nameBody = Type.Object({ name: databaseName });
-export const createKeyBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: `1–${MAX_NAME_LENGTH} characters` }) });
+export const createKeyBody = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: `1–${MAX_NAME_LENGTH} characters` }),
+});
 export const deleteKeyBody = Type.Object({ key: Type.String({ minLength: 1, description: 'the public key' }) });
 export const ownerBody = Type.Object({ owner_id: ownerId });
 export const createdKey = Type.Object({
@@ -54,4 +60,8 @@ export const databaseParams = Type.Object({ databaseId: Type.String() });
 /** `/v1/databases/:databaseId/collections/:collection…` */
 export const collectionParams = Type.Object({ databaseId: Type.String(), collection: Type.String() });
 /** `/v1/databases/:databaseId/collections/:collection/documents/:documentId` */
-export const documentParams = Type.Object({ databaseId: Type.String(), collection: Type.String(), documentId: Type.String() });
+export const documentParams = Type.Object({
+  databaseId: Type.String(),
+  collection: Type.String(),
+  documentId: Type.String(),
+});

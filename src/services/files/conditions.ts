@@ -31,7 +31,10 @@ function parseHttpDate(value: string): number | null {
  * True when the response is 304 Not Modified: If-None-Match lists the ETag (weak comparison) or is
  * `*`; only without If-None-Match, If-Modified-Since at or after Last-Modified (README: If-Modified-Since).
  */
-export function notModified(headers: { 'if-none-match'?: string; 'if-modified-since'?: string }, v: Validators): boolean {
+export function notModified(
+  headers: { 'if-none-match'?: string; 'if-modified-since'?: string },
+  v: Validators,
+): boolean {
   const inm = headers['if-none-match'];
   if (inm !== undefined) {
     const tags = parseEtagList(inm);
@@ -59,9 +62,7 @@ export function ifRangeHolds(ifRange: string | undefined, v: Validators): boolea
 }
 
 export type RangeOutcome =
-  | { kind: 'full' }
-  | { kind: 'partial'; start: number; end: number }
-  | { kind: 'unsatisfiable' };
+  { kind: 'full' } | { kind: 'partial'; start: number; end: number } | { kind: 'unsatisfiable' };
 
 /**
  * Interprets a Range header against a file of `size` bytes. One `bytes=` range → partial (end
@@ -72,7 +73,10 @@ export function parseRange(header: string | undefined, size: number): RangeOutco
   if (header === undefined) return { kind: 'full' };
   const match = /^\s*bytes\s*=\s*(.*)$/i.exec(header);
   if (!match) return { kind: 'full' };
-  const specs = match[1]!.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const specs = match[1]!
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   if (specs.length !== 1) return { kind: 'full' };
   const spec = /^(\d*)-(\d*)$/.exec(specs[0]!);
   if (!spec) return { kind: 'full' };

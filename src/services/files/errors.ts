@@ -20,9 +20,12 @@ export const FilesErrors = {
     new HttpError(405, 'method_not_allowed', `method ${method} is not allowed on ${path}`, { allow }),
   /** A range starting at or past the end of the file (or any range of an empty one). */
   rangeNotSatisfiable: (size: number) =>
-    new HttpError(416, 'range_not_satisfiable', `range not satisfiable for ${size} bytes`, { 'content-range': `bytes */${size}` }),
+    new HttpError(416, 'range_not_satisfiable', `range not satisfiable for ${size} bytes`, {
+      'content-range': `bytes */${size}`,
+    }),
   /** A declared Content-Length, or the bytes received so far, over the upload limit. */
-  payloadTooLarge: (maxBytes: number) => new HttpError(413, 'payload_too_large', `upload exceeds the limit of ${maxBytes} bytes`),
+  payloadTooLarge: (maxBytes: number) =>
+    new HttpError(413, 'payload_too_large', `upload exceeds the limit of ${maxBytes} bytes`),
   /** The client went away while its upload was being read. */
   clientDisconnected: () => new HttpError(400, 'client_disconnected', 'the client disconnected during the upload'),
   /** The request stream closed before the end of its body. */

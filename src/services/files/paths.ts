@@ -11,7 +11,8 @@ export const MAX_PATH_BYTES = 1024;
 export function checkFilePath(path: string): string {
   if (path.length === 0) throw validationError('file path must not be empty');
   if (path.includes('\u0000')) throw validationError('file path must not contain NUL');
-  if (Buffer.byteLength(path, 'utf8') > MAX_PATH_BYTES) throw validationError(`file path must be at most ${MAX_PATH_BYTES} bytes`);
+  if (Buffer.byteLength(path, 'utf8') > MAX_PATH_BYTES)
+    throw validationError(`file path must be at most ${MAX_PATH_BYTES} bytes`);
   for (const segment of path.split('/')) {
     if (segment === '') throw validationError('file path must not have empty segments (leading, trailing or double /)');
     if (segment === '.' || segment === '..') throw validationError(`file path must not have '${segment}' segments`);
@@ -27,6 +28,7 @@ export function checkFilePath(path: string): string {
 export function listPrefix(raw: string): string {
   const prefix = raw.endsWith('*') ? raw.slice(0, -1) : raw;
   if (prefix.includes('\u0000')) throw validationError('list prefix must not contain NUL');
-  if (Buffer.byteLength(prefix, 'utf8') > MAX_PATH_BYTES) throw validationError(`list prefix must be at most ${MAX_PATH_BYTES} bytes`);
+  if (Buffer.byteLength(prefix, 'utf8') > MAX_PATH_BYTES)
+    throw validationError(`list prefix must be at most ${MAX_PATH_BYTES} bytes`);
   return prefix;
 }

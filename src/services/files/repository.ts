@@ -32,7 +32,14 @@ interface BucketRow {
 const BUCKET_COLUMNS = 'id, project_id, created_ns, owners, name, description';
 
 function toBucket(row: BucketRow): BucketRecord {
-  return { id: row.id, projectId: row.project_id, createdNs: parseNs(row.created_ns), owners: JSON.parse(row.owners) as string[], name: row.name, description: row.description };
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    createdNs: parseNs(row.created_ns),
+    owners: JSON.parse(row.owners) as string[],
+    name: row.name,
+    description: row.description,
+  };
 }
 
 export interface FileRecord {
@@ -63,7 +70,8 @@ interface FileRow {
   mime_type: string;
 }
 
-const FILE_COLUMNS = 'id, uuid, bucket_id, name, owners, created_ns, updated_ns, size, hash_md5, hash_sha256, mime_type';
+const FILE_COLUMNS =
+  'id, uuid, bucket_id, name, owners, created_ns, updated_ns, size, hash_md5, hash_sha256, mime_type';
 // Second key of the PostgreSQL advisory lock that serializes writes to one path of one bucket.
 const PATH_LOCK_SPACE = 0x53544650; // "STFP"
 
@@ -115,12 +123,25 @@ export class BucketRepository {
 
   async create(owner: string, projectId: string, input: { name: string; description: string }): Promise<BucketRecord> {
     const id = newId('bucket');
-    const record: BucketRecord = { id, projectId, createdNs: this.clock(), owners: [owner], name: input.name === '' ? id : input.name, description: input.description };
+    const record: BucketRecord = {
+      id,
+      projectId,
+      createdNs: this.clock(),
+      owners: [owner],
+      name: input.name === '' ? id : input.name,
+      description: input.description,
+    };
     try {
       await this.work.write(() =>
         run(
           'insert into files_buckets (id, owner, owners, project_id, name, description, created_ns) values (?, ?, ?, ?, ?, ?, ?)',
-          record.id, owner, JSON.stringify(record.owners), record.projectId, record.name, record.description, record.createdNs.toString(),
+          record.id,
+          owner,
+          JSON.stringify(record.owners),
+          record.projectId,
+          record.name,
+          record.description,
+          record.createdNs.toString(),
         ),
       );
     } catch (error) {
@@ -131,12 +152,16 @@ export class BucketRepository {
   }
 
   async listOwned(owner: string): Promise<BucketRecord[]> {
-    const rows = await this.work.read(() => all<BucketRow>(`select ${BUCKET_COLUMNS} from files_buckets where owner = ? order by seq`, owner));
+    const rows = await this.work.read(() =>
+      all<BucketRow>(`select ${BUCKET_COLUMNS} from files_buckets where owner = ? order by seq`, owner),
+    );
     return rows.map(toBucket);
   }
 
   async getOwned(id: string, owner: string): Promise<BucketRecord | null> {
-    const row = await this.work.read(() => first<BucketRow>(`select ${BUCKET_COLUMNS} from files_buckets where id = ? and owner = ?`, id, owner));
+    const row = await this.work.read(() =>
+      first<BucketRow>(`select ${BUCKET_COLUMNS} from files_buckets where id = ? and owner = ?`, id, owner),
+    );
     return row ? toBucket(row) : null;
   }
 
@@ -150,7 +175,11 @@ export class BucketRepository {
     return this.work.write(function* (): Work<BucketRecord | null> {
       // The row lock orders this delete after uploads committing into the bucket (they take a
       // share lock), so their references are seen and removed here.
-      const row = yield* first<BucketRow>(`select ${BUCKET_COLUMNS} from files_buckets where id = ? and owner = ?${locking}`, id, owner);
+      const row = yield* first<BucketRow>(
+        `select ${BUCKET_COLUMNS} from files_buckets where id = ? and owner = ?${locking}`,
+        id,
+        owner,
+      );
       if (!row) return null;
       const files = yield* all<{ id: string }>('select id from files_files where bucket_id = ?', id);
       yield* refs.removeHoldersWork(files.map((file) => fileHolder(file.id)));
@@ -172,10 +201,14 @@ export class FileRepository {
   async lookup(bucketId: string, owner: string, name: string): Promise<FileLookup> {
     const row = await this.work.read(() =>
       first<{ bucket: string } & Partial<FileRow>>(
-        `select b.id as bucket, ${FILE_COLUMNS.split(', ').map((c) => `f.${c}`).join(', ')}
+        `select b.id as bucket, ${FILE_COLUMNS.split(', ')
+          .map((c) => `f.${c}`)
+          .join(', ')}
          from files_buckets b left join files_files f on f.bucket_id = b.id and f.name = ?
          where b.id = ? and b.owner = ?`,
-        name, bucketId, owner,
+        name,
+        bucketId,
+        owner,
       ),
     );
     if (!row) return { bucket: false };
@@ -188,7 +221,12 @@ export class FileRepository {
       prefix === ''
         ? all<FileRow>(`select ${FILE_COLUMNS} from files_files where bucket_id = ? order by seq`, bucketId)
         : // substr counts characters on both databases; equality is exact (no collation folding).
-          all<FileRow>(`select ${FILE_COLUMNS} from files_files where bucket_id = ? and substr(name, 1, ?) = ? order by seq`, bucketId, [...prefix].length, prefix),
+          all<FileRow>(
+            `select ${FILE_COLUMNS} from files_files where bucket_id = ? and substr(name, 1, ?) = ? order by seq`,
+            bucketId,
+            [...prefix].length,
+            prefix,
+          ),
     );
     return rows.map(toFile);
   }
@@ -204,26 +242,71 @@ export class FileRepository {
     return work.write(function* (): Work<CommitResult> {
       // PostgreSQL: a share lock on the bucket row orders this against a bucket delete, and an
       // advisory lock on the path against other writes to it. SQLite serializes every write.
-      const bucket = yield* first(`select id from files_buckets where id = ? and owner = ?${work.syntax.forShare}`, bucketId, owner);
+      const bucket = yield* first(
+        `select id from files_buckets where id = ? and owner = ?${work.syntax.forShare}`,
+        bucketId,
+        owner,
+      );
       if (!bucket) return { kind: 'no_bucket' };
       yield* work.lockName(PATH_LOCK_SPACE, `${bucketId}/${name}`);
       const now = clock();
-      const existing = yield* first<FileRow>(`select ${FILE_COLUMNS} from files_files where bucket_id = ? and name = ?`, bucketId, name);
+      const existing = yield* first<FileRow>(
+        `select ${FILE_COLUMNS} from files_files where bucket_id = ? and name = ?`,
+        bucketId,
+        name,
+      );
       if (existing) {
         const previous = toFile(existing);
         yield* refs.addWork(content.pin, fileHolder(previous.id));
         if (previous.sha256 !== content.pin.sha256) yield* refs.removeWork(previous.sha256, fileHolder(previous.id));
         yield* run(
           'update files_files set updated_ns = ?, size = ?, hash_md5 = ?, hash_sha256 = ?, mime_type = ? where id = ?',
-          now.toString(), content.size, content.md5, content.pin.sha256, content.mimeType, previous.id,
+          now.toString(),
+          content.size,
+          content.md5,
+          content.pin.sha256,
+          content.mimeType,
+          previous.id,
         );
-        return { kind: 'replaced', file: { ...previous, updatedNs: now, size: content.size, md5: content.md5, sha256: content.pin.sha256, mimeType: content.mimeType } };
+        return {
+          kind: 'replaced',
+          file: {
+            ...previous,
+            updatedNs: now,
+            size: content.size,
+            md5: content.md5,
+            sha256: content.pin.sha256,
+            mimeType: content.mimeType,
+          },
+        };
       }
       const uuid = randomUUID();
-      const file: FileRecord = { id: `file-${uuid}`, uuid, bucketId, name, owners: [owner], createdNs: now, updatedNs: now, size: content.size, md5: content.md5, sha256: content.pin.sha256, mimeType: content.mimeType };
+      const file: FileRecord = {
+        id: `file-${uuid}`,
+        uuid,
+        bucketId,
+        name,
+        owners: [owner],
+        createdNs: now,
+        updatedNs: now,
+        size: content.size,
+        md5: content.md5,
+        sha256: content.pin.sha256,
+        mimeType: content.mimeType,
+      };
       yield* run(
         `insert into files_files (id, uuid, bucket_id, name, owners, created_ns, updated_ns, size, hash_md5, hash_sha256, mime_type) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        file.id, file.uuid, bucketId, name, JSON.stringify(file.owners), now.toString(), now.toString(), file.size, file.md5, file.sha256, file.mimeType,
+        file.id,
+        file.uuid,
+        bucketId,
+        name,
+        JSON.stringify(file.owners),
+        now.toString(),
+        now.toString(),
+        file.size,
+        file.md5,
+        file.sha256,
+        file.mimeType,
       );
       yield* refs.addWork(content.pin, fileHolder(file.id));
       return { kind: 'created', file };
@@ -234,10 +317,18 @@ export class FileRepository {
   async delete(bucketId: string, owner: string, name: string): Promise<'deleted' | 'no_bucket' | 'no_file'> {
     const { refs, work } = this;
     return work.write(function* (): Work<'deleted' | 'no_bucket' | 'no_file'> {
-      const bucket = yield* first(`select id from files_buckets where id = ? and owner = ?${work.syntax.forShare}`, bucketId, owner);
+      const bucket = yield* first(
+        `select id from files_buckets where id = ? and owner = ?${work.syntax.forShare}`,
+        bucketId,
+        owner,
+      );
       if (!bucket) return 'no_bucket';
       yield* work.lockName(PATH_LOCK_SPACE, `${bucketId}/${name}`);
-      const existing = yield* first<{ id: string; hash_sha256: string }>('select id, hash_sha256 from files_files where bucket_id = ? and name = ?', bucketId, name);
+      const existing = yield* first<{ id: string; hash_sha256: string }>(
+        'select id, hash_sha256 from files_files where bucket_id = ? and name = ?',
+        bucketId,
+        name,
+      );
       if (!existing) return 'no_file';
       yield* run('delete from files_files where id = ?', existing.id);
       yield* refs.removeWork(existing.hash_sha256, fileHolder(existing.id));

@@ -16,7 +16,9 @@ const BUCKET_NAME = /^[A-Za-z0-9_-]*$/;
 export const security = [{ gatewayIdentity: [] }];
 export const pathDoc = 'The path after `/files/` is the file name, percent-decoded; it may contain `/`.';
 
-export const errorBody = Type.Object({ error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }) });
+export const errorBody = Type.Object({
+  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
+});
 
 export const bucketSchema = Type.Object({
   id: Type.String({ description: 'bucket-<uuid v4>' }),
@@ -38,7 +40,11 @@ export const bucketListItemSchema = Type.Object({
 
 export const createBucketBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ description: `trimmed; at most ${MAX_BUCKET_NAME_LENGTH} of A–Z a–z 0–9 _ -; empty → the bucket id` })),
+    name: Type.Optional(
+      Type.String({
+        description: `trimmed; at most ${MAX_BUCKET_NAME_LENGTH} of A–Z a–z 0–9 _ -; empty → the bucket id`,
+      }),
+    ),
     description: Type.Optional(Type.String({ description: `at most ${MAX_DESCRIPTION_LENGTH} characters` })),
   },
   { additionalProperties: false },
@@ -62,30 +68,51 @@ export const fileListItemSchema = Type.Object(fileFields);
 
 export const bucketParams = Type.Object({ bucket_id: Type.String() });
 export const pathParams = Type.Object({ bucket_id: Type.String(), '*': Type.String() });
-export const downloadQuery = Type.Object({ metadata: Type.Optional(Type.String({ description: 'presence flag: answer the File object as JSON' })) });
+export const downloadQuery = Type.Object({
+  metadata: Type.Optional(Type.String({ description: 'presence flag: answer the File object as JSON' })),
+});
 
 /** Validates create input; returns the trimmed name ('' = use the id). */
-export function checkBucketInput(input: { name?: unknown; description?: unknown }): { name: string; description: string } {
+export function checkBucketInput(input: { name?: unknown; description?: unknown }): {
+  name: string;
+  description: string;
+} {
   const name = input.name === undefined ? '' : input.name;
   const description = input.description === undefined ? '' : input.description;
   if (typeof name !== 'string') throw validationError('name must be a string');
   if (typeof description !== 'string') throw validationError('description must be a string');
   const trimmed = name.trim();
-  if (trimmed.length > MAX_BUCKET_NAME_LENGTH) throw validationError(`name must be at most ${MAX_BUCKET_NAME_LENGTH} characters`);
+  if (trimmed.length > MAX_BUCKET_NAME_LENGTH)
+    throw validationError(`name must be at most ${MAX_BUCKET_NAME_LENGTH} characters`);
   if (!BUCKET_NAME.test(trimmed)) throw validationError('name may only contain A-Z, a-z, 0-9, _ and -');
-  if ([...description].length > MAX_DESCRIPTION_LENGTH) throw validationError(`description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
+  if ([...description].length > MAX_DESCRIPTION_LENGTH)
+    throw validationError(`description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
   if (description.includes('\u0000')) throw validationError('description must not contain NUL');
   return { name: trimmed, description };
 }
 
 /** The Bucket object; `created_timestamp` stays a bigint for core's exact JSON writing. */
 export function bucketJson(bucket: BucketRecord): JsonObject {
-  return { id: bucket.id, project_id: bucket.projectId, created_timestamp: bucket.createdNs, owners: bucket.owners, name: bucket.name, description: bucket.description };
+  return {
+    id: bucket.id,
+    project_id: bucket.projectId,
+    created_timestamp: bucket.createdNs,
+    owners: bucket.owners,
+    name: bucket.name,
+    description: bucket.description,
+  };
 }
 
 /** A bucket list item: with `created_h`, without `project_id`. */
 export function bucketListItemJson(bucket: BucketRecord): JsonObject {
-  return { id: bucket.id, name: bucket.name, description: bucket.description, created_timestamp: bucket.createdNs, created_h: rfc3339Ns(bucket.createdNs), owners: bucket.owners };
+  return {
+    id: bucket.id,
+    name: bucket.name,
+    description: bucket.description,
+    created_timestamp: bucket.createdNs,
+    created_h: rfc3339Ns(bucket.createdNs),
+    owners: bucket.owners,
+  };
 }
 
 /** The File object (timestamps stay bigints for core's exact JSON writing); list items leave out `uuid`. */

@@ -94,7 +94,25 @@ const ZERO34 = '\x00'.repeat(34);
 
 /** In Go's order: the first match wins; plain text is last. */
 const SIGNATURES: readonly Signature[] = [
-  ...['<!DOCTYPE HTML', '<HTML', '<HEAD', '<SCRIPT', '<IFRAME', '<H1', '<DIV', '<FONT', '<TABLE', '<A', '<STYLE', '<TITLE', '<B', '<BODY', '<BR', '<P', '<!--'].map(html),
+  ...[
+    '<!DOCTYPE HTML',
+    '<HTML',
+    '<HEAD',
+    '<SCRIPT',
+    '<IFRAME',
+    '<H1',
+    '<DIV',
+    '<FONT',
+    '<TABLE',
+    '<A',
+    '<STYLE',
+    '<TITLE',
+    '<B',
+    '<BODY',
+    '<BR',
+    '<P',
+    '<!--',
+  ].map(html),
   masked('\xFF\xFF\xFF\xFF\xFF', '<?xml', 'text/xml; charset=utf-8', true),
   exact('%PDF-', 'application/pdf'),
   exact('%!PS-Adobe-', 'application/postscript'),
@@ -156,7 +174,19 @@ function isTextual(essence: string): boolean {
     essence.startsWith('text/') ||
     essence.endsWith('+json') ||
     essence.endsWith('+xml') ||
-    ['application/json', 'application/xml', 'application/javascript', 'application/ecmascript', 'application/x-ndjson', 'application/yaml', 'application/x-yaml', 'application/toml', 'application/sql', 'application/graphql', 'image/svg+xml'].includes(essence)
+    [
+      'application/json',
+      'application/xml',
+      'application/javascript',
+      'application/ecmascript',
+      'application/x-ndjson',
+      'application/yaml',
+      'application/x-yaml',
+      'application/toml',
+      'application/sql',
+      'application/graphql',
+      'image/svg+xml',
+    ].includes(essence)
   );
 }
 

@@ -16,7 +16,10 @@ export interface ReceivedBody {
 }
 
 /** Aborts the upload when the client goes away before its body is complete. */
-export function disconnectSignal(request: IncomingMessage, response: ServerResponse): { signal: AbortSignal; dispose(): void } {
+export function disconnectSignal(
+  request: IncomingMessage,
+  response: ServerResponse,
+): { signal: AbortSignal; dispose(): void } {
   return disconnectSignalOf(request, response, FilesErrors.clientDisconnected);
 }
 
@@ -35,7 +38,11 @@ const MAX_PIECE_BYTES = 1024 * 1024;
  * socket): the error response (413, 400) can still be written, with `Connection: close` so that
  * the unread rest of the body is never parsed as a request.
  */
-async function* bodyOf(request: IncomingMessage, signal: AbortSignal, onChunk: (chunk: Buffer) => void): AsyncGenerator<Buffer, void, undefined> {
+async function* bodyOf(
+  request: IncomingMessage,
+  signal: AbortSignal,
+  onChunk: (chunk: Buffer) => void,
+): AsyncGenerator<Buffer, void, undefined> {
   // An empty body read by nobody has not ended yet; one that already ended yields nothing more.
   if (request.readableEnded) return;
   try {
@@ -44,7 +51,8 @@ async function* bodyOf(request: IncomingMessage, signal: AbortSignal, onChunk: (
       yield chunk;
     }
   } catch (error) {
-    if ((error as { code?: unknown } | null)?.code === 'ERR_STREAM_PREMATURE_CLOSE') throw signal.aborted ? signal.reason : FilesErrors.bodyIncomplete();
+    if ((error as { code?: unknown } | null)?.code === 'ERR_STREAM_PREMATURE_CLOSE')
+      throw signal.aborted ? signal.reason : FilesErrors.bodyIncomplete();
     throw error;
   }
 }
@@ -55,7 +63,11 @@ async function* bodyOf(request: IncomingMessage, signal: AbortSignal, onChunk: (
  * read-ahead is held: the socket is read only as fast as storage writes.
  * Over `maxBytes` → 413 with nothing stored; an abort stores nothing either.
  */
-export async function receiveBody(body: IncomingMessage, blobs: BlobStore, options: { maxBytes: number; signal: AbortSignal; sizeHint?: number }): Promise<ReceivedBody> {
+export async function receiveBody(
+  body: IncomingMessage,
+  blobs: BlobStore,
+  options: { maxBytes: number; signal: AbortSignal; sizeHint?: number },
+): Promise<ReceivedBody> {
   const md5 = createHash('md5');
   const head = Buffer.alloc(SNIFF_LENGTH);
   let headLength = 0;
@@ -71,7 +83,14 @@ export async function receiveBody(body: IncomingMessage, blobs: BlobStore, optio
     }
   };
   try {
-    const info = await blobs.put(readAhead(bodyOf(body, options.signal, onChunk), { aheadBytes: READ_AHEAD_BYTES, joinBytes: MAX_PIECE_BYTES }), { maxBytes: options.maxBytes, signal: options.signal, ...(options.sizeHint === undefined ? {} : { sizeHint: options.sizeHint }) });
+    const info = await blobs.put(
+      readAhead(bodyOf(body, options.signal, onChunk), { aheadBytes: READ_AHEAD_BYTES, joinBytes: MAX_PIECE_BYTES }),
+      {
+        maxBytes: options.maxBytes,
+        signal: options.signal,
+        ...(options.sizeHint === undefined ? {} : { sizeHint: options.sizeHint }),
+      },
+    );
     return { sha256: info.sha256, size, md5: md5.digest('hex'), head: head.subarray(0, headLength) };
   } catch (error) {
     if (error instanceof BlobTooLargeError) throw FilesErrors.payloadTooLarge(options.maxBytes);

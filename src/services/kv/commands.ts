@@ -6,13 +6,32 @@ import { isJsonObject, parseJson, stringifyJson, type JsonValue } from '../../co
  * `project` is '' for the default project and is then left out of the line.
  */
 export type Command =
-  | { type: 'SET'; project: string; collection: string; seq: number; key: string; value: string; version: number; timestamp: number }
-  | { type: 'DELETE'; project: string; collection: string; seq: number; key: string; version: number; timestamp: number }
+  | {
+      type: 'SET';
+      project: string;
+      collection: string;
+      seq: number;
+      key: string;
+      value: string;
+      version: number;
+      timestamp: number;
+    }
+  | {
+      type: 'DELETE';
+      project: string;
+      collection: string;
+      seq: number;
+      key: string;
+      version: number;
+      timestamp: number;
+    }
   | { type: 'CREATE_COLLECTION'; project: string; collection: string; timestamp: number }
   | { type: 'DROP_COLLECTION'; project: string; collection: string; timestamp: number };
 
 /** Stream-only markers (not stored in the log). */
-export type Marker = { type: 'BASELINE_BEGIN' | 'BASELINE_END'; project: string; collection: string; snapshotSeq: number } | { type: 'PING'; timestamp: number };
+export type Marker =
+  | { type: 'BASELINE_BEGIN' | 'BASELINE_END'; project: string; collection: string; snapshotSeq: number }
+  | { type: 'PING'; timestamp: number };
 
 export type StreamLine = Command | Marker;
 
@@ -49,7 +68,11 @@ export function encodeLine(line: StreamLine): string {
 
 export class BadLineError extends Error {}
 
-function field<T>(object: Record<string, JsonValue>, name: string, check: (v: JsonValue | undefined) => v is T & JsonValue): T {
+function field<T>(
+  object: Record<string, JsonValue>,
+  name: string,
+  check: (v: JsonValue | undefined) => v is T & JsonValue,
+): T {
   const value = object[name];
   if (!check(value)) throw new BadLineError(`replication line without a valid ${name}`);
   return value;
@@ -74,10 +97,27 @@ export function decodeLine(text: string): StreamLine {
     case 'SET': {
       if (!('value' in parsed)) throw new BadLineError('SET without a value');
       const value = stringifyJson(parsed.value as JsonValue);
-      return { type, project, collection, seq: field(parsed, 'seq', isCount), key: field(parsed, 'key', isString), value, version: field(parsed, 'version', isCount), timestamp: field(parsed, 'timestamp', isCount) };
+      return {
+        type,
+        project,
+        collection,
+        seq: field(parsed, 'seq', isCount),
+        key: field(parsed, 'key', isString),
+        value,
+        version: field(parsed, 'version', isCount),
+        timestamp: field(parsed, 'timestamp', isCount),
+      };
     }
     case 'DELETE':
-      return { type, project, collection, seq: field(parsed, 'seq', isCount), key: field(parsed, 'key', isString), version: field(parsed, 'version', isCount), timestamp: field(parsed, 'timestamp', isCount) };
+      return {
+        type,
+        project,
+        collection,
+        seq: field(parsed, 'seq', isCount),
+        key: field(parsed, 'key', isString),
+        version: field(parsed, 'version', isCount),
+        timestamp: field(parsed, 'timestamp', isCount),
+      };
     case 'CREATE_COLLECTION':
     case 'DROP_COLLECTION':
       return { type, project, collection, timestamp: field(parsed, 'timestamp', isCount) };

@@ -9,7 +9,8 @@ import { HttpError } from '../../core/errors.ts';
  */
 export const KvErrors = {
   // 400
-  invalidProject: () => new HttpError(400, 'invalid_project', 'project id must be 1–64 characters from A–Z a–z 0–9 _ -'),
+  invalidProject: () =>
+    new HttpError(400, 'invalid_project', 'project id must be 1–64 characters from A–Z a–z 0–9 _ -'),
   keyNotPercentEncoded: () => new HttpError(400, 'invalid_key', 'the key is not valid percent-encoding'),
   emptyKey: () => new HttpError(400, 'invalid_key', 'the key must not be empty'),
   collectionNameRequired: () => new HttpError(400, 'missing_collection', 'a collection name is required: {"name":"…"}'),
@@ -17,10 +18,19 @@ export const KvErrors = {
   valueRequired: () => new HttpError(400, 'invalid_json', 'the body must be a JSON object with a "value" member'),
   collectionNameNotString: () => new HttpError(400, 'validation_error', 'the collection name must be a string'),
   invalidCollectionName: (maxLength: number) =>
-    new HttpError(400, 'validation_error', `collection names are 1–${maxLength} characters without "/" or control characters`),
+    new HttpError(
+      400,
+      'validation_error',
+      `collection names are 1–${maxLength} characters without "/" or control characters`,
+    ),
   invalidLimit: (max: number) => new HttpError(400, 'validation_error', `limit must be an integer from 1 to ${max}`),
   // 403
-  credentialsRequired: () => new HttpError(403, 'forbidden', 'credentials required: X-Gateway-Authentication, apikey + secret, or Api-Key + Api-Secret'),
+  credentialsRequired: () =>
+    new HttpError(
+      403,
+      'forbidden',
+      'credentials required: X-Gateway-Authentication, apikey + secret, or Api-Key + Api-Secret',
+    ),
   // 404: a missing collection is `not_found` when the collection itself is addressed or listed, and
   // `missing_collection` when a key is written or deleted in it.
   collectionNotFound: () => new HttpError(404, 'not_found', 'collection does not exist'),

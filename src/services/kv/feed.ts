@@ -45,7 +45,9 @@ export class ReplicationFeed {
   private readonly unsubscribe: (() => void)[] = [];
   /** One log notification in flight at a time; commits meanwhile share the next one. */
   private readonly notifyLogged = coalesced(async () => {
-    await this.notifier?.publish(LOG_TOPIC, '').catch((error: unknown) => this.logger.warn({ err: error }, 'kv log notification failed'));
+    await this.notifier
+      ?.publish(LOG_TOPIC, '')
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'kv log notification failed'));
   });
 
   constructor(
@@ -76,7 +78,10 @@ export class ReplicationFeed {
   /** The node's copy was replaced: every subscriber, on every instance, ends and re-subscribes. */
   rebased(): void {
     this.disconnectLocal();
-    if (this.notifier) void this.notifier.publish(REBASED_TOPIC, '').catch((error: unknown) => this.logger.warn({ err: error }, 'kv rebase notification failed'));
+    if (this.notifier)
+      void this.notifier
+        .publish(REBASED_TOPIC, '')
+        .catch((error: unknown) => this.logger.warn({ err: error }, 'kv rebase notification failed'));
   }
 
   private wakeAll(): void {
@@ -139,7 +144,8 @@ export class ReplicationFeed {
         const entries = await repository.logAfter(cursor, BATCH);
         if (signal.aborted) return;
         if (entries.length === 0) {
-          if ((await this.sleep(woken, signal)) === 'ping') await write(encodeLine({ type: 'PING', timestamp: unixSeconds() }));
+          if ((await this.sleep(woken, signal)) === 'ping')
+            await write(encodeLine({ type: 'PING', timestamp: unixSeconds() }));
           continue;
         }
         if (entries[0]!.id !== cursor + 1) {
@@ -173,7 +179,11 @@ export class ReplicationFeed {
     });
   }
 
-  private async streamBaseline(write: (line: string) => Promise<void>, snapshotSeq: number, signal: AbortSignal): Promise<void> {
+  private async streamBaseline(
+    write: (line: string) => Promise<void>,
+    snapshotSeq: number,
+    signal: AbortSignal,
+  ): Promise<void> {
     for (const { project, name } of await this.repository.allCollections()) {
       await write(encodeLine({ type: 'BASELINE_BEGIN', project, collection: name, snapshotSeq }));
       let after: string | null = null;
@@ -182,7 +192,16 @@ export class ReplicationFeed {
         const batch = await this.repository.baselineBatch(project, name, after, BATCH);
         let text = '';
         for (const entry of batch) {
-          text += encodeLine({ type: 'SET', project, collection: name, seq: entry.seq, key: entry.key, value: entry.value, version: entry.version, timestamp: entry.updatedAt });
+          text += encodeLine({
+            type: 'SET',
+            project,
+            collection: name,
+            seq: entry.seq,
+            key: entry.key,
+            value: entry.value,
+            version: entry.version,
+            timestamp: entry.updatedAt,
+          });
         }
         this.counters.commandsSent += batch.length;
         if (text) await write(text);

@@ -6,7 +6,12 @@ import { requestParent } from './parent.ts';
 import { LeaseLostError, type KvRepository } from './repository.ts';
 
 function isCommand(line: StreamLine): line is Command {
-  return line.type === 'SET' || line.type === 'DELETE' || line.type === 'CREATE_COLLECTION' || line.type === 'DROP_COLLECTION';
+  return (
+    line.type === 'SET' ||
+    line.type === 'DELETE' ||
+    line.type === 'CREATE_COLLECTION' ||
+    line.type === 'DROP_COLLECTION'
+  );
 }
 
 export interface FollowerOptions {
@@ -89,7 +94,11 @@ export class ParentFollower {
 
   private subscribe(since: string): void {
     if (this.stopped) return;
-    const request = requestParent(this.options.parentUrl, 'POST', `/v1/replicate${since}`, { ...this.options.headers, 'content-type': 'application/json', 'content-length': '0' });
+    const request = requestParent(this.options.parentUrl, 'POST', `/v1/replicate${since}`, {
+      ...this.options.headers,
+      'content-type': 'application/json',
+      'content-length': '0',
+    });
     this.request = request;
     let silence: NodeJS.Timeout | undefined;
     const silenceMs = this.options.silenceMs ?? 3 * PING_INTERVAL_MS;
@@ -112,14 +121,18 @@ export class ParentFollower {
       this.connected = false;
       if (changed) this.onChange();
       if (this.stopped) return;
-      if (wasReady) this.logger.warn({ parent: this.options.parentUrl, reason }, 'kv parent connection lost; reconnecting');
+      if (wasReady)
+        this.logger.warn({ parent: this.options.parentUrl, reason }, 'kv parent connection lost; reconnecting');
       this.retry();
     };
     request.on('error', (error) => finish(error.message));
     request.on('close', () => finish('closed'));
     request.on('response', (res) => {
       if (res.statusCode !== 200) {
-        this.logger.warn({ parent: this.options.parentUrl, status: res.statusCode }, 'kv parent refused the subscription');
+        this.logger.warn(
+          { parent: this.options.parentUrl, status: res.statusCode },
+          'kv parent refused the subscription',
+        );
         res.resume();
         request.destroy();
         return;
@@ -145,9 +158,18 @@ export class ParentFollower {
   }
 
   /** Reads NDJSON lines, a chunk at a time: every command of a chunk joins one group commit. */
-  private async consume(res: http.IncomingMessage, resumed: boolean, headerSnapshotSeq: number, heard: () => void): Promise<void> {
+  private async consume(
+    res: http.IncomingMessage,
+    resumed: boolean,
+    headerSnapshotSeq: number,
+    heard: () => void,
+  ): Promise<void> {
     let baseline: { mark: number; snapshotSeq: number } | null = null;
-    if (!resumed) baseline = { mark: await this.repository.beginBaseline(this.holder), snapshotSeq: Number.isSafeInteger(headerSnapshotSeq) ? headerSnapshotSeq : -1 };
+    if (!resumed)
+      baseline = {
+        mark: await this.repository.beginBaseline(this.holder),
+        snapshotSeq: Number.isSafeInteger(headerSnapshotSeq) ? headerSnapshotSeq : -1,
+      };
     let rest = '';
     res.setEncoding('utf8');
     for await (const chunk of res as AsyncIterable<string>) {
@@ -166,7 +188,11 @@ export class ParentFollower {
           if (done) {
             await Promise.all(work);
             work.length = 0;
-            const lastSeq = await this.repository.finishBaseline(baseline.snapshotSeq < 0 ? null : baseline.snapshotSeq, baseline.mark, this.holder);
+            const lastSeq = await this.repository.finishBaseline(
+              baseline.snapshotSeq < 0 ? null : baseline.snapshotSeq,
+              baseline.mark,
+              this.holder,
+            );
             baseline = null;
             this.becomeReady(lastSeq);
             // This node's copy changed wholesale: its children take a new baseline from it.
@@ -190,7 +216,11 @@ export class ParentFollower {
   }
 
   /** One baseline line; true when it ends the baseline (the first PING). */
-  private async baselineLine(line: StreamLine, baseline: { mark: number; snapshotSeq: number }, work: Promise<unknown>[]): Promise<boolean> {
+  private async baselineLine(
+    line: StreamLine,
+    baseline: { mark: number; snapshotSeq: number },
+    work: Promise<unknown>[],
+  ): Promise<boolean> {
     switch (line.type) {
       case 'BASELINE_BEGIN':
         baseline.snapshotSeq = Math.max(baseline.snapshotSeq, line.snapshotSeq);

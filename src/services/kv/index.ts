@@ -41,7 +41,8 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
         title: 'Stratus key-value node',
         version,
         logger,
-        description: 'Key-value node: collections of JSON values with node-wide seq and per-key versions, durable, replicated parent to child.',
+        description:
+          'Key-value node: collections of JSON values with node-wide seq and per-key versions, durable, replicated parent to child.',
         // Values round-trip exactly (integers beyond 2^53 included), whatever the Content-Type.
         exactJson: true,
       });
@@ -55,14 +56,32 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
       let lease: FollowerLease | undefined;
       if (settings.kvParentUrl) {
         const holder = `${hostname()}/${process.pid}/${randomUUID()}`;
-        const follower = new ParentFollower(repository, holder, feed, counters, { parentUrl: settings.kvParentUrl, headers, ...pick(options) }, logger);
+        const follower = new ParentFollower(
+          repository,
+          holder,
+          feed,
+          counters,
+          { parentUrl: settings.kvParentUrl, headers, ...pick(options) },
+          logger,
+        );
         lease = new FollowerLease(repository, holder, follower, logger, database.soleWriter);
       }
-      const node: KvNode = { name: settings.kvNodeName, parentUrl: settings.kvParentUrl, parentHeaders: headers, startedAt: Date.now(), repository, feed, lease, counters };
+      const node: KvNode = {
+        name: settings.kvNodeName,
+        parentUrl: settings.kvParentUrl,
+        parentHeaders: headers,
+        startedAt: Date.now(),
+        repository,
+        feed,
+        lease,
+        counters,
+      };
       registerKvRoutes(app, node);
 
       const trimTimer = setInterval(() => {
-        repository.trimLog(options.logKeep ?? DEFAULT_LOG_KEEP).catch((error: unknown) => logger.warn({ err: error }, 'kv log trim failed'));
+        repository
+          .trimLog(options.logKeep ?? DEFAULT_LOG_KEEP)
+          .catch((error: unknown) => logger.warn({ err: error }, 'kv log trim failed'));
       }, options.trimIntervalMs ?? TRIM_INTERVAL_MS);
       trimTimer.unref();
       app.addHook('onReady', async () => lease?.start());
@@ -95,7 +114,11 @@ type ServiceContextLogger = Parameters<ServiceDefinition['build']>[0]['logger'];
 
 function pick(options: KvOptions): { backoffMs?: number; maxBackoffMs?: number; silenceMs?: number } {
   const { backoffMs, maxBackoffMs, silenceMs } = options;
-  return { ...(backoffMs === undefined ? {} : { backoffMs }), ...(maxBackoffMs === undefined ? {} : { maxBackoffMs }), ...(silenceMs === undefined ? {} : { silenceMs }) };
+  return {
+    ...(backoffMs === undefined ? {} : { backoffMs }),
+    ...(maxBackoffMs === undefined ? {} : { maxBackoffMs }),
+    ...(silenceMs === undefined ? {} : { silenceMs }),
+  };
 }
 
 export const kvService: ServiceDefinition = createKvService();

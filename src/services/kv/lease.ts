@@ -64,10 +64,15 @@ export class FollowerLease {
     if (this.stopped) return;
     const now = Date.now();
     try {
-      const mine = await this.repository.claimLease(this.holder, this.soleInstance ? Number.MAX_SAFE_INTEGER : now, now + TTL_MS, {
-        connected: this.follower.connected,
-        ready: this.follower.ready,
-      });
+      const mine = await this.repository.claimLease(
+        this.holder,
+        this.soleInstance ? Number.MAX_SAFE_INTEGER : now,
+        now + TTL_MS,
+        {
+          connected: this.follower.connected,
+          ready: this.follower.ready,
+        },
+      );
       if (this.stopped) return;
       if (mine && !this.follower.running) {
         this.logger.info('kv follower lease taken: this instance follows the parent');

@@ -20,7 +20,7 @@ export const kvMigrations: MigrationSet = {
         'create index kv_log_seq on kv_log (seq) where seq is not null',
         'create table kv_meta (name text primary key, value bigint not null)',
         `insert into kv_meta (name, value) values ('last_seq', 0), ('last_log_id', 0), ('log_floor', 0), ('log_floor_id', 0), ('has_baseline', 0), ('baseline_mark', 0)`,
-        "create table kv_follower (id integer primary key, holder text not null, expires_at bigint not null, connected integer not null, ready integer not null)",
+        'create table kv_follower (id integer primary key, holder text not null, expires_at bigint not null, connected integer not null, ready integer not null)',
         "insert into kv_follower (id, holder, expires_at, connected, ready) values (1, '', 0, 0, 0)",
       ],
     },

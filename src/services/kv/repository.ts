@@ -64,7 +64,13 @@ interface EntryRow {
   updated_at: number;
 }
 
-const entryOf = (row: EntryRow): KeyEntry => ({ key: row.key, value: row.value, version: Number(row.version), seq: Number(row.seq), updatedAt: Number(row.updated_at) });
+const entryOf = (row: EntryRow): KeyEntry => ({
+  key: row.key,
+  value: row.value,
+  version: Number(row.version),
+  seq: Number(row.seq),
+  updatedAt: Number(row.updated_at),
+});
 
 /** The smallest string above every string that starts with `prefix` (code-point order), or null. */
 export function prefixUpperBound(prefix: string): string | null {
@@ -91,20 +97,31 @@ export class KvRepository {
       const rows = yield* all<{ name: string; value: number }>('select name, value from kv_meta');
       const meta = new Map(rows.map((row) => [row.name, Number(row.value)]));
       const value = (name: string) => meta.get(name) ?? 0;
-      return { lastSeq: value('last_seq'), lastLogId: value('last_log_id'), logFloor: value('log_floor'), logFloorId: value('log_floor_id'), hasBaseline: value('has_baseline') === 1 };
+      return {
+        lastSeq: value('last_seq'),
+        lastLogId: value('last_log_id'),
+        logFloor: value('log_floor'),
+        logFloorId: value('log_floor_id'),
+        hasBaseline: value('has_baseline') === 1,
+      };
     });
   }
 
   collections(project: string): Promise<string[]> {
     return this.database.read(function* () {
-      const rows = yield* all<{ name: string }>('select name from kv_collections where project = ? order by ord', project);
+      const rows = yield* all<{ name: string }>(
+        'select name from kv_collections where project = ? order by ord',
+        project,
+      );
       return rows.map((row) => row.name);
     });
   }
 
   /** Every collection of every project, in creation order (the baseline's order). */
   allCollections(): Promise<{ project: string; name: string }[]> {
-    return this.database.read(() => all<{ project: string; name: string }>('select project, name from kv_collections order by ord'));
+    return this.database.read(() =>
+      all<{ project: string; name: string }>('select project, name from kv_collections order by ord'),
+    );
   }
 
   hasCollection(project: string, name: string): Promise<boolean> {
@@ -117,7 +134,12 @@ export class KvRepository {
   get(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
     return this.database.read(function* () {
       if ((yield* first(COLLECTION_EXISTS, project, collection)) === undefined) return { collection: false } as const;
-      const row = yield* first<EntryRow>('select key, value, version, seq, updated_at from kv_keys where project = ? and collection = ? and key = ? and value is not null', project, collection, key);
+      const row = yield* first<EntryRow>(
+        'select key, value, version, seq, updated_at from kv_keys where project = ? and collection = ? and key = ? and value is not null',
+        project,
+        collection,
+        key,
+      );
       return row ? entryOf(row) : null;
     });
   }
@@ -126,7 +148,11 @@ export class KvRepository {
    * Live keys in code-point order (the key columns sort by UTF-8 bytes on both databases); null
    * when the collection does not exist.
    */
-  list(project: string, collection: string, options: { prefix: string; after?: string; limit: number }): Promise<KeyEntry[] | null> {
+  list(
+    project: string,
+    collection: string,
+    options: { prefix: string; after?: string; limit: number },
+  ): Promise<KeyEntry[] | null> {
     const { prefix, after, limit } = options;
     const exclusive = after !== undefined && after >= prefix;
     const from = exclusive ? after : prefix;
@@ -142,8 +168,19 @@ export class KvRepository {
   }
 
   /** Up to `limit` live keys of a collection after `afterKey`, for a baseline. */
-  async baselineBatch(project: string, collection: string, afterKey: string | null, limit: number): Promise<KeyEntry[]> {
-    return (await this.list(project, collection, afterKey === null ? { prefix: '', limit } : { prefix: '', after: afterKey, limit })) ?? [];
+  async baselineBatch(
+    project: string,
+    collection: string,
+    afterKey: string | null,
+    limit: number,
+  ): Promise<KeyEntry[]> {
+    return (
+      (await this.list(
+        project,
+        collection,
+        afterKey === null ? { prefix: '', limit } : { prefix: '', after: afterKey, limit },
+      )) ?? []
+    );
   }
 
   /** Per collection of `project`: live keys and the highest seq of its keys. */
@@ -190,7 +227,11 @@ export class KvRepository {
   /** Log entries after `afterId`, in order. */
   logAfter(afterId: number, limit: number): Promise<{ id: number; line: string }[]> {
     return this.database.read(function* () {
-      const rows = yield* all<{ id: number; line: string }>('select id, line from kv_log where id > ? order by id limit ?', afterId, limit);
+      const rows = yield* all<{ id: number; line: string }>(
+        'select id, line from kv_log where id > ? order by id limit ?',
+        afterId,
+        limit,
+      );
       return rows.map((row) => ({ id: Number(row.id), line: row.line }));
     });
   }
@@ -199,7 +240,9 @@ export class KvRepository {
 
   /** Takes the log lock (see the class comment); returns the last log id. */
   private *lockLog(): Work<number> {
-    const row = yield* first<{ value: number }>(`select value from kv_meta where name = 'last_log_id'${this.database.syntax.forUpdate}`);
+    const row = yield* first<{ value: number }>(
+      `select value from kv_meta where name = 'last_log_id'${this.database.syntax.forUpdate}`,
+    );
     return Number(row?.value ?? 0);
   }
 
@@ -212,7 +255,9 @@ export class KvRepository {
   }
 
   private *nextSeq(): Work<number> {
-    const row = yield* first<{ value: number }>("update kv_meta set value = value + 1 where name = 'last_seq' returning value");
+    const row = yield* first<{ value: number }>(
+      "update kv_meta set value = value + 1 where name = 'last_seq' returning value",
+    );
     yield* run("update kv_meta set value = 1 where name = 'has_baseline' and value = 0");
     return Number(row!.value);
   }
@@ -221,53 +266,99 @@ export class KvRepository {
 
   /** Creates a collection; false when it already existed (nothing changes then). */
   createCollection(project: string, name: string, timestamp: number): Promise<boolean> {
-    return this.database.write(function* (this: KvRepository) {
-      const lastId = yield* this.lockLog();
-      if ((yield* first(COLLECTION_EXISTS, project, name)) !== undefined) return false;
-      const command: Command = { type: 'CREATE_COLLECTION', project, collection: name, timestamp };
-      yield* applyState(command);
-      yield* this.append(lastId, command);
-      return true;
-    }.bind(this));
+    return this.database.write(
+      function* (this: KvRepository) {
+        const lastId = yield* this.lockLog();
+        if ((yield* first(COLLECTION_EXISTS, project, name)) !== undefined) return false;
+        const command: Command = { type: 'CREATE_COLLECTION', project, collection: name, timestamp };
+        yield* applyState(command);
+        yield* this.append(lastId, command);
+        return true;
+      }.bind(this),
+    );
   }
 
   /** Drops a collection and its keys; false when it did not exist. */
   dropCollection(project: string, name: string, timestamp: number): Promise<boolean> {
-    return this.database.write(function* (this: KvRepository) {
-      const lastId = yield* this.lockLog();
-      if ((yield* first(COLLECTION_EXISTS, project, name)) === undefined) return false;
-      const command: Command = { type: 'DROP_COLLECTION', project, collection: name, timestamp };
-      yield* applyState(command);
-      yield* this.append(lastId, command);
-      return true;
-    }.bind(this));
+    return this.database.write(
+      function* (this: KvRepository) {
+        const lastId = yield* this.lockLog();
+        if ((yield* first(COLLECTION_EXISTS, project, name)) === undefined) return false;
+        const command: Command = { type: 'DROP_COLLECTION', project, collection: name, timestamp };
+        yield* applyState(command);
+        yield* this.append(lastId, command);
+        return true;
+      }.bind(this),
+    );
   }
 
-  set(project: string, collection: string, key: string, value: string, timestamp: number): Promise<WriteOutcome | 'missing_collection'> {
-    return this.database.write(function* (this: KvRepository) {
-      const lastId = yield* this.lockLog();
-      if ((yield* first(COLLECTION_EXISTS, project, collection)) === undefined) return 'missing_collection' as const;
-      const row = yield* first<{ version: number }>('select version from kv_keys where project = ? and collection = ? and key = ?', project, collection, key);
-      const seq = yield* this.nextSeq();
-      const command: Command = { type: 'SET', project, collection, seq, key, value, version: Number(row?.version ?? 0) + 1, timestamp };
-      yield* applyState(command);
-      yield* this.append(lastId, command);
-      return { seq, version: command.version, command };
-    }.bind(this));
+  set(
+    project: string,
+    collection: string,
+    key: string,
+    value: string,
+    timestamp: number,
+  ): Promise<WriteOutcome | 'missing_collection'> {
+    return this.database.write(
+      function* (this: KvRepository) {
+        const lastId = yield* this.lockLog();
+        if ((yield* first(COLLECTION_EXISTS, project, collection)) === undefined) return 'missing_collection' as const;
+        const row = yield* first<{ version: number }>(
+          'select version from kv_keys where project = ? and collection = ? and key = ?',
+          project,
+          collection,
+          key,
+        );
+        const seq = yield* this.nextSeq();
+        const command: Command = {
+          type: 'SET',
+          project,
+          collection,
+          seq,
+          key,
+          value,
+          version: Number(row?.version ?? 0) + 1,
+          timestamp,
+        };
+        yield* applyState(command);
+        yield* this.append(lastId, command);
+        return { seq, version: command.version, command };
+      }.bind(this),
+    );
   }
 
-  delete(project: string, collection: string, key: string, timestamp: number): Promise<WriteOutcome | 'missing_collection' | 'not_found'> {
-    return this.database.write(function* (this: KvRepository) {
-      const lastId = yield* this.lockLog();
-      if ((yield* first(COLLECTION_EXISTS, project, collection)) === undefined) return 'missing_collection' as const;
-      const row = yield* first<{ value: string | null; version: number }>('select value, version from kv_keys where project = ? and collection = ? and key = ?', project, collection, key);
-      if (!row || row.value === null) return 'not_found' as const;
-      const seq = yield* this.nextSeq();
-      const command: Command = { type: 'DELETE', project, collection, seq, key, version: Number(row.version) + 1, timestamp };
-      yield* applyState(command);
-      yield* this.append(lastId, command);
-      return { seq, version: command.version, command };
-    }.bind(this));
+  delete(
+    project: string,
+    collection: string,
+    key: string,
+    timestamp: number,
+  ): Promise<WriteOutcome | 'missing_collection' | 'not_found'> {
+    return this.database.write(
+      function* (this: KvRepository) {
+        const lastId = yield* this.lockLog();
+        if ((yield* first(COLLECTION_EXISTS, project, collection)) === undefined) return 'missing_collection' as const;
+        const row = yield* first<{ value: string | null; version: number }>(
+          'select value, version from kv_keys where project = ? and collection = ? and key = ?',
+          project,
+          collection,
+          key,
+        );
+        if (!row || row.value === null) return 'not_found' as const;
+        const seq = yield* this.nextSeq();
+        const command: Command = {
+          type: 'DELETE',
+          project,
+          collection,
+          seq,
+          key,
+          version: Number(row.version) + 1,
+          timestamp,
+        };
+        yield* applyState(command);
+        yield* this.append(lastId, command);
+        return { seq, version: command.version, command };
+      }.bind(this),
+    );
   }
 
   // ---- writes as a replica (seq and version come from the parent) ----------------------------
@@ -278,13 +369,16 @@ export class KvRepository {
    * children receive the stream unbroken. Throws `LeaseLostError` when `holder` lost the lease.
    */
   applyFromParent(command: Command, holder: string): Promise<void> {
-    return this.database.write(function* (this: KvRepository) {
-      const lastId = yield* this.lockLog();
-      yield* this.checkLease(holder);
-      yield* applyState(command);
-      if (command.type === 'SET' || command.type === 'DELETE') yield* run("update kv_meta set value = ? where name = 'last_seq' and value < ?", command.seq, command.seq);
-      yield* this.append(lastId, command);
-    }.bind(this));
+    return this.database.write(
+      function* (this: KvRepository) {
+        const lastId = yield* this.lockLog();
+        yield* this.checkLease(holder);
+        yield* applyState(command);
+        if (command.type === 'SET' || command.type === 'DELETE')
+          yield* run("update kv_meta set value = ? where name = 'last_seq' and value < ?", command.seq, command.seq);
+        yield* this.append(lastId, command);
+      }.bind(this),
+    );
   }
 
   /** A write this replica forwarded and its parent accepted: seen here at once, not logged (the stream brings it). */
@@ -296,16 +390,25 @@ export class KvRepository {
 
   /** Starts receiving a baseline: returns its mark, which every collection and key it holds gets. */
   beginBaseline(holder: string): Promise<number> {
-    return this.database.write(function* (this: KvRepository) {
-      yield* this.checkLease(holder);
-      const row = yield* first<{ value: number }>("update kv_meta set value = value + 1 where name = 'baseline_mark' returning value");
-      return Number(row!.value);
-    }.bind(this));
+    return this.database.write(
+      function* (this: KvRepository) {
+        yield* this.checkLease(holder);
+        const row = yield* first<{ value: number }>(
+          "update kv_meta set value = value + 1 where name = 'baseline_mark' returning value",
+        );
+        return Number(row!.value);
+      }.bind(this),
+    );
   }
 
   baselineCollection(project: string, name: string, mark: number): Promise<void> {
     return this.database.write(function* () {
-      yield* run('insert into kv_collections (project, name, mark) values (?, ?, ?) on conflict (project, name) do update set mark = excluded.mark', project, name, mark);
+      yield* run(
+        'insert into kv_collections (project, name, mark) values (?, ?, ?) on conflict (project, name) do update set mark = excluded.mark',
+        project,
+        name,
+        mark,
+      );
     });
   }
 
@@ -346,19 +449,26 @@ export class KvRepository {
    * `snapshotSeq` null: the node's own last seq.
    */
   finishBaseline(snapshotSeq: number | null, mark: number, holder: string): Promise<number> {
-    return this.database.write(function* (this: KvRepository) {
-      const lastId = yield* this.lockLog();
-      yield* this.checkLease(holder);
-      yield* run('delete from kv_keys where exists (select 1 from kv_collections c where c.project = kv_keys.project and c.name = kv_keys.collection and c.mark <> ?)', mark);
-      yield* run('delete from kv_collections where mark <> ?', mark);
-      yield* run('delete from kv_log');
-      const seq = snapshotSeq ?? Number((yield* first<{ value: number }>("select value from kv_meta where name = 'last_seq'"))?.value ?? 0);
-      yield* run("update kv_meta set value = ? where name = 'last_log_id'", lastId + 1);
-      yield* run("update kv_meta set value = ? where name in ('last_seq', 'log_floor')", seq);
-      yield* run("update kv_meta set value = ? where name = 'log_floor_id'", lastId + 1);
-      yield* run("update kv_meta set value = 1 where name = 'has_baseline'");
-      return seq;
-    }.bind(this));
+    return this.database.write(
+      function* (this: KvRepository) {
+        const lastId = yield* this.lockLog();
+        yield* this.checkLease(holder);
+        yield* run(
+          'delete from kv_keys where exists (select 1 from kv_collections c where c.project = kv_keys.project and c.name = kv_keys.collection and c.mark <> ?)',
+          mark,
+        );
+        yield* run('delete from kv_collections where mark <> ?', mark);
+        yield* run('delete from kv_log');
+        const seq =
+          snapshotSeq ??
+          Number((yield* first<{ value: number }>("select value from kv_meta where name = 'last_seq'"))?.value ?? 0);
+        yield* run("update kv_meta set value = ? where name = 'last_log_id'", lastId + 1);
+        yield* run("update kv_meta set value = ? where name in ('last_seq', 'log_floor')", seq);
+        yield* run("update kv_meta set value = ? where name = 'log_floor_id'", lastId + 1);
+        yield* run("update kv_meta set value = 1 where name = 'has_baseline'");
+        return seq;
+      }.bind(this),
+    );
   }
 
   /**
@@ -366,15 +476,20 @@ export class KvRepository {
    * an exact seq a child can resume from. Returns how many entries went.
    */
   trimLog(keep: number): Promise<number> {
-    return this.database.write(function* (this: KvRepository) {
-      const lastId = yield* this.lockLog();
-      const cut = yield* first<{ id: number; seq: number }>('select id, seq from kv_log where seq is not null and id <= ? order by id desc limit 1', lastId - keep);
-      if (!cut) return 0;
-      const removed = yield* run('delete from kv_log where id <= ?', cut.id);
-      yield* run("update kv_meta set value = ? where name = 'log_floor'", cut.seq);
-      yield* run("update kv_meta set value = ? where name = 'log_floor_id'", cut.id);
-      return removed;
-    }.bind(this));
+    return this.database.write(
+      function* (this: KvRepository) {
+        const lastId = yield* this.lockLog();
+        const cut = yield* first<{ id: number; seq: number }>(
+          'select id, seq from kv_log where seq is not null and id <= ? order by id desc limit 1',
+          lastId - keep,
+        );
+        if (!cut) return 0;
+        const removed = yield* run('delete from kv_log where id <= ?', cut.id);
+        yield* run("update kv_meta set value = ? where name = 'log_floor'", cut.seq);
+        yield* run("update kv_meta set value = ? where name = 'log_floor_id'", cut.id);
+        return removed;
+      }.bind(this),
+    );
   }
 
   // ---- the follower lease ----------------------------------------------------------------------
@@ -383,7 +498,12 @@ export class KvRepository {
    * Takes or renews the lease for `holder` until `expiresAt` (when free, expired, or its own), and
    * records its connection state; true when `holder` holds it now.
    */
-  claimLease(holder: string, now: number, expiresAt: number, state: { connected: boolean; ready: boolean }): Promise<boolean> {
+  claimLease(
+    holder: string,
+    now: number,
+    expiresAt: number,
+    state: { connected: boolean; ready: boolean },
+  ): Promise<boolean> {
     return this.database.write(function* () {
       const changed = yield* run(
         'update kv_follower set holder = ?, expires_at = ?, connected = ?, ready = ? where id = 1 and (holder = ? or expires_at < ?)',
@@ -401,19 +521,31 @@ export class KvRepository {
   /** Gives the lease up at once (a stopping instance), so another takes over without waiting for expiry. */
   releaseLease(holder: string): Promise<void> {
     return this.database.write(function* () {
-      yield* run("update kv_follower set holder = '', expires_at = 0, connected = 0, ready = 0 where id = 1 and holder = ?", holder);
+      yield* run(
+        "update kv_follower set holder = '', expires_at = 0, connected = 0, ready = 0 where id = 1 and holder = ?",
+        holder,
+      );
     });
   }
 
   lease(): Promise<FollowerRow> {
     return this.database.read(function* () {
-      const row = yield* first<{ holder: string; expires_at: number; connected: number; ready: number }>('select holder, expires_at, connected, ready from kv_follower where id = 1');
-      return { holder: row?.holder ?? '', expiresAt: Number(row?.expires_at ?? 0), connected: Number(row?.connected) === 1, ready: Number(row?.ready) === 1 };
+      const row = yield* first<{ holder: string; expires_at: number; connected: number; ready: number }>(
+        'select holder, expires_at, connected, ready from kv_follower where id = 1',
+      );
+      return {
+        holder: row?.holder ?? '',
+        expiresAt: Number(row?.expires_at ?? 0),
+        connected: Number(row?.connected) === 1,
+        ready: Number(row?.ready) === 1,
+      };
     });
   }
 
   private *checkLease(holder: string): Work<void> {
-    const row = yield* first<{ holder: string }>(`select holder from kv_follower where id = 1${this.database.syntax.forShare}`);
+    const row = yield* first<{ holder: string }>(
+      `select holder from kv_follower where id = 1${this.database.syntax.forShare}`,
+    );
     if (row?.holder !== holder) throw new LeaseLostError();
   }
 
@@ -423,7 +555,9 @@ export class KvRepository {
   isEmpty(): Promise<boolean> {
     return this.database.read(function* () {
       const collection = yield* first('select 1 as present from kv_collections limit 1');
-      const meta = yield* first<{ n: number }>("select count(*) as n from kv_meta where name in ('last_seq', 'last_log_id') and value > 0");
+      const meta = yield* first<{ n: number }>(
+        "select count(*) as n from kv_meta where name in ('last_seq', 'last_log_id') and value > 0",
+      );
       return collection === undefined && Number(meta?.n ?? 0) === 0;
     });
   }
@@ -445,35 +579,60 @@ export class KvRepository {
    */
   async importFrom(source: SqlDatabase): Promise<boolean> {
     const SLICE = 1_000;
-    const started = await this.database.write(function* (this: KvRepository) {
-      yield* this.lockLog();
-      const importing = yield* first<{ value: number }>("select value from kv_meta where name = 'importing'");
-      if (!importing) {
-        const collection = yield* first('select 1 as present from kv_collections limit 1');
-        const used = yield* first<{ n: number }>("select count(*) as n from kv_meta where name in ('last_seq', 'last_log_id') and value > 0");
-        if (collection !== undefined || Number(used?.n ?? 0) > 0) return false;
-        yield* run("insert into kv_meta (name, value) values ('importing', 1)");
-      }
-      for (const table of ['kv_keys', 'kv_collections', 'kv_log']) yield* run(`delete from ${table}`);
-      return true;
-    }.bind(this));
+    const started = await this.database.write(
+      function* (this: KvRepository) {
+        yield* this.lockLog();
+        const importing = yield* first<{ value: number }>("select value from kv_meta where name = 'importing'");
+        if (!importing) {
+          const collection = yield* first('select 1 as present from kv_collections limit 1');
+          const used = yield* first<{ n: number }>(
+            "select count(*) as n from kv_meta where name in ('last_seq', 'last_log_id') and value > 0",
+          );
+          if (collection !== undefined || Number(used?.n ?? 0) > 0) return false;
+          yield* run("insert into kv_meta (name, value) values ('importing', 1)");
+        }
+        for (const table of ['kv_keys', 'kv_collections', 'kv_log']) yield* run(`delete from ${table}`);
+        return true;
+      }.bind(this),
+    );
     if (!started) return false;
 
-    const collections = await source.read(() => all<{ project: string; name: string }>('select project, name from kv_collections order by ord'));
+    const collections = await source.read(() =>
+      all<{ project: string; name: string }>('select project, name from kv_collections order by ord'),
+    );
     await this.database.write(function* () {
-      for (const c of collections) yield* run('insert into kv_collections (project, name) values (?, ?)', c.project, c.name);
+      for (const c of collections)
+        yield* run('insert into kv_collections (project, name) values (?, ?)', c.project, c.name);
     });
     let after: [string, string, string] = ['', '', ''];
     for (let first_ = true; ; first_ = false) {
       const rows = await source.read(() =>
-        all<{ project: string; collection: string; key: string; value: string | null; version: number; seq: number; updated_at: number }>(
+        all<{
+          project: string;
+          collection: string;
+          key: string;
+          value: string | null;
+          version: number;
+          seq: number;
+          updated_at: number;
+        }>(
           `select project, collection, key, value, version, seq, updated_at from kv_keys ${first_ ? '' : 'where (project, collection, key) > (?, ?, ?) '}order by project, collection, key limit ?`,
           ...(first_ ? [SLICE] : [...after, SLICE]),
         ),
       );
       if (rows.length === 0) break;
       await this.database.write(function* () {
-        for (const r of rows) yield* run('insert into kv_keys (project, collection, key, value, version, seq, updated_at) values (?, ?, ?, ?, ?, ?, ?)', r.project, r.collection, r.key, r.value, r.version, r.seq, r.updated_at);
+        for (const r of rows)
+          yield* run(
+            'insert into kv_keys (project, collection, key, value, version, seq, updated_at) values (?, ?, ?, ?, ?, ?, ?)',
+            r.project,
+            r.collection,
+            r.key,
+            r.value,
+            r.version,
+            r.seq,
+            r.updated_at,
+          );
       });
       const last = rows[rows.length - 1]!;
       after = [last.project, last.collection, last.key];
@@ -481,7 +640,13 @@ export class KvRepository {
     }
     let afterId = 0;
     for (;;) {
-      const rows = await source.read(() => all<{ id: number; seq: number | null; line: string }>('select id, seq, line from kv_log where id > ? order by id limit ?', afterId, SLICE));
+      const rows = await source.read(() =>
+        all<{ id: number; seq: number | null; line: string }>(
+          'select id, seq, line from kv_log where id > ? order by id limit ?',
+          afterId,
+          SLICE,
+        ),
+      );
       if (rows.length === 0) break;
       await this.database.write(function* () {
         for (const r of rows) yield* run('insert into kv_log (id, seq, line) values (?, ?, ?)', r.id, r.seq, r.line);
@@ -489,15 +654,21 @@ export class KvRepository {
       afterId = Number(rows[rows.length - 1]!.id);
     }
     const meta = await source.read(() => all<{ name: string; value: number }>('select name, value from kv_meta'));
-    const bounds = await source.read(() => first<{ low: number | null; high: number | null }>('select min(id) as low, max(id) as high from kv_log'));
+    const bounds = await source.read(() =>
+      first<{ low: number | null; high: number | null }>('select min(id) as low, max(id) as high from kv_log'),
+    );
     const values = new Map(meta.map((row) => [row.name, Number(row.value)]));
     const lastLogId = Number(bounds?.high ?? 0);
     await this.database.write(function* () {
-      for (const name of ['last_seq', 'log_floor', 'has_baseline', 'baseline_mark']) yield* run('update kv_meta set value = ? where name = ?', values.get(name) ?? 0, name);
+      for (const name of ['last_seq', 'log_floor', 'has_baseline', 'baseline_mark'])
+        yield* run('update kv_meta set value = ? where name = ?', values.get(name) ?? 0, name);
       yield* run("update kv_meta set value = ? where name = 'last_log_id'", lastLogId);
       // The old node kept where its trimmed log ended in memory only: a child at the floor continues
       // with everything the log still holds.
-      yield* run("update kv_meta set value = ? where name = 'log_floor_id'", bounds?.low === null || bounds?.low === undefined ? lastLogId : Number(bounds.low) - 1);
+      yield* run(
+        "update kv_meta set value = ? where name = 'log_floor_id'",
+        bounds?.low === null || bounds?.low === undefined ? lastLogId : Number(bounds.low) - 1,
+      );
       yield* run("delete from kv_meta where name = 'importing'");
     });
     return true;
@@ -509,7 +680,11 @@ function* applyState(command: Command): Work<void> {
   const { project, collection } = command;
   switch (command.type) {
     case 'CREATE_COLLECTION':
-      yield* run('insert into kv_collections (project, name) values (?, ?) on conflict (project, name) do nothing', project, collection);
+      yield* run(
+        'insert into kv_collections (project, name) values (?, ?) on conflict (project, name) do nothing',
+        project,
+        collection,
+      );
       return;
     case 'DROP_COLLECTION':
       yield* run('delete from kv_keys where project = ? and collection = ?', project, collection);

@@ -17,7 +17,8 @@ export const LambdaErrors = {
   codeDoesNotParse: (problem: string) => new HttpError(400, 'validation_error', `body.code does not parse: ${problem}`),
 
   // 400, 413: bodies of the project mux, which the service reads itself (README: Invocation).
-  bodyTooDeep: (maxNesting: number) => new HttpError(400, 'validation_error', `request body is nested more than ${maxNesting} levels deep`),
+  bodyTooDeep: (maxNesting: number) =>
+    new HttpError(400, 'validation_error', `request body is nested more than ${maxNesting} levels deep`),
   invalidJson: (reason: string) => new HttpError(400, 'invalid_json', `request body is not valid JSON: ${reason}`),
   bodyTooLarge: () => new HttpError(413, 'payload_too_large', 'request body is too large'),
 
@@ -29,7 +30,8 @@ export const LambdaErrors = {
   noRoute: (method: string, path: string) => new HttpError(404, 'not_found', `no lambda for ${method} ${path}`),
 
   // 409
-  nameTaken: (name: string | undefined) => new HttpError(409, 'conflict', `a lambda named ${JSON.stringify(name)} already exists`),
+  nameTaken: (name: string | undefined) =>
+    new HttpError(409, 'conflict', `a lambda named ${JSON.stringify(name)} already exists`),
 
   // 429 (README: Fairness)
   ownerBusy: (perOwner: number, maxWaiting: number) =>

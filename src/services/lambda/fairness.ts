@@ -12,7 +12,10 @@ export class OwnerLimiter {
   private readonly running = new Map<string, number>();
   private readonly waiting = new Map<string, (() => void)[]>();
 
-  constructor(readonly perOwner: number, readonly maxWaiting: number = perOwner) {}
+  constructor(
+    readonly perOwner: number,
+    readonly maxWaiting: number = perOwner,
+  ) {}
 
   /** Resolves when the owner may run one more invocation; throws the 429 when its queue is full. */
   acquire(owner: string): Promise<void> | undefined {

@@ -73,14 +73,27 @@ export class Invoker {
     const id = newId();
     let result: InvokeResult;
     try {
-      this.ongoing.set(id, { id, owner: lambda.owner, lambda_id: lambda.id, lambda_name: lambda.name, started_at: rfc3339(), method: req.method, path: req.path });
+      this.ongoing.set(id, {
+        id,
+        owner: lambda.owner,
+        lambda_id: lambda.id,
+        lambda_name: lambda.name,
+        started_at: rfc3339(),
+        method: req.method,
+        path: req.path,
+      });
       result = await this.runtime.invoke(lambda.code, req, { contextKey: lambda.id });
     } finally {
       this.ongoing.delete(id);
       this.limiter.release(lambda.owner);
     }
     if (result.logs.length > 0 || result.kind === 'error') {
-      this.log({ invocation_id: id, lambda_id: lambda.id, outcome: result.kind === 'error' ? result.code : 'ok', logs: result.logs });
+      this.log({
+        invocation_id: id,
+        lambda_id: lambda.id,
+        outcome: result.kind === 'error' ? result.code : 'ok',
+        logs: result.logs,
+      });
     }
     return result;
   }
@@ -98,12 +111,25 @@ export class Invoker {
     const duration_ms = Math.round((performance.now() - started) * 100) / 100;
     switch (result.kind) {
       case 'json':
-        return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: result.json, logs: result.logs, duration_ms };
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+          body: result.json,
+          logs: result.logs,
+          duration_ms,
+        };
       case 'text':
-        return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: result.text, logs: result.logs, duration_ms };
+        return {
+          status: 200,
+          headers: { 'content-type': 'text/plain; charset=utf-8' },
+          body: result.text,
+          logs: result.logs,
+          duration_ms,
+        };
       case 'response': {
         const headers: Record<string, string> = {};
-        for (const [k, v] of allowedHeaders(result.headers, false)) headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}`;
+        for (const [k, v] of allowedHeaders(result.headers, false))
+          headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}`;
         const body = typeof result.body === 'string' ? result.body : result.body.toString('latin1');
         return { status: result.status, headers, body, logs: result.logs, duration_ms };
       }
@@ -123,20 +149,41 @@ export class Invoker {
    * Every answer carries nosniff, and on a platform host the sandboxing CSP; a Response's headers
    * pass allowedHeaders() first (output.ts).
    */
-  async serve(lambda: Lambda, request: FastifyRequest, reply: FastifyReply, routePath: string, body: unknown): Promise<FastifyReply> {
+  async serve(
+    lambda: Lambda,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    routePath: string,
+    body: unknown,
+  ): Promise<FastifyReply> {
     const platformHost = !isProjectHost(request.headers.host, this.options.domain, projectOf(request));
     const type = STATIC_TYPES[lambda.language];
     if (type) return reply.code(200).headers(securityHeaders(platformHost)).type(type).send(lambda.code);
-    const req: LambdaRequest = { method: request.method, path: routePath, query: queryOf(request.url), headers: visitorHeaders(request), body };
+    const req: LambdaRequest = {
+      method: request.method,
+      path: routePath,
+      query: queryOf(request.url),
+      headers: visitorHeaders(request),
+      body,
+    };
     const result = await this.execute(lambda, req);
     switch (result.kind) {
       case 'json':
-        return reply.code(200).headers(securityHeaders(platformHost)).type('application/json; charset=utf-8').send(result.json);
+        return reply
+          .code(200)
+          .headers(securityHeaders(platformHost))
+          .type('application/json; charset=utf-8')
+          .send(result.json);
       case 'text':
-        return reply.code(200).headers(securityHeaders(platformHost)).type('text/plain; charset=utf-8').send(result.text);
+        return reply
+          .code(200)
+          .headers(securityHeaders(platformHost))
+          .type('text/plain; charset=utf-8')
+          .send(result.text);
       case 'response': {
         const grouped = new Map<string, string[]>();
-        for (const [k, v] of allowedHeaders(result.headers, platformHost)) grouped.set(k, [...(grouped.get(k) ?? []), v]);
+        for (const [k, v] of allowedHeaders(result.headers, platformHost))
+          grouped.set(k, [...(grouped.get(k) ?? []), v]);
         reply.code(result.status);
         for (const [k, values] of grouped) reply.header(k, k === 'set-cookie' ? values : values.join(', '));
         return reply.headers(securityHeaders(platformHost)).send(result.body);

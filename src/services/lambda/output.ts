@@ -10,7 +10,19 @@ import { IDENTITY_HEADER, identityOf } from '../../core/identity.ts';
 
 /** Host labels of the platform's own services (README: Output rules); any other label is a project's host. */
 export const PLATFORM_HOST_LABELS: ReadonlySet<string> = new Set([
-  'api', 'gateway', 'auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console',
+  'api',
+  'gateway',
+  'auth',
+  'apikeys',
+  'lambda',
+  'scheduler',
+  'docdb',
+  'logs',
+  'files',
+  'config',
+  'run',
+  'kv',
+  'console',
 ]);
 
 /**
@@ -21,7 +33,15 @@ export const PLATFORM_HOST_LABELS: ReadonlySet<string> = new Set([
 export const SANDBOX_CSP = 'sandbox allow-scripts allow-forms allow-popups';
 
 /** Framing and hop-by-hop headers: the server frames the body and owns the connection. */
-const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer']);
+const HOP_BY_HOP = new Set([
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+]);
 /**
  * Never from a lambda, whatever the host: `Clear-Site-Data: "cookies"` clears the cookies of the
  * whole registrable domain, the platform session included; X-Content-Type-Options is the platform's.
@@ -78,7 +98,10 @@ function isPlatformCookiePair(pair: string): boolean {
  * dropped, and on platform hosts the lambda's own CSP, X-Content-Type-Options and HSTS dropped
  * (securityHeaders() sets the platform's).
  */
-export function allowedHeaders(headers: readonly (readonly [string, string])[], platformHost: boolean): [string, string][] {
+export function allowedHeaders(
+  headers: readonly (readonly [string, string])[],
+  platformHost: boolean,
+): [string, string][] {
   const out: [string, string][] = [];
   for (const [rawName, value] of headers) {
     const name = rawName.toLowerCase();
@@ -112,7 +135,10 @@ export function visitorHeaders(request: FastifyRequest): Record<string, string> 
     out[k] = Array.isArray(v) ? v.join(', ') : v;
   }
   if (out.cookie !== undefined) {
-    const kept = out.cookie.split(';').map((part) => part.trim()).filter((part) => part !== '' && !isPlatformCookiePair(part));
+    const kept = out.cookie
+      .split(';')
+      .map((part) => part.trim())
+      .filter((part) => part !== '' && !isPlatformCookiePair(part));
     if (kept.length > 0) out.cookie = kept.join('; ');
     else delete out.cookie;
   }

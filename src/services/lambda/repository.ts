@@ -45,7 +45,20 @@ export class LambdaRepository {
   async create(lambda: Lambda): Promise<Lambda> {
     const { id, created_timestamp, owner, project_id, name, language, code, method, path } = lambda;
     try {
-      await this.database.write(() => run(`insert into lambda_functions (${COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, created_timestamp, owner, project_id, name, language, code, method, path));
+      await this.database.write(() =>
+        run(
+          `insert into lambda_functions (${COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          id,
+          created_timestamp,
+          owner,
+          project_id,
+          name,
+          language,
+          code,
+          method,
+          path,
+        ),
+      );
     } catch (err) {
       if (this.database.isUniqueViolation(err)) throw new NameTaken(lambda.name);
       throw err;
@@ -57,7 +70,11 @@ export class LambdaRepository {
     const rows = await this.database.read(() =>
       projectId === null
         ? all<Lambda>(`select ${COLUMNS} from lambda_functions where owner = ? order by seq`, owner)
-        : all<Lambda>(`select ${COLUMNS} from lambda_functions where owner = ? and project_id = ? order by seq`, owner, projectId),
+        : all<Lambda>(
+            `select ${COLUMNS} from lambda_functions where owner = ? and project_id = ? order by seq`,
+            owner,
+            projectId,
+          ),
     );
     return rows.map(row);
   }
@@ -67,7 +84,10 @@ export class LambdaRepository {
     return r ? row(r) : null;
   }
 
-  async update(id: string, changes: Partial<Pick<Lambda, 'name' | 'language' | 'code' | 'method' | 'path'>>): Promise<Lambda | null> {
+  async update(
+    id: string,
+    changes: Partial<Pick<Lambda, 'name' | 'language' | 'code' | 'method' | 'path'>>,
+  ): Promise<Lambda | null> {
     const columns = CHANGEABLE.filter((column) => changes[column] !== undefined);
     if (columns.length > 0) {
       const assignments = columns.map((column) => `${column} = ?`).join(', ');
@@ -98,7 +118,10 @@ export class LambdaRepository {
     const rows = await this.database.read(() =>
       all<Lambda>(
         `select ${COLUMNS} from lambda_functions where method in (${methods.map(() => '?').join(', ')}) and (path = ? or path = ?) and ${scopeColumn} = ? order by seq`,
-        ...methods, key, `${key}/`, scopeValue,
+        ...methods,
+        key,
+        `${key}/`,
+        scopeValue,
       ),
     );
     const exact = rows.find((r) => r.method !== 'ANY' && routeKey(r.path) === key);
@@ -110,7 +133,9 @@ export class LambdaRepository {
   /** Whether the user owns the project (the apikeys service's table; absent → nobody owns it). */
   async ownsProject(userId: string, projectId: string): Promise<boolean> {
     try {
-      const r = await this.database.read(() => first('select 1 as one from apikeys_project_owners where project_id = ? and user_id = ?', projectId, userId));
+      const r = await this.database.read(() =>
+        first('select 1 as one from apikeys_project_owners where project_id = ? and user_id = ?', projectId, userId),
+      );
       return r !== undefined;
     } catch {
       return false;

@@ -8,10 +8,16 @@ export const errorBody = Type.Object({
 export const MAX_NAME = 200;
 export const MAX_CODE = 1024 * 1024;
 
-const name = Type.String({ minLength: 1, maxLength: MAX_NAME, description: 'Unique among the caller\'s lambdas' });
+const name = Type.String({ minLength: 1, maxLength: MAX_NAME, description: "Unique among the caller's lambdas" });
 const code = Type.String({ maxLength: MAX_CODE, description: 'Source code or static content (at most 1 MiB)' });
-const language = Type.Union(LANGUAGES.map((l) => Type.Literal(l)), { description: 'Default javascript' });
-const method = Type.String({ pattern: '^[A-Za-z]{1,20}$', description: 'HTTP method or ANY (stored upper case); default ANY' });
+const language = Type.Union(
+  LANGUAGES.map((l) => Type.Literal(l)),
+  { description: 'Default javascript' },
+);
+const method = Type.String({
+  pattern: '^[A-Za-z]{1,20}$',
+  description: 'HTTP method or ANY (stored upper case); default ANY',
+});
 const path = Type.String({ pattern: '^/', maxLength: 2048, description: 'Mux route path; default / + name' });
 
 export const lambdaObject = Type.Object({
@@ -39,18 +45,32 @@ export const createBody = Type.Object(
 );
 
 export const patchBody = Type.Object(
-  { name: Type.Optional(name), code: Type.Optional(code), language: Type.Optional(language), method: Type.Optional(method), path: Type.Optional(path) },
+  {
+    name: Type.Optional(name),
+    code: Type.Optional(code),
+    language: Type.Optional(language),
+    method: Type.Optional(method),
+    path: Type.Optional(path),
+  },
   { additionalProperties: false },
 );
 
 export const lambdaParams = Type.Object({ lambda_id: Type.String() });
 
 export const ongoingItem = Type.Object({
-  id: Type.String(), lambda_id: Type.String(), lambda_name: Type.String(), started_at: Type.String(), method: Type.String(), path: Type.String(),
+  id: Type.String(),
+  lambda_id: Type.String(),
+  lambda_name: Type.String(),
+  started_at: Type.String(),
+  method: Type.String(),
+  path: Type.String(),
 });
 
 export const meObject = Type.Object({
-  id: Type.String(), email: Type.Optional(Type.String()), nick: Type.Optional(Type.String()), picture: Type.Optional(Type.String()),
+  id: Type.String(),
+  email: Type.Optional(Type.String()),
+  nick: Type.Optional(Type.String()),
+  picture: Type.Optional(Type.String()),
 });
 
 export const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, errorBody]));
@@ -67,7 +87,9 @@ export const testInvocationBody = Type.Object(
     path: Type.Optional(Type.String({ pattern: '^/', maxLength: 2048 })),
     query: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())]))),
     headers: Type.Optional(Type.Record(Type.String(), Type.String())),
-    body: Type.Optional(Type.Unknown({ description: 'the request body the lambda sees as req.body (JSON value or text)' })),
+    body: Type.Optional(
+      Type.Unknown({ description: 'the request body the lambda sees as req.body (JSON value or text)' }),
+    ),
   },
   { additionalProperties: false },
 );

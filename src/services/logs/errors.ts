@@ -13,24 +13,50 @@ import { HttpError } from '../../core/errors.ts';
 export const LogsErrors = {
   // 400: events bodies, all or nothing; `where` names the NDJSON line or the logframe's byte offset.
   eventNotObject: (where: string) => new HttpError(400, 'validation_error', `${where}: an event must be a JSON object`),
-  eventProjectIdInvalid: (where: string) => new HttpError(400, 'validation_error', `${where}: project_id must be a non-empty string`),
-  eventMessageNotString: (where: string) => new HttpError(400, 'validation_error', `${where}: message must be a string`),
-  eventNestedTooDeep: (where: string, maxNesting: number) => new HttpError(400, 'validation_error', `${where}: nested more than ${maxNesting} levels deep`),
+  eventProjectIdInvalid: (where: string) =>
+    new HttpError(400, 'validation_error', `${where}: project_id must be a non-empty string`),
+  eventMessageNotString: (where: string) =>
+    new HttpError(400, 'validation_error', `${where}: message must be a string`),
+  eventNestedTooDeep: (where: string, maxNesting: number) =>
+    new HttpError(400, 'validation_error', `${where}: nested more than ${maxNesting} levels deep`),
   eventMalformedJson: (where: string) => new HttpError(400, 'invalid_json', `${where}: malformed JSON`),
-  eventsEncodingUnknown: () => new HttpError(400, 'validation_error', 'body is neither NDJSON (starting with "{") nor logframe (starting with a digit)'),
-  frameHeaderExpected: (where: string) => new HttpError(400, 'validation_error', `${where}: expected <meta length>:<message length>:`),
+  eventsEncodingUnknown: () =>
+    new HttpError(
+      400,
+      'validation_error',
+      'body is neither NDJSON (starting with "{") nor logframe (starting with a digit)',
+    ),
+  frameHeaderExpected: (where: string) =>
+    new HttpError(400, 'validation_error', `${where}: expected <meta length>:<message length>:`),
   frameTruncated: (where: string) => new HttpError(400, 'validation_error', `${where}: truncated frame`),
-  frameNewlineMissing: (where: string) => new HttpError(400, 'validation_error', `${where}: frame not followed by a newline`),
-  frameMetadataNotObject: (where: string) => new HttpError(400, 'validation_error', `${where}: metadata must be a JSON object`),
+  frameNewlineMissing: (where: string) =>
+    new HttpError(400, 'validation_error', `${where}: frame not followed by a newline`),
+  frameMetadataNotObject: (where: string) =>
+    new HttpError(400, 'validation_error', `${where}: metadata must be a JSON object`),
 
   // 400: stream patterns (the README's pattern caps); `named` is the pattern, quoted and shortened.
-  regexTooLong: (named: string, maxLength: number) => new HttpError(400, 'invalid_regex', `regex ${named} is longer than ${maxLength} characters`),
-  regexInvalid: (named: string, reason: string) => new HttpError(400, 'invalid_regex', `invalid regex ${named}: ${reason}`),
+  regexTooLong: (named: string, maxLength: number) =>
+    new HttpError(400, 'invalid_regex', `regex ${named} is longer than ${maxLength} characters`),
+  regexInvalid: (named: string, reason: string) =>
+    new HttpError(400, 'invalid_regex', `invalid regex ${named}: ${reason}`),
   regexTooComplex: (named: string, program: number, maxProgram: number) =>
-    new HttpError(400, 'invalid_regex', `regex ${named} is too complex: it compiles to ${program} RE2 instructions, at most ${maxProgram} are allowed (use smaller repetition counts)`),
-  tooManyRegexes: (maxPatterns: number, count: number) => new HttpError(400, 'validation_error', `at most ${maxPatterns} regex parameters are allowed in one request (got ${count})`),
+    new HttpError(
+      400,
+      'invalid_regex',
+      `regex ${named} is too complex: it compiles to ${program} RE2 instructions, at most ${maxProgram} are allowed (use smaller repetition counts)`,
+    ),
+  tooManyRegexes: (maxPatterns: number, count: number) =>
+    new HttpError(
+      400,
+      'validation_error',
+      `at most ${maxPatterns} regex parameters are allowed in one request (got ${count})`,
+    ),
   regexesTooComplex: (total: number, maxTotal: number) =>
-    new HttpError(400, 'validation_error', `the regex parameters together compile to ${total} RE2 instructions; at most ${maxTotal} are allowed in one request`),
+    new HttpError(
+      400,
+      'validation_error',
+      `the regex parameters together compile to ${total} RE2 instructions; at most ${maxTotal} are allowed in one request`,
+    ),
 
   // 400: owners; a logger keeps at least one.
   ownerSelfRemoval: () => new HttpError(400, 'validation_error', 'an owner cannot remove themselves'),

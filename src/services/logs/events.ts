@@ -63,7 +63,8 @@ export function parseEvents(body: Buffer, contentType: string | undefined, ts: s
     if (end + 1 > body.length) throw LogsErrors.frameTruncated(where);
     if (body[end] !== 0x0a) throw LogsErrors.frameNewlineMissing(where);
     const meta = parseJson(body.subarray(start, start + metaLength).toString('utf8'), where);
-    if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) throw LogsErrors.frameMetadataNotObject(where);
+    if (typeof meta !== 'object' || meta === null || Array.isArray(meta))
+      throw LogsErrors.frameMetadataNotObject(where);
     const message = body.subarray(start + metaLength, end).toString('utf8');
     events.push(toEvent({ ...(meta as Record<string, unknown>), message }, where, ts));
     at = end + 1;

@@ -28,13 +28,22 @@ function patternsOf(sources: string[]): Pattern[] {
 function handle(request: FilterRequest): FilterReply {
   try {
     if (request.op === 'match') {
-      const bytes = matchLines(Buffer.from(request.data.buffer, request.data.byteOffset, request.data.byteLength), request.kind, patternsOf(request.sources));
+      const bytes = matchLines(
+        Buffer.from(request.data.buffer, request.data.byteOffset, request.data.byteLength),
+        request.kind,
+        patternsOf(request.sources),
+      );
       return { ok: true, bytes, count: 0 };
     }
-    const events = parseEvents(Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength), request.contentType, request.ts);
+    const events = parseEvents(
+      Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength),
+      request.contentType,
+      request.ts,
+    );
     return { ok: true, bytes: encodeEvents(events), count: events.length };
   } catch (error) {
-    if (error instanceof HttpError) return { ok: false, status: error.status, code: error.code, message: error.message };
+    if (error instanceof HttpError)
+      return { ok: false, status: error.status, code: error.code, message: error.message };
     return { ok: false, status: 500, code: 'internal_error', message: 'internal error' };
   }
 }

@@ -28,7 +28,8 @@ export type FilterRequest =
   | { op: 'match'; kind: 'raw' | 'event'; sources: string[]; data: Uint8Array }
   | { op: 'events'; body: Uint8Array; contentType: string | undefined; ts: string };
 
-export type FilterReply = { ok: true; bytes: Uint8Array; count: number } | { ok: false; status: number; code: string; message: string };
+export type FilterReply =
+  { ok: true; bytes: Uint8Array; count: number } | { ok: false; status: number; code: string; message: string };
 
 /** A job took longer than its time limit: the request asked for more work than is allowed. */
 export class FilterTimeLimitError extends Error {
@@ -45,7 +46,8 @@ export function encodeEvents(events: readonly StoredEvent[]): Uint8Array {
 
 /** A copy that owns its whole ArrayBuffer (a view of a larger one cannot be moved to a thread alone). */
 function standalone(bytes: Uint8Array): Uint8Array {
-  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) return bytes;
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer)
+    return bytes;
   return new Uint8Array(bytes);
 }
 
@@ -67,12 +69,20 @@ export class LogFilters {
     const program = patterns.reduce((sum, pattern) => sum + pattern.program, 1);
     if (slice.length * program <= INLINE_COST) return asBuffer(matchLines(slice, kind, patterns));
     const data = standalone(slice);
-    const reply = await this.inWorker({ op: 'match', kind, sources: patterns.map((p) => p.source), data }, data, slice.length);
+    const reply = await this.inWorker(
+      { op: 'match', kind, sources: patterns.map((p) => p.source), data },
+      data,
+      slice.length,
+    );
     return asBuffer(reply.bytes);
   }
 
   /** Parses an events body (all or nothing, README: events) into its stored form. */
-  async parseEvents(body: Buffer, contentType: string | undefined, ts: string): Promise<{ data: Buffer; count: number }> {
+  async parseEvents(
+    body: Buffer,
+    contentType: string | undefined,
+    ts: string,
+  ): Promise<{ data: Buffer; count: number }> {
     if (body.length <= INLINE_EVENTS_BYTES) {
       const events = parseEvents(body, contentType, ts);
       return { data: asBuffer(encodeEvents(events)), count: events.length };
@@ -83,7 +93,11 @@ export class LogFilters {
     return { data: asBuffer(reply.bytes), count: reply.count };
   }
 
-  private async inWorker(request: FilterRequest, moved: Uint8Array, bytes: number): Promise<{ bytes: Uint8Array; count: number }> {
+  private async inWorker(
+    request: FilterRequest,
+    moved: Uint8Array,
+    bytes: number,
+  ): Promise<{ bytes: Uint8Array; count: number }> {
     let reply: FilterReply;
     try {
       reply = await this.pool.run<FilterReply>(request, [moved.buffer as ArrayBuffer], limitFor(bytes));

@@ -20,13 +20,18 @@ export function createLogsService(overrides: Partial<LogsLimits> = {}): ServiceD
     name: 'logs',
     migrations: logsMigrations,
     async build({ settings, store, logger, version }) {
-      const limits: LogsLimits = { maxBytes: settings.logsMaxBytes, maxIngestBytes: settings.logsMaxIngestBytes, ...overrides };
+      const limits: LogsLimits = {
+        maxBytes: settings.logsMaxBytes,
+        maxIngestBytes: settings.logsMaxIngestBytes,
+        ...overrides,
+      };
       const app = await createServiceApp({
         name: 'logs',
         title: 'Stratus logs',
         version,
         logger,
-        description: 'Logging: loggers with owners and API keys, raw line and event ingest, filtered and followed streams.',
+        description:
+          'Logging: loggers with owners and API keys, raw line and event ingest, filtered and followed streams.',
         jsonForAnyContentType: true,
       });
       const loggers = new LoggerRepository(store.sql);

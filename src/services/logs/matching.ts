@@ -79,12 +79,13 @@ export function matchLines(data: Buffer, kind: 'raw' | 'event', patterns: readon
       let end = text.indexOf('\n', start);
       if (end === -1) end = text.length;
       const line = text.slice(start, end);
-      if (matchesAll(patterns, kind === 'raw' ? line : eventMessage(line))) kept.push(end < text.length ? text.slice(start, end + 1) : line);
+      if (matchesAll(patterns, kind === 'raw' ? line : eventMessage(line)))
+        kept.push(end < text.length ? text.slice(start, end + 1) : line);
       return end + 1;
     };
     // With a required literal, only the lines holding it are candidates.
     if (required.length > 0) for (const start of linesHolding(text, required[0]!)) test(start);
-    else for (let start = 0; start < text.length; ) start = test(start);
+    else for (let start = 0; start < text.length;) start = test(start);
     const out = kept.join('');
     const bytes = new Uint8Array(Buffer.byteLength(out));
     Buffer.from(bytes.buffer).write(out);

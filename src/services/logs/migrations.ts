@@ -33,7 +33,9 @@ export const logsMigrations: MigrationSet = {
       // neither an append nor a logger read sums its chunks (10M small ingests are 10M rows).
       name: '002_logs_retained_totals',
       statements: () => [
-        ...['retained_bytes', 'raw_lines', 'event_lines'].map((column) => `alter table logs_loggers add column ${column} bigint not null default 0`),
+        ...['retained_bytes', 'raw_lines', 'event_lines'].map(
+          (column) => `alter table logs_loggers add column ${column} bigint not null default 0`,
+        ),
         `update logs_loggers set
           retained_bytes = (select coalesce(sum(bytes), 0) from logs_chunks c where c.logger_id = logs_loggers.id),
           raw_lines = (select coalesce(sum(lines), 0) from logs_chunks c where c.logger_id = logs_loggers.id and c.kind = 'raw'),

@@ -1,4 +1,10 @@
-import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../owners.ts';
+import {
+  addStoredOwner,
+  ownersLikePattern,
+  parseOwners,
+  removeStoredOwner,
+  type DeleteOwnerResult,
+} from '../owners.ts';
 import { isUuidV4, newId, rfc3339 } from '../../core/ids.ts';
 import type { SqlConnection } from '../../store/db.ts';
 import { all, first, run, type Work } from '../../store/sql-work.ts';
@@ -39,7 +45,15 @@ const RETENTION_PAGE_FIRST = 16;
 const RETENTION_PAGE_MAX = 4096;
 
 const LOGGER_COLUMNS = 'id, name, created_at, owners, retained_bytes, raw_lines, event_lines';
-type LoggerRow = { id: string; name: string; created_at: string; owners: string; retained_bytes: number; raw_lines: number; event_lines: number };
+type LoggerRow = {
+  id: string;
+  name: string;
+  created_at: string;
+  owners: string;
+  retained_bytes: number;
+  raw_lines: number;
+  event_lines: number;
+};
 type KeyRow = { id: string; name: string; created_at: string; logger_id: string };
 
 /** One stored chunk: the lines of one ingest request, each ending in `\n`. */
@@ -54,7 +68,10 @@ export interface Chunk {
 function* records(rows: LoggerRow[]): Work<LoggerRecord[]> {
   if (rows.length === 0) return [];
   const placeholders = rows.map(() => '?').join(', ');
-  const keys = yield* all<KeyRow>(`select id, name, created_at, logger_id from logs_api_keys where logger_id in (${placeholders}) order by seq`, ...rows.map((row) => row.id));
+  const keys = yield* all<KeyRow>(
+    `select id, name, created_at, logger_id from logs_api_keys where logger_id in (${placeholders}) order by seq`,
+    ...rows.map((row) => row.id),
+  );
   return rows.map((row) => ({
     id: row.id,
     name: row.name,
@@ -80,7 +97,13 @@ function* dropOldest(loggerId: string, keepId: number, excess: number): Work<voi
   let after = 0;
   let page = RETENTION_PAGE_FIRST;
   while (bytes < excess) {
-    const oldest = yield* all<{ id: number; bytes: number }>('select id, bytes from logs_chunks where logger_id = ? and id > ? and id < ? order by id limit ?', loggerId, after, keepId, page);
+    const oldest = yield* all<{ id: number; bytes: number }>(
+      'select id, bytes from logs_chunks where logger_id = ? and id > ? and id < ? order by id limit ?',
+      loggerId,
+      after,
+      keepId,
+      page,
+    );
     for (const chunk of oldest) {
       if (bytes >= excess) break;
       cutoff = Number(chunk.id);
@@ -130,21 +153,41 @@ export class LoggerRepository {
   /** Owners and key ids of a logger, without usage figures: the access check's read. */
   async owners(id: string): Promise<string[] | null> {
     if (!isUuidV4(id)) return null;
-    const row = await this.sql.read(() => first<{ owners: string }>('select owners from logs_loggers where id = ?', id));
+    const row = await this.sql.read(() =>
+      first<{ owners: string }>('select owners from logs_loggers where id = ?', id),
+    );
     return row ? parseOwners(row.owners) : null;
   }
 
   async listOwnedBy(userId: string): Promise<LoggerRecord[]> {
     return this.sql.read(function* () {
       // LIKE narrows the scan; the exact test runs on the parsed array (as in docdb).
-      const rows = yield* all<LoggerRow>(`select ${LOGGER_COLUMNS} from logs_loggers where owners like ? escape '!' order by seq`, ownersLikePattern(userId));
+      const rows = yield* all<LoggerRow>(
+        `select ${LOGGER_COLUMNS} from logs_loggers where owners like ? escape '!' order by seq`,
+        ownersLikePattern(userId),
+      );
       return yield* records(rows.filter((row) => parseOwners(row.owners).includes(userId)));
     });
   }
 
   async create(name: string, owner: string): Promise<LoggerRecord> {
-    const record: LoggerRecord = { id: newId(), name, owners: [owner], api_keys: [], usage: { bytes: 0, lines: 0 }, created_at: rfc3339() };
-    await this.sql.write(() => run('insert into logs_loggers (id, name, created_at, owners) values (?, ?, ?, ?)', record.id, name, record.created_at, JSON.stringify(record.owners)));
+    const record: LoggerRecord = {
+      id: newId(),
+      name,
+      owners: [owner],
+      api_keys: [],
+      usage: { bytes: 0, lines: 0 },
+      created_at: rfc3339(),
+    };
+    await this.sql.write(() =>
+      run(
+        'insert into logs_loggers (id, name, created_at, owners) values (?, ?, ?, ?)',
+        record.id,
+        name,
+        record.created_at,
+        JSON.stringify(record.owners),
+      ),
+    );
     return record;
   }
 
@@ -158,7 +201,15 @@ export class LoggerRepository {
     const view = { id: newId(), name, created_at: rfc3339() };
     try {
       await this.sql.write(() =>
-        run('insert into logs_api_keys (id, key, logger_id, name, secret_hash, created_at) values (?, ?, ?, ?, ?, ?)', view.id, key, loggerId, name, secretHash, view.created_at),
+        run(
+          'insert into logs_api_keys (id, key, logger_id, name, secret_hash, created_at) values (?, ?, ?, ?, ?, ?)',
+          view.id,
+          key,
+          loggerId,
+          name,
+          secretHash,
+          view.created_at,
+        ),
       );
       return view;
     } catch (error) {
@@ -170,13 +221,20 @@ export class LoggerRepository {
   /** Deletes a key (by its id) of this logger; the deleted key's public value, or null. */
   async deleteKey(loggerId: string, keyId: string): Promise<string | null> {
     if (!isUuidV4(loggerId) || !isUuidV4(keyId)) return null;
-    const row = await this.sql.write(() => first<{ key: string }>('delete from logs_api_keys where id = ? and logger_id = ? returning key', keyId, loggerId));
+    const row = await this.sql.write(() =>
+      first<{ key: string }>('delete from logs_api_keys where id = ? and logger_id = ? returning key', keyId, loggerId),
+    );
     return row?.key ?? null;
   }
 
   async findKey(key: string): Promise<StoredKey | null> {
     if (!isUuidV4(key)) return null;
-    const row = await this.sql.read(() => first<{ id: string; key: string; logger_id: string; secret_hash: string }>('select id, key, logger_id, secret_hash from logs_api_keys where key = ?', key));
+    const row = await this.sql.read(() =>
+      first<{ id: string; key: string; logger_id: string; secret_hash: string }>(
+        'select id, key, logger_id, secret_hash from logs_api_keys where key = ?',
+        key,
+      ),
+    );
     return row ? { id: row.id, key: row.key, loggerId: row.logger_id, secretHash: row.secret_hash } : null;
   }
 
@@ -199,7 +257,13 @@ export class LoggerRepository {
    * group commit, so a burst of concurrent ingests costs one commit (one fsync); the answer waits
    * for it. Returns the new chunk's id, or null when the logger no longer exists.
    */
-  async append(loggerId: string, kind: 'raw' | 'event', data: Buffer, lines: number, maxBytes: number): Promise<number | null> {
+  async append(
+    loggerId: string,
+    kind: 'raw' | 'event',
+    data: Buffer,
+    lines: number,
+    maxBytes: number,
+  ): Promise<number | null> {
     if (!isUuidV4(loggerId)) return null;
     const rawLines = kind === 'raw' ? lines : 0;
     const eventLines = kind === 'event' ? lines : 0;
@@ -212,7 +276,14 @@ export class LoggerRepository {
         loggerId,
       );
       if (!row) return null;
-      const inserted = yield* first<{ id: number }>('insert into logs_chunks (logger_id, kind, data, bytes, lines) values (?, ?, ?, ?, ?) returning id', loggerId, kind, data, data.length, lines);
+      const inserted = yield* first<{ id: number }>(
+        'insert into logs_chunks (logger_id, kind, data, bytes, lines) values (?, ?, ?, ?, ?) returning id',
+        loggerId,
+        kind,
+        data,
+        data.length,
+        lines,
+      );
       const id = Number(inserted!.id);
       const excess = Number(row.retained_bytes) - maxBytes;
       if (excess > 0) yield* dropOldest(loggerId, id, excess);
@@ -223,17 +294,37 @@ export class LoggerRepository {
   /** Retained bytes (lines and events together), raw lines and events: the logger row's totals. */
   async usageByKind(loggerId: string): Promise<{ bytes: number; rawLines: number; events: number }> {
     const row = isUuidV4(loggerId)
-      ? await this.sql.read(() => first<{ retained_bytes: number; raw_lines: number; event_lines: number }>('select retained_bytes, raw_lines, event_lines from logs_loggers where id = ?', loggerId))
+      ? await this.sql.read(() =>
+          first<{ retained_bytes: number; raw_lines: number; event_lines: number }>(
+            'select retained_bytes, raw_lines, event_lines from logs_loggers where id = ?',
+            loggerId,
+          ),
+        )
       : undefined;
-    return { bytes: Number(row?.retained_bytes ?? 0), rawLines: Number(row?.raw_lines ?? 0), events: Number(row?.event_lines ?? 0) };
+    return {
+      bytes: Number(row?.retained_bytes ?? 0),
+      rawLines: Number(row?.raw_lines ?? 0),
+      events: Number(row?.event_lines ?? 0),
+    };
   }
 
   /** The logger's chunks of `kind` after `afterId`, in order, at most `limit` of them. */
   async chunksAfter(loggerId: string, kind: 'raw' | 'event', afterId: number, limit: number): Promise<Chunk[]> {
     const rows = await this.sql.read(() =>
-      all<{ id: number; data: Uint8Array; bytes: number; lines: number }>('select id, data, bytes, lines from logs_chunks where logger_id = ? and kind = ? and id > ? order by id limit ?', loggerId, kind, afterId, limit),
+      all<{ id: number; data: Uint8Array; bytes: number; lines: number }>(
+        'select id, data, bytes, lines from logs_chunks where logger_id = ? and kind = ? and id > ? order by id limit ?',
+        loggerId,
+        kind,
+        afterId,
+        limit,
+      ),
     );
     // Both drivers return a Buffer already; copying a 64 MiB chunk again would cost the event loop.
-    return rows.map((row) => ({ id: Number(row.id), data: Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data), bytes: Number(row.bytes), lines: Number(row.lines) }));
+    return rows.map((row) => ({
+      id: Number(row.id),
+      data: Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data),
+      bytes: Number(row.bytes),
+      lines: Number(row.lines),
+    }));
   }
 }

@@ -97,14 +97,21 @@ function* slices(data: Buffer): Generator<Buffer> {
  * client leaving aborts everything, including the wait. A follower behind retention simply
  * continues from the oldest chunk still there.
  */
-export async function runStream(res: ServerResponse, options: StreamOptions, deps: { loggers: LoggerRepository; hub: FollowHub; stats: LogStats; filters: LogFilters }): Promise<void> {
+export async function runStream(
+  res: ServerResponse,
+  options: StreamOptions,
+  deps: { loggers: LoggerRepository; hub: FollowHub; stats: LogStats; filters: LogFilters },
+): Promise<void> {
   const { loggerId, kind, patterns, follow } = options;
   const controller = new AbortController();
   const onClose = () => controller.abort();
   res.once('close', onClose);
   const counters = deps.stats.of(loggerId);
   counters.openStream(patterns.map((p) => p.source));
-  res.writeHead(200, { 'content-type': kind === 'raw' ? 'text/plain; charset=utf-8' : 'application/x-ndjson', 'cache-control': 'no-store' });
+  res.writeHead(200, {
+    'content-type': kind === 'raw' ? 'text/plain; charset=utf-8' : 'application/x-ndjson',
+    'cache-control': 'no-store',
+  });
   res.flushHeaders();
   const pacer = new Pacer();
   const ahead: Promise<Buffer>[] = [];

@@ -81,14 +81,30 @@ export class RecordingDriver implements RuntimeDriver {
         `insert into run_driver_records (repository, state, reference, digest, env, volumes, applied_at) values (?, ?, ?, ?, ?, ?, ?)
          on conflict (repository) do update set state = excluded.state, reference = excluded.reference, digest = excluded.digest,
          env = excluded.env, volumes = excluded.volumes, applied_at = excluded.applied_at`,
-        repository, desired.state, desired.reference, desired.digest, env, volumes, at,
+        repository,
+        desired.state,
+        desired.reference,
+        desired.digest,
+        env,
+        volumes,
+        at,
       ),
     );
   }
 
   async status(repository: string): Promise<ActualState | null> {
-    const row = await this.database.read(() => first<RecordRow>('select state, reference, digest, applied_at from run_driver_records where repository = ?', repository));
+    const row = await this.database.read(() =>
+      first<RecordRow>(
+        'select state, reference, digest, applied_at from run_driver_records where repository = ?',
+        repository,
+      ),
+    );
     if (!row) return null;
-    return { state: row.state === 'running' ? 'running' : 'stopped', reference: row.reference, digest: row.digest, applied_at: row.applied_at };
+    return {
+      state: row.state === 'running' ? 'running' : 'stopped',
+      reference: row.reference,
+      digest: row.digest,
+      applied_at: row.applied_at,
+    };
   }
 }

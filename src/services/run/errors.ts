@@ -12,26 +12,40 @@ import { HttpError } from '../../core/errors.ts';
  */
 export const RunErrors = {
   // 400: input the schemas cannot judge.
-  invalidRepositoryName: (name: string) => new HttpError(400, 'validation_error', `invalid repository name '${name.slice(0, 300)}'`),
+  invalidRepositoryName: (name: string) =>
+    new HttpError(400, 'validation_error', `invalid repository name '${name.slice(0, 300)}'`),
   /** start and rollback name their target by exactly one of `reference` and `digest`. */
   targetNotOne: () => new HttpError(400, 'validation_error', 'give exactly one of reference or digest'),
   invalidTag: (tag: string) => new HttpError(400, 'validation_error', `invalid tag '${tag.slice(0, 200)}'`),
   /** `problem` is what `digestProblem` (names.ts) says is wrong with the digest. */
   invalidDigest: (problem: string) => new HttpError(400, 'validation_error', problem),
   envKeyInvalid: (index: number, key: string) =>
-    new HttpError(400, 'validation_error', `body.env[${index}].key '${key.slice(0, 200)}' must match ^[A-Za-z_][A-Za-z0-9_]*$`),
-  envKeyTwice: (index: number, key: string) => new HttpError(400, 'validation_error', `body.env[${index}].key '${key}' appears twice`),
-  volumeNameTwice: (index: number, name: string) => new HttpError(400, 'validation_error', `body.volumes[${index}].name '${name}' appears twice`),
+    new HttpError(
+      400,
+      'validation_error',
+      `body.env[${index}].key '${key.slice(0, 200)}' must match ^[A-Za-z_][A-Za-z0-9_]*$`,
+    ),
+  envKeyTwice: (index: number, key: string) =>
+    new HttpError(400, 'validation_error', `body.env[${index}].key '${key}' appears twice`),
+  volumeNameTwice: (index: number, name: string) =>
+    new HttpError(400, 'validation_error', `body.volumes[${index}].name '${name}' appears twice`),
   volumeTargetNotAbsolute: (index: number, target: string) =>
-    new HttpError(400, 'validation_error', `body.volumes[${index}].target '${target.slice(0, 200)}' must be an absolute path`),
+    new HttpError(
+      400,
+      'validation_error',
+      `body.volumes[${index}].target '${target.slice(0, 200)}' must be an absolute path`,
+    ),
 
   // 404: another user's repository answers exactly like a missing one.
   repositoryNotFound: (name: string) => new HttpError(404, 'not_found', `repository '${name}' not found`),
-  referenceNotFound: (reference: string, repository: string) => new HttpError(404, 'not_found', `reference '${reference}' not found in '${repository}'`),
-  manifestNotFound: (digest: string, repository: string) => new HttpError(404, 'not_found', `manifest ${digest} not found in '${repository}'`),
+  referenceNotFound: (reference: string, repository: string) =>
+    new HttpError(404, 'not_found', `reference '${reference}' not found in '${repository}'`),
+  manifestNotFound: (digest: string, repository: string) =>
+    new HttpError(404, 'not_found', `manifest ${digest} not found in '${repository}'`),
 
   // 502: the desired state was saved, the driver did not apply it.
-  driverFailed: (driver: string, message: string) => new HttpError(502, 'driver_error', `the change was saved but the ${driver} driver failed to apply it: ${message}`),
+  driverFailed: (driver: string, message: string) =>
+    new HttpError(502, 'driver_error', `the change was saved but the ${driver} driver failed to apply it: ${message}`),
 
   // 503 from /readyz.
   storageUnreachable: () => new HttpError(503, 'not_ready', 'storage is not reachable'),

@@ -54,7 +54,8 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
         title: 'Stratus Run API',
         version,
         logger,
-        description: 'Container repositories: a console API to start, stop and roll back repositories and save their env and volumes, and a push-only registry under /v2/.',
+        description:
+          'Container repositories: a console API to start, stop and roll back repositories and save their env and volumes, and a push-only registry under /v2/.',
         jsonForAnyContentType: true,
       });
       const now = options.now ?? Date.now;
@@ -68,7 +69,12 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
 
       const maxBlobBytes = options.maxBlobBytes ?? settings.runMaxBlobBytes;
       // A follower idle this long (no chunk) stops; the upload then finishes by re-reading its chunks.
-      const followers = new UploadFollowers(store.blobs, maxBlobBytes, options.followerIdleMs ?? 10 * 60 * 1000, options.followChunks ?? true);
+      const followers = new UploadFollowers(
+        store.blobs,
+        maxBlobBytes,
+        options.followerIdleMs ?? 10 * 60 * 1000,
+        options.followChunks ?? true,
+      );
 
       refs.start();
       // Abandoned uploads: released on a timer (unref'd; it never keeps the process alive).
@@ -89,7 +95,17 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
         await driver.close?.();
       });
 
-      await registerRoutes(app, { version, repository, driver, blobs: store.blobs, refs, maxBlobBytes, uploadExpiryMs, now, followers });
+      await registerRoutes(app, {
+        version,
+        repository,
+        driver,
+        blobs: store.blobs,
+        refs,
+        maxBlobBytes,
+        uploadExpiryMs,
+        now,
+        followers,
+      });
       return app;
     },
   };

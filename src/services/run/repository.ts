@@ -64,7 +64,8 @@ export interface ManifestInput {
   manifests: readonly string[];
 }
 
-export type ManifestOutcome = { kind: 'ok' } | { kind: 'denied' } | { kind: 'unknown'; digest: string; what: 'blob' | 'manifest' };
+export type ManifestOutcome =
+  { kind: 'ok' } | { kind: 'denied' } | { kind: 'unknown'; digest: string; what: 'blob' | 'manifest' };
 
 interface RepositorySqlRow {
   name: string;
@@ -89,14 +90,25 @@ function toRepository(row: RepositorySqlRow): RepositoryRow {
   return {
     name: row.name,
     owner: row.owner,
-    desired: { state: row.desired_state === 'running' ? 'running' : 'stopped', reference: row.desired_reference, digest: row.desired_digest },
+    desired: {
+      state: row.desired_state === 'running' ? 'running' : 'stopped',
+      reference: row.desired_reference,
+      digest: row.desired_digest,
+    },
     env: JSON.parse(row.env) as EnvVar[],
     volumes: JSON.parse(row.volumes) as Volume[],
   };
 }
 
 function toUpload(row: UploadSqlRow): Upload {
-  return { id: row.id, repository: row.repository, owner: row.owner, size: Number(row.size), parts: JSON.parse(row.parts) as UploadPart[], updatedAt: Number(row.updated_at) };
+  return {
+    id: row.id,
+    repository: row.repository,
+    owner: row.owner,
+    size: Number(row.size),
+    parts: JSON.parse(row.parts) as UploadPart[],
+    updatedAt: Number(row.updated_at),
+  };
 }
 
 /**
@@ -118,19 +130,31 @@ export class RunRepository {
   // ---- repositories -------------------------------------------------------------------------
 
   async findRepository(name: string): Promise<RepositoryRow | null> {
-    const row = await this.database.read(() => first<RepositorySqlRow>('select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?', name));
+    const row = await this.database.read(() =>
+      first<RepositorySqlRow>(
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?',
+        name,
+      ),
+    );
     return row ? toRepository(row) : null;
   }
 
   async ownerOf(name: string): Promise<string | null> {
-    const row = await this.database.read(() => first<{ owner: string }>('select owner from run_repositories where name = ?', name));
+    const row = await this.database.read(() =>
+      first<{ owner: string }>('select owner from run_repositories where name = ?', name),
+    );
     return row?.owner ?? null;
   }
 
   /** Creates the repository for `owner` if the name is unused; 'denied' when another user owns it. */
   private *ensureRepositoryWork(name: string, owner: string): Work<Ownership> {
     // The unique name makes two first pushes at once safe: one insert wins, the other reads its owner.
-    yield* run('insert into run_repositories (name, owner, created_at) values (?, ?, ?) on conflict (name) do nothing', name, owner, new Date().toISOString());
+    yield* run(
+      'insert into run_repositories (name, owner, created_at) values (?, ?, ?) on conflict (name) do nothing',
+      name,
+      owner,
+      new Date().toISOString(),
+    );
     const row = yield* first<{ owner: string }>('select owner from run_repositories where name = ?', name);
     return row?.owner === owner ? 'ok' : 'denied';
   }
@@ -139,10 +163,13 @@ export class RunRepository {
     const name = repository.name;
     const [references, history] = await this.database.read(function* () {
       const tags = yield* all<{ tag: string }>('select tag from run_tags where repository = ? order by seq', name);
-      const entries = yield* all<{ action: HistoryEntry['action']; reference: string | null; digest: string | null; user_id: string; at: string }>(
-        'select action, reference, digest, user_id, at from run_history where repository = ? order by seq',
-        name,
-      );
+      const entries = yield* all<{
+        action: HistoryEntry['action'];
+        reference: string | null;
+        digest: string | null;
+        user_id: string;
+        at: string;
+      }>('select action, reference, digest, user_id, at from run_history where repository = ? order by seq', name);
       return [tags.map((t) => t.tag), entries] as const;
     });
     return {
@@ -151,7 +178,13 @@ export class RunRepository {
       env: repository.env,
       volumes: repository.volumes,
       desired: repository.desired,
-      history: history.map((h) => ({ action: h.action, reference: h.reference, digest: h.digest, user: h.user_id, at: h.at })),
+      history: history.map((h) => ({
+        action: h.action,
+        reference: h.reference,
+        digest: h.digest,
+        user: h.user_id,
+        at: h.at,
+      })),
     };
   }
 
@@ -159,14 +192,35 @@ export class RunRepository {
    * Sets the desired state and, when `action` is given, appends a history entry, in one
    * transaction. Returns the repository as stored afterwards.
    */
-  async setDesired(name: string, desired: DesiredState, entry: { action: HistoryEntry['action']; user: string; at: string } | null): Promise<RepositoryRow | null> {
+  async setDesired(
+    name: string,
+    desired: DesiredState,
+    entry: { action: HistoryEntry['action']; user: string; at: string } | null,
+  ): Promise<RepositoryRow | null> {
     const row = await this.database.write(function* () {
-      const changed = yield* run('update run_repositories set desired_state = ?, desired_reference = ?, desired_digest = ? where name = ?', desired.state, desired.reference, desired.digest, name);
+      const changed = yield* run(
+        'update run_repositories set desired_state = ?, desired_reference = ?, desired_digest = ? where name = ?',
+        desired.state,
+        desired.reference,
+        desired.digest,
+        name,
+      );
       if (changed === 0) return undefined;
       if (entry) {
-        yield* run('insert into run_history (repository, action, reference, digest, user_id, at) values (?, ?, ?, ?, ?, ?)', name, entry.action, desired.reference, desired.digest, entry.user, entry.at);
+        yield* run(
+          'insert into run_history (repository, action, reference, digest, user_id, at) values (?, ?, ?, ?, ?, ?)',
+          name,
+          entry.action,
+          desired.reference,
+          desired.digest,
+          entry.user,
+          entry.at,
+        );
       }
-      return yield* first<RepositorySqlRow>('select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?', name);
+      return yield* first<RepositorySqlRow>(
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?',
+        name,
+      );
     });
     return row ? toRepository(row) : null;
   }
@@ -177,7 +231,10 @@ export class RunRepository {
     const row = await this.database.write(function* () {
       const changed = yield* run(`update run_repositories set ${column} = ? where name = ?`, text, name);
       if (changed === 0) return undefined;
-      return yield* first<RepositorySqlRow>('select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?', name);
+      return yield* first<RepositorySqlRow>(
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?',
+        name,
+      );
     });
     return row ? toRepository(row) : null;
   }
@@ -185,12 +242,20 @@ export class RunRepository {
   // ---- tags and manifests -------------------------------------------------------------------
 
   async tagDigest(repository: string, tag: string): Promise<string | null> {
-    const row = await this.database.read(() => first<{ digest: string }>('select digest from run_tags where repository = ? and tag = ?', repository, tag));
+    const row = await this.database.read(() =>
+      first<{ digest: string }>('select digest from run_tags where repository = ? and tag = ?', repository, tag),
+    );
     return row?.digest ?? null;
   }
 
   async manifest(repository: string, digest: string): Promise<{ mediaType: string; size: number } | null> {
-    const row = await this.database.read(() => first<{ media_type: string; size: number | string }>('select media_type, size from run_manifests where repository = ? and digest = ?', repository, digest));
+    const row = await this.database.read(() =>
+      first<{ media_type: string; size: number | string }>(
+        'select media_type, size from run_manifests where repository = ? and digest = ?',
+        repository,
+        digest,
+      ),
+    );
     return row ? { mediaType: row.media_type, size: Number(row.size) } : null;
   }
 
@@ -207,20 +272,38 @@ export class RunRepository {
     const { repository, owner, digest, mediaType, body, tag, blobs, manifests } = input;
     if ((yield* this.ensureRepositoryWork(repository, owner)) === 'denied') return { kind: 'denied' };
     for (const blob of new Set(blobs)) {
-      const found = yield* first('select 1 as present from run_blobs where repository = ? and digest = ?', repository, blob);
+      const found = yield* first(
+        'select 1 as present from run_blobs where repository = ? and digest = ?',
+        repository,
+        blob,
+      );
       if (!found) return { kind: 'unknown', digest: blob, what: 'blob' };
     }
     for (const child of new Set(manifests)) {
-      const found = yield* first('select 1 as present from run_manifests where repository = ? and digest = ?', repository, child);
+      const found = yield* first(
+        'select 1 as present from run_manifests where repository = ? and digest = ?',
+        repository,
+        child,
+      );
       if (!found) return { kind: 'unknown', digest: child, what: 'manifest' };
     }
     yield* run(
       'insert into run_manifests (repository, digest, media_type, size, body, created_at) values (?, ?, ?, ?, ?, ?) on conflict (repository, digest) do nothing',
-      repository, digest, mediaType, body.byteLength, body, now,
+      repository,
+      digest,
+      mediaType,
+      body.byteLength,
+      body,
+      now,
     );
     if (tag !== null) {
       // The tag keeps its `seq` (its place in `references`) when it moves to another manifest.
-      yield* run('insert into run_tags (repository, tag, digest) values (?, ?, ?) on conflict (repository, tag) do update set digest = excluded.digest', repository, tag, digest);
+      yield* run(
+        'insert into run_tags (repository, tag, digest) values (?, ?, ?) on conflict (repository, tag) do update set digest = excluded.digest',
+        repository,
+        tag,
+        digest,
+      );
     }
     return { kind: 'ok' };
   }
@@ -229,12 +312,24 @@ export class RunRepository {
 
   /** The size of a blob linked to the repository, or null. */
   async linkedBlob(repository: string, digest: string): Promise<number | null> {
-    const row = await this.database.read(() => first<{ size: number | string }>('select size from run_blobs where repository = ? and digest = ?', repository, digest));
+    const row = await this.database.read(() =>
+      first<{ size: number | string }>(
+        'select size from run_blobs where repository = ? and digest = ?',
+        repository,
+        digest,
+      ),
+    );
     return row ? Number(row.size) : null;
   }
 
   private *linkWork(repository: string, digest: string, size: number, pin: BlobPin): Work<void> {
-    yield* run('insert into run_blobs (repository, digest, size, created_at) values (?, ?, ?, ?) on conflict (repository, digest) do nothing', repository, digest, size, new Date().toISOString());
+    yield* run(
+      'insert into run_blobs (repository, digest, size, created_at) values (?, ?, ?, ?) on conflict (repository, digest) do nothing',
+      repository,
+      digest,
+      size,
+      new Date().toISOString(),
+    );
     yield* this.refs.addWork(pin, repositoryHolder(repository));
   }
 
@@ -243,7 +338,13 @@ export class RunRepository {
     return this.database.write(() => this.linkBlobWork(repository, owner, digest, size, pin));
   }
 
-  private *linkBlobWork(repository: string, owner: string, digest: string, size: number, pin: BlobPin): Work<Ownership> {
+  private *linkBlobWork(
+    repository: string,
+    owner: string,
+    digest: string,
+    size: number,
+    pin: BlobPin,
+  ): Work<Ownership> {
     if ((yield* this.ensureRepositoryWork(repository, owner)) === 'denied') return 'denied';
     yield* this.linkWork(repository, digest, size, pin);
     return 'ok';
@@ -257,12 +358,22 @@ export class RunRepository {
 
   private *startUploadWork(id: string, repository: string, owner: string, now: number): Work<Ownership> {
     if ((yield* this.ensureRepositoryWork(repository, owner)) === 'denied') return 'denied';
-    yield* run('insert into run_uploads (id, repository, owner, size, parts, created_at, updated_at) values (?, ?, ?, 0, ?, ?, ?)', id, repository, owner, '[]', now, now);
+    yield* run(
+      'insert into run_uploads (id, repository, owner, size, parts, created_at, updated_at) values (?, ?, ?, 0, ?, ?, ?)',
+      id,
+      repository,
+      owner,
+      '[]',
+      now,
+      now,
+    );
     return 'ok';
   }
 
   async upload(id: string): Promise<Upload | null> {
-    const row = await this.database.read(() => first<UploadSqlRow>('select id, repository, owner, size, parts, updated_at from run_uploads where id = ?', id));
+    const row = await this.database.read(() =>
+      first<UploadSqlRow>('select id, repository, owner, size, parts, updated_at from run_uploads where id = ?', id),
+    );
     return row ? toUpload(row) : null;
   }
 
@@ -271,16 +382,32 @@ export class RunRepository {
    * landed meanwhile, on this or another instance, makes it 'conflict'), and makes the upload
    * hold the chunk's blob.
    */
-  async appendPart(id: string, expectedSize: number, part: UploadPart, pin: BlobPin | null, now: number): Promise<'ok' | 'gone' | 'conflict'> {
+  async appendPart(
+    id: string,
+    expectedSize: number,
+    part: UploadPart,
+    pin: BlobPin | null,
+    now: number,
+  ): Promise<'ok' | 'gone' | 'conflict'> {
     const refs = this.refs;
     return this.database.write(function* () {
-      const row = yield* first<UploadSqlRow>('select id, repository, owner, size, parts, updated_at from run_uploads where id = ?', id);
+      const row = yield* first<UploadSqlRow>(
+        'select id, repository, owner, size, parts, updated_at from run_uploads where id = ?',
+        id,
+      );
       if (!row) return 'gone';
       const upload = toUpload(row);
       if (upload.size !== expectedSize) return 'conflict';
       const parts = part.size > 0 ? [...upload.parts, part] : upload.parts;
       // Guarded by the size as well: on PostgreSQL a concurrent append that committed first makes this match nothing.
-      const changed = yield* run('update run_uploads set size = ?, parts = ?, updated_at = ? where id = ? and size = ?', expectedSize + part.size, JSON.stringify(parts), now, id, expectedSize);
+      const changed = yield* run(
+        'update run_uploads set size = ?, parts = ?, updated_at = ? where id = ? and size = ?',
+        expectedSize + part.size,
+        JSON.stringify(parts),
+        now,
+        id,
+        expectedSize,
+      );
       if (changed === 0) return 'conflict';
       if (pin) yield* refs.addWork(pin, uploadHolder(id));
       return 'ok';
@@ -295,7 +422,12 @@ export class RunRepository {
     return this.database.write(() => this.finishUploadWork(upload, digest, size, pin));
   }
 
-  private *finishUploadWork(upload: Upload, digest: string, size: number, pin: BlobPin): Work<'ok' | 'gone' | 'conflict'> {
+  private *finishUploadWork(
+    upload: Upload,
+    digest: string,
+    size: number,
+    pin: BlobPin,
+  ): Work<'ok' | 'gone' | 'conflict'> {
     const row = yield* first<{ size: number | string }>('select size from run_uploads where id = ?', upload.id);
     if (!row) return 'gone';
     if (Number(row.size) !== upload.size) return 'conflict';
@@ -319,7 +451,13 @@ export class RunRepository {
   async expireUploads(cutoff: number, batch = 100): Promise<number> {
     let expired = 0;
     for (;;) {
-      const rows = await this.database.read(() => all<{ id: string }>('select id from run_uploads where updated_at < ? order by updated_at limit ?', cutoff, batch));
+      const rows = await this.database.read(() =>
+        all<{ id: string }>(
+          'select id from run_uploads where updated_at < ? order by updated_at limit ?',
+          cutoff,
+          batch,
+        ),
+      );
       for (const row of rows) if (await this.discardUpload(row.id)) expired++;
       if (rows.length < batch) return expired;
     }

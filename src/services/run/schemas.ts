@@ -6,7 +6,10 @@ export const errorBody = Type.Object({
 
 const nullableString = Type.Union([Type.String(), Type.Null()]);
 
-export const envVar = Type.Object({ key: Type.String(), desired_value: Type.String() }, { additionalProperties: false });
+export const envVar = Type.Object(
+  { key: Type.String(), desired_value: Type.String() },
+  { additionalProperties: false },
+);
 export const volume = Type.Object(
   {
     name: Type.String({ minLength: 1 }),
@@ -47,13 +50,15 @@ export const consoleData = Type.Object({
       }),
       Type.Null(),
     ],
-    { description: "what the runtime driver reports it has applied (null: nothing yet, or the driver cannot tell)" },
+    { description: 'what the runtime driver reports it has applied (null: nothing yet, or the driver cannot tell)' },
   ),
 });
 
 const repository = Type.String({ description: 'repository name, e.g. my-project/my-app' });
 
-export const repositoryQuery = Type.Object({ repository: Type.String({ minLength: 1, description: 'repository name' }) });
+export const repositoryQuery = Type.Object({
+  repository: Type.String({ minLength: 1, description: 'repository name' }),
+});
 export const repositoryBody = Type.Object({ repository }, { additionalProperties: false });
 export const targetBody = Type.Object(
   {

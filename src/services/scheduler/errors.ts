@@ -10,7 +10,8 @@ import { HttpError } from '../../core/errors.ts';
 export const SchedulerErrors = {
   // 400: input the schemas cannot judge.
   invalidDuration: (field: string, reason: string) => new HttpError(400, 'validation_error', `${field}: ${reason}`),
-  invalidTime: (field: string) => new HttpError(400, 'validation_error', `${field} must be an RFC 3339 time such as 2025-06-21T12:01:01Z`),
+  invalidTime: (field: string) =>
+    new HttpError(400, 'validation_error', `${field} must be an RFC 3339 time such as 2025-06-21T12:01:01Z`),
   delayAndFuture: () => new HttpError(400, 'validation_error', 'give either delay or future, not both'),
   noDueTime: () => new HttpError(400, 'validation_error', 'give delay or future'),
   dueTimeOutOfRange: () => new HttpError(400, 'validation_error', 'the due time is out of range (years 0001–9999)'),
@@ -21,7 +22,8 @@ export const SchedulerErrors = {
   extensionNotPositive: () => new HttpError(400, 'invalid_lease', 'extension must be positive'),
 
   // 401: every method but GET needs a key.
-  keyRequired: () => new HttpError(401, 'unauthorized', 'a scheduler API key is required (X-API-Key or Authorization: Bearer)'),
+  keyRequired: () =>
+    new HttpError(401, 'unauthorized', 'a scheduler API key is required (X-API-Key or Authorization: Bearer)'),
   keyInvalid: () => new HttpError(401, 'unauthorized', 'invalid scheduler API key'),
 
   // 404: a path id outside the id character set names nothing, so it is not found rather than invalid.

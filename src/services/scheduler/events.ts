@@ -57,7 +57,9 @@ export class SchedulerEvents {
       const batch = this.pending;
       this.pending = new Map();
       for (const [id, c] of batch) {
-        this.notifier.publish(TOPIC, JSON.stringify({ s: id, w: c.due ? 1 : 0, d: c.deleted ? 1 : 0 })).catch(this.onError);
+        this.notifier
+          .publish(TOPIC, JSON.stringify({ s: id, w: c.due ? 1 : 0, d: c.deleted ? 1 : 0 }))
+          .catch(this.onError);
       }
     });
   }

@@ -25,7 +25,9 @@ export const schedulerService: ServiceDefinition = {
     const repository = new SchedulerRepository(store.sql);
     // The generated key is printed on stderr once, not logged: log pipelines keep what they get.
     const keys = await SchedulerKeys.load(settings.schedulerApiKeys, repository, (line) => process.stderr.write(line));
-    const events = new SchedulerEvents(store.notifier, (error) => logger.warn({ err: error }, 'scheduler notification failed'));
+    const events = new SchedulerEvents(store.notifier, (error) =>
+      logger.warn({ err: error }, 'scheduler notification failed'),
+    );
     app.addHook('onClose', async () => events.close());
 
     const deps: RouteDeps = {

@@ -16,11 +16,16 @@ export class SchedulerKeys {
    * SCHEDULER_API_KEYS when set; otherwise the key generated on the first start and kept in the
    * platform database (so every instance and every restart shares it), printed once when made.
    */
-  static async load(configured: readonly string[], repository: SchedulerRepository, print: (line: string) => void): Promise<SchedulerKeys> {
+  static async load(
+    configured: readonly string[],
+    repository: SchedulerRepository,
+    print: (line: string) => void,
+  ): Promise<SchedulerKeys> {
     const keys = configured.map((k) => k.trim()).filter((k) => k.length > 0);
     if (keys.length > 0) return new SchedulerKeys(keys.map(digest));
     const { key, created } = await repository.generatedKey(`sk-${randomBytes(24).toString('base64url')}`);
-    if (created) print(`scheduler: generated API key (shown once; set SCHEDULER_API_KEYS to choose your own): ${key}\n`);
+    if (created)
+      print(`scheduler: generated API key (shown once; set SCHEDULER_API_KEYS to choose your own): ${key}\n`);
     return new SchedulerKeys([digest(key)]);
   }
 

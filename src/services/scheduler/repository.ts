@@ -105,16 +105,26 @@ export class SchedulerRepository {
   // ---- schedulers ----
 
   async listSchedulers(now: number): Promise<SchedulerRow[]> {
-    if (!this.sql.queriesBlockTheProcess) return this.sql.read(() => all<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s order by s.seq`, now));
-    const rows = await this.sql.read(() => all<SchedulerRow>('select id, display_name, created_ms, updated_ms from scheduler_schedulers order by seq'));
+    if (!this.sql.queriesBlockTheProcess)
+      return this.sql.read(() =>
+        all<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s order by s.seq`, now),
+      );
+    const rows = await this.sql.read(() =>
+      all<SchedulerRow>('select id, display_name, created_ms, updated_ms from scheduler_schedulers order by seq'),
+    );
     const pacer = new Pacer();
     for (const row of rows) await this.withCounts(row, now, pacer);
     return rows;
   }
 
   async getScheduler(id: string, now: number): Promise<SchedulerRow | undefined> {
-    if (!this.sql.queriesBlockTheProcess) return this.sql.read(() => first<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s where s.id = ?`, now, id));
-    const row = await this.sql.read(() => first<SchedulerRow>('select id, display_name, created_ms, updated_ms from scheduler_schedulers where id = ?', id));
+    if (!this.sql.queriesBlockTheProcess)
+      return this.sql.read(() =>
+        first<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s where s.id = ?`, now, id),
+      );
+    const row = await this.sql.read(() =>
+      first<SchedulerRow>('select id, display_name, created_ms, updated_ms from scheduler_schedulers where id = ?', id),
+    );
     return row ? this.withCounts(row, now, new Pacer()) : undefined;
   }
 
@@ -130,15 +140,32 @@ export class SchedulerRepository {
    * SQLite: the scheduler's tasks counted per window of `windows.count` sequence numbers (empty
    * windows left out), in sequence order, with a turn for the event loop between windows.
    */
-  private async countWindows(schedulerId: string, now: number, pacer: Pacer): Promise<{ from: number; total: number; inflight: number }[]> {
+  private async countWindows(
+    schedulerId: string,
+    now: number,
+    pacer: Pacer,
+  ): Promise<{ from: number; total: number; inflight: number }[]> {
     const windows: { from: number; total: number; inflight: number }[] = [];
-    const nextSeq = (at: number) => this.sql.read(() => first<{ seq: number | null }>('select min(seq) as seq from scheduler_tasks where scheduler_id = ? and seq >= ?', schedulerId, at));
-    for (let from = (await nextSeq(0))?.seq ?? null; from !== null; ) {
+    const nextSeq = (at: number) =>
+      this.sql.read(() =>
+        first<{ seq: number | null }>(
+          'select min(seq) as seq from scheduler_tasks where scheduler_id = ? and seq >= ?',
+          schedulerId,
+          at,
+        ),
+      );
+    for (let from = (await nextSeq(0))?.seq ?? null; from !== null;) {
       await pacer.pace();
       const start = Number(from);
       const to = start + this.windows.count;
       const row = await this.sql.read(() =>
-        first<{ total: number; inflight: number | null }>(`select count(*) as total, sum(case when ${INFLIGHT} then 1 else 0 end) as inflight from scheduler_tasks where scheduler_id = ? and seq >= ? and seq < ?`, now, schedulerId, start, to),
+        first<{ total: number; inflight: number | null }>(
+          `select count(*) as total, sum(case when ${INFLIGHT} then 1 else 0 end) as inflight from scheduler_tasks where scheduler_id = ? and seq >= ? and seq < ?`,
+          now,
+          schedulerId,
+          start,
+          to,
+        ),
       );
       const total = Number(row?.total ?? 0);
       if (total > 0) windows.push({ from: start, total, inflight: Number(row?.inflight ?? 0) });
@@ -148,13 +175,24 @@ export class SchedulerRepository {
   }
 
   async exists(id: string): Promise<boolean> {
-    return (await this.sql.read(() => first('select 1 as one from scheduler_schedulers where id = ?', id))) !== undefined;
+    return (
+      (await this.sql.read(() => first('select 1 as one from scheduler_schedulers where id = ?', id))) !== undefined
+    );
   }
 
   /** False when the id is taken. */
   async createScheduler(id: string, displayName: string, description: string | null, now: number): Promise<boolean> {
     try {
-      await this.sql.write(() => run('insert into scheduler_schedulers (id, display_name, description, created_ms, updated_ms) values (?, ?, ?, ?, ?)', id, displayName, description, now, now));
+      await this.sql.write(() =>
+        run(
+          'insert into scheduler_schedulers (id, display_name, description, created_ms, updated_ms) values (?, ?, ?, ?, ?)',
+          id,
+          displayName,
+          description,
+          now,
+          now,
+        ),
+      );
       return true;
     } catch (error) {
       if (this.sql.isUniqueViolation(error)) return false;
@@ -163,7 +201,12 @@ export class SchedulerRepository {
   }
 
   /** PUT replaces display_name and description; PATCH (`partial`) changes only what is given. */
-  async updateScheduler(id: string, change: { display_name?: string; description?: string }, partial: boolean, now: number): Promise<boolean> {
+  async updateScheduler(
+    id: string,
+    change: { display_name?: string; description?: string },
+    partial: boolean,
+    now: number,
+  ): Promise<boolean> {
     const sets: string[] = ['updated_ms = ?'];
     const params: unknown[] = [now];
     if (change.display_name !== undefined) {
@@ -174,7 +217,9 @@ export class SchedulerRepository {
       sets.push('description = ?');
       params.push(change.description ?? null);
     }
-    const changed = await this.sql.write(() => run(`update scheduler_schedulers set ${sets.join(', ')} where id = ?`, ...params, id));
+    const changed = await this.sql.write(() =>
+      run(`update scheduler_schedulers set ${sets.join(', ')} where id = ?`, ...params, id),
+    );
     return changed > 0;
   }
 
@@ -189,13 +234,27 @@ export class SchedulerRepository {
   // ---- tasks ----
 
   /** 'created', 'exists' (task id in use) or 'not_found' (no such scheduler). */
-  async enqueue(schedulerId: string, id: string, payload: string, labels: string, due: number): Promise<'created' | 'exists' | 'not_found'> {
+  async enqueue(
+    schedulerId: string,
+    id: string,
+    payload: string,
+    labels: string,
+    due: number,
+  ): Promise<'created' | 'exists' | 'not_found'> {
     // On PostgreSQL the scheduler row is share-locked: an enqueue racing a delete of its scheduler
     // either finishes first (and the delete removes its task) or sees the scheduler gone.
     const lock = this.sql.syntax.forShare;
     try {
       const inserted = await this.sql.write(() =>
-        run(`insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?${lock})`, schedulerId, id, payload, labels, due, schedulerId),
+        run(
+          `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?${lock})`,
+          schedulerId,
+          id,
+          payload,
+          labels,
+          due,
+          schedulerId,
+        ),
       );
       return inserted > 0 ? 'created' : 'not_found';
     } catch (error) {
@@ -227,44 +286,88 @@ export class SchedulerRepository {
 
   /** The next instant something in the scheduler comes due (a waiting task or a lease expiry). */
   async nextDue(schedulerId: string, now: number): Promise<number | undefined> {
-    const row = await this.sql.read(() => first<{ due_ms: number }>('select due_ms from scheduler_tasks where scheduler_id = ? and due_ms > ? order by due_ms limit 1', schedulerId, now));
+    const row = await this.sql.read(() =>
+      first<{ due_ms: number }>(
+        'select due_ms from scheduler_tasks where scheduler_id = ? and due_ms > ? order by due_ms limit 1',
+        schedulerId,
+        now,
+      ),
+    );
     return row?.due_ms;
   }
 
   /** The next lease expiry (for streams, which must show expiries as they happen). */
   async nextExpiry(schedulerId: string, now: number): Promise<number | undefined> {
-    const row = await this.sql.read(() => first<{ due_ms: number }>('select min(due_ms) as due_ms from scheduler_tasks where scheduler_id = ? and lease_id is not null and due_ms > ?', schedulerId, now));
+    const row = await this.sql.read(() =>
+      first<{ due_ms: number }>(
+        'select min(due_ms) as due_ms from scheduler_tasks where scheduler_id = ? and lease_id is not null and due_ms > ?',
+        schedulerId,
+        now,
+      ),
+    );
     return row?.due_ms ?? undefined;
   }
 
-  async acknowledge(schedulerId: string, taskId: string, leaseId: string | undefined, now: number): Promise<AckOutcome> {
+  async acknowledge(
+    schedulerId: string,
+    taskId: string,
+    leaseId: string | undefined,
+    now: number,
+  ): Promise<AckOutcome> {
     return this.sql.write(function* () {
       const changed =
         leaseId === undefined
           ? yield* run('delete from scheduler_tasks where scheduler_id = ? and id = ?', schedulerId, taskId)
-          : yield* run('delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ? and due_ms > ?', schedulerId, taskId, leaseId, now);
+          : yield* run(
+              'delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ? and due_ms > ?',
+              schedulerId,
+              taskId,
+              leaseId,
+              now,
+            );
       if (changed > 0) return 'done';
       return yield* missing(schedulerId, taskId, 'lease_mismatch');
     });
   }
 
-  async extend(schedulerId: string, taskId: string, leaseId: string | undefined, extensionMs: number, now: number): Promise<ExtendOutcome> {
+  async extend(
+    schedulerId: string,
+    taskId: string,
+    leaseId: string | undefined,
+    extensionMs: number,
+    now: number,
+  ): Promise<ExtendOutcome> {
     const lock = this.sql.syntax.forUpdate;
     return this.sql.write(function* (): Work<ExtendOutcome> {
-      const row = yield* first<{ due_ms: number; lease_id: string | null }>(`select due_ms, lease_id from scheduler_tasks where scheduler_id = ? and id = ?${lock}`, schedulerId, taskId);
+      const row = yield* first<{ due_ms: number; lease_id: string | null }>(
+        `select due_ms, lease_id from scheduler_tasks where scheduler_id = ? and id = ?${lock}`,
+        schedulerId,
+        taskId,
+      );
       if (!row) return yield* missing(schedulerId, taskId, 'task_not_found');
       if (row.lease_id === null || row.due_ms <= now) return 'conflict';
       if (leaseId !== undefined && leaseId !== row.lease_id) return 'lease_mismatch';
       // Capped so that repeated extensions cannot leave the range a timestamp can be written in.
       const expires = Math.min(row.due_ms + extensionMs, MAX_TIME_MS);
-      yield* run('update scheduler_tasks set due_ms = ? where scheduler_id = ? and id = ?', expires, schedulerId, taskId);
+      yield* run(
+        'update scheduler_tasks set due_ms = ? where scheduler_id = ? and id = ?',
+        expires,
+        schedulerId,
+        taskId,
+      );
       return { expires };
     });
   }
 
   async reschedule(schedulerId: string, taskId: string, due: number, now: number): Promise<RescheduleOutcome> {
     return this.sql.write(function* () {
-      const changed = yield* run('update scheduler_tasks set due_ms = ?, lease_id = null where scheduler_id = ? and id = ? and (lease_id is null or due_ms <= ?)', due, schedulerId, taskId, now);
+      const changed = yield* run(
+        'update scheduler_tasks set due_ms = ?, lease_id = null where scheduler_id = ? and id = ? and (lease_id is null or due_ms <= ?)',
+        due,
+        schedulerId,
+        taskId,
+        now,
+      );
       if (changed > 0) return 'done';
       return yield* missing(schedulerId, taskId, 'task_in_flight');
     });
@@ -278,7 +381,11 @@ export class SchedulerRepository {
       return { scheduled: total - inflight, inflight };
     }
     const row = await this.sql.read(() =>
-      first<{ total: number; inflight: number | null }>('select count(*) as total, sum(case when lease_id is not null and due_ms > ? then 1 else 0 end) as inflight from scheduler_tasks where scheduler_id = ?', now, schedulerId),
+      first<{ total: number; inflight: number | null }>(
+        'select count(*) as total, sum(case when lease_id is not null and due_ms > ? then 1 else 0 end) as inflight from scheduler_tasks where scheduler_id = ?',
+        now,
+        schedulerId,
+      ),
     );
     const total = Number(row?.total ?? 0);
     const inflight = Number(row?.inflight ?? 0);
@@ -286,10 +393,18 @@ export class SchedulerRepository {
   }
 
   /** Both lists with the same filter, paginated independently, in enqueue order. */
-  async listTasks(schedulerId: string, filter: TaskFilter, scheduledPage: Page, inflightPage: Page, now: number): Promise<TaskPages> {
+  async listTasks(
+    schedulerId: string,
+    filter: TaskFilter,
+    scheduledPage: Page,
+    inflightPage: Page,
+    now: number,
+  ): Promise<TaskPages> {
     if (this.sql.queriesBlockTheProcess) {
       const filtered = (filter.search !== undefined && filter.search !== '') || filter.labels.length > 0;
-      return filtered ? this.searchTasks(schedulerId, filter, scheduledPage, inflightPage, now) : this.pageTasks(schedulerId, scheduledPage, inflightPage, now);
+      return filtered
+        ? this.searchTasks(schedulerId, filter, scheduledPage, inflightPage, now)
+        : this.pageTasks(schedulerId, scheduledPage, inflightPage, now);
     }
     const conditions: string[] = ['scheduler_id = ?'];
     const params: unknown[] = [schedulerId];
@@ -301,7 +416,9 @@ export class SchedulerRepository {
       // Labels are stored as a compact JSON array: an element is exactly `"…"` after `[` or `,`,
       // and an unescaped quote can only be a delimiter, so this matches whole labels only.
       const quoted = JSON.stringify(label);
-      conditions.push(`(${this.sql.syntax.position('labels', '?')} > 0 or ${this.sql.syntax.position('labels', '?')} > 0)`);
+      conditions.push(
+        `(${this.sql.syntax.position('labels', '?')} > 0 or ${this.sql.syntax.position('labels', '?')} > 0)`,
+      );
       params.push(`[${quoted}`, `,${quoted}`);
     }
     const where = conditions.join(' and ');
@@ -317,11 +434,23 @@ export class SchedulerRepository {
       const scheduledTotal = Number(totals?.total ?? 0) - inflightTotal;
       const scheduledRows =
         (scheduledPage.page - 1) * scheduledPage.perPage < scheduledTotal
-          ? yield* all<ListedTask>(`select id, due_ms, labels from scheduler_tasks where ${where} and ${scheduled} order by seq limit ? offset ?`, ...params, now, scheduledPage.perPage, (scheduledPage.page - 1) * scheduledPage.perPage)
+          ? yield* all<ListedTask>(
+              `select id, due_ms, labels from scheduler_tasks where ${where} and ${scheduled} order by seq limit ? offset ?`,
+              ...params,
+              now,
+              scheduledPage.perPage,
+              (scheduledPage.page - 1) * scheduledPage.perPage,
+            )
           : [];
       const inflightRows =
         (inflightPage.page - 1) * inflightPage.perPage < inflightTotal
-          ? yield* all<ListedTask>(`select id, due_ms, labels from scheduler_tasks where ${where} and ${inflight} order by seq limit ? offset ?`, ...params, now, inflightPage.perPage, (inflightPage.page - 1) * inflightPage.perPage)
+          ? yield* all<ListedTask>(
+              `select id, due_ms, labels from scheduler_tasks where ${where} and ${inflight} order by seq limit ? offset ?`,
+              ...params,
+              now,
+              inflightPage.perPage,
+              (inflightPage.page - 1) * inflightPage.perPage,
+            )
           : [];
       return { scheduled: scheduledRows, inflight: inflightRows, scheduledTotal, inflightTotal };
     });
@@ -331,7 +460,12 @@ export class SchedulerRepository {
    * SQLite, no filter: totals from the windowed count; each page is read from the window where it
    * starts, so no query skips more than one window of rows.
    */
-  private async pageTasks(schedulerId: string, scheduledPage: Page, inflightPage: Page, now: number): Promise<TaskPages> {
+  private async pageTasks(
+    schedulerId: string,
+    scheduledPage: Page,
+    inflightPage: Page,
+    now: number,
+  ): Promise<TaskPages> {
     const pacer = new Pacer();
     const windows = await this.countWindows(schedulerId, now, pacer);
     const read = async (page: Page, inflight: boolean): Promise<{ rows: ListedTask[]; total: number }> => {
@@ -349,7 +483,15 @@ export class SchedulerRepository {
         await pacer.pace();
         const offset = skip;
         const found = await this.sql.read(() =>
-          all<ListedTask>(`select id, due_ms, labels from scheduler_tasks where scheduler_id = ? and seq >= ? and seq < ? and ${inflight ? INFLIGHT : SCHEDULED} order by seq limit ? offset ?`, schedulerId, w.from, w.from + this.windows.count, now, page.perPage - rows.length, offset),
+          all<ListedTask>(
+            `select id, due_ms, labels from scheduler_tasks where scheduler_id = ? and seq >= ? and seq < ? and ${inflight ? INFLIGHT : SCHEDULED} order by seq limit ? offset ?`,
+            schedulerId,
+            w.from,
+            w.from + this.windows.count,
+            now,
+            page.perPage - rows.length,
+            offset,
+          ),
         );
         rows.push(...found);
         skip = 0;
@@ -358,14 +500,25 @@ export class SchedulerRepository {
     };
     const scheduled = await read(scheduledPage, false);
     const inflight = await read(inflightPage, true);
-    return { scheduled: scheduled.rows, inflight: inflight.rows, scheduledTotal: scheduled.total, inflightTotal: inflight.total };
+    return {
+      scheduled: scheduled.rows,
+      inflight: inflight.rows,
+      scheduledTotal: scheduled.total,
+      inflightTotal: inflight.total,
+    };
   }
 
   /**
    * SQLite, with `search` or `label`: the tasks are read in windows of at most `windows.searchBytes`
    * of payload and labels (or one task), tested here, counted, and kept when on a requested page.
    */
-  private async searchTasks(schedulerId: string, filter: TaskFilter, scheduledPage: Page, inflightPage: Page, now: number): Promise<TaskPages> {
+  private async searchTasks(
+    schedulerId: string,
+    filter: TaskFilter,
+    scheduledPage: Page,
+    inflightPage: Page,
+    now: number,
+  ): Promise<TaskPages> {
     const pacer = new Pacer();
     const search = filter.search !== undefined && filter.search !== '' ? filter.search : null;
     const result: TaskPages = { scheduled: [], inflight: [], scheduledTotal: 0, inflightTotal: 0 };
@@ -375,28 +528,45 @@ export class SchedulerRepository {
       const start = (page.page - 1) * page.perPage;
       if (index >= start && index < start + page.perPage) (inflight ? result.inflight : result.scheduled).push(task);
     };
-    const columns = search !== null ? 'seq, id, due_ms, labels, lease_id, payload' : 'seq, id, due_ms, labels, lease_id';
+    const columns =
+      search !== null ? 'seq, id, due_ms, labels, lease_id, payload' : 'seq, id, due_ms, labels, lease_id';
     const size = search !== null ? 'octet_length(payload) + octet_length(labels)' : 'octet_length(labels)';
     let after = 0;
     for (;;) {
       await pacer.pace();
-      const sizes = await this.sql.read(() => all<{ seq: number; size: number }>(`select seq, ${size} as size from scheduler_tasks where scheduler_id = ? and seq > ? order by seq limit ?`, schedulerId, after, this.windows.probeRows));
+      const sizes = await this.sql.read(() =>
+        all<{ seq: number; size: number }>(
+          `select seq, ${size} as size from scheduler_tasks where scheduler_id = ? and seq > ? order by seq limit ?`,
+          schedulerId,
+          after,
+          this.windows.probeRows,
+        ),
+      );
       if (sizes.length === 0) break;
       let at = 0;
       while (at < sizes.length) {
         // One window: tasks up to `windows.searchBytes` together, at least one.
         let bytes = Number(sizes[at]!.size);
         let end = at + 1;
-        while (end < sizes.length && bytes + Number(sizes[end]!.size) <= this.windows.searchBytes) bytes += Number(sizes[end++]!.size);
+        while (end < sizes.length && bytes + Number(sizes[end]!.size) <= this.windows.searchBytes)
+          bytes += Number(sizes[end++]!.size);
         const last = Number(sizes[end - 1]!.seq);
         await pacer.pace();
         const rows = await this.sql.read(() =>
-          all<{ seq: number; id: string; due_ms: number; labels: string; lease_id: string | null; payload?: string }>(`select ${columns} from scheduler_tasks where scheduler_id = ? and seq > ? and seq <= ? order by seq`, schedulerId, after, last),
+          all<{ seq: number; id: string; due_ms: number; labels: string; lease_id: string | null; payload?: string }>(
+            `select ${columns} from scheduler_tasks where scheduler_id = ? and seq > ? and seq <= ? order by seq`,
+            schedulerId,
+            after,
+            last,
+          ),
         );
         for (const row of rows) {
           if (search !== null && !row.payload!.includes(search)) continue;
           if (!filter.labels.every((label) => hasLabel(row.labels, label))) continue;
-          keep({ id: row.id, due_ms: row.due_ms, labels: row.labels }, row.lease_id !== null && Number(row.due_ms) > now);
+          keep(
+            { id: row.id, due_ms: row.due_ms, labels: row.labels },
+            row.lease_id !== null && Number(row.due_ms) > now,
+          );
         }
         after = last;
         at = end;
@@ -410,16 +580,28 @@ export class SchedulerRepository {
 
   /** The stored generated key, creating it when there is none; `created` tells whether this call did. */
   async generatedKey(candidate: string): Promise<{ key: string; created: boolean }> {
-    const inserted = await this.sql.write(() => run('insert into scheduler_generated_key (slot, api_key) values (1, ?) on conflict (slot) do nothing', candidate));
-    const row = await this.sql.read(() => first<{ api_key: string }>('select api_key from scheduler_generated_key where slot = 1'));
+    const inserted = await this.sql.write(() =>
+      run('insert into scheduler_generated_key (slot, api_key) values (1, ?) on conflict (slot) do nothing', candidate),
+    );
+    const row = await this.sql.read(() =>
+      first<{ api_key: string }>('select api_key from scheduler_generated_key where slot = 1'),
+    );
     if (!row) throw new Error('scheduler: generated key missing after insert');
     return { key: row.api_key, created: inserted > 0 };
   }
 }
 
 /** After a write matched no row: which 404, or the given state error. */
-function* missing<T extends string>(schedulerId: string, taskId: string, stateError: T): Work<T | 'not_found' | 'task_not_found'> {
-  const task = yield* first('select 1 as one from scheduler_tasks where scheduler_id = ? and id = ?', schedulerId, taskId);
+function* missing<T extends string>(
+  schedulerId: string,
+  taskId: string,
+  stateError: T,
+): Work<T | 'not_found' | 'task_not_found'> {
+  const task = yield* first(
+    'select 1 as one from scheduler_tasks where scheduler_id = ? and id = ?',
+    schedulerId,
+    taskId,
+  );
   if (task) return stateError;
   const scheduler = yield* first('select 1 as one from scheduler_schedulers where id = ?', schedulerId);
   return scheduler ? 'task_not_found' : 'not_found';

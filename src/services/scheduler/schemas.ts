@@ -1,11 +1,19 @@
 import { Type } from 'typebox';
 
-const errorBody = Type.Object({ error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }) });
+const errorBody = Type.Object({
+  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
+});
 
 export const ID_PATTERN = '^[A-Za-z0-9._-]{1,128}$';
 export const ID_REGEX = new RegExp(ID_PATTERN);
 
-const clientId = (what: string) => Type.String({ minLength: 1, maxLength: 128, pattern: ID_PATTERN, description: `${what} id: 1–128 characters from A–Z a–z 0–9 . _ -` });
+const clientId = (what: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: 128,
+    pattern: ID_PATTERN,
+    description: `${what} id: 1–128 characters from A–Z a–z 0–9 . _ -`,
+  });
 
 export const scheduler = Type.Object({
   id: Type.String(),
@@ -17,14 +25,30 @@ export const scheduler = Type.Object({
   updated_at: Type.String(),
 });
 
-export const health = Type.Object({ status: Type.Literal('ok'), ready: Type.Boolean(), scheduled: Type.Integer(), inflight: Type.Integer(), scheduler_id: Type.String() });
+export const health = Type.Object({
+  status: Type.Literal('ok'),
+  ready: Type.Boolean(),
+  scheduled: Type.Integer(),
+  inflight: Type.Integer(),
+  scheduler_id: Type.String(),
+});
 
 export const createSchedulerBody = Type.Object(
-  { id: Type.Optional(clientId('scheduler')), display_name: Type.String({ minLength: 1 }), description: Type.Optional(Type.String()) },
+  {
+    id: Type.Optional(clientId('scheduler')),
+    display_name: Type.String({ minLength: 1 }),
+    description: Type.Optional(Type.String()),
+  },
   { additionalProperties: false },
 );
-export const putSchedulerBody = Type.Object({ display_name: Type.String({ minLength: 1 }), description: Type.Optional(Type.String()) }, { additionalProperties: false });
-export const patchSchedulerBody = Type.Object({ display_name: Type.Optional(Type.String({ minLength: 1 })), description: Type.Optional(Type.String()) }, { additionalProperties: false });
+export const putSchedulerBody = Type.Object(
+  { display_name: Type.String({ minLength: 1 }), description: Type.Optional(Type.String()) },
+  { additionalProperties: false },
+);
+export const patchSchedulerBody = Type.Object(
+  { display_name: Type.Optional(Type.String({ minLength: 1 })), description: Type.Optional(Type.String()) },
+  { additionalProperties: false },
+);
 
 /** Most labels on one task, and the longest label (task lists return every label of every listed task). */
 export const MAX_LABELS = 64;
@@ -33,11 +57,19 @@ export const MAX_LABEL_LENGTH = 256;
 export const MAX_SEARCH_LENGTH = 256;
 export const MAX_LABEL_FILTERS = 16;
 
-const labels = Type.Array(Type.String({ pattern: ':', maxLength: MAX_LABEL_LENGTH, description: `key:value, at most ${MAX_LABEL_LENGTH} characters` }), {
-  maxItems: MAX_LABELS,
-  description: `Labels, each a string key:value; at most ${MAX_LABELS}`,
-});
-const duration = (description: string) => Type.String({ description: `${description} (Go duration: 300ms, 1.5h, 2h45m)` });
+const labels = Type.Array(
+  Type.String({
+    pattern: ':',
+    maxLength: MAX_LABEL_LENGTH,
+    description: `key:value, at most ${MAX_LABEL_LENGTH} characters`,
+  }),
+  {
+    maxItems: MAX_LABELS,
+    description: `Labels, each a string key:value; at most ${MAX_LABELS}`,
+  },
+);
+const duration = (description: string) =>
+  Type.String({ description: `${description} (Go duration: 300ms, 1.5h, 2h45m)` });
 const time = (description: string) => Type.String({ description: `${description} (RFC 3339)` });
 
 export const enqueueBody = Type.Object(
@@ -60,33 +92,78 @@ export const listQuery = Type.Object(
     scheduled_per_page: perPage,
     inflight_page: page,
     inflight_per_page: perPage,
-    search: Type.Optional(Type.String({ maxLength: MAX_SEARCH_LENGTH, description: `Substring of the payload as compact JSON (case-sensitive), at most ${MAX_SEARCH_LENGTH} characters` })),
+    search: Type.Optional(
+      Type.String({
+        maxLength: MAX_SEARCH_LENGTH,
+        description: `Substring of the payload as compact JSON (case-sensitive), at most ${MAX_SEARCH_LENGTH} characters`,
+      }),
+    ),
     label: Type.Optional(
-      Type.Array(Type.String({ pattern: ':', maxLength: MAX_LABEL_LENGTH }), { maxItems: MAX_LABEL_FILTERS, description: `Exact label; repeat to require several (at most ${MAX_LABEL_FILTERS})` }),
+      Type.Array(Type.String({ pattern: ':', maxLength: MAX_LABEL_LENGTH }), {
+        maxItems: MAX_LABEL_FILTERS,
+        description: `Exact label; repeat to require several (at most ${MAX_LABEL_FILTERS})`,
+      }),
     ),
   },
   { additionalProperties: true },
 );
 
-const pageMeta = Type.Object({ total: Type.Integer(), page: Type.Integer(), per_page: Type.Integer(), total_pages: Type.Integer() });
+const pageMeta = Type.Object({
+  total: Type.Integer(),
+  page: Type.Integer(),
+  per_page: Type.Integer(),
+  total_pages: Type.Integer(),
+});
 const scheduledItem = Type.Object({ id: Type.String(), future: Type.String(), labels: Type.Array(Type.String()) });
-const inflightItem = Type.Object({ id: Type.String(), lease_expires_at: Type.String(), labels: Type.Array(Type.String()) });
-export const taskList = Type.Object({ scheduled: Type.Array(scheduledItem), inflight: Type.Array(inflightItem), scheduled_meta: pageMeta, inflight_meta: pageMeta });
-export const snapshot = Type.Object({ scheduler_id: Type.String(), generated_at: Type.String(), ...taskList.properties, health });
+const inflightItem = Type.Object({
+  id: Type.String(),
+  lease_expires_at: Type.String(),
+  labels: Type.Array(Type.String()),
+});
+export const taskList = Type.Object({
+  scheduled: Type.Array(scheduledItem),
+  inflight: Type.Array(inflightItem),
+  scheduled_meta: pageMeta,
+  inflight_meta: pageMeta,
+});
+export const snapshot = Type.Object({
+  scheduler_id: Type.String(),
+  generated_at: Type.String(),
+  ...taskList.properties,
+  health,
+});
 
-export const reserveBody = Type.Object({ worktime: duration('Lease length, positive, at most 24h') }, { additionalProperties: false });
-export const reservation = Type.Object({ id: Type.String(), payload: Type.Unknown(), lease_expires_at: Type.String(), labels: Type.Array(Type.String()), lease_id: Type.String() });
+export const reserveBody = Type.Object(
+  { worktime: duration('Lease length, positive, at most 24h') },
+  { additionalProperties: false },
+);
+export const reservation = Type.Object({
+  id: Type.String(),
+  payload: Type.Unknown(),
+  lease_expires_at: Type.String(),
+  labels: Type.Array(Type.String()),
+  lease_id: Type.String(),
+});
 
 export const leaseQuery = Type.Object({ lease_id: Type.Optional(Type.String()) }, { additionalProperties: true });
 export const ackBody = Type.Object({ lease_id: Type.Optional(Type.String()) }, { additionalProperties: false });
-export const extendBody = Type.Object({ extension: duration('Added to the current lease expiry'), lease_id: Type.Optional(Type.String()) }, { additionalProperties: false });
+export const extendBody = Type.Object(
+  { extension: duration('Added to the current lease expiry'), lease_id: Type.Optional(Type.String()) },
+  { additionalProperties: false },
+);
 export const extended = Type.Object({ lease_expires_at: Type.String() });
-export const rescheduleBody = Type.Object({ delay: Type.Optional(duration('New due time from now')), future: Type.Optional(time('New due time')) }, { additionalProperties: false });
+export const rescheduleBody = Type.Object(
+  { delay: Type.Optional(duration('New due time from now')), future: Type.Optional(time('New due time')) },
+  { additionalProperties: false },
+);
 export const rescheduled = Type.Object({ id: Type.String(), future: Type.String() });
 
 export const schedulerParams = Type.Object({ id: Type.String() });
 export const taskParams = Type.Object({ id: Type.String(), task: Type.String() });
-export const searchQuery = Type.Object({ search: Type.Optional(Type.String()), q: Type.Optional(Type.String()) }, { additionalProperties: true });
+export const searchQuery = Type.Object(
+  { search: Type.Optional(Type.String()), q: Type.Optional(Type.String()) },
+  { additionalProperties: true },
+);
 
 export const privateErrors = { 400: errorBody, 401: errorBody, 404: errorBody, 409: errorBody } as const;
 export const publicErrors = { 400: errorBody, 404: errorBody } as const;

@@ -12,7 +12,15 @@ const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz
 export function parseTime(field: string, text: string): number {
   const match = RFC3339.exec(text);
   const ms = match ? Date.parse(text.replace(/(\.\d{3})\d+/, '$1')) : NaN;
-  if (!match || Number.isNaN(ms) || Number(match[2]) > 12 || Number(match[3]) > 31 || Number(match[4]) > 23 || Number(match[5]) > 59 || Number(match[6]) > 60) {
+  if (
+    !match ||
+    Number.isNaN(ms) ||
+    Number(match[2]) > 12 ||
+    Number(match[3]) > 31 ||
+    Number(match[4]) > 23 ||
+    Number(match[5]) > 59 ||
+    Number(match[6]) > 60
+  ) {
     throw SchedulerErrors.invalidTime(field);
   }
   return ms;

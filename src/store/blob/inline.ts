@@ -32,18 +32,26 @@ export interface InlineBlobOptions {
  * is not held up by a burst of blob writes (nor the other way round).
  * Durable once `put` resolves, like every blob store.
  */
-export function withInlineSmallBlobs(large: BlobStore, file: string, options: InlineBlobOptions = {}): BlobStore & { close(): Promise<void> } {
+export function withInlineSmallBlobs(
+  large: BlobStore,
+  file: string,
+  options: InlineBlobOptions = {},
+): BlobStore & { close(): Promise<void> } {
   const maxInline = options.maxInlineBytes ?? DEFAULT_INLINE_MAX_BYTES;
   const connection: SqlConnection = openSqlite(file, { synchronous: options.synchronous ?? 'FULL' });
   const database = connection.database;
   // Every operation waits for the table (at once after the first commit); a failure to create it
   // fails each of them.
-  const ready = database.write(() => run('create table if not exists inline_blobs (sha256 text primary key, data blob not null) without rowid'));
+  const ready = database.write(() =>
+    run('create table if not exists inline_blobs (sha256 text primary key, data blob not null) without rowid'),
+  );
   ready.catch(() => {});
 
   const inlineData = async (sha256: string): Promise<Buffer | null> => {
     await ready;
-    const row = await database.read(() => first<{ data: Buffer }>('select data from inline_blobs where sha256 = ?', sha256));
+    const row = await database.read(() =>
+      first<{ data: Buffer }>('select data from inline_blobs where sha256 = ?', sha256),
+    );
     return row?.data ?? null;
   };
 
@@ -84,10 +92,13 @@ export function withInlineSmallBlobs(large: BlobStore, file: string, options: In
       }
       const data = Buffer.concat(head, headSize);
       const sha256 = createHash('sha256').update(data).digest('hex');
-      if (expectedSha256 !== undefined && sha256 !== expectedSha256) throw new BlobDigestMismatchError(expectedSha256, sha256);
+      if (expectedSha256 !== undefined && sha256 !== expectedSha256)
+        throw new BlobDigestMismatchError(expectedSha256, sha256);
       signal?.throwIfAborted();
       await ready;
-      await database.write(() => run('insert into inline_blobs (sha256, data) values (?, ?) on conflict (sha256) do nothing', sha256, data));
+      await database.write(() =>
+        run('insert into inline_blobs (sha256, data) values (?, ?) on conflict (sha256) do nothing', sha256, data),
+      );
       return { sha256, size: data.length };
     },
 

@@ -43,7 +43,9 @@ export const blobMigrations: MigrationSet = {
       // deletes the blob outside any transaction, then removes the row. While the row exists no
       // pin or reference of that hash is taken; a row left by a crash is finished by a later sweep.
       name: 'blob_003_doomed',
-      statements: ({ types }) => [`create table stratus_blob_doomed (sha256 text primary key, since_ms ${types.bigint} not null)`],
+      statements: ({ types }) => [
+        `create table stratus_blob_doomed (sha256 text primary key, since_ms ${types.bigint} not null)`,
+      ],
     },
   ],
 };

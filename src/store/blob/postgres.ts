@@ -53,7 +53,10 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
 
       const uploadId = randomUUID();
       const tempKey = UPLOAD_KEY_PREFIX + uploadId;
-      await pool.query('insert into stratus_blob_uploads (id, created_at) values ($1, $2)', [uploadId, new Date().toISOString()]);
+      await pool.query('insert into stratus_blob_uploads (id, created_at) values ($1, $2)', [
+        uploadId,
+        new Date().toISOString(),
+      ]);
       let committed = false;
       try {
         const hash = createHash('sha256');
@@ -63,7 +66,11 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
         const buffer = Buffer.allocUnsafe(chunkSize);
         let filled = 0;
         const flush = async (bytes: Buffer) => {
-          await pool.query('insert into stratus_blob_chunks (sha256, seq, data) values ($1, $2, $3)', [tempKey, seq, bytes]);
+          await pool.query('insert into stratus_blob_chunks (sha256, seq, data) values ($1, $2, $3)', [
+            tempKey,
+            seq,
+            bytes,
+          ]);
           seq += 1;
         };
 
@@ -121,7 +128,9 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
 
     async stat(sha256) {
       if (!isSha256(sha256)) return null;
-      const result = await pool.query<{ size: number | string }>('select size from stratus_blobs where sha256 = $1', [sha256]);
+      const result = await pool.query<{ size: number | string }>('select size from stratus_blobs where sha256 = $1', [
+        sha256,
+      ]);
       const row = result.rows[0];
       return row ? { sha256, size: Number(row.size) } : null;
     },

@@ -186,7 +186,11 @@ export class BlobRefs {
       const held = yield* first('select 1 as held from stratus_blob_refs where sha256 = ? limit 1', pin.sha256);
       if (!held) throw new BlobGoneError(pin.sha256);
     }
-    yield* run('insert into stratus_blob_refs (sha256, holder) values (?, ?) on conflict (sha256, holder) do nothing', pin.sha256, holder);
+    yield* run(
+      'insert into stratus_blob_refs (sha256, holder) values (?, ?) on conflict (sha256, holder) do nothing',
+      pin.sha256,
+      holder,
+    );
   }
 
   /** Inside the caller's write: drops one reference; the blob becomes a candidate. */
@@ -215,12 +219,18 @@ export class BlobRefs {
 
   /** How many references name this blob (tests, diagnostics). */
   async countRefs(sha256: string): Promise<number> {
-    const row = await this.database.read(() => first<{ n: number | string }>('select count(*) as n from stratus_blob_refs where sha256 = ?', sha256));
+    const row = await this.database.read(() =>
+      first<{ n: number | string }>('select count(*) as n from stratus_blob_refs where sha256 = ?', sha256),
+    );
     return Number(row?.n ?? 0);
   }
 
   private *candidateWork(sha256: string): Work<number> {
-    const rows = yield* all<{ id: number | string }>('insert into stratus_blob_candidates (sha256, due_at) values (?, ?) returning id', sha256, this.now() + this.graceMs);
+    const rows = yield* all<{ id: number | string }>(
+      'insert into stratus_blob_candidates (sha256, due_at) values (?, ?) returning id',
+      sha256,
+      this.now() + this.graceMs,
+    );
     return Number(rows[0]?.id);
   }
 
@@ -236,13 +246,24 @@ export class BlobRefs {
   async sweep(): Promise<number> {
     const now = this.now();
     let deleted = 0;
-    const tombstones = await this.database.read(() => all<{ sha256: string; since_ms: number | string }>('select sha256, since_ms from stratus_blob_doomed order by since_ms limit ?', this.batch));
+    const tombstones = await this.database.read(() =>
+      all<{ sha256: string; since_ms: number | string }>(
+        'select sha256, since_ms from stratus_blob_doomed order by since_ms limit ?',
+        this.batch,
+      ),
+    );
     const here = sweepingIn(this.database);
     for (const { sha256, since_ms } of tombstones) {
       if (here.has(sha256) || !this.abandoned(Number(since_ms), now)) continue;
       if (await this.sweepOne(sha256, now, true)) deleted++;
     }
-    const due = await this.database.read(() => all<{ sha256: string }>('select sha256 from stratus_blob_candidates where due_at <= ? order by due_at, id limit ?', now, this.batch));
+    const due = await this.database.read(() =>
+      all<{ sha256: string }>(
+        'select sha256 from stratus_blob_candidates where due_at <= ? order by due_at, id limit ?',
+        now,
+        this.batch,
+      ),
+    );
     for (const sha256 of new Set(due.map((row) => row.sha256))) {
       if (await this.sweepOne(sha256, now, false)) deleted++;
     }
@@ -287,7 +308,10 @@ export class BlobRefs {
    */
   private *doomWork(sha256: string, now: number, tombstoneOnly: boolean): Work<boolean> {
     yield* this.database.lockName(BLOB_LOCK_SPACE, sha256);
-    const tombstone = yield* first<{ since_ms: number | string }>('select since_ms from stratus_blob_doomed where sha256 = ?', sha256);
+    const tombstone = yield* first<{ since_ms: number | string }>(
+      'select since_ms from stratus_blob_doomed where sha256 = ?',
+      sha256,
+    );
     if (!tombstone && tombstoneOnly) return false;
     yield* run('delete from stratus_blob_candidates where sha256 = ? and due_at <= ?', sha256, now);
     if (tombstone) {
@@ -297,7 +321,11 @@ export class BlobRefs {
     }
     const referenced = yield* first('select 1 as referenced from stratus_blob_refs where sha256 = ? limit 1', sha256);
     if (referenced) return false;
-    const pending = yield* first('select 1 as pending from stratus_blob_candidates where sha256 = ? and due_at > ? limit 1', sha256, now);
+    const pending = yield* first(
+      'select 1 as pending from stratus_blob_candidates where sha256 = ? and due_at > ? limit 1',
+      sha256,
+      now,
+    );
     if (pending) return false;
     yield* run('insert into stratus_blob_doomed (sha256, since_ms) values (?, ?)', sha256, this.now());
     return true;

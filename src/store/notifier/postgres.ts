@@ -48,7 +48,12 @@ export async function createPostgresNotifier(
   options: PostgresNotifierOptions,
 ): Promise<Notifier> {
   const { channel } = options;
-  if (typeof channel !== 'string' || channel === '' || channel.includes('\0') || Buffer.byteLength(channel, 'utf8') > MAX_CHANNEL_BYTES) {
+  if (
+    typeof channel !== 'string' ||
+    channel === '' ||
+    channel.includes('\0') ||
+    Buffer.byteLength(channel, 'utf8') > MAX_CHANNEL_BYTES
+  ) {
     throw new TypeError(`notifier channel must be 1 to ${MAX_CHANNEL_BYTES} bytes without NUL`);
   }
   const initialDelay = options.reconnectDelayMs ?? 200;

@@ -9,7 +9,13 @@ export const postgresSyntax: SqlSyntax = {
   binaryStoredAsIs: (table, column) => [`alter table ${table} alter column ${column} set storage external`],
   byteLength: (expression) => `octet_length(${expression})`,
   position: (haystack, needle) => `strpos(${haystack}, ${needle})`,
-  types: { blob: 'bytea', serialPrimaryKey: 'bigserial primary key', bigint: 'bigint', withoutRowid: '', codePointText: 'text collate "C"' },
+  types: {
+    blob: 'bytea',
+    serialPrimaryKey: 'bigserial primary key',
+    bigint: 'bigint',
+    withoutRowid: '',
+    codePointText: 'text collate "C"',
+  },
 };
 
 // SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html

@@ -9,7 +9,13 @@ export const sqliteSyntax: SqlSyntax = {
   binaryStoredAsIs: () => [],
   byteLength: (expression) => `length(cast(${expression} as blob))`,
   position: (haystack, needle) => `instr(${haystack}, ${needle})`,
-  types: { blob: 'blob', serialPrimaryKey: 'integer primary key autoincrement', bigint: 'bigint', withoutRowid: ' without rowid', codePointText: 'text' },
+  types: {
+    blob: 'blob',
+    serialPrimaryKey: 'integer primary key autoincrement',
+    bigint: 'bigint',
+    withoutRowid: ' without rowid',
+    codePointText: 'text',
+  },
 };
 
 const UNIQUE_CODES = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);
@@ -52,7 +58,10 @@ interface QueuedWrite {
  * not undo the others), and the promise settles once that transaction has committed. One fsync
  * then serves a whole burst of writes.
  */
-function groupCommit(database: Database.Database, prepare: (text: string) => Database.Statement): <T>(work: (prepare: (sql: string) => Database.Statement) => T) => Promise<T> {
+function groupCommit(
+  database: Database.Database,
+  prepare: (text: string) => Database.Statement,
+): <T>(work: (prepare: (sql: string) => Database.Statement) => T) => Promise<T> {
   let queue: QueuedWrite[] = [];
   let scheduled = false;
   let lastCommit = 0;

@@ -26,7 +26,12 @@ async function createKey(headers: Record<string, string>, body: object): Promise
 }
 
 async function createProject(headers: Record<string, string>, slug: string): Promise<{ id: string }> {
-  const response = await service.app.inject({ method: 'POST', url: '/v0/projects', headers, payload: { name: slug, slug } });
+  const response = await service.app.inject({
+    method: 'POST',
+    url: '/v0/projects',
+    headers,
+    payload: { name: slug, slug },
+  });
   assert.equal(response.statusCode, 201, response.body);
   return response.json() as { id: string };
 }
@@ -52,7 +57,12 @@ describe('identity', () => {
   for (const { method, url, payload } of routes) {
     test(`${method} ${url} → 401 unauthorized without a usable identity`, async () => {
       for (const [label, headers] of badHeaders) {
-        const response = await service.app.inject({ method, url, headers: { ...headers, 'content-type': 'application/json' }, payload });
+        const response = await service.app.inject({
+          method,
+          url,
+          headers: { ...headers, 'content-type': 'application/json' },
+          payload,
+        });
         assert.equal(response.statusCode, 401, `${label}: ${response.body}`);
         assertError(response, 401, 'unauthorized');
       }
@@ -61,7 +71,12 @@ describe('identity', () => {
 
   test('401 comes before body checks: invalid JSON or fields from an anonymous caller → 401', async () => {
     for (const payload of ['{not json', '{"name":"k","extra":1}']) {
-      const response = await service.app.inject({ method: 'POST', url: '/v0/apikeys', headers: { 'content-type': 'application/json' }, payload });
+      const response = await service.app.inject({
+        method: 'POST',
+        url: '/v0/apikeys',
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
       assertError(response, 401, 'unauthorized');
     }
     assert.equal(await countRows(service, 'apikeys_keys'), 0);
@@ -70,7 +85,11 @@ describe('identity', () => {
 
   test('an unknown path is 404 not_found, identity or not', async () => {
     assertError(await service.app.inject({ method: 'GET', url: '/v0/nothing' }), 404, 'not_found');
-    assertError(await service.app.inject({ method: 'GET', url: '/v0/nothing', headers: asUser('u') }), 404, 'not_found');
+    assertError(
+      await service.app.inject({ method: 'GET', url: '/v0/nothing', headers: asUser('u') }),
+      404,
+      'not_found',
+    );
   });
 });
 
@@ -111,7 +130,10 @@ describe('callers authenticated by an API key', () => {
     assert.equal((keys.json() as { api_keys: unknown[] }).api_keys.length, 2);
     const list = await service.app.inject({ method: 'GET', url: '/v0/projects', headers });
     assert.equal(list.statusCode, 200);
-    assert.deepEqual((list.json() as Array<{ id: string }>).map((p) => p.id), [project.id]);
+    assert.deepEqual(
+      (list.json() as Array<{ id: string }>).map((p) => p.id),
+      [project.id],
+    );
     const one = await service.app.inject({ method: 'GET', url: `/v0/projects/${project.id}`, headers });
     assert.equal(one.statusCode, 200);
   });
@@ -128,7 +150,11 @@ describe('callers authenticated by an API key', () => {
 
   test('a key that is revoked, unknown, missing or not the caller’s → 403', async () => {
     const doomed = await createKey(asUser(owner), { name: 'doomed' });
-    assert.equal((await service.app.inject({ method: 'DELETE', url: `/v0/apikeys/${doomed.key}`, headers: asUser(owner) })).statusCode, 200);
+    assert.equal(
+      (await service.app.inject({ method: 'DELETE', url: `/v0/apikeys/${doomed.key}`, headers: asUser(owner) }))
+        .statusCode,
+      200,
+    );
     const someoneElses = await createKey(asUser('user-elsewhere'), { name: 'theirs' });
     const identities = [
       viaKey(owner, doomed.key),
@@ -137,7 +163,11 @@ describe('callers authenticated by an API key', () => {
       viaKey(owner, someoneElses.key),
     ];
     for (const headers of identities) {
-      assertError(await service.app.inject({ method: 'POST', url: '/v0/apikeys', headers, payload: { name: 'x' } }), 403, 'forbidden');
+      assertError(
+        await service.app.inject({ method: 'POST', url: '/v0/apikeys', headers, payload: { name: 'x' } }),
+        403,
+        'forbidden',
+      );
     }
   });
 
@@ -156,7 +186,18 @@ describe('GET /openapi.json', () => {
     assert.equal(response.statusCode, 200);
     const doc = response.json() as {
       openapi: string;
-      paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: { properties?: Record<string, unknown> } }> }> }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            responses: Record<
+              string,
+              { content?: Record<string, { schema: { properties?: Record<string, unknown> } }> }
+            >;
+          }
+        >
+      >;
     };
     assert.match(doc.openapi, /^3\./);
     assert.deepEqual(Object.keys(doc.paths['/v0/apikeys'] ?? {}).sort(), ['get', 'post']);
@@ -164,7 +205,8 @@ describe('GET /openapi.json', () => {
     assert.deepEqual(Object.keys(doc.paths['/v0/projects'] ?? {}).sort(), ['get', 'post']);
     assert.deepEqual(Object.keys(doc.paths['/v0/projects/{id}'] ?? {}).sort(), ['delete', 'get']);
 
-    const schemaOf = (path: string, method: string, status: string) => doc.paths[path]?.[method]?.responses[status]?.content?.['application/json']?.schema;
+    const schemaOf = (path: string, method: string, status: string) =>
+      doc.paths[path]?.[method]?.responses[status]?.content?.['application/json']?.schema;
     assert.ok(schemaOf('/v0/apikeys', 'post', '201')?.properties?.secret, 'create documents the secret');
     const list = JSON.stringify(schemaOf('/v0/apikeys', 'get', '200'));
     assert.ok(list.includes('api_keys'));

@@ -24,7 +24,12 @@ interface CreatedKey {
 }
 
 async function createKey(user: string, body: unknown): Promise<CreatedKey> {
-  const response = await service.app.inject({ method: 'POST', url: '/v0/apikeys', headers: asUser(user), payload: body as object });
+  const response = await service.app.inject({
+    method: 'POST',
+    url: '/v0/apikeys',
+    headers: asUser(user),
+    payload: body as object,
+  });
   assert.equal(response.statusCode, 201, response.body);
   return response.json() as CreatedKey;
 }
@@ -36,14 +41,24 @@ async function listKeys(user: string): Promise<{ api_keys: Array<Record<string, 
 }
 
 async function storedHash(key: string): Promise<string | undefined> {
-  const row = await service.store.sql.database.read(() => first<{ secret_hash: string }>('select secret_hash from apikeys_keys where key = ?', key));
+  const row = await service.store.sql.database.read(() =>
+    first<{ secret_hash: string }>('select secret_hash from apikeys_keys where key = ?', key),
+  );
   return row?.secret_hash;
 }
 
 describe('POST /v0/apikeys', () => {
   test('creates a key with the reference example and returns the secret once', async () => {
-    const body = { name: 'CI/CD Key', scopes: [{ projects: ['project-123'], host_rules: { 'my-project.localhost': '{}' } }] };
-    const response = await service.app.inject({ method: 'POST', url: '/v0/apikeys', headers: asUser('user-create'), payload: body });
+    const body = {
+      name: 'CI/CD Key',
+      scopes: [{ projects: ['project-123'], host_rules: { 'my-project.localhost': '{}' } }],
+    };
+    const response = await service.app.inject({
+      method: 'POST',
+      url: '/v0/apikeys',
+      headers: asUser('user-create'),
+      payload: body,
+    });
     assert.equal(response.statusCode, 201);
     assert.equal(response.headers['content-type'], 'application/json; charset=utf-8');
     const created = response.json() as CreatedKey;
@@ -64,7 +79,9 @@ describe('POST /v0/apikeys', () => {
     assert.ok(!hash.includes(created.secret));
     assert.equal(await verify(created.secret, hash), true);
     assert.equal(await verify(`${created.secret}x`, hash), false);
-    const everything = await service.store.sql.database.read(() => all('select * from apikeys_keys where key = ?', created.key));
+    const everything = await service.store.sql.database.read(() =>
+      all('select * from apikeys_keys where key = ?', created.key),
+    );
     assert.ok(!JSON.stringify(everything).includes(created.secret), 'the secret appears in no column');
   });
 
@@ -85,17 +102,25 @@ describe('POST /v0/apikeys', () => {
   });
 
   test('accepts project ids that do not exist (yet)', async () => {
-    const created = await createKey('user-future', { name: 'future', scopes: [{ projects: ['project-not-created-yet', 'anything'] }] });
+    const created = await createKey('user-future', {
+      name: 'future',
+      scopes: [{ projects: ['project-not-created-yet', 'anything'] }],
+    });
     assert.deepEqual(created.scopes, [{ projects: ['project-not-created-yet', 'anything'], host_rules: {} }]);
   });
 
   test('keeps host rule order and odd host names as plain entries', async () => {
-    const rules = JSON.parse('{"b.localhost":"1","a.localhost":"{\\"x\\":1}","__proto__":"p"}') as Record<string, string>;
+    const rules = JSON.parse('{"b.localhost":"1","a.localhost":"{\\"x\\":1}","__proto__":"p"}') as Record<
+      string,
+      string
+    >;
     const created = await createKey('user-rules', { name: 'rules', scopes: [{ host_rules: rules }] });
     const returned = (created.scopes[0] as { host_rules: Record<string, string> }).host_rules;
     assert.deepEqual(Object.keys(returned), ['b.localhost', 'a.localhost', '__proto__']);
     assert.equal(Object.getOwnPropertyDescriptor(returned, '__proto__')?.value, 'p');
-    const listed = (await listKeys('user-rules')).api_keys[0] as { scopes: Array<{ host_rules: Record<string, string> }> };
+    const listed = (await listKeys('user-rules')).api_keys[0] as {
+      scopes: Array<{ host_rules: Record<string, string> }>;
+    };
     assert.deepEqual(Object.keys(listed.scopes[0]?.host_rules ?? {}), ['b.localhost', 'a.localhost', '__proto__']);
   });
 
@@ -162,7 +187,11 @@ describe('POST /v0/apikeys', () => {
     });
 
     test('empty body → 400 validation_error', async () => {
-      const response = await service.app.inject({ method: 'POST', url: '/v0/apikeys', headers: { ...asUser(user), 'content-type': 'application/json' } });
+      const response = await service.app.inject({
+        method: 'POST',
+        url: '/v0/apikeys',
+        headers: { ...asUser(user), 'content-type': 'application/json' },
+      });
       assertError(response, 400, 'validation_error');
     });
 
@@ -180,7 +209,9 @@ describe('POST /v0/apikeys', () => {
 
     test('after all of them the caller has no keys and no row was written', async () => {
       assert.deepEqual(await listKeys(user), { api_keys: [] });
-      const rows = await service.store.sql.database.read(() => all('select key from apikeys_keys where owner = ?', user));
+      const rows = await service.store.sql.database.read(() =>
+        all('select key from apikeys_keys where owner = ?', user),
+      );
       assert.equal(rows.length, 0);
     });
   });
@@ -197,7 +228,10 @@ describe('GET /v0/apikeys', () => {
   test("lists only the caller's keys, in creation order, without secrets or hashes", async () => {
     const names = ['first', 'second', 'third', 'fourth'];
     const created: CreatedKey[] = [];
-    for (const name of names) created.push(await createKey('user-list', { name, scopes: name === 'second' ? [{ projects: ['project-x'] }] : [] }));
+    for (const name of names)
+      created.push(
+        await createKey('user-list', { name, scopes: name === 'second' ? [{ projects: ['project-x'] }] : [] }),
+      );
     await createKey('user-list-other', { name: 'not mine' });
 
     const response = await service.app.inject({ method: 'GET', url: '/v0/apikeys', headers: asUser('user-list') });
@@ -217,44 +251,73 @@ describe('DELETE /v0/apikeys/{key}', () => {
   test('revokes the key: 200 {key}, gone from the list and the database, second delete 404', async () => {
     const keep = await createKey('user-revoke', { name: 'keep' });
     const gone = await createKey('user-revoke', { name: 'gone' });
-    const response = await service.app.inject({ method: 'DELETE', url: `/v0/apikeys/${gone.key}`, headers: asUser('user-revoke') });
+    const response = await service.app.inject({
+      method: 'DELETE',
+      url: `/v0/apikeys/${gone.key}`,
+      headers: asUser('user-revoke'),
+    });
     assert.equal(response.statusCode, 200);
     assert.equal(response.headers['content-type'], 'application/json; charset=utf-8');
     assert.deepEqual(response.json(), { key: gone.key });
-    assert.deepEqual((await listKeys('user-revoke')).api_keys.map((k) => k.key), [keep.key]);
+    assert.deepEqual(
+      (await listKeys('user-revoke')).api_keys.map((k) => k.key),
+      [keep.key],
+    );
     assert.equal(await storedHash(gone.key), undefined);
 
-    const again = await service.app.inject({ method: 'DELETE', url: `/v0/apikeys/${gone.key}`, headers: asUser('user-revoke') });
+    const again = await service.app.inject({
+      method: 'DELETE',
+      url: `/v0/apikeys/${gone.key}`,
+      headers: asUser('user-revoke'),
+    });
     assertError(again, 404, 'not_found');
   });
 
   test('publishes the revocation on apikeys.revoked', async () => {
     const created = await createKey('user-revoke-event', { name: 'evented' });
     const message = nextMessage(service.store, 'apikeys.revoked', (m) => (m as { key?: string }).key === created.key);
-    const response = await service.app.inject({ method: 'DELETE', url: `/v0/apikeys/${created.key}`, headers: asUser('user-revoke-event') });
+    const response = await service.app.inject({
+      method: 'DELETE',
+      url: `/v0/apikeys/${created.key}`,
+      headers: asUser('user-revoke-event'),
+    });
     assert.equal(response.statusCode, 200);
     assert.deepEqual(await message, { key: created.key });
   });
 
   test("another user's key → 404 and the key keeps existing", async () => {
     const created = await createKey('user-owner', { name: 'owned' });
-    const response = await service.app.inject({ method: 'DELETE', url: `/v0/apikeys/${created.key}`, headers: asUser('user-intruder') });
+    const response = await service.app.inject({
+      method: 'DELETE',
+      url: `/v0/apikeys/${created.key}`,
+      headers: asUser('user-intruder'),
+    });
     assertError(response, 404, 'not_found');
-    assert.deepEqual((await listKeys('user-owner')).api_keys.map((k) => k.key), [created.key]);
+    assert.deepEqual(
+      (await listKeys('user-owner')).api_keys.map((k) => k.key),
+      [created.key],
+    );
     assert.ok(await storedHash(created.key));
   });
 
   test('unknown key → 404', async () => {
     for (const key of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
-      const response = await service.app.inject({ method: 'DELETE', url: `/v0/apikeys/${key}`, headers: asUser('user-revoke') });
+      const response = await service.app.inject({
+        method: 'DELETE',
+        url: `/v0/apikeys/${key}`,
+        headers: asUser('user-revoke'),
+      });
       assertError(response, 404, 'not_found');
     }
   });
 
   test('GET on a key path is 405 (no get endpoint)', async () => {
-    const response = await service.app.inject({ method: 'GET', url: '/v0/apikeys/some-key', headers: asUser('user-revoke') });
+    const response = await service.app.inject({
+      method: 'GET',
+      url: '/v0/apikeys/some-key',
+      headers: asUser('user-revoke'),
+    });
     assertError(response, 405, 'method_not_allowed');
     assert.equal(response.headers.allow, 'DELETE');
   });
-
 });

@@ -25,10 +25,29 @@ interface ProjectJson {
 }
 
 const SLUG = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
-const RESERVED = ['api', 'gateway', 'auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config', 'run', 'kv', 'console'];
+const RESERVED = [
+  'api',
+  'gateway',
+  'auth',
+  'apikeys',
+  'lambda',
+  'scheduler',
+  'docdb',
+  'logs',
+  'files',
+  'config',
+  'run',
+  'kv',
+  'console',
+];
 
 function post(user: string, body: unknown) {
-  return service.app.inject({ method: 'POST', url: '/v0/projects', headers: { ...asUser(user), 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+  return service.app.inject({
+    method: 'POST',
+    url: '/v0/projects',
+    headers: { ...asUser(user), 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
 }
 
 async function createProject(user: string, body: unknown): Promise<ProjectJson> {
@@ -103,7 +122,12 @@ describe('POST /v0/projects', () => {
     }
 
     test('malformed JSON → 400 invalid_json', async () => {
-      const response = await service.app.inject({ method: 'POST', url: '/v0/projects', headers: asUser('user-invalid'), payload: '{"name": "x",}' });
+      const response = await service.app.inject({
+        method: 'POST',
+        url: '/v0/projects',
+        headers: asUser('user-invalid'),
+        payload: '{"name": "x",}',
+      });
       assertError(response, 400, 'invalid_json');
     });
 
@@ -130,10 +154,14 @@ describe('POST /v0/projects', () => {
   });
 
   test('concurrent creates of one slug: exactly one wins, the rest get 409', async () => {
-    const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => post(`user-race-${i}`, { name: 'Race', slug: 'race-slug' })));
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => post(`user-race-${i}`, { name: 'Race', slug: 'race-slug' })),
+    );
     const statuses = responses.map((r) => r.statusCode).sort();
     assert.deepEqual(statuses, [201, 409, 409, 409, 409, 409]);
-    const rows = await service.store.sql.database.read(() => all("select id from apikeys_projects where slug = 'race-slug'"));
+    const rows = await service.store.sql.database.read(() =>
+      all("select id from apikeys_projects where slug = 'race-slug'"),
+    );
     assert.equal(rows.length, 1);
   });
 
@@ -183,7 +211,11 @@ describe('POST /v0/projects', () => {
   });
 
   test('publishes projects.changed with op created', async () => {
-    const message = nextMessage(service.store, 'projects.changed', (m) => (m as { slug?: string }).slug === 'evented-create');
+    const message = nextMessage(
+      service.store,
+      'projects.changed',
+      (m) => (m as { slug?: string }).slug === 'evented-create',
+    );
     const project = await createProject('user-events', { name: 'Evented', slug: 'evented-create' });
     assert.deepEqual(await message, { id: project.id, slug: 'evented-create', op: 'created' });
   });
@@ -198,32 +230,67 @@ describe('GET /v0/projects and /v0/projects/{id}', () => {
 
   test("lists the caller's projects only, in creation order", async () => {
     const created: ProjectJson[] = [];
-    for (const name of ['Zeta', 'Alpha', 'Mid']) created.push(await createProject('user-lister', { name, slug: `lister-${name.toLowerCase()}` }));
+    for (const name of ['Zeta', 'Alpha', 'Mid'])
+      created.push(await createProject('user-lister', { name, slug: `lister-${name.toLowerCase()}` }));
     await createProject('user-lister-other', { name: 'Other', slug: 'lister-other' });
     assert.deepEqual(await listProjects('user-lister'), created);
   });
 
   test('gets an owned project; unknown or foreign → 404', async () => {
     const project = await createProject('user-getter', { name: 'Mine', slug: 'getter-mine' });
-    const own = await service.app.inject({ method: 'GET', url: `/v0/projects/${project.id}`, headers: asUser('user-getter') });
+    const own = await service.app.inject({
+      method: 'GET',
+      url: `/v0/projects/${project.id}`,
+      headers: asUser('user-getter'),
+    });
     assert.equal(own.statusCode, 200);
     assert.deepEqual(own.json(), project);
-    assertError(await service.app.inject({ method: 'GET', url: `/v0/projects/${project.id}`, headers: asUser('user-stranger') }), 404, 'not_found');
-    assertError(await service.app.inject({ method: 'GET', url: '/v0/projects/project-00000000-0000-4000-8000-000000000000', headers: asUser('user-getter') }), 404, 'not_found');
+    assertError(
+      await service.app.inject({ method: 'GET', url: `/v0/projects/${project.id}`, headers: asUser('user-stranger') }),
+      404,
+      'not_found',
+    );
+    assertError(
+      await service.app.inject({
+        method: 'GET',
+        url: '/v0/projects/project-00000000-0000-4000-8000-000000000000',
+        headers: asUser('user-getter'),
+      }),
+      404,
+      'not_found',
+    );
   });
 });
 
 describe('DELETE /v0/projects/{id}', () => {
   test('returns the deleted project, which is then gone, and frees its slug', async () => {
     const project = await createProject('user-deleter', { name: 'Doomed', slug: 'doomed' });
-    const response = await service.app.inject({ method: 'DELETE', url: `/v0/projects/${project.id}`, headers: asUser('user-deleter') });
+    const response = await service.app.inject({
+      method: 'DELETE',
+      url: `/v0/projects/${project.id}`,
+      headers: asUser('user-deleter'),
+    });
     assert.equal(response.statusCode, 200);
     assert.deepEqual(response.json(), project);
-    assertError(await service.app.inject({ method: 'GET', url: `/v0/projects/${project.id}`, headers: asUser('user-deleter') }), 404, 'not_found');
+    assertError(
+      await service.app.inject({ method: 'GET', url: `/v0/projects/${project.id}`, headers: asUser('user-deleter') }),
+      404,
+      'not_found',
+    );
     assert.deepEqual(await listProjects('user-deleter'), []);
-    const owners = await service.store.sql.database.read(() => all('select user_id from apikeys_project_owners where project_id = ?', project.id));
+    const owners = await service.store.sql.database.read(() =>
+      all('select user_id from apikeys_project_owners where project_id = ?', project.id),
+    );
     assert.equal(owners.length, 0, 'owner rows removed');
-    assertError(await service.app.inject({ method: 'DELETE', url: `/v0/projects/${project.id}`, headers: asUser('user-deleter') }), 404, 'not_found');
+    assertError(
+      await service.app.inject({
+        method: 'DELETE',
+        url: `/v0/projects/${project.id}`,
+        headers: asUser('user-deleter'),
+      }),
+      404,
+      'not_found',
+    );
 
     const reused = await createProject('user-someone-else', { name: 'Reborn', slug: 'doomed' });
     assert.equal(reused.slug, 'doomed');
@@ -232,18 +299,34 @@ describe('DELETE /v0/projects/{id}', () => {
 
   test("another user's project → 404 and it survives", async () => {
     const project = await createProject('user-keeper', { name: 'Kept', slug: 'kept' });
-    assertError(await service.app.inject({ method: 'DELETE', url: `/v0/projects/${project.id}`, headers: asUser('user-thief') }), 404, 'not_found');
+    assertError(
+      await service.app.inject({ method: 'DELETE', url: `/v0/projects/${project.id}`, headers: asUser('user-thief') }),
+      404,
+      'not_found',
+    );
     assert.deepEqual(await listProjects('user-keeper'), [project]);
   });
 
   test('unknown id → 404', async () => {
-    assertError(await service.app.inject({ method: 'DELETE', url: '/v0/projects/project-nope', headers: asUser('user-keeper') }), 404, 'not_found');
+    assertError(
+      await service.app.inject({ method: 'DELETE', url: '/v0/projects/project-nope', headers: asUser('user-keeper') }),
+      404,
+      'not_found',
+    );
   });
 
   test('publishes projects.changed with op deleted', async () => {
     const project = await createProject('user-events', { name: 'Evented', slug: 'evented-delete' });
-    const message = nextMessage(service.store, 'projects.changed', (m) => (m as { op?: string; id?: string }).op === 'deleted' && (m as { id?: string }).id === project.id);
-    const response = await service.app.inject({ method: 'DELETE', url: `/v0/projects/${project.id}`, headers: asUser('user-events') });
+    const message = nextMessage(
+      service.store,
+      'projects.changed',
+      (m) => (m as { op?: string; id?: string }).op === 'deleted' && (m as { id?: string }).id === project.id,
+    );
+    const response = await service.app.inject({
+      method: 'DELETE',
+      url: `/v0/projects/${project.id}`,
+      headers: asUser('user-events'),
+    });
     assert.equal(response.statusCode, 200);
     assert.deepEqual(await message, { id: project.id, slug: 'evented-delete', op: 'deleted' });
   });
@@ -260,7 +343,11 @@ describe('DELETE /v0/projects/{id}', () => {
       assertError(response, 405, 'method_not_allowed');
       assert.match(String(response.headers.allow), /DELETE/);
       assert.match(String(response.headers.allow), /GET/);
-      const current = await service.app.inject({ method: 'GET', url: `/v0/projects/${project.id}`, headers: asUser('user-immutable') });
+      const current = await service.app.inject({
+        method: 'GET',
+        url: `/v0/projects/${project.id}`,
+        headers: asUser('user-immutable'),
+      });
       assert.deepEqual(current.json(), project);
     });
   }
@@ -276,7 +363,12 @@ describe('project host uses the configured domain', () => {
   });
 
   test('host is <slug>.<DOMAIN>', async () => {
-    const response = await other.app.inject({ method: 'POST', url: '/v0/projects', headers: asUser('user-domain'), payload: { name: 'Dom', slug: 'dom' } });
+    const response = await other.app.inject({
+      method: 'POST',
+      url: '/v0/projects',
+      headers: asUser('user-domain'),
+      payload: { name: 'Dom', slug: 'dom' },
+    });
     assert.equal(response.statusCode, 201);
     assert.equal((response.json() as ProjectJson).host, 'dom.stratus.example');
   });

@@ -31,10 +31,21 @@ test('withRandomSuffix keeps a valid label of at most 63 characters', () => {
 });
 
 test('the reserved names are exactly the platform hosts', () => {
-  assert.deepEqual(
-    [...RESERVED_SLUGS].sort(),
-    ['api', 'apikeys', 'auth', 'config', 'console', 'docdb', 'files', 'gateway', 'kv', 'lambda', 'logs', 'run', 'scheduler'],
-  );
+  assert.deepEqual([...RESERVED_SLUGS].sort(), [
+    'api',
+    'apikeys',
+    'auth',
+    'config',
+    'console',
+    'docdb',
+    'files',
+    'gateway',
+    'kv',
+    'lambda',
+    'logs',
+    'run',
+    'scheduler',
+  ]);
   assert.equal(isReservedSlug('api'), true);
   assert.equal(isReservedSlug('apis'), false);
 });

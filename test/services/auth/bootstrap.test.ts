@@ -24,7 +24,10 @@ after(async () => {
 });
 
 /** Starts the auth service on the shared test database (as a fresh process would), captures its log, runs `work`, stops. */
-async function withService<T>(overrides: Partial<Settings>, work: (app: Awaited<ReturnType<typeof authService.build>>, log: () => string) => Promise<T>): Promise<T> {
+async function withService<T>(
+  overrides: Partial<Settings>,
+  work: (app: Awaited<ReturnType<typeof authService.build>>, log: () => string) => Promise<T>,
+): Promise<T> {
   const settings = testSettings(database, overrides);
   const store = await openStore(settings);
   let log = '';
@@ -57,7 +60,11 @@ describe('bootstrap admin', () => {
       assert.ok(user, 'admin exists');
       assert.match(log(), /bootstrap admin user created/);
       assert.doesNotMatch(log(), /bootstrap secret 42/);
-      const response = await app.inject({ method: 'POST', url: '/v0/login', payload: { email: 'root@example.com', password: 'bootstrap secret 42' } });
+      const response = await app.inject({
+        method: 'POST',
+        url: '/v0/login',
+        payload: { email: 'root@example.com', password: 'bootstrap secret 42' },
+      });
       assert.equal(response.statusCode, 200, response.body);
       assert.equal((response.json() as LoginBody).user.id, user.id);
     });
@@ -66,9 +73,17 @@ describe('bootstrap admin', () => {
   test('a restart does not create it again, nor change its password', async () => {
     await withService({ ...ADMIN, adminPassword: 'a different password' }, async (app, log) => {
       assert.doesNotMatch(log(), /bootstrap admin user created/);
-      const old = await app.inject({ method: 'POST', url: '/v0/login', payload: { email: 'root@example.com', password: 'bootstrap secret 42' } });
+      const old = await app.inject({
+        method: 'POST',
+        url: '/v0/login',
+        payload: { email: 'root@example.com', password: 'bootstrap secret 42' },
+      });
       assert.equal(old.statusCode, 200, old.body);
-      const changed = await app.inject({ method: 'POST', url: '/v0/login', payload: { email: 'root@example.com', password: 'a different password' } });
+      const changed = await app.inject({
+        method: 'POST',
+        url: '/v0/login',
+        payload: { email: 'root@example.com', password: 'a different password' },
+      });
       assert.equal(changed.statusCode, 401);
     });
     assert.equal(await withConnection((conn) => countRows(conn, 'auth_users')), 1);
@@ -82,17 +97,23 @@ describe('bootstrap admin', () => {
   });
 
   test('a bad ADMIN_EMAIL or a too-short ADMIN_PASSWORD stops the start with a SettingsError', async () => {
-    await assert.rejects(withService({ adminEmail: 'not an email', adminPassword: 'long enough password' }, async () => {}), (error: unknown) => {
-      assert.ok(error instanceof SettingsError);
-      assert.match(error.message, /ADMIN_EMAIL/);
-      return true;
-    });
-    await assert.rejects(withService({ adminEmail: 'x@example.com', adminPassword: 'tiny' }, async () => {}), (error: unknown) => {
-      assert.ok(error instanceof SettingsError);
-      assert.match(error.message, /ADMIN_PASSWORD/);
-      assert.doesNotMatch(error.message, /tiny/);
-      return true;
-    });
+    await assert.rejects(
+      withService({ adminEmail: 'not an email', adminPassword: 'long enough password' }, async () => {}),
+      (error: unknown) => {
+        assert.ok(error instanceof SettingsError);
+        assert.match(error.message, /ADMIN_EMAIL/);
+        return true;
+      },
+    );
+    await assert.rejects(
+      withService({ adminEmail: 'x@example.com', adminPassword: 'tiny' }, async () => {}),
+      (error: unknown) => {
+        assert.ok(error instanceof SettingsError);
+        assert.match(error.message, /ADMIN_PASSWORD/);
+        assert.doesNotMatch(error.message, /tiny/);
+        return true;
+      },
+    );
   });
 });
 

@@ -33,7 +33,10 @@ function stratus(args: string[], stdin = ''): Promise<CliResult> {
   delete env.ADMIN_PASSWORD;
   if (database.databaseUrl) env.DATABASE_URL = database.databaseUrl;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', CLI, ...args], {
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -59,7 +62,16 @@ async function storedUser(email: string) {
 
 describe('stratus users add', () => {
   test('creates the user, prints only its id, never the password', async () => {
-    const result = await stratus(['users', 'add', '--email', 'Linus@Example.com', '--password', 'kernel hacker 1991', '--nick', 'linus']);
+    const result = await stratus([
+      'users',
+      'add',
+      '--email',
+      'Linus@Example.com',
+      '--password',
+      'kernel hacker 1991',
+      '--nick',
+      'linus',
+    ]);
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, new RegExp(`^${USER_ID.source.slice(1, -1)}\\n$`));
     assert.doesNotMatch(result.stdout + result.stderr, /kernel hacker/);
@@ -81,9 +93,15 @@ describe('stratus users add', () => {
   });
 
   test('--password - reads the password from stdin', async () => {
-    const result = await stratus(['users', 'add', '--email', 'stdin@example.com', '--password', '-'], 'from standard input\n');
+    const result = await stratus(
+      ['users', 'add', '--email', 'stdin@example.com', '--password', '-'],
+      'from standard input\n',
+    );
     assert.equal(result.code, 0, result.stderr);
-    assert.equal(await verify('from standard input', (await storedUser('stdin@example.com'))?.passwordHash ?? ''), true);
+    assert.equal(
+      await verify('from standard input', (await storedUser('stdin@example.com'))?.passwordHash ?? ''),
+      true,
+    );
   });
 
   test('bad usage and bad values exit 2 without creating anything', async () => {
@@ -92,7 +110,10 @@ describe('stratus users add', () => {
       [['users', 'remove'], /unknown subcommand/],
       [['users', 'add', '--password', 'long enough'], /--email is required/],
       [['users', 'add', '--email', 'nopass@example.com'], /--password is required/],
-      [['users', 'add', '--email', 'short@example.com', '--password', 'tiny'], /--password must have 8–1024 characters/],
+      [
+        ['users', 'add', '--email', 'short@example.com', '--password', 'tiny'],
+        /--password must have 8–1024 characters/,
+      ],
       [['users', 'add', '--email', 'not-an-email', '--password', 'long enough'], /--email must be an email address/],
       [['users', 'add', '--email', 'x@example.com', '--password', 'long enough', '--bogus', '1'], /bogus/],
     ];

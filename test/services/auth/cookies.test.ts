@@ -1,6 +1,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SESSION_COOKIE, clearSessionCookie, cookieDomain, readSessionCookie, sessionCookie } from '../../../src/services/auth/cookies.ts';
+import {
+  SESSION_COOKIE,
+  clearSessionCookie,
+  cookieDomain,
+  readSessionCookie,
+  sessionCookie,
+} from '../../../src/services/auth/cookies.ts';
 
 const TOKEN = 'pB3v9Yk0cQ2m7xN4s8TzW1eR6uJ5hL0a_-AbCdEfGhI';
 
@@ -21,7 +27,10 @@ describe('sessionCookie', () => {
   });
 
   test('is host-only for a dotted domain too: it never reaches the hosts that serve user code', () => {
-    assert.equal(sessionCookie(TOKEN, { domain: 'example.com', cookieSecure: true }), `stratus_session=${TOKEN}; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=604800`);
+    assert.equal(
+      sessionCookie(TOKEN, { domain: 'example.com', cookieSecure: true }),
+      `stratus_session=${TOKEN}; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=604800`,
+    );
     assert.doesNotMatch(sessionCookie(TOKEN, { domain: 'stratus.internal.example', cookieSecure: false }), /Domain=/i);
   });
 
@@ -38,7 +47,10 @@ describe('sessionCookie', () => {
 
 describe('clearSessionCookie', () => {
   test('same attributes, empty value, Max-Age=0; a dotted domain also clears an old domain-wide cookie', () => {
-    assert.equal(clearSessionCookie({ domain: 'localhost', cookieSecure: true }), 'stratus_session=; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=0');
+    assert.equal(
+      clearSessionCookie({ domain: 'localhost', cookieSecure: true }),
+      'stratus_session=; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=0',
+    );
     assert.deepEqual(clearSessionCookie({ domain: 'example.com', cookieSecure: false }), [
       'stratus_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0',
       'stratus_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0; Domain=example.com',

@@ -7,7 +7,6 @@ export { assertError, UUID_V4 } from '../../helpers/envelope.ts';
 export const USER_ID = /^user-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 export const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 
-
 /** The single Set-Cookie header of a response (fails when there is none or several). */
 export function setCookieOf(response: LightMyRequestResponse): string {
   const header = response.headers['set-cookie'];

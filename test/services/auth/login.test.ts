@@ -35,7 +35,10 @@ describe('POST /v0/login', () => {
     assert.deepEqual(body.user, { id: ada.id, nick: 'ada', email: 'ada@example.com' });
     assert.match(body.user.id, USER_ID);
     assert.match(body.token, /^[A-Za-z0-9_-]{43}$/);
-    assert.equal(setCookieOf(response), `stratus_session=${body.token}; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=604800`);
+    assert.equal(
+      setCookieOf(response),
+      `stratus_session=${body.token}; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=604800`,
+    );
   });
 
   test('the token finds the session, and the database holds only its SHA-256', async () => {
@@ -53,7 +56,9 @@ describe('POST /v0/login', () => {
   });
 
   test('parses the body as JSON whatever the Content-Type', async () => {
-    const response = await login(JSON.stringify({ email: 'ada@example.com', password: PASSWORD }), { 'content-type': 'application/x-www-form-urlencoded' });
+    const response = await login(JSON.stringify({ email: 'ada@example.com', password: PASSWORD }), {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
     assert.equal(response.statusCode, 200, response.body);
   });
 
@@ -98,7 +103,11 @@ describe('POST /v0/login', () => {
     assertError(await login({ password: PASSWORD }), 400, 'validation_error');
     assertError(await login({ email: 42, password: PASSWORD }), 400, 'validation_error');
     assertError(await login({ email: 'ada@example.com', password: null }), 400, 'validation_error');
-    const unknown = assertError(await login({ email: 'ada@example.com', password: PASSWORD, remember: true }), 400, 'validation_error');
+    const unknown = assertError(
+      await login({ email: 'ada@example.com', password: PASSWORD, remember: true }),
+      400,
+      'validation_error',
+    );
     assert.match(unknown, /remember/);
     assertError(await login([]), 400, 'validation_error');
     assertError(await service.app.inject({ method: 'POST', url: '/v0/login' }), 400, 'validation_error');
@@ -106,7 +115,11 @@ describe('POST /v0/login', () => {
 
   test('malformed JSON is 400 invalid_json', async () => {
     assertError(await login('{"email":', { 'content-type': 'application/json' }), 400, 'invalid_json');
-    assertError(await login('email=a&password=b', { 'content-type': 'application/x-www-form-urlencoded' }), 400, 'invalid_json');
+    assertError(
+      await login('email=a&password=b', { 'content-type': 'application/x-www-form-urlencoded' }),
+      400,
+      'invalid_json',
+    );
   });
 
   test('another method on the path is 405', async () => {
@@ -128,28 +141,43 @@ describe('failed-login throttling', () => {
     const message = assertError(limited, 429, 'too_many_requests');
     assert.doesNotMatch(message, /guess/);
     const retryAfter = Number(limited.headers['retry-after']);
-    assert.ok(Number.isInteger(retryAfter) && retryAfter > 0 && retryAfter <= LOGIN_WINDOW_MS / 1000, `Retry-After ${limited.headers['retry-after']}`);
+    assert.ok(
+      Number.isInteger(retryAfter) && retryAfter > 0 && retryAfter <= LOGIN_WINDOW_MS / 1000,
+      `Retry-After ${limited.headers['retry-after']}`,
+    );
     assertError(await login({ email: email.toUpperCase(), password }), 429, 'too_many_requests');
 
     // Other emails are not affected.
     assert.equal((await login({ email: 'ada@example.com', password: PASSWORD })).statusCode, 200);
 
     // Once the window has passed, the right password works again and clears the counter.
-    await service.store.sql.database.write(() => run('update auth_login_failures set window_started_at = window_started_at - ?', LOGIN_WINDOW_MS));
+    await service.store.sql.database.write(() =>
+      run('update auth_login_failures set window_started_at = window_started_at - ?', LOGIN_WINDOW_MS),
+    );
     const after = await login({ email, password });
     assert.equal(after.statusCode, 200, after.body);
-    assert.equal((await service.store.sql.database.read(() => first<{ n: number }>('select count(*) as n from auth_login_failures where email = ?', email)))?.n, 0);
+    assert.equal(
+      (
+        await service.store.sql.database.read(() =>
+          first<{ n: number }>('select count(*) as n from auth_login_failures where email = ?', email),
+        )
+      )?.n,
+      0,
+    );
   });
 
   test('unknown emails are throttled too, so a 429 does not reveal that an account exists', async () => {
     const email = 'ghost@example.com';
-    for (let i = 0; i < MAX_LOGIN_ATTEMPTS; i++) assertError(await login({ email, password: `guess ${i}` }), 401, 'unauthorized');
+    for (let i = 0; i < MAX_LOGIN_ATTEMPTS; i++)
+      assertError(await login({ email, password: `guess ${i}` }), 401, 'unauthorized');
     assertError(await login({ email, password: 'again' }), 429, 'too_many_requests');
   });
 
   test('concurrent guesses cannot exceed the limit', async () => {
     const email = 'parallel@example.com';
-    const results = await Promise.all(Array.from({ length: MAX_LOGIN_ATTEMPTS + 5 }, (_, i) => login({ email, password: `guess ${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: MAX_LOGIN_ATTEMPTS + 5 }, (_, i) => login({ email, password: `guess ${i}` })),
+    );
     assert.equal(results.filter((r) => r.statusCode === 401).length, MAX_LOGIN_ATTEMPTS);
     assert.equal(results.filter((r) => r.statusCode === 429).length, 5);
   });
@@ -157,9 +185,11 @@ describe('failed-login throttling', () => {
   test('a successful login clears earlier failures', async () => {
     const email = 'forgetful@example.com';
     await createUser(service.store.sql, { email, password: 'the real one' });
-    for (let i = 0; i < MAX_LOGIN_ATTEMPTS - 1; i++) assertError(await login({ email, password: 'typo' }), 401, 'unauthorized');
+    for (let i = 0; i < MAX_LOGIN_ATTEMPTS - 1; i++)
+      assertError(await login({ email, password: 'typo' }), 401, 'unauthorized');
     assert.equal((await login({ email, password: 'the real one' })).statusCode, 200);
-    for (let i = 0; i < MAX_LOGIN_ATTEMPTS - 1; i++) assertError(await login({ email, password: 'typo' }), 401, 'unauthorized');
+    for (let i = 0; i < MAX_LOGIN_ATTEMPTS - 1; i++)
+      assertError(await login({ email, password: 'typo' }), 401, 'unauthorized');
     assert.equal((await login({ email, password: 'the real one' })).statusCode, 200);
   });
 });
@@ -183,7 +213,11 @@ describe('POST /v0/logout', () => {
   test('only that session ends; the user’s other sessions live on', async () => {
     const first = await createSession(service.store.sql, ada.id);
     const second = await createSession(service.store.sql, ada.id);
-    const response = await service.app.inject({ method: 'POST', url: '/v0/logout', headers: asUser(ada.id, { session: { id: first.session.id } }) });
+    const response = await service.app.inject({
+      method: 'POST',
+      url: '/v0/logout',
+      headers: asUser(ada.id, { session: { id: first.session.id } }),
+    });
     assert.equal(response.statusCode, 204);
     assert.equal(await findSessionByToken(service.store.sql, first.token), null);
     assert.ok(await findSessionByToken(service.store.sql, second.token));
@@ -191,7 +225,12 @@ describe('POST /v0/logout', () => {
 
   test('without a session identity (anonymous, API key, repeated logout) it is still 204 with the clearing cookie', async () => {
     const sessionsBefore = await countRows(service.store.sql, 'auth_sessions');
-    for (const headers of [{}, asUser(ada.id, { auth: { method: 'api_key', key: 'k' } }), asUser(ada.id, { session: { id: '00000000-0000-4000-8000-000000000000' } }), { 'x-gateway-authentication': 'not json' }]) {
+    for (const headers of [
+      {},
+      asUser(ada.id, { auth: { method: 'api_key', key: 'k' } }),
+      asUser(ada.id, { session: { id: '00000000-0000-4000-8000-000000000000' } }),
+      { 'x-gateway-authentication': 'not json' },
+    ]) {
       const response = await service.app.inject({ method: 'POST', url: '/v0/logout', headers });
       assert.equal(response.statusCode, 204);
       assert.match(setCookieOf(response), /^stratus_session=; .*Max-Age=0/);
@@ -200,7 +239,12 @@ describe('POST /v0/logout', () => {
   });
 
   test('ignores whatever body is sent along', async () => {
-    const response = await service.app.inject({ method: 'POST', url: '/v0/logout', headers: { 'content-type': 'application/json' }, payload: '{not json' });
+    const response = await service.app.inject({
+      method: 'POST',
+      url: '/v0/logout',
+      headers: { 'content-type': 'application/json' },
+      payload: '{not json',
+    });
     assert.equal(response.statusCode, 204);
   });
 });
@@ -209,7 +253,12 @@ describe('GET /v0/me', () => {
   test('returns the bare user record of the caller', async () => {
     const response = await service.app.inject({ method: 'GET', url: '/v0/me', headers: asUser(ada.id) });
     assert.equal(response.statusCode, 200, response.body);
-    assert.deepEqual(response.json(), { id: ada.id, email: 'ada@example.com', nick: 'ada', created_at: ada.created_at });
+    assert.deepEqual(response.json(), {
+      id: ada.id,
+      email: 'ada@example.com',
+      nick: 'ada',
+      created_at: ada.created_at,
+    });
   });
 
   test('leaves out members the platform does not know', async () => {
@@ -220,8 +269,24 @@ describe('GET /v0/me', () => {
 
   test('401 without identity, with a malformed one, or for a user that no longer exists', async () => {
     assertError(await service.app.inject({ method: 'GET', url: '/v0/me' }), 401, 'unauthorized');
-    assertError(await service.app.inject({ method: 'GET', url: '/v0/me', headers: { 'x-gateway-authentication': '{"user":{}}' } }), 401, 'unauthorized');
-    assertError(await service.app.inject({ method: 'GET', url: '/v0/me', headers: asUser('user-00000000-0000-4000-8000-000000000000') }), 401, 'unauthorized');
+    assertError(
+      await service.app.inject({
+        method: 'GET',
+        url: '/v0/me',
+        headers: { 'x-gateway-authentication': '{"user":{}}' },
+      }),
+      401,
+      'unauthorized',
+    );
+    assertError(
+      await service.app.inject({
+        method: 'GET',
+        url: '/v0/me',
+        headers: asUser('user-00000000-0000-4000-8000-000000000000'),
+      }),
+      401,
+      'unauthorized',
+    );
   });
 });
 
@@ -249,7 +314,11 @@ describe('service basics', () => {
 describe('POST /v0/session/token', () => {
   test('trades a session for a new bearer session of the same user, without touching cookies', async () => {
     const current = await createSession(service.store.sql, ada.id);
-    const response = await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: asUser(ada.id, { session: { id: current.session.id }, auth: { method: 'session' } }) });
+    const response = await service.app.inject({
+      method: 'POST',
+      url: '/v0/session/token',
+      headers: asUser(ada.id, { session: { id: current.session.id }, auth: { method: 'session' } }),
+    });
     assert.equal(response.statusCode, 200, response.body);
     assert.equal(response.headers['set-cookie'], undefined);
     assert.equal(response.headers['cache-control'], 'no-store');
@@ -263,10 +332,49 @@ describe('POST /v0/session/token', () => {
 
   test('refuses callers without a session: anonymous 401, an API key 403', async () => {
     assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token' }), 401, 'unauthorized');
-    assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: asUser(ada.id, { auth: { method: 'api_key', key: 'k' } }) }), 403, 'forbidden');
-    assertError(await service.app.inject({ method: 'GET', url: '/v0/session/token', headers: asUser(ada.id) }), 405, 'method_not_allowed');
-    assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: { 'content-type': 'application/json' }, payload: { code: 'made-up' } }), 401, 'unauthorized');
-    assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: { 'content-type': 'application/json' }, payload: { code: 5 } }), 400, 'validation_error');
-    assertError(await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: { 'content-type': 'application/json' }, payload: { code: 'x', more: 1 } }), 400, 'validation_error');
+    assertError(
+      await service.app.inject({
+        method: 'POST',
+        url: '/v0/session/token',
+        headers: asUser(ada.id, { auth: { method: 'api_key', key: 'k' } }),
+      }),
+      403,
+      'forbidden',
+    );
+    assertError(
+      await service.app.inject({ method: 'GET', url: '/v0/session/token', headers: asUser(ada.id) }),
+      405,
+      'method_not_allowed',
+    );
+    assertError(
+      await service.app.inject({
+        method: 'POST',
+        url: '/v0/session/token',
+        headers: { 'content-type': 'application/json' },
+        payload: { code: 'made-up' },
+      }),
+      401,
+      'unauthorized',
+    );
+    assertError(
+      await service.app.inject({
+        method: 'POST',
+        url: '/v0/session/token',
+        headers: { 'content-type': 'application/json' },
+        payload: { code: 5 },
+      }),
+      400,
+      'validation_error',
+    );
+    assertError(
+      await service.app.inject({
+        method: 'POST',
+        url: '/v0/session/token',
+        headers: { 'content-type': 'application/json' },
+        payload: { code: 'x', more: 1 },
+      }),
+      400,
+      'validation_error',
+    );
   });
 });

@@ -50,7 +50,11 @@ const uniqueEmail = (label: string) => `${label}-${++counter}@example.com`;
 
 describe('users', () => {
   test('createUser stores a normalised email, a bcrypt hash of cost 10, and returns the record', async () => {
-    const user = await createUser(conn, { email: '  Ada.Lovelace@Example.COM ', password: 'correct horse', nick: 'ada' });
+    const user = await createUser(conn, {
+      email: '  Ada.Lovelace@Example.COM ',
+      password: 'correct horse',
+      nick: 'ada',
+    });
     assert.match(user.id, USER_ID);
     assert.equal(user.email, 'ada.lovelace@example.com');
     assert.equal(user.nick, 'ada');
@@ -84,7 +88,12 @@ describe('users', () => {
     const stored = await findUserByEmail(conn, user.email);
     assert.equal(stored?.passwordHash, null);
     const byId = await findUserById(conn, user.id);
-    assert.deepEqual(byId, { id: user.id, email: user.email, picture: 'https://example.com/p.png', created_at: user.created_at });
+    assert.deepEqual(byId, {
+      id: user.id,
+      email: user.email,
+      picture: 'https://example.com/p.png',
+      created_at: user.created_at,
+    });
     assert.equal(await findUserById(conn, 'user-00000000-0000-4000-8000-000000000000'), null);
     assert.equal(await findUserByEmail(conn, 'nobody@example.com'), null);
   });
@@ -109,7 +118,10 @@ describe('identities', () => {
     assert.equal((await findUserByIdentity(conn, 'google', 'sub-1'))?.id, ada.id);
     assert.equal(await findUserByIdentity(conn, 'github', 'sub-1'), null);
     await linkIdentity(conn, 'google', 'sub-1', ada.id);
-    await assert.rejects(linkIdentity(conn, 'google', 'sub-1', bob.id), (error: unknown) => (error as { status?: number }).status === 409);
+    await assert.rejects(
+      linkIdentity(conn, 'google', 'sub-1', bob.id),
+      (error: unknown) => (error as { status?: number }).status === 409,
+    );
     assert.equal((await findUserByIdentity(conn, 'google', 'sub-1'))?.id, ada.id);
   });
 });
@@ -121,12 +133,20 @@ describe('sessions', () => {
     const { token, session } = await createSession(conn, user.id, now);
     assert.match(token, /^[A-Za-z0-9_-]{43}$/);
     assert.match(session.id, UUID_V4);
-    assert.deepEqual(session, { id: session.id, userId: user.id, createdAt: now, expiresAt: now + SESSION_LIFETIME_MS, lastSeenAt: now });
+    assert.deepEqual(session, {
+      id: session.id,
+      userId: user.id,
+      createdAt: now,
+      expiresAt: now + SESSION_LIFETIME_MS,
+      lastSeenAt: now,
+    });
 
     const text = await tableText(conn, 'auth_sessions');
     assert.equal(text.includes(token), false, 'the raw token must not be stored');
     const digest = createHash('sha256').update(token).digest('hex');
-    const rows = await conn.database.read(() => all<{ token_hash: string }>('select token_hash from auth_sessions where id = ?', session.id));
+    const rows = await conn.database.read(() =>
+      all<{ token_hash: string }>('select token_hash from auth_sessions where id = ?', session.id),
+    );
     assert.equal(rows[0]?.token_hash, digest);
 
     const found = await findSessionByToken(conn, token, now + 1000);
@@ -185,11 +205,24 @@ describe('sessions', () => {
 describe('SSO states', () => {
   test('stored as a hash, taken once, never after expiry', async () => {
     const now = Date.now();
-    const state = { state: 'state-abc-123', provider: 'google', nonce: 'n-1', verifier: 'v-1', redirect: '/console', expiresAt: now + 600_000 };
+    const state = {
+      state: 'state-abc-123',
+      provider: 'google',
+      nonce: 'n-1',
+      verifier: 'v-1',
+      redirect: '/console',
+      expiresAt: now + 600_000,
+    };
     await saveSsoState(conn, state);
     assert.equal((await tableText(conn, 'auth_sso_states')).includes('state-abc-123'), false);
     assert.equal(await takeSsoState(conn, 'state-unknown', now), null);
-    assert.deepEqual(await takeSsoState(conn, 'state-abc-123', now), { provider: 'google', nonce: 'n-1', verifier: 'v-1', redirect: '/console', codeChallenge: null });
+    assert.deepEqual(await takeSsoState(conn, 'state-abc-123', now), {
+      provider: 'google',
+      nonce: 'n-1',
+      verifier: 'v-1',
+      redirect: '/console',
+      codeChallenge: null,
+    });
     assert.equal(await takeSsoState(conn, 'state-abc-123', now), null, 'single use');
 
     await saveSsoState(conn, { ...state, state: 'state-expired' });
@@ -200,13 +233,28 @@ describe('SSO states', () => {
   test('a state keeps the hand-over challenge it was started with', async () => {
     const now = Date.now();
     const codeChallenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
-    await saveSsoState(conn, { state: 'state-with-challenge', provider: 'p', nonce: 'n', verifier: 'v', redirect: '/', expiresAt: now + 600_000, codeChallenge });
+    await saveSsoState(conn, {
+      state: 'state-with-challenge',
+      provider: 'p',
+      nonce: 'n',
+      verifier: 'v',
+      redirect: '/',
+      expiresAt: now + 600_000,
+      codeChallenge,
+    });
     assert.equal((await takeSsoState(conn, 'state-with-challenge', now))?.codeChallenge, codeChallenge);
   });
 
   test('concurrent takes of one state: exactly one wins', async () => {
     const now = Date.now();
-    await saveSsoState(conn, { state: 'state-race', provider: 'p', nonce: 'n', verifier: 'v', redirect: '/', expiresAt: now + 600_000 });
+    await saveSsoState(conn, {
+      state: 'state-race',
+      provider: 'p',
+      nonce: 'n',
+      verifier: 'v',
+      redirect: '/',
+      expiresAt: now + 600_000,
+    });
     const results = await Promise.all(Array.from({ length: 5 }, () => takeSsoState(conn, 'state-race', now)));
     assert.equal(results.filter((r) => r !== null).length, 1);
   });
@@ -259,8 +307,14 @@ describe('login attempt counters', () => {
     const t0 = Date.now();
     assert.equal(await findLoginAttempts(conn, email), null);
     assert.deepEqual(await recordLoginAttempt(conn, email, window, t0), { attempts: 1, windowStartedAt: t0 });
-    assert.deepEqual(await recordLoginAttempt(conn, email.toUpperCase(), window, t0 + 1000), { attempts: 2, windowStartedAt: t0 });
-    assert.deepEqual(await recordLoginAttempt(conn, email, window, t0 + window), { attempts: 1, windowStartedAt: t0 + window });
+    assert.deepEqual(await recordLoginAttempt(conn, email.toUpperCase(), window, t0 + 1000), {
+      attempts: 2,
+      windowStartedAt: t0,
+    });
+    assert.deepEqual(await recordLoginAttempt(conn, email, window, t0 + window), {
+      attempts: 1,
+      windowStartedAt: t0 + window,
+    });
     await clearLoginAttempts(conn, email);
     assert.equal(await findLoginAttempts(conn, email), null);
   });
@@ -279,8 +333,22 @@ describe('sweepExpired', () => {
     const now = Date.now();
     const live = await createSession(conn, user.id, now);
     await createSession(conn, user.id, now - SESSION_LIFETIME_MS - 1);
-    await saveSsoState(conn, { state: 'sweep-old', provider: 'p', nonce: 'n', verifier: 'v', redirect: '/', expiresAt: now - 1 });
-    await saveSsoState(conn, { state: 'sweep-live', provider: 'p', nonce: 'n', verifier: 'v', redirect: '/', expiresAt: now + 60_000 });
+    await saveSsoState(conn, {
+      state: 'sweep-old',
+      provider: 'p',
+      nonce: 'n',
+      verifier: 'v',
+      redirect: '/',
+      expiresAt: now - 1,
+    });
+    await saveSsoState(conn, {
+      state: 'sweep-live',
+      provider: 'p',
+      nonce: 'n',
+      verifier: 'v',
+      redirect: '/',
+      expiresAt: now + 60_000,
+    });
     await recordLoginAttempt(conn, 'sweep-old@example.com', 900_000, now - 900_001);
     await recordLoginAttempt(conn, 'sweep-live@example.com', 900_000, now);
 
@@ -297,12 +365,14 @@ describe('startSweeper', () => {
   test('sweeps on its interval and stops when asked', async () => {
     const user = await createUser(conn, { email: uniqueEmail('timer') });
     const expired = await createSession(conn, user.id, Date.now() - SESSION_LIFETIME_MS - 1);
-    const exists = async (id: string) => (await conn.database.read(() => all<{ id: string }>('select id from auth_sessions where id = ?', id))).length > 0;
+    const exists = async (id: string) =>
+      (await conn.database.read(() => all<{ id: string }>('select id from auth_sessions where id = ?', id))).length > 0;
     assert.equal(await exists(expired.session.id), true);
     const stop = startSweeper(conn, pino({ level: 'silent' }), 20);
     try {
       const deadline = Date.now() + 5000;
-      while ((await exists(expired.session.id)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      while ((await exists(expired.session.id)) && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 20));
       assert.equal(await exists(expired.session.id), false);
     } finally {
       await stop();

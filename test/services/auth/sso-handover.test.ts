@@ -5,7 +5,14 @@ import pino from 'pino';
 import { SettingsError, loadSettings } from '../../../src/config.ts';
 import { VERSION } from '../../../src/core/version.ts';
 import { authService } from '../../../src/services/auth/index.ts';
-import { SSO_CODE_TTL_MS, createSession, createSsoCode, createUser, deleteSession, findSessionByToken } from '../../../src/services/auth/repository.ts';
+import {
+  SSO_CODE_TTL_MS,
+  createSession,
+  createSsoCode,
+  createUser,
+  deleteSession,
+  findSessionByToken,
+} from '../../../src/services/auth/repository.ts';
 import { all, first } from '../../../src/store/sql-work.ts';
 import { startTestIdp, type TestIdp } from '../../helpers/oidc-provider.ts';
 import { startTestPlatform, type TestPlatform } from '../../helpers/platform.ts';
@@ -27,7 +34,9 @@ function binding(): { verifier: string; challenge: string } {
 }
 
 async function codeRows(service: TestService): Promise<number> {
-  const row = await service.store.sql.database.read(() => first<{ n: number | string }>('select count(*) as n from auth_sso_codes'));
+  const row = await service.store.sql.database.read(() =>
+    first<{ n: number | string }>('select count(*) as n from auth_sso_codes'),
+  );
   return Number(row?.n);
 }
 
@@ -36,7 +45,9 @@ describe('single sign-on hand-over', { timeout: 120_000 }, () => {
   let service: TestService;
 
   before(async () => {
-    idp = await startTestIdp({ accounts: [{ sub: 'alice', email: 'alice@example.com', email_verified: true, name: 'Alice' }] });
+    idp = await startTestIdp({
+      accounts: [{ sub: 'alice', email: 'alice@example.com', email_verified: true, name: 'Alice' }],
+    });
     service = await startTestService(authService, {
       authProviders: [{ name: 'test', issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret }],
       signup: 'open',
@@ -48,9 +59,15 @@ describe('single sign-on hand-over', { timeout: 120_000 }, () => {
     await idp?.close();
   });
 
-  const get = (url: string, headers: Record<string, string> = {}) => service.app.inject({ method: 'GET', url, headers: { host: HOST, ...headers } });
+  const get = (url: string, headers: Record<string, string> = {}) =>
+    service.app.inject({ method: 'GET', url, headers: { host: HOST, ...headers } });
   const exchange = (body: unknown, headers: Record<string, string> = {}) =>
-    service.app.inject({ method: 'POST', url: '/v0/session/token', headers: { host: HOST, 'content-type': 'application/json', ...headers }, payload: JSON.stringify(body) });
+    service.app.inject({
+      method: 'POST',
+      url: '/v0/session/token',
+      headers: { host: HOST, 'content-type': 'application/json', ...headers },
+      payload: JSON.stringify(body),
+    });
 
   /** A whole sign-in through the test IdP: the callback's answer. */
   async function signIn(query: Record<string, string>, headers: Record<string, string> = {}) {
@@ -128,20 +145,45 @@ describe('single sign-on hand-over', { timeout: 120_000 }, () => {
 
     test('the console origin keeps the scheme and port the browser used', async () => {
       const headers = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'auth.localhost:8443' };
-      assert.equal((await get(`/v0/sso/test/login?redirect=${encodeURIComponent('https://console.localhost:8443/x')}`, headers)).statusCode, 302);
-      assertError(await get(`/v0/sso/test/login?redirect=${encodeURIComponent('http://console.localhost/x')}`, headers), 400, 'validation_error');
-      assertError(await get(`/v0/sso/test/login?redirect=${encodeURIComponent('https://console.localhost/x')}`, headers), 400, 'validation_error');
+      assert.equal(
+        (await get(`/v0/sso/test/login?redirect=${encodeURIComponent('https://console.localhost:8443/x')}`, headers))
+          .statusCode,
+        302,
+      );
+      assertError(
+        await get(`/v0/sso/test/login?redirect=${encodeURIComponent('http://console.localhost/x')}`, headers),
+        400,
+        'validation_error',
+      );
+      assertError(
+        await get(`/v0/sso/test/login?redirect=${encodeURIComponent('https://console.localhost/x')}`, headers),
+        400,
+        'validation_error',
+      );
     });
 
     test('the setting: SSO_REDIRECT_ORIGINS is a comma-separated list of exact origins', () => {
       const dir = service.database.dataDir;
       assert.deepEqual(loadSettings({}, {}, dir).ssoRedirectOrigins, []);
-      assert.deepEqual(loadSettings({}, { SSO_REDIRECT_ORIGINS: ' https://App.Example.org , http://localhost:5173/,https://x.test:8443' }, dir).ssoRedirectOrigins, [
-        'https://app.example.org',
-        'http://localhost:5173',
-        'https://x.test:8443',
-      ]);
-      for (const bad of ['*.example.org', 'https://*.example.org', 'https://x.org/path', 'https://x.org/?q', 'https://x.org/#f', 'ftp://x.org', 'https://user@x.org', 'null', 'x.org']) {
+      assert.deepEqual(
+        loadSettings(
+          {},
+          { SSO_REDIRECT_ORIGINS: ' https://App.Example.org , http://localhost:5173/,https://x.test:8443' },
+          dir,
+        ).ssoRedirectOrigins,
+        ['https://app.example.org', 'http://localhost:5173', 'https://x.test:8443'],
+      );
+      for (const bad of [
+        '*.example.org',
+        'https://*.example.org',
+        'https://x.org/path',
+        'https://x.org/?q',
+        'https://x.org/#f',
+        'ftp://x.org',
+        'https://user@x.org',
+        'null',
+        'x.org',
+      ]) {
         assert.throws(() => loadSettings({}, { SSO_REDIRECT_ORIGINS: bad }, dir), SettingsError, bad);
       }
     });
@@ -149,9 +191,25 @@ describe('single sign-on hand-over', { timeout: 120_000 }, () => {
     test('origins on the platform domain other than the console cannot be allow-listed', async () => {
       // The service refuses to build (the platform exits at start with the message).
       const build = (origins: string[]) =>
-        authService.build({ settings: { ...service.settings, ssoRedirectOrigins: origins }, store: service.store, logger: pino({ level: 'silent' }), version: VERSION });
-      for (const origin of ['http://my-project.localhost', 'http://lambda.localhost', 'http://localhost', 'http://localhost:5173', 'http://api.localhost:8080', 'https://auth.localhost']) {
-        await assert.rejects(build([origin]), (error: unknown) => error instanceof SettingsError && error.message.includes(origin), origin);
+        authService.build({
+          settings: { ...service.settings, ssoRedirectOrigins: origins },
+          store: service.store,
+          logger: pino({ level: 'silent' }),
+          version: VERSION,
+        });
+      for (const origin of [
+        'http://my-project.localhost',
+        'http://lambda.localhost',
+        'http://localhost',
+        'http://localhost:5173',
+        'http://api.localhost:8080',
+        'https://auth.localhost',
+      ]) {
+        await assert.rejects(
+          build([origin]),
+          (error: unknown) => error instanceof SettingsError && error.message.includes(origin),
+          origin,
+        );
       }
       const ok = await build(['http://console.localhost:5173']);
       await ok.close();
@@ -208,7 +266,10 @@ describe('single sign-on hand-over', { timeout: 120_000 }, () => {
         assertError(await get(`/v0/sso/test/login?${new URLSearchParams(query).toString()}`), 400, 'validation_error');
       }
       assert.equal(await countRows(service.store.sql, 'auth_sso_states'), states);
-      assert.equal((await get(`/v0/sso/test/login?code_challenge=${binding().challenge}&code_challenge_method=S256`)).statusCode, 302);
+      assert.equal(
+        (await get(`/v0/sso/test/login?code_challenge=${binding().challenge}&code_challenge_method=S256`)).statusCode,
+        302,
+      );
     });
 
     test('a malformed verifier is a 400 that burns nothing', async () => {
@@ -223,20 +284,33 @@ describe('single sign-on hand-over', { timeout: 120_000 }, () => {
     test('lives 60 s: the callback stores it hashed with its challenge, and an expired one is refused and burned', async () => {
       const before = Date.now();
       const { code, verifier } = await codeFor();
-      const rows = await service.store.sql.database.read(() => all<{ code_hash: string; expires_at: number | string; challenge: string }>('select * from auth_sso_codes'));
+      const rows = await service.store.sql.database.read(() =>
+        all<{ code_hash: string; expires_at: number | string; challenge: string }>('select * from auth_sso_codes'),
+      );
       const row = rows.find((r) => r.code_hash === createHash('sha256').update(code).digest('hex'));
       assert.ok(row, 'stored as its SHA-256');
-      assert.ok(!JSON.stringify(rows).includes(code) && !JSON.stringify(rows).includes(verifier), 'neither the code nor the verifier is stored');
+      assert.ok(
+        !JSON.stringify(rows).includes(code) && !JSON.stringify(rows).includes(verifier),
+        'neither the code nor the verifier is stored',
+      );
       assert.equal(row.challenge, b64url(createHash('sha256').update(verifier).digest()));
       const expiresAt = Number(row.expires_at);
-      assert.ok(expiresAt >= before + SSO_CODE_TTL_MS && expiresAt <= Date.now() + SSO_CODE_TTL_MS, `expires_at ${expiresAt}`);
+      assert.ok(
+        expiresAt >= before + SSO_CODE_TTL_MS && expiresAt <= Date.now() + SSO_CODE_TTL_MS,
+        `expires_at ${expiresAt}`,
+      );
       assert.equal(SSO_CODE_TTL_MS, 60_000);
 
       // A code made 61 s ago (the repository takes the clock as an argument).
       const user = await createUser(service.store.sql, { email: `old-${randomBytes(4).toString('hex')}@example.com` });
       const old = binding();
       const codes = await codeRows(service);
-      const expired = await createSsoCode(service.store.sql, user.id, old.challenge, Date.now() - SSO_CODE_TTL_MS - 1000);
+      const expired = await createSsoCode(
+        service.store.sql,
+        user.id,
+        old.challenge,
+        Date.now() - SSO_CODE_TTL_MS - 1000,
+      );
       assert.equal(await codeRows(service), codes + 1);
       assertError(await exchange({ code: expired, code_verifier: old.verifier }), 401, 'unauthorized');
       assert.equal(await codeRows(service), codes, 'the expired code is gone');
@@ -252,11 +326,17 @@ describe('single sign-on hand-over', { timeout: 120_000 }, () => {
     });
   });
 
-  describe('POST /v0/session/token with the caller\'s session', () => {
+  describe("POST /v0/session/token with the caller's session", () => {
     test('a bearer session is traded for a new bearer session of the same user', async () => {
-      const user = await createUser(service.store.sql, { email: `bearer-${randomBytes(4).toString('hex')}@example.com` });
+      const user = await createUser(service.store.sql, {
+        email: `bearer-${randomBytes(4).toString('hex')}@example.com`,
+      });
       const current = await createSession(service.store.sql, user.id);
-      const response = await service.app.inject({ method: 'POST', url: '/v0/session/token', headers: asUser(user.id, { session: { id: current.session.id }, auth: { method: 'bearer' } }) });
+      const response = await service.app.inject({
+        method: 'POST',
+        url: '/v0/session/token',
+        headers: asUser(user.id, { session: { id: current.session.id }, auth: { method: 'bearer' } }),
+      });
       assert.equal(response.statusCode, 200, response.body);
       assert.equal(response.headers['set-cookie'], undefined);
       const body = response.json<{ token: string; expires_at: string }>();
@@ -266,15 +346,20 @@ describe('single sign-on hand-over', { timeout: 120_000 }, () => {
     });
 
     test('API keys, provider JWTs and ended sessions are refused', async () => {
-      const user = await createUser(service.store.sql, { email: `refused-${randomBytes(4).toString('hex')}@example.com` });
-      const post = (identity: Record<string, unknown>) => service.app.inject({ method: 'POST', url: '/v0/session/token', headers: asUser(user.id, identity) });
+      const user = await createUser(service.store.sql, {
+        email: `refused-${randomBytes(4).toString('hex')}@example.com`,
+      });
+      const post = (identity: Record<string, unknown>) =>
+        service.app.inject({ method: 'POST', url: '/v0/session/token', headers: asUser(user.id, identity) });
       assertError(await post({ auth: { method: 'api_key', key: 'k' } }), 403, 'forbidden');
       assertError(await post({ auth: { method: 'bearer' } }), 403, 'forbidden');
       const ended = await createSession(service.store.sql, user.id);
       await deleteSession(service.store.sql, ended.session.id);
       assertError(await post({ session: { id: ended.session.id }, auth: { method: 'bearer' } }), 401, 'unauthorized');
       // A session of another user cannot be borrowed by naming it.
-      const other = await createUser(service.store.sql, { email: `other-${randomBytes(4).toString('hex')}@example.com` });
+      const other = await createUser(service.store.sql, {
+        email: `other-${randomBytes(4).toString('hex')}@example.com`,
+      });
       const theirs = await createSession(service.store.sql, other.id);
       assertError(await post({ session: { id: theirs.session.id }, auth: { method: 'session' } }), 401, 'unauthorized');
     });
@@ -296,23 +381,50 @@ describe('POST /v0/session/token through the gateway', { timeout: 120_000 }, () 
   const json = { 'content-type': 'application/json' };
 
   test('Authorization: Bearer <session token> buys a new bearer session; an API key does not', async () => {
-    const login = await t.call({ method: 'POST', host: 'auth.localhost', path: '/v0/login', headers: json, body: JSON.stringify({ email, password }) });
+    const login = await t.call({
+      method: 'POST',
+      host: 'auth.localhost',
+      path: '/v0/login',
+      headers: json,
+      body: JSON.stringify({ email, password }),
+    });
     assert.equal(login.status, 200, login.text);
     const { token, user } = login.json<{ token: string; user: { id: string } }>();
 
-    const traded = await t.call({ method: 'POST', host: 'auth.localhost', path: '/v0/session/token', headers: { authorization: `Bearer ${token}` } });
+    const traded = await t.call({
+      method: 'POST',
+      host: 'auth.localhost',
+      path: '/v0/session/token',
+      headers: { authorization: `Bearer ${token}` },
+    });
     assert.equal(traded.status, 200, traded.text);
     const fresh = traded.json<{ token: string }>().token;
     assert.notEqual(fresh, token);
     const me = await t.call({ host: 'auth.localhost', path: '/v0/me', headers: { authorization: `Bearer ${fresh}` } });
     assert.equal(me.json<{ id: string }>().id, user.id);
 
-    const key = await t.call({ method: 'POST', host: 'apikeys.localhost', path: '/v0/apikeys', headers: { ...json, authorization: `Bearer ${token}` }, body: JSON.stringify({ name: 'ci' }) });
+    const key = await t.call({
+      method: 'POST',
+      host: 'apikeys.localhost',
+      path: '/v0/apikeys',
+      headers: { ...json, authorization: `Bearer ${token}` },
+      body: JSON.stringify({ name: 'ci' }),
+    });
     assert.equal(key.status, 201, key.text);
     const { key: apiKey, secret } = key.json<{ key: string; secret: string }>();
-    const refused = await t.call({ method: 'POST', host: 'auth.localhost', path: '/v0/session/token', headers: { 'api-key': apiKey, 'api-secret': secret } });
+    const refused = await t.call({
+      method: 'POST',
+      host: 'auth.localhost',
+      path: '/v0/session/token',
+      headers: { 'api-key': apiKey, 'api-secret': secret },
+    });
     assert.equal(refused.status, 403, refused.text);
-    const basic = await t.call({ method: 'POST', host: 'auth.localhost', path: '/v0/session/token', headers: { authorization: `Basic ${Buffer.from(`${apiKey}:${secret}`).toString('base64')}` } });
+    const basic = await t.call({
+      method: 'POST',
+      host: 'auth.localhost',
+      path: '/v0/session/token',
+      headers: { authorization: `Basic ${Buffer.from(`${apiKey}:${secret}`).toString('base64')}` },
+    });
     assert.equal(basic.status, 403, basic.text);
     assert.equal((await t.call({ method: 'POST', host: 'auth.localhost', path: '/v0/session/token' })).status, 401);
   });

@@ -20,7 +20,11 @@ import { countRows } from './helpers.ts';
 
 const now = () => Math.floor(Date.now() / 1000);
 
-async function rejectsWith(promise: Promise<unknown>, type: new (...args: never[]) => Error, pattern?: RegExp): Promise<Error> {
+async function rejectsWith(
+  promise: Promise<unknown>,
+  type: new (...args: never[]) => Error,
+  pattern?: RegExp,
+): Promise<Error> {
   let caught: unknown;
   try {
     await promise;
@@ -40,7 +44,9 @@ describe('OidcProviders', { timeout: 60_000 }, () => {
   let downPort: number;
 
   before(async () => {
-    idp = await startTestIdp({ accounts: [{ sub: 'alice', email: 'alice@example.com', email_verified: true, name: 'Alice' }] });
+    idp = await startTestIdp({
+      accounts: [{ sub: 'alice', email: 'alice@example.com', email_verified: true, name: 'Alice' }],
+    });
     other = await startTestIdp({ clientId: 'other-client' });
     downPort = await closedPort();
     test1 = { name: 'test', issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret };
@@ -87,12 +93,28 @@ describe('OidcProviders', { timeout: 60_000 }, () => {
 
     const fake = (doc: unknown, status = 200) =>
       new OidcProviders([{ name: 'fake', issuer: 'https://idp.example', clientId: 'c', clientSecret: 's' }], {
-        fetch: async () => new Response(typeof doc === 'string' ? doc : JSON.stringify(doc), { status, headers: { 'content-type': 'application/json' } }),
+        fetch: async () =>
+          new Response(typeof doc === 'string' ? doc : JSON.stringify(doc), {
+            status,
+            headers: { 'content-type': 'application/json' },
+          }),
       });
-    const good = { issuer: 'https://idp.example', authorization_endpoint: 'https://idp.example/a', token_endpoint: 'https://idp.example/t', jwks_uri: 'https://idp.example/k' };
+    const good = {
+      issuer: 'https://idp.example',
+      authorization_endpoint: 'https://idp.example/a',
+      token_endpoint: 'https://idp.example/t',
+      jwks_uri: 'https://idp.example/k',
+    };
     assert.equal((await fake(good).discover('fake')).token_endpoint, 'https://idp.example/t');
-    assert.equal((await fake({ ...good, issuer: 'https://idp.example/' }).discover('fake')).issuer, 'https://idp.example/');
-    await rejectsWith(fake({ ...good, issuer: 'https://evil.example' }).discover('fake'), ProviderError, /another issuer/);
+    assert.equal(
+      (await fake({ ...good, issuer: 'https://idp.example/' }).discover('fake')).issuer,
+      'https://idp.example/',
+    );
+    await rejectsWith(
+      fake({ ...good, issuer: 'https://evil.example' }).discover('fake'),
+      ProviderError,
+      /another issuer/,
+    );
     await rejectsWith(fake({ ...good, jwks_uri: 'ftp://x' }).discover('fake'), ProviderError, /jwks_uri/);
     await rejectsWith(fake({ ...good, token_endpoint: undefined }).discover('fake'), ProviderError, /token_endpoint/);
     await rejectsWith(fake('<html>', 200).discover('fake'), ProviderError, /JSON/);
@@ -105,7 +127,12 @@ describe('OidcProviders', { timeout: 60_000 }, () => {
       fetch: async () => {
         calls++;
         if (calls === 1) throw new TypeError('fetch failed');
-        return Response.json({ issuer: 'https://idp.example', authorization_endpoint: 'https://idp.example/a', token_endpoint: 'https://idp.example/t', jwks_uri: 'https://idp.example/k' });
+        return Response.json({
+          issuer: 'https://idp.example',
+          authorization_endpoint: 'https://idp.example/a',
+          token_endpoint: 'https://idp.example/t',
+          jwks_uri: 'https://idp.example/k',
+        });
       },
     });
     await rejectsWith(flaky.discover('f'), ProviderError);
@@ -119,9 +146,20 @@ describe('OidcProviders', { timeout: 60_000 }, () => {
     assert.equal(providers.providerForToken(await other.signIdToken({}))?.name, 'other');
     // An unsigned token from a configured issuer is still "from that issuer" (and then fails verification).
     assert.equal(providers.providerForToken(new UnsecuredJWT({ iss: idp.issuer }).encode())?.name, 'test');
-    const stranger = await new SignJWT({ iss: 'https://elsewhere.example' }).setProtectedHeader({ alg: 'HS256' }).sign(new Uint8Array(32));
+    const stranger = await new SignJWT({ iss: 'https://elsewhere.example' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .sign(new Uint8Array(32));
     assert.equal(providers.providerForToken(stranger), null);
-    for (const value of ['', 'abc', 'a.b', 'a.b.c.d', 'pB3v9Yk0cQ2m7xN4s8TzW1eR6uJ5hL0a', '!!!.???.***', `${token}x.y`, 'e30.e30.sig']) {
+    for (const value of [
+      '',
+      'abc',
+      'a.b',
+      'a.b.c.d',
+      'pB3v9Yk0cQ2m7xN4s8TzW1eR6uJ5hL0a',
+      '!!!.???.***',
+      `${token}x.y`,
+      'e30.e30.sig',
+    ]) {
       assert.equal(providers.providerForToken(value), null, value);
     }
   });
@@ -143,26 +181,47 @@ describe('OidcProviders', { timeout: 60_000 }, () => {
     assert.equal(claims.sub, 'alice');
     assert.equal(claims.email, 'alice@example.com');
     assert.equal(claims.email_verified, true);
-    assert.equal((await providers.verifyIdToken(token, { provider: 'test', nonce: 'nonce-1' })).claims.nonce, 'nonce-1');
+    assert.equal(
+      (await providers.verifyIdToken(token, { provider: 'test', nonce: 'nonce-1' })).claims.nonce,
+      'nonce-1',
+    );
   });
 
   test('verifyIdToken rejects a wrong or missing nonce when one is expected', async () => {
     const token = await idp.obtainIdToken('alice', { nonce: 'nonce-1' });
     await rejectsWith(providers.verifyIdToken(token, { nonce: 'nonce-2' }), InvalidTokenError, /nonce/);
-    await rejectsWith(providers.verifyIdToken(await idp.signIdToken({}), { nonce: 'nonce-2' }), InvalidTokenError, /nonce/);
+    await rejectsWith(
+      providers.verifyIdToken(await idp.signIdToken({}), { nonce: 'nonce-2' }),
+      InvalidTokenError,
+      /nonce/,
+    );
   });
 
   test('verifyIdToken rejects tokens of other issuers, other providers, and malformed ones', async () => {
-    await rejectsWith(providers.verifyIdToken(await idp.signIdToken({ iss: 'https://elsewhere.example' })), InvalidTokenError, /configured provider/);
+    await rejectsWith(
+      providers.verifyIdToken(await idp.signIdToken({ iss: 'https://elsewhere.example' })),
+      InvalidTokenError,
+      /configured provider/,
+    );
     // A configured issuer, but not the provider the route is for.
-    await rejectsWith(providers.verifyIdToken(await other.signIdToken({}), { provider: 'test' }), InvalidTokenError, /configured provider/);
+    await rejectsWith(
+      providers.verifyIdToken(await other.signIdToken({}), { provider: 'test' }),
+      InvalidTokenError,
+      /configured provider/,
+    );
     await rejectsWith(providers.verifyIdToken('not-a-jwt'), InvalidTokenError);
     await rejectsWith(providers.verifyIdToken('a.b.c'), InvalidTokenError);
     await rejectsWith(providers.verifyIdToken(await idp.signIdToken({}), { provider: 'nope' }), UnknownProviderError);
   });
 
   test('verifyIdToken rejects alg none and HMAC, even keyed with the client secret', async () => {
-    const none = new UnsecuredJWT({ iss: idp.issuer, aud: idp.clientId, sub: 'alice', iat: now(), exp: now() + 600 }).encode();
+    const none = new UnsecuredJWT({
+      iss: idp.issuer,
+      aud: idp.clientId,
+      sub: 'alice',
+      iat: now(),
+      exp: now() + 600,
+    }).encode();
     await rejectsWith(providers.verifyIdToken(none), InvalidTokenError, /algorithm 'none'/);
     for (const alg of ['HS256', 'HS384', 'HS512']) {
       const hmac = await new SignJWT({ iss: idp.issuer, aud: idp.clientId, sub: 'alice' })
@@ -181,13 +240,22 @@ describe('OidcProviders', { timeout: 60_000 }, () => {
     await rejectsWith(providers.verifyIdToken(forged), InvalidTokenError, /signature/);
     assert.ok(payload);
     const { privateKey } = await generateKeyPair('RS256');
-    await rejectsWith(providers.verifyIdToken(await idp.signIdToken({}, { key: privateKey })), InvalidTokenError, /signature/);
-    await rejectsWith(providers.verifyIdToken(await idp.signIdToken({}, { key: privateKey, header: { kid: 'unknown-kid' } })), InvalidTokenError, /no key/);
+    await rejectsWith(
+      providers.verifyIdToken(await idp.signIdToken({}, { key: privateKey })),
+      InvalidTokenError,
+      /signature/,
+    );
+    await rejectsWith(
+      providers.verifyIdToken(await idp.signIdToken({}, { key: privateKey, header: { kid: 'unknown-kid' } })),
+      InvalidTokenError,
+      /no key/,
+    );
   });
 
   test('verifyIdToken checks aud, azp, exp, nbf, iat and sub with 60 s of skew', async () => {
     const t = now();
-    const reject = async (claims: JWTPayload, pattern: RegExp) => rejectsWith(providers.verifyIdToken(await idp.signIdToken(claims)), InvalidTokenError, pattern);
+    const reject = async (claims: JWTPayload, pattern: RegExp) =>
+      rejectsWith(providers.verifyIdToken(await idp.signIdToken(claims)), InvalidTokenError, pattern);
     await reject({ aud: 'someone-else' }, /aud/);
     await reject({ aud: ['someone-else', 'another'] }, /aud/);
     await reject({ aud: undefined }, /aud/);
@@ -200,7 +268,13 @@ describe('OidcProviders', { timeout: 60_000 }, () => {
     await reject({ sub: undefined }, /sub/);
     await reject({ sub: '' }, /subject/);
     // Within the 60 s skew.
-    const lenient = await idp.signIdToken({ exp: t - 30, nbf: t + 30, iat: t + 30, aud: [idp.clientId, 'another'], azp: idp.clientId });
+    const lenient = await idp.signIdToken({
+      exp: t - 30,
+      nbf: t + 30,
+      iat: t + 30,
+      aud: [idp.clientId, 'another'],
+      azp: idp.clientId,
+    });
     assert.equal((await providers.verifyIdToken(lenient)).claims.sub, 'alice');
   });
 
@@ -233,18 +307,33 @@ describe('OidcProviders', { timeout: 60_000 }, () => {
 
   test('exchangeCode authenticates as discovery allows and reports failures without secrets', async () => {
     const seen: { authorization: string | null; body: string }[] = [];
-    const doc = { issuer: 'https://idp.example', authorization_endpoint: 'https://idp.example/a', token_endpoint: 'https://idp.example/t', jwks_uri: 'https://idp.example/k' };
+    const doc = {
+      issuer: 'https://idp.example',
+      authorization_endpoint: 'https://idp.example/a',
+      token_endpoint: 'https://idp.example/t',
+      jwks_uri: 'https://idp.example/k',
+    };
     const make = (methods: string[] | undefined, answer: () => Response) =>
-      new OidcProviders([{ name: 'p', issuer: 'https://idp.example', clientId: 'client id', clientSecret: 's3cr3t:+/' }], {
-        fetch: async (input, init) => {
-          if (String(input).endsWith('openid-configuration')) return Response.json({ ...doc, token_endpoint_auth_methods_supported: methods });
-          seen.push({ authorization: new Headers(init?.headers).get('authorization'), body: String(init?.body) });
-          return answer();
+      new OidcProviders(
+        [{ name: 'p', issuer: 'https://idp.example', clientId: 'client id', clientSecret: 's3cr3t:+/' }],
+        {
+          fetch: async (input, init) => {
+            if (String(input).endsWith('openid-configuration'))
+              return Response.json({ ...doc, token_endpoint_auth_methods_supported: methods });
+            seen.push({ authorization: new Headers(init?.headers).get('authorization'), body: String(init?.body) });
+            return answer();
+          },
         },
-      });
-    const input = { code: 'the-code', redirectUri: 'http://auth.localhost/v0/sso/p/callback', verifier: 'the-verifier' };
+      );
+    const input = {
+      code: 'the-code',
+      redirectUri: 'http://auth.localhost/v0/sso/p/callback',
+      verifier: 'the-verifier',
+    };
 
-    assert.deepEqual(await make(undefined, () => Response.json({ id_token: 'x.y.z' })).exchangeCode('p', input), { idToken: 'x.y.z' });
+    assert.deepEqual(await make(undefined, () => Response.json({ id_token: 'x.y.z' })).exchangeCode('p', input), {
+      idToken: 'x.y.z',
+    });
     const basic = seen.pop();
     assert.equal(basic?.authorization, `Basic ${Buffer.from('client+id:s3cr3t%3A%2B%2F').toString('base64')}`);
     const form = new URLSearchParams(basic?.body);
@@ -260,15 +349,29 @@ describe('OidcProviders', { timeout: 60_000 }, () => {
     assert.equal(new URLSearchParams(post?.body).get('client_id'), 'client id');
     assert.equal(new URLSearchParams(post?.body).get('client_secret'), 's3cr3t:+/');
 
-    await rejectsWith(make(['private_key_jwt'], () => Response.json({})).exchangeCode('p', input), ProviderError, /neither/);
+    await rejectsWith(
+      make(['private_key_jwt'], () => Response.json({})).exchangeCode('p', input),
+      ProviderError,
+      /neither/,
+    );
     const failed = await rejectsWith(
-      make(undefined, () => Response.json({ error: 'invalid_grant', error_description: 'code the-code is bad' }, { status: 400 })).exchangeCode('p', input),
+      make(undefined, () =>
+        Response.json({ error: 'invalid_grant', error_description: 'code the-code is bad' }, { status: 400 }),
+      ).exchangeCode('p', input),
       ProviderError,
       /answered 400 \(invalid_grant\)/,
     );
     assert.ok(!failed.message.includes('the-code') && !failed.message.includes('s3cr3t'));
-    await rejectsWith(make(undefined, () => Response.json({ access_token: 'a' })).exchangeCode('p', input), ProviderError, /no id_token/);
-    await rejectsWith(make(undefined, () => new Response('<html>', { status: 502 })).exchangeCode('p', input), ProviderError, /answered 502/);
+    await rejectsWith(
+      make(undefined, () => Response.json({ access_token: 'a' })).exchangeCode('p', input),
+      ProviderError,
+      /no id_token/,
+    );
+    await rejectsWith(
+      make(undefined, () => new Response('<html>', { status: 502 })).exchangeCode('p', input),
+      ProviderError,
+      /answered 502/,
+    );
   });
 });
 
@@ -276,7 +379,10 @@ describe('profileFromClaims', () => {
   test('nick from nickname, then name, then preferred_username; picture only as an http(s) URL', () => {
     assert.deepEqual(profileFromClaims({ nickname: 'ada', name: 'Ada L', preferred_username: 'al' }), { nick: 'ada' });
     assert.deepEqual(profileFromClaims({ name: 'Ada L', preferred_username: 'al' }), { nick: 'Ada L' });
-    assert.deepEqual(profileFromClaims({ preferred_username: 'al', picture: 'https://example.com/a.png' }), { nick: 'al', picture: 'https://example.com/a.png' });
+    assert.deepEqual(profileFromClaims({ preferred_username: 'al', picture: 'https://example.com/a.png' }), {
+      nick: 'al',
+      picture: 'https://example.com/a.png',
+    });
     assert.deepEqual(profileFromClaims({ nickname: '  ', picture: 'javascript:alert(1)' }), {});
     assert.deepEqual(profileFromClaims({ nickname: 42 }), {});
   });
@@ -298,7 +404,13 @@ describe('resolveUser (user linking)', { timeout: 60_000 }, () => {
 
   test('a new subject creates a user with profile fields when signup is open, once', async () => {
     const conn = open.store.sql;
-    const claims = { sub: 'new-1', email: 'New.One@Example.com', email_verified: true, name: 'New One', picture: 'https://example.com/n.png' };
+    const claims = {
+      sub: 'new-1',
+      email: 'New.One@Example.com',
+      email_verified: true,
+      name: 'New One',
+      picture: 'https://example.com/n.png',
+    };
     const first = await linkOrCreateUser(conn, provider, claims, open.settings);
     assert.ok(first.user);
     assert.equal(first.created, true);
@@ -312,9 +424,19 @@ describe('resolveUser (user linking)', { timeout: 60_000 }, () => {
 
   test('an existing link wins and refreshes nick and picture', async () => {
     const conn = open.store.sql;
-    const user = await resolveUser(conn, provider, { sub: 'refresh-1', email: 'refresh@example.com', email_verified: true, name: 'Old' }, open.settings);
+    const user = await resolveUser(
+      conn,
+      provider,
+      { sub: 'refresh-1', email: 'refresh@example.com', email_verified: true, name: 'Old' },
+      open.settings,
+    );
     assert.ok(user);
-    const again = await resolveUser(conn, provider, { sub: 'refresh-1', email: 'changed@example.com', nickname: 'newnick', picture: 'https://example.com/new.png' }, open.settings);
+    const again = await resolveUser(
+      conn,
+      provider,
+      { sub: 'refresh-1', email: 'changed@example.com', nickname: 'newnick', picture: 'https://example.com/new.png' },
+      open.settings,
+    );
     assert.equal(again?.id, user.id);
     assert.equal(again?.nick, 'newnick');
     assert.equal(again?.picture, 'https://example.com/new.png');
@@ -325,7 +447,18 @@ describe('resolveUser (user linking)', { timeout: 60_000 }, () => {
   test('a verified email links to the existing user (even with signup closed), keeping their nick', async () => {
     const conn = closed.store.sql;
     const existing = await createUser(conn, { email: 'ada@example.com', password: 'correct horse', nick: 'ada' });
-    const outcome = await linkOrCreateUser(conn, provider, { sub: 'ada-sub', email: 'ADA@example.com', email_verified: true, name: 'Ada Lovelace', picture: 'https://example.com/ada.png' }, closed.settings);
+    const outcome = await linkOrCreateUser(
+      conn,
+      provider,
+      {
+        sub: 'ada-sub',
+        email: 'ADA@example.com',
+        email_verified: true,
+        name: 'Ada Lovelace',
+        picture: 'https://example.com/ada.png',
+      },
+      closed.settings,
+    );
     assert.ok(outcome.user);
     assert.equal(outcome.user.id, existing.id);
     assert.equal(outcome.linked, true);
@@ -342,7 +475,12 @@ describe('resolveUser (user linking)', { timeout: 60_000 }, () => {
       const identities = await countRows(conn, 'auth_identities');
       const users = await countRows(conn, 'auth_users');
       for (const email_verified of [false, undefined, 'true']) {
-        const outcome = await linkOrCreateUser(conn, provider, { sub: `attacker-${String(email_verified)}`, email: 'victim@example.com', email_verified }, service.settings);
+        const outcome = await linkOrCreateUser(
+          conn,
+          provider,
+          { sub: `attacker-${String(email_verified)}`, email: 'victim@example.com', email_verified },
+          service.settings,
+        );
         assert.equal(outcome.user, null);
         assert.ok(!outcome.user && outcome.reason === 'email_unverified');
       }
@@ -352,18 +490,33 @@ describe('resolveUser (user linking)', { timeout: 60_000 }, () => {
   });
 
   test('signup closed: a new subject gets no user; signup open without an email neither', async () => {
-    const none = await linkOrCreateUser(closed.store.sql, provider, { sub: 'stranger', email: 'stranger@example.com', email_verified: true }, closed.settings);
+    const none = await linkOrCreateUser(
+      closed.store.sql,
+      provider,
+      { sub: 'stranger', email: 'stranger@example.com', email_verified: true },
+      closed.settings,
+    );
     assert.ok(!none.user && none.reason === 'signup_closed');
     assert.match(none.message, /sign-up is closed/);
     const noEmail = await linkOrCreateUser(open.store.sql, provider, { sub: 'no-email' }, open.settings);
     assert.ok(!noEmail.user && noEmail.reason === 'no_email');
-    const badEmail = await linkOrCreateUser(open.store.sql, provider, { sub: 'bad-email', email: 'not an email', email_verified: true }, open.settings);
+    const badEmail = await linkOrCreateUser(
+      open.store.sql,
+      provider,
+      { sub: 'bad-email', email: 'not an email', email_verified: true },
+      open.settings,
+    );
     assert.ok(!badEmail.user && badEmail.reason === 'no_email');
     assert.equal(await findUserByIdentity(closed.store.sql, 'test', 'stranger'), null);
   });
 
   test('an unverified email never creates an account (no pre-takeover)', async () => {
-    const outcome = await linkOrCreateUser(open.store.sql, provider, { sub: 'unverified-1', email: 'victim@example.com', email_verified: false }, open.settings);
+    const outcome = await linkOrCreateUser(
+      open.store.sql,
+      provider,
+      { sub: 'unverified-1', email: 'victim@example.com', email_verified: false },
+      open.settings,
+    );
     assert.equal(outcome.user, null);
     assert.equal(outcome.user === null && outcome.reason, 'email_unverified');
     assert.equal(await findUserByIdentity(open.store.sql, 'test', 'unverified-1'), null);
@@ -371,8 +524,18 @@ describe('resolveUser (user linking)', { timeout: 60_000 }, () => {
 
   test('the same subject at another provider is another identity', async () => {
     const conn = open.store.sql;
-    const a = await resolveUser(conn, provider, { sub: 'shared-sub', email: 'shared-a@example.com', email_verified: true }, open.settings);
-    const b = await resolveUser(conn, { ...provider, name: 'other' }, { sub: 'shared-sub', email: 'shared-b@example.com', email_verified: true }, open.settings);
+    const a = await resolveUser(
+      conn,
+      provider,
+      { sub: 'shared-sub', email: 'shared-a@example.com', email_verified: true },
+      open.settings,
+    );
+    const b = await resolveUser(
+      conn,
+      { ...provider, name: 'other' },
+      { sub: 'shared-sub', email: 'shared-b@example.com', email_verified: true },
+      open.settings,
+    );
     assert.ok(a && b);
     assert.notEqual(a.id, b.id);
   });

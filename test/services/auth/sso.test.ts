@@ -4,7 +4,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { SignJWT, UnsecuredJWT, generateKeyPair } from 'jose';
 import { authService } from '../../../src/services/auth/index.ts';
-import { createUser, findSessionByToken, findUserByIdentity, saveSsoState } from '../../../src/services/auth/repository.ts';
+import {
+  createUser,
+  findSessionByToken,
+  findUserByIdentity,
+  saveSsoState,
+} from '../../../src/services/auth/repository.ts';
 import { closedPort } from '../../helpers/http.ts';
 import { startTestIdp, type TestIdp } from '../../helpers/oidc-provider.ts';
 import { startTestService, type TestService } from '../../helpers/service.ts';
@@ -18,7 +23,6 @@ function tokenFromCookie(setCookie: string): string {
   assert.ok(match?.[1], `not a session cookie: ${setCookie}`);
   return match[1];
 }
-
 
 /** A console's hand-over binding: the verifier it keeps and the `code_challenge` it sends to /login. */
 const VERIFIER = randomBytes(32).toString('base64url');
@@ -41,7 +45,13 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
   let downIssuer: string;
 
   const accounts = [
-    { sub: 'alice', email: 'alice@example.com', email_verified: true, name: 'Alice Liddell', picture: 'https://example.com/alice.png' },
+    {
+      sub: 'alice',
+      email: 'alice@example.com',
+      email_verified: true,
+      name: 'Alice Liddell',
+      picture: 'https://example.com/alice.png',
+    },
     { sub: 'bob', email: 'bob@example.com', email_verified: false, nickname: 'bobby' },
     { sub: 'carol', email: 'carol@example.com', email_verified: true, preferred_username: 'carol' },
   ];
@@ -65,7 +75,8 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
     await other?.close();
   });
 
-  const get = (svc: TestService, url: string, headers: Record<string, string> = {}) => svc.app.inject({ method: 'GET', url, headers: { host: HOST, ...headers } });
+  const get = (svc: TestService, url: string, headers: Record<string, string> = {}) =>
+    svc.app.inject({ method: 'GET', url, headers: { host: HOST, ...headers } });
   const postToken = (svc: TestService, provider: string, payload: unknown, headers: Record<string, string> = {}) =>
     svc.app.inject({
       method: 'POST',
@@ -82,7 +93,11 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
   }
 
   /** The provider's redirect back to us, as a path + query to inject. */
-  async function signInAt(svc: TestService, account: string, options: { query?: string; tamper?: (location: URL) => void; provider?: TestIdp; name?: string } = {}): Promise<string> {
+  async function signInAt(
+    svc: TestService,
+    account: string,
+    options: { query?: string; tamper?: (location: URL) => void; provider?: TestIdp; name?: string } = {},
+  ): Promise<string> {
     const location = await startLogin(svc, options.query ?? '', options.name ?? 'test');
     options.tamper?.(location);
     const back = await (options.provider ?? idp).authorize(location.href, { account });
@@ -105,7 +120,8 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
       assert.equal(q.get('redirect_uri'), CALLBACK);
       assert.equal(q.get('scope'), 'openid email profile');
       assert.equal(q.get('code_challenge_method'), 'S256');
-      for (const name of ['state', 'nonce', 'code_challenge']) assert.match(q.get(name) ?? '', /^[A-Za-z0-9_-]{43,}$/, name);
+      for (const name of ['state', 'nonce', 'code_challenge'])
+        assert.match(q.get(name) ?? '', /^[A-Za-z0-9_-]{43,}$/, name);
       assert.notEqual(q.get('state'), q.get('nonce'));
       assert.equal(await countRows(service.store.sql, 'auth_sso_states'), states + 1);
       // Only the state's hash is stored.
@@ -117,10 +133,19 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
     });
 
     test('the redirect URI keeps the scheme and port the browser used', async () => {
-      const uri = async (headers: Record<string, string>) => new URL(String((await get(service, '/v0/sso/test/login', headers)).headers.location)).searchParams.get('redirect_uri');
+      const uri = async (headers: Record<string, string>) =>
+        new URL(String((await get(service, '/v0/sso/test/login', headers)).headers.location)).searchParams.get(
+          'redirect_uri',
+        );
       assert.equal(await uri({ host: 'auth.localhost:8080' }), 'http://auth.localhost:8080/v0/sso/test/callback');
-      assert.equal(await uri({ 'x-forwarded-proto': 'https', 'x-forwarded-host': 'auth.localhost:8443' }), 'https://auth.localhost:8443/v0/sso/test/callback');
-      assert.equal(await uri({ 'x-forwarded-proto': 'https', host: 'auth.localhost:443' }), 'https://auth.localhost/v0/sso/test/callback');
+      assert.equal(
+        await uri({ 'x-forwarded-proto': 'https', 'x-forwarded-host': 'auth.localhost:8443' }),
+        'https://auth.localhost:8443/v0/sso/test/callback',
+      );
+      assert.equal(
+        await uri({ 'x-forwarded-proto': 'https', host: 'auth.localhost:443' }),
+        'https://auth.localhost/v0/sso/test/callback',
+      );
       assert.equal(await uri({ host: 'auth.localhost:80' }), 'http://auth.localhost/v0/sso/test/callback');
       // The host name is always auth.<domain>, whatever Host says.
       assert.equal(await uri({ host: 'evil.example:9000' }), 'http://auth.localhost:9000/v0/sso/test/callback');
@@ -169,7 +194,9 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
   describe('GET /v0/sso/{provider}/callback', () => {
     test('full code flow: 302 to the redirect target with a session cookie for the linked user', async () => {
       const target = 'http://console.localhost/projects?tab=1';
-      const callback = await signInAt(service, 'alice', { query: `?redirect=${encodeURIComponent(target)}&code_challenge=${CHALLENGE}` });
+      const callback = await signInAt(service, 'alice', {
+        query: `?redirect=${encodeURIComponent(target)}&code_challenge=${CHALLENGE}`,
+      });
       assert.match(callback, /^\/v0\/sso\/test\/callback\?code=[^&]+&state=[^&]+&iss=/);
       const states = await countRows(service.store.sql, 'auth_sso_states');
       const response = await get(service, callback);
@@ -178,7 +205,10 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
       assert.equal(back.target, target);
       assert.equal(response.headers['cache-control'], 'no-store');
       const cookie = setCookieOf(response);
-      assert.match(cookie, /^stratus_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax; Max-Age=604800$/);
+      assert.match(
+        cookie,
+        /^stratus_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax; Max-Age=604800$/,
+      );
       const found = await findSessionByToken(service.store.sql, tokenFromCookie(cookie));
       assert.ok(found, 'the cookie is a live session');
       assert.match(found.user.id, USER_ID);
@@ -192,7 +222,14 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
       const me = await service.app.inject({
         method: 'GET',
         url: '/v0/me',
-        headers: { host: HOST, 'x-gateway-authentication': JSON.stringify({ user: { id: found.user.id }, session: { id: found.session.id }, auth: { method: 'session' } }) },
+        headers: {
+          host: HOST,
+          'x-gateway-authentication': JSON.stringify({
+            user: { id: found.user.id },
+            session: { id: found.session.id },
+            auth: { method: 'session' },
+          }),
+        },
       });
       assert.equal(me.statusCode, 200);
       assert.equal((me.json() as { email: string }).email, 'alice@example.com');
@@ -200,24 +237,49 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
       // The one-time code in the redirect buys the web console (which holds the verifier) a bearer
       // session of its own, once.
       const exchange = () =>
-        service.app.inject({ method: 'POST', url: '/v0/session/token', headers: { host: HOST, 'content-type': 'application/json' }, payload: { code: back.code, code_verifier: VERIFIER } });
+        service.app.inject({
+          method: 'POST',
+          url: '/v0/session/token',
+          headers: { host: HOST, 'content-type': 'application/json' },
+          payload: { code: back.code, code_verifier: VERIFIER },
+        });
       const traded = await exchange();
       assert.equal(traded.statusCode, 200, traded.body);
-      assert.equal((await findSessionByToken(service.store.sql, traded.json<{ token: string }>().token))?.user.id, found.user.id);
+      assert.equal(
+        (await findSessionByToken(service.store.sql, traded.json<{ token: string }>().token))?.user.id,
+        found.user.id,
+      );
       assert.equal((await exchange()).statusCode, 401, 'a code works once');
 
       // Signing in again reaches the same user.
       const second = await get(service, await signInAt(service, 'alice'));
       assert.equal(second.statusCode, 302);
-      assert.equal((await findSessionByToken(service.store.sql, tokenFromCookie(setCookieOf(second))))?.user.id, found.user.id);
+      assert.equal(
+        (await findSessionByToken(service.store.sql, tokenFromCookie(setCookieOf(second))))?.user.id,
+        found.user.id,
+      );
     });
 
     test('default target is the console; a path goes to the console host; the port is kept', async () => {
       const bound = `code_challenge=${CHALLENGE}`;
-      assert.equal(splitCode((await get(service, await signInAt(service, 'alice', { query: `?${bound}` }))).headers.location).target, 'http://console.localhost/');
-      assert.equal(splitCode((await get(service, await signInAt(service, 'alice', { query: `?redirect=/dash%3Fa%3D1&${bound}` }))).headers.location).target, 'http://console.localhost/dash?a=1');
+      assert.equal(
+        splitCode((await get(service, await signInAt(service, 'alice', { query: `?${bound}` }))).headers.location)
+          .target,
+        'http://console.localhost/',
+      );
+      assert.equal(
+        splitCode(
+          (await get(service, await signInAt(service, 'alice', { query: `?redirect=/dash%3Fa%3D1&${bound}` }))).headers
+            .location,
+        ).target,
+        'http://console.localhost/dash?a=1',
+      );
       // A project host serves user code: never a target (issue 17).
-      assertError(await get(service, '/v0/sso/test/login?redirect=https%3A%2F%2Fmy-project.localhost%2Fx'), 400, 'validation_error');
+      assertError(
+        await get(service, '/v0/sso/test/login?redirect=https%3A%2F%2Fmy-project.localhost%2Fx'),
+        400,
+        'validation_error',
+      );
       const login = await get(service, `/v0/sso/test/login?${bound}`, { host: 'auth.localhost:8080' });
       const back = await idp.authorize(String(login.headers.location), { account: 'alice' });
       assert.equal(back.origin, 'http://auth.localhost:8080');
@@ -254,8 +316,19 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
       // The untampered one still works: a bad guess does not burn the real state.
       assert.equal((await get(service, callback.pathname + callback.search)).statusCode, 302);
 
-      await saveSsoState(service.store.sql, { state: 'expired-state-0123456789', provider: 'test', nonce: 'n', verifier: 'v', redirect: 'http://console.localhost/', expiresAt: Date.now() - 1 });
-      assertError(await get(service, '/v0/sso/test/callback?code=abc&state=expired-state-0123456789'), 400, 'invalid_state');
+      await saveSsoState(service.store.sql, {
+        state: 'expired-state-0123456789',
+        provider: 'test',
+        nonce: 'n',
+        verifier: 'v',
+        redirect: 'http://console.localhost/',
+        expiresAt: Date.now() - 1,
+      });
+      assertError(
+        await get(service, '/v0/sso/test/callback?code=abc&state=expired-state-0123456789'),
+        400,
+        'invalid_state',
+      );
 
       const foreign = new URL(await signInAt(service, 'alice'), 'http://auth.localhost');
       assertError(await get(service, `/v0/sso/other/callback${foreign.search}`), 400, 'invalid_state');
@@ -279,7 +352,9 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
 
     test('an ID token with another nonce → 401 invalid_token, no session', async () => {
       const sessions = await countRows(service.store.sql, 'auth_sessions');
-      const callback = await signInAt(service, 'alice', { tamper: (location) => location.searchParams.set('nonce', 'attacker-chosen-nonce') });
+      const callback = await signInAt(service, 'alice', {
+        tamper: (location) => location.searchParams.set('nonce', 'attacker-chosen-nonce'),
+      });
       const message = assertError(await get(service, callback), 401, 'invalid_token');
       assert.match(message, /nonce/);
       assert.equal(await countRows(service.store.sql, 'auth_sessions'), sessions);
@@ -287,7 +362,11 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
 
     test('PKCE is enforced: a challenge that does not match the stored verifier → 502 provider_error', async () => {
       const callback = await signInAt(service, 'alice', {
-        tamper: (location) => location.searchParams.set('code_challenge', createHash('sha256').update('another verifier').digest('base64url')),
+        tamper: (location) =>
+          location.searchParams.set(
+            'code_challenge',
+            createHash('sha256').update('another verifier').digest('base64url'),
+          ),
       });
       const message = assertError(await get(service, callback), 502, 'provider_error');
       assert.match(message, /invalid_grant/);
@@ -322,7 +401,11 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
     });
 
     test('signup closed: a verified email links to the existing user', async () => {
-      const existing = await createUser(closed.store.sql, { email: 'alice@example.com', password: 'correct horse battery', nick: 'al' });
+      const existing = await createUser(closed.store.sql, {
+        email: 'alice@example.com',
+        password: 'correct horse battery',
+        nick: 'al',
+      });
       const response = await get(closed, await signInAt(closed, 'alice'));
       assert.equal(response.statusCode, 302, response.body);
       const found = await findSessionByToken(closed.store.sql, tokenFromCookie(setCookieOf(response)));
@@ -333,8 +416,19 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
 
     test('unknown provider → 404; unreachable provider → 502 (the state is then used up)', async () => {
       assertError(await get(service, '/v0/sso/nope/callback?code=a&state=b'), 404, 'not_found');
-      await saveSsoState(service.store.sql, { state: 'down-state-0123456789', provider: 'down', nonce: 'n', verifier: 'v', redirect: 'http://console.localhost/', expiresAt: Date.now() + 60_000 });
-      assertError(await get(service, '/v0/sso/down/callback?code=a&state=down-state-0123456789'), 502, 'provider_error');
+      await saveSsoState(service.store.sql, {
+        state: 'down-state-0123456789',
+        provider: 'down',
+        nonce: 'n',
+        verifier: 'v',
+        redirect: 'http://console.localhost/',
+        expiresAt: Date.now() + 60_000,
+      });
+      assertError(
+        await get(service, '/v0/sso/down/callback?code=a&state=down-state-0123456789'),
+        502,
+        'provider_error',
+      );
       assertError(await get(service, '/v0/sso/down/callback?code=a&state=down-state-0123456789'), 400, 'invalid_state');
     });
   });
@@ -353,7 +447,9 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
       const found = await findSessionByToken(service.store.sql, body.token);
       assert.equal(found?.user.id, body.user.id);
       // Same identity again → same user, new session.
-      const again = (await postToken(service, 'test', { id_token: await idp.signIdToken({ sub: 'carol' }) })).json() as LoginBody;
+      const again = (
+        await postToken(service, 'test', { id_token: await idp.signIdToken({ sub: 'carol' }) })
+      ).json() as LoginBody;
       assert.equal(again.user.id, body.user.id);
       assert.notEqual(again.token, body.token);
     });
@@ -364,7 +460,10 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
       assertError(await postToken(service, 'test', { id_token: 42 }), 400, 'validation_error');
       assertError(await postToken(service, 'test', { id_token: '' }), 400, 'validation_error');
       const idToken = await idp.signIdToken({ sub: 'carol' });
-      assert.match(assertError(await postToken(service, 'test', { id_token: idToken, extra: 1 }), 400, 'validation_error'), /extra/);
+      assert.match(
+        assertError(await postToken(service, 'test', { id_token: idToken, extra: 1 }), 400, 'validation_error'),
+        /extra/,
+      );
       assertError(await postToken(service, 'test', '[]'), 400, 'validation_error');
     });
 
@@ -373,10 +472,14 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
       const claims = { iss: idp.issuer, aud: idp.clientId, sub: 'carol', iat: t, exp: t + 600 };
       const { privateKey: strangerKey } = await generateKeyPair('RS256');
       const cases: Record<string, string> = {
-        'another issuer': await new SignJWT({ ...claims, iss: 'https://elsewhere.example' }).setProtectedHeader({ alg: 'RS256' }).sign(strangerKey),
+        'another issuer': await new SignJWT({ ...claims, iss: 'https://elsewhere.example' })
+          .setProtectedHeader({ alg: 'RS256' })
+          .sign(strangerKey),
         'another configured issuer': await other.signIdToken({ sub: 'carol' }),
         'alg none': new UnsecuredJWT(claims).encode(),
-        'HS256 with the client secret': await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(idp.clientSecret)),
+        'HS256 with the client secret': await new SignJWT(claims)
+          .setProtectedHeader({ alg: 'HS256' })
+          .sign(new TextEncoder().encode(idp.clientSecret)),
         'wrong audience': await idp.signIdToken({ aud: 'someone-else' }),
         expired: await idp.signIdToken({ iat: t - 7200, exp: t - 3600 }),
         'not yet valid': await idp.signIdToken({ nbf: t + 3600 }),
@@ -396,23 +499,50 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
     test('unknown provider → 404 (before the body is read); unreachable provider → 502', async () => {
       assertError(await postToken(service, 'nope', { id_token: 'x' }), 404, 'not_found');
       assertError(await postToken(service, 'nope', '{bad json'), 404, 'not_found');
-      const token = await new SignJWT({ iss: downIssuer, aud: 'down-client', sub: 's' }).setProtectedHeader({ alg: 'RS256' }).setIssuedAt().setExpirationTime('5m').sign((await generateKeyPair('RS256')).privateKey);
+      const token = await new SignJWT({ iss: downIssuer, aud: 'down-client', sub: 's' })
+        .setProtectedHeader({ alg: 'RS256' })
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign((await generateKeyPair('RS256')).privateKey);
       assertError(await postToken(service, 'down', { id_token: token }), 502, 'provider_error');
     });
 
     test('linking rules: verified email links, unverified does not, closed signup refuses new subjects', async () => {
-      const existing = await createUser(service.store.sql, { email: 'dave@example.com', password: 'correct horse battery' });
-      const unverified = await postToken(service, 'test', { id_token: await idp.signIdToken({ sub: 'dave-1', email: 'dave@example.com', email_verified: false }) });
+      const existing = await createUser(service.store.sql, {
+        email: 'dave@example.com',
+        password: 'correct horse battery',
+      });
+      const unverified = await postToken(service, 'test', {
+        id_token: await idp.signIdToken({ sub: 'dave-1', email: 'dave@example.com', email_verified: false }),
+      });
       assertError(unverified, 403, 'forbidden');
-      const verified = await postToken(service, 'test', { id_token: await idp.signIdToken({ sub: 'dave-2', email: 'Dave@Example.com', email_verified: true, name: 'Dave' }) });
+      const verified = await postToken(service, 'test', {
+        id_token: await idp.signIdToken({
+          sub: 'dave-2',
+          email: 'Dave@Example.com',
+          email_verified: true,
+          name: 'Dave',
+        }),
+      });
       assert.equal(verified.statusCode, 200, verified.body);
-      assert.deepEqual((verified.json() as LoginBody).user, { id: existing.id, nick: 'Dave', email: 'dave@example.com' });
+      assert.deepEqual((verified.json() as LoginBody).user, {
+        id: existing.id,
+        nick: 'Dave',
+        email: 'dave@example.com',
+      });
 
-      const refused = await postToken(closed, 'test', { id_token: await idp.signIdToken({ sub: 'erin', email: 'erin@example.com', email_verified: true }) });
+      const refused = await postToken(closed, 'test', {
+        id_token: await idp.signIdToken({ sub: 'erin', email: 'erin@example.com', email_verified: true }),
+      });
       assert.match(assertError(refused, 403, 'forbidden'), /sign-up is closed/);
-      const created = await postToken(service, 'test', { id_token: await idp.signIdToken({ sub: 'erin', email: 'erin@example.com', email_verified: true }) });
+      const created = await postToken(service, 'test', {
+        id_token: await idp.signIdToken({ sub: 'erin', email: 'erin@example.com', email_verified: true }),
+      });
       assert.equal(created.statusCode, 200);
-      assert.deepEqual((created.json() as LoginBody).user, { id: (created.json() as LoginBody).user.id, email: 'erin@example.com' });
+      assert.deepEqual((created.json() as LoginBody).user, {
+        id: (created.json() as LoginBody).user.id,
+        email: 'erin@example.com',
+      });
 
       const noEmail = await postToken(service, 'test', { id_token: await idp.signIdToken({ sub: 'frank' }) });
       assertError(noEmail, 403, 'forbidden');
@@ -421,7 +551,9 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
 
   test('the OpenAPI document lists the three routes', async () => {
     const response = await service.app.inject({ method: 'GET', url: '/openapi.json', headers: { host: HOST } });
-    const doc = response.json() as { paths: Record<string, Record<string, { summary?: string; responses: Record<string, unknown> }>> };
+    const doc = response.json() as {
+      paths: Record<string, Record<string, { summary?: string; responses: Record<string, unknown> }>>;
+    };
     assert.ok(doc.paths['/v0/sso/{provider}/login']?.get?.summary);
     assert.ok(doc.paths['/v0/sso/{provider}/login']?.get?.responses['302']);
     assert.ok(doc.paths['/v0/sso/{provider}/callback']?.get?.responses['302']);
@@ -436,7 +568,10 @@ describe('single sign-on routes', { timeout: 120_000 }, () => {
     assert.equal(head.statusCode, 405);
     assert.equal(await countRows(service.store.sql, 'auth_sso_states'), states);
     const callback = await signInAt(service, 'alice');
-    assert.equal((await service.app.inject({ method: 'HEAD', url: callback, headers: { host: HOST } })).statusCode, 405);
+    assert.equal(
+      (await service.app.inject({ method: 'HEAD', url: callback, headers: { host: HOST } })).statusCode,
+      405,
+    );
     assert.equal((await get(service, callback)).statusCode, 302);
   });
 });

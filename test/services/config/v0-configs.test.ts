@@ -12,8 +12,18 @@ describe('config service: v0 config objects', () => {
     await service.close();
   });
 
-  const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT', url: string, payload?: unknown, headers: Record<string, string> = {}) =>
-    service.app.inject({ method, url, payload: payload === undefined ? undefined : typeof payload === 'string' ? payload : JSON.stringify(payload), headers: { 'content-type': 'application/json', ...headers } });
+  const inject = (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT',
+    url: string,
+    payload?: unknown,
+    headers: Record<string, string> = {},
+  ) =>
+    service.app.inject({
+      method,
+      url,
+      payload: payload === undefined ? undefined : typeof payload === 'string' ? payload : JSON.stringify(payload),
+      headers: { 'content-type': 'application/json', ...headers },
+    });
 
   it('lists nothing at first', async () => {
     const res = await inject('GET', '/v0/configs');
@@ -22,7 +32,9 @@ describe('config service: v0 config objects', () => {
   });
 
   it('creates with a generated UUID v4 id, drops null entries, and gets it back', async () => {
-    const res = await inject('POST', '/v0/configs', { entries: { 'feature.newCheckout': true, gone: null, nested: { a: [1, 2] } } });
+    const res = await inject('POST', '/v0/configs', {
+      entries: { 'feature.newCheckout': true, gone: null, nested: { a: [1, 2] } },
+    });
     assert.equal(res.statusCode, 201);
     const body = res.json();
     assert.match(body.id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
@@ -48,7 +60,10 @@ describe('config service: v0 config objects', () => {
 
   it('lists in creation order', async () => {
     for (const id of ['order-b', 'order-a', 'order-c']) await inject('POST', '/v0/configs', { id });
-    const ids = (await inject('GET', '/v0/configs')).json().map((c: { id: string }) => c.id).filter((id: string) => id.startsWith('order-'));
+    const ids = (await inject('GET', '/v0/configs'))
+      .json()
+      .map((c: { id: string }) => c.id)
+      .filter((id: string) => id.startsWith('order-'));
     assert.deepEqual(ids, ['order-b', 'order-a', 'order-c']);
   });
 
@@ -79,15 +94,30 @@ describe('config service: v0 config objects', () => {
   });
 
   it('parses JSON whatever the Content-Type', async () => {
-    const res = await service.app.inject({ method: 'POST', url: '/v0/configs', payload: '{"id":"form-sent","entries":{"k":"v"}}', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const res = await service.app.inject({
+      method: 'POST',
+      url: '/v0/configs',
+      payload: '{"id":"form-sent","entries":{"k":"v"}}',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     assert.equal(res.statusCode, 201);
-    const plain = await service.app.inject({ method: 'POST', url: '/v0/configs', payload: '{"id":"text-sent"}', headers: { 'content-type': 'text/plain' } });
+    const plain = await service.app.inject({
+      method: 'POST',
+      url: '/v0/configs',
+      payload: '{"id":"text-sent"}',
+      headers: { 'content-type': 'text/plain' },
+    });
     assert.equal(plain.statusCode, 201);
   });
 
   it('answers 413 for a body over 10 MiB and stores nothing', async () => {
     const big = JSON.stringify({ id: 'too-big', entries: { blob: 'x'.repeat(10 * 1024 * 1024 + 10) } });
-    const res = await service.app.inject({ method: 'POST', url: '/v0/configs', payload: big, headers: { 'content-type': 'application/json' } });
+    const res = await service.app.inject({
+      method: 'POST',
+      url: '/v0/configs',
+      payload: big,
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(res.statusCode, 413);
     assert.equal(res.json().error.code, 'payload_too_large');
     assert.equal((await inject('GET', '/v0/configs/too-big')).statusCode, 404);

@@ -13,7 +13,12 @@ describe('config service: v1 user config', () => {
   });
 
   const call = (method: 'GET' | 'PATCH', headers: Record<string, string>, payload?: unknown) =>
-    service.app.inject({ method, url: '/v1/config', headers: { 'content-type': 'application/json', ...headers }, payload: payload === undefined ? undefined : typeof payload === 'string' ? payload : JSON.stringify(payload) });
+    service.app.inject({
+      method,
+      url: '/v1/config',
+      headers: { 'content-type': 'application/json', ...headers },
+      payload: payload === undefined ? undefined : typeof payload === 'string' ? payload : JSON.stringify(payload),
+    });
 
   it('gives a new user an empty map', async () => {
     const res = await call('GET', asUser('user-new'));
@@ -29,7 +34,9 @@ describe('config service: v1 user config', () => {
     assert.deepEqual(res.json(), { entries: { 'feature.newCheckout': false, 'database.host': 'db.example.com' } });
     res = await call('PATCH', ada, { 'database.url': 'postgres://prod:5432/db', 'database.host': null });
     assert.equal(res.statusCode, 200);
-    assert.deepEqual(res.json(), { entries: { 'feature.newCheckout': false, 'database.url': 'postgres://prod:5432/db' } });
+    assert.deepEqual(res.json(), {
+      entries: { 'feature.newCheckout': false, 'database.url': 'postgres://prod:5432/db' },
+    });
     assert.deepEqual((await call('GET', ada)).json(), res.json());
   });
 

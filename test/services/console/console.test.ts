@@ -16,23 +16,48 @@ before(async () => {
   mkdirSync(join(buildDir, 'assets'));
   writeFileSync(join(buildDir, 'index.html'), '<!doctype html><title>Stratus console</title>');
   writeFileSync(join(buildDir, 'assets', 'index-abc123.js'), 'console.log("ui")');
-  service = await startTestService(createConsoleService({ buildDir }), { consoleDemo: true, authProviders: [{ name: 'idp', issuer: 'https://idp.test', clientId: 'c', clientSecret: 'secret-never-shown' }] });
+  service = await startTestService(createConsoleService({ buildDir }), {
+    consoleDemo: true,
+    authProviders: [{ name: 'idp', issuer: 'https://idp.test', clientId: 'c', clientSecret: 'secret-never-shown' }],
+  });
 });
 after(async () => {
   await service.close();
   rmSync(buildDir, { recursive: true, force: true });
 });
 
-const get = (url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<LightMyRequestResponse> => service.app.inject({ method: method as 'GET', url, headers });
+const get = (url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<LightMyRequestResponse> =>
+  service.app.inject({ method: method as 'GET', url, headers });
 
 const MOCKS: [string, string][] = [
-  ['/fakeapi/authapi/auth/me', '{"email":"fulanez@gmail.com","id":"user-1234","nick":"fulanez","picture":"https://lh3.googleusercontent.com/a-/ACNPEu8h8e8wfcL1Hsk4JbFsROFXIBNIllOFLLPnWEDWV2s=s96-c"}'],
-  ['/fakeapi/projectsapi/v0/projects', '[{"id":"project-00000000-0000-0000-0000-000000000001","name":"Hello","host":"red-pepper.holacloud.app","owners":["user1"]}]'],
-  ['/fakeapi/projectsapi/v0/projects/project-00000000-0000-0000-0000-000000000001', '{"id":"project-00000000-0000-0000-0000-000000000001","name":"Hello","host":"red-pepper.holacloud.app","owners":["user1"]}'],
-  ['/fakeapi/inceptionapi/v1/databases', '[{"id":"00000000-0000-0000-0000-000000000001","name":"db1","owners_length":1}]'],
-  ['/fakeapi/inceptionapi/v1/databases/00000000-0000-0000-0000-000000000001/collections', '[{"name":"users","total":2,"indexes":1,"defaults":{"id":"uuid()"}},{"name":"orders","total":0,"indexes":0,"defaults":null}]'],
-  ['/fakeapi/lambdasapi/api/v0/lambdas', '[{"id":"a663e1f1-e5cb-4fc2-b846-53f2cc7574c9","method":"GET","name":"Index","path":"/"}]'],
-  ['/fakeapi/filesapi/v1/buckets', '[{"id":"bucket-00000000-0000-0000-0000-000000000001","name":"my-first-bucket","description":"First bucket","created_timestamp":1782045600000000000,"created_h":"2026-06-21T12:40:00Z","owners":["user-1234"]}]'],
+  [
+    '/fakeapi/authapi/auth/me',
+    '{"email":"fulanez@gmail.com","id":"user-1234","nick":"fulanez","picture":"https://lh3.googleusercontent.com/a-/ACNPEu8h8e8wfcL1Hsk4JbFsROFXIBNIllOFLLPnWEDWV2s=s96-c"}',
+  ],
+  [
+    '/fakeapi/projectsapi/v0/projects',
+    '[{"id":"project-00000000-0000-0000-0000-000000000001","name":"Hello","host":"red-pepper.holacloud.app","owners":["user1"]}]',
+  ],
+  [
+    '/fakeapi/projectsapi/v0/projects/project-00000000-0000-0000-0000-000000000001',
+    '{"id":"project-00000000-0000-0000-0000-000000000001","name":"Hello","host":"red-pepper.holacloud.app","owners":["user1"]}',
+  ],
+  [
+    '/fakeapi/inceptionapi/v1/databases',
+    '[{"id":"00000000-0000-0000-0000-000000000001","name":"db1","owners_length":1}]',
+  ],
+  [
+    '/fakeapi/inceptionapi/v1/databases/00000000-0000-0000-0000-000000000001/collections',
+    '[{"name":"users","total":2,"indexes":1,"defaults":{"id":"uuid()"}},{"name":"orders","total":0,"indexes":0,"defaults":null}]',
+  ],
+  [
+    '/fakeapi/lambdasapi/api/v0/lambdas',
+    '[{"id":"a663e1f1-e5cb-4fc2-b846-53f2cc7574c9","method":"GET","name":"Index","path":"/"}]',
+  ],
+  [
+    '/fakeapi/filesapi/v1/buckets',
+    '[{"id":"bucket-00000000-0000-0000-0000-000000000001","name":"my-first-bucket","description":"First bucket","created_timestamp":1782045600000000000,"created_h":"2026-06-21T12:40:00Z","owners":["user-1234"]}]',
+  ],
 ];
 
 describe('console: /version and the mock API', () => {
@@ -46,7 +71,10 @@ describe('console: /version and the mock API', () => {
 
   it('answers the seven routes with the reference bytes, whoever asks, query ignored', async () => {
     for (const [path, body] of MOCKS) {
-      const callers: Record<string, string>[] = [{}, { 'x-gateway-authentication': JSON.stringify({ user: { id: 'someone' } }) }];
+      const callers: Record<string, string>[] = [
+        {},
+        { 'x-gateway-authentication': JSON.stringify({ user: { id: 'someone' } }) },
+      ];
       for (const headers of callers) {
         const response = await get(`${path}?x=1`, headers);
         assert.equal(response.statusCode, 200, path);
@@ -63,8 +91,16 @@ describe('console: /version and the mock API', () => {
   it('anything else under /fakeapi/ is a strict 404, even for a browser', async () => {
     const whatever = await get('/fakeapi/authapi/whatever', { accept: 'text/html' });
     assert.equal(whatever.statusCode, 404);
-    assert.deepEqual(whatever.json(), { error: { status: 404, code: 'not_found', message: 'route GET /fakeapi/authapi/whatever not found' } });
-    for (const path of ['/fakeapi/', '/fakeapi', '/fakeapi/authapi/auth/me/', '/fakeapi/projectsapi/v0/projects/other', '/fakeapi/inceptionapi/v1/databases/other/collections']) {
+    assert.deepEqual(whatever.json(), {
+      error: { status: 404, code: 'not_found', message: 'route GET /fakeapi/authapi/whatever not found' },
+    });
+    for (const path of [
+      '/fakeapi/',
+      '/fakeapi',
+      '/fakeapi/authapi/auth/me/',
+      '/fakeapi/projectsapi/v0/projects/other',
+      '/fakeapi/inceptionapi/v1/databases/other/collections',
+    ]) {
       assertError(await get(path, { accept: 'text/html' }), 404, 'not_found');
     }
     assertError(await get('/fakeapi/nothing', {}, 'POST'), 404, 'not_found');
@@ -93,13 +129,20 @@ describe('console: the web console', () => {
 
   it('/console-config.json tells the UI demo mode, the domain and the providers (never their secrets)', async () => {
     const response = await get('/console-config.json');
-    assert.deepEqual(response.json(), { demo: true, domain: 'localhost', providers: [{ name: 'idp' }], signup: false, version: VERSION });
+    assert.deepEqual(response.json(), {
+      demo: true,
+      domain: 'localhost',
+      providers: [{ name: 'idp' }],
+      signup: false,
+      version: VERSION,
+    });
     assert.ok(!response.body.includes('secret-never-shown'));
   });
 
   it('the OpenAPI document lists /version and the seven mock routes', async () => {
     const paths = Object.keys((await get('/openapi.json')).json<{ paths: Record<string, unknown> }>().paths);
-    for (const path of ['/version', '/console-config.json', ...MOCKS.map(([p]) => p)]) assert.ok(paths.includes(path), path);
+    for (const path of ['/version', '/console-config.json', ...MOCKS.map(([p]) => p)])
+      assert.ok(paths.includes(path), path);
   });
 });
 
@@ -108,9 +151,16 @@ describe('console: before the UI is built', () => {
     const empty = mkdtempSync(join(tmpdir(), 'stratus-console-empty-'));
     const bare = await startTestService(createConsoleService({ buildDir: empty }));
     try {
-      assertError(await bare.app.inject({ method: 'GET', url: '/', headers: { accept: 'text/html' } }), 503, 'console_not_built');
+      assertError(
+        await bare.app.inject({ method: 'GET', url: '/', headers: { accept: 'text/html' } }),
+        503,
+        'console_not_built',
+      );
       assert.equal((await bare.app.inject({ method: 'GET', url: MOCKS[0]![0] })).statusCode, 200);
-      assert.equal((await bare.app.inject({ method: 'GET', url: '/console-config.json' })).json<{ demo: boolean }>().demo, false);
+      assert.equal(
+        (await bare.app.inject({ method: 'GET', url: '/console-config.json' })).json<{ demo: boolean }>().demo,
+        false,
+      );
     } finally {
       await bare.close();
       rmSync(empty, { recursive: true, force: true });

@@ -58,7 +58,17 @@ describe('decision procedure (docdb.md §2)', () => {
     foreign = await createApiKey(service, other.id, as('other-owner'), 'foreign key');
   });
 
-  const unusableIdentities = ['not json', '{"user":{}}', '{"user":{"id":5}}', '{"user":{"id":""}}', '{"user":"owner"}', '[]', 'null', '"owner"', ''];
+  const unusableIdentities = [
+    'not json',
+    '{"user":{}}',
+    '{"user":{"id":5}}',
+    '{"user":{"id":""}}',
+    '{"user":"owner"}',
+    '[]',
+    'null',
+    '"owner"',
+    '',
+  ];
   const identity = (value: string) => ({ 'x-gateway-authentication': value });
   const wrongSecret = () => ({ 'api-key': key.key, 'api-secret': newId() });
 
@@ -73,19 +83,38 @@ describe('decision procedure (docdb.md §2)', () => {
     for (const value of unusableIdentities) {
       assertError(await call(service, 'GET', dbUrl(db.id), identity(value)), 401, 'unauthorized');
       assertError(await call(service, 'GET', dbUrl(newId()), identity(value)), 401, 'unauthorized');
-      assertError(await call(service, 'GET', dbUrl(db.id), { ...identity(value), ...withKey(key) }), 401, 'unauthorized');
+      assertError(
+        await call(service, 'GET', dbUrl(db.id), { ...identity(value), ...withKey(key) }),
+        401,
+        'unauthorized',
+      );
     }
   });
 
   test('3. an unknown database → 404 for any usable credentials, good or bad', async () => {
-    for (const headers of [as('owner'), as('stranger'), withKey(key), withKey(foreign), wrongSecret(), { 'api-key': newId() }, { ...as('stranger'), 'api-key': 'junk' }]) {
+    for (const headers of [
+      as('owner'),
+      as('stranger'),
+      withKey(key),
+      withKey(foreign),
+      wrongSecret(),
+      { 'api-key': newId() },
+      { ...as('stranger'), 'api-key': 'junk' },
+    ]) {
       assertError(await call(service, 'GET', dbUrl(newId()), headers), 404, 'not_found');
       assertError(await call(service, 'GET', dbUrl('not-a-uuid'), headers), 404, 'not_found');
     }
   });
 
   test('4. an owner is allowed whatever key headers come along', async () => {
-    for (const extra of [{}, withKey(key), withKey(foreign), wrongSecret(), { 'api-key': 'junk' }, { 'api-key': key.key }]) {
+    for (const extra of [
+      {},
+      withKey(key),
+      withKey(foreign),
+      wrongSecret(),
+      { 'api-key': 'junk' },
+      { 'api-key': key.key },
+    ]) {
       assert.equal((await getDatabase(service, db.id, { ...as('owner'), ...extra })).id, db.id);
     }
   });
@@ -121,13 +150,21 @@ describe('decision procedure (docdb.md §2)', () => {
     assertError(await call(service, 'GET', dbUrl(db.id), withKey(foreign)), 403, 'forbidden');
     assertError(await call(service, 'GET', dbUrl(db.id), { ...as('stranger'), ...withKey(foreign) }), 403, 'forbidden');
     // The other database's owner, presenting their own key here, is still a stranger here.
-    assertError(await call(service, 'GET', dbUrl(db.id), { ...as('other-owner'), ...withKey(foreign) }), 403, 'forbidden');
+    assertError(
+      await call(service, 'GET', dbUrl(db.id), { ...as('other-owner'), ...withKey(foreign) }),
+      403,
+      'forbidden',
+    );
   });
 
   test('6. an identity that is not an owner → 403', async () => {
     assertError(await call(service, 'GET', dbUrl(db.id), as('stranger')), 403, 'forbidden');
     assertError(await call(service, 'GET', dbUrl(db.id), as('other-owner')), 403, 'forbidden');
-    assertError(await call(service, 'GET', dbUrl(db.id), { ...as('stranger'), 'api-secret': key.secret }), 403, 'forbidden');
+    assertError(
+      await call(service, 'GET', dbUrl(db.id), { ...as('stranger'), 'api-secret': key.secret }),
+      403,
+      'forbidden',
+    );
   });
 
   test('every database-scoped endpoint applies the same rules, and a refused request changes nothing', async () => {
@@ -155,7 +192,13 @@ describe('decision procedure (docdb.md §2)', () => {
     for (const endpoint of endpoints) {
       for (const refusal of refusals) {
         const id = refusal.unknownDb ? newId() : db.id;
-        const response = await call(service, endpoint.method, dbUrl(id, endpoint.suffix), refusal.headers, endpoint.body);
+        const response = await call(
+          service,
+          endpoint.method,
+          dbUrl(id, endpoint.suffix),
+          refusal.headers,
+          endpoint.body,
+        );
         assertError(response, refusal.status, refusal.code);
       }
     }
@@ -178,7 +221,9 @@ describe('key verification cache', () => {
   test('a success is cached: concurrent and repeated checks of a pair cost one bcrypt', async () => {
     const access = new DocdbAccess(repository, service.store.notifier);
     try {
-      const records = await Promise.all(Array.from({ length: 5 }, () => access.authorize(requestWith(withKey(key)), db.id)));
+      const records = await Promise.all(
+        Array.from({ length: 5 }, () => access.authorize(requestWith(withKey(key)), db.id)),
+      );
       for (const record of records) assert.equal(record.id, db.id);
       assert.equal(access.verifications, 1);
       for (let i = 0; i < 3; i++) await access.authorize(requestWith(withKey(key)), db.id);
@@ -192,10 +237,15 @@ describe('key verification cache', () => {
     const access = new DocdbAccess(repository, service.store.notifier);
     try {
       const wrong = { key: key.key, secret: newId() };
-      for (let i = 0; i < 2; i++) await assert.rejects(access.authorize(requestWith(withKey(wrong)), db.id), { status: 401 });
+      for (let i = 0; i < 2; i++)
+        await assert.rejects(access.authorize(requestWith(withKey(wrong)), db.id), { status: 401 });
       assert.equal(access.verifications, 2);
-      await assert.rejects(access.authorize(requestWith(withKey({ key: key.key, secret: 'x'.repeat(5000) })), db.id), { status: 401 });
-      await assert.rejects(access.authorize(requestWith(withKey({ key: 'not-a-key', secret: key.secret })), db.id), { status: 401 });
+      await assert.rejects(access.authorize(requestWith(withKey({ key: key.key, secret: 'x'.repeat(5000) })), db.id), {
+        status: 401,
+      });
+      await assert.rejects(access.authorize(requestWith(withKey({ key: 'not-a-key', secret: key.secret })), db.id), {
+        status: 401,
+      });
       assert.equal(access.verifications, 2);
       // The right secret still works afterwards.
       assert.equal((await access.authorize(requestWith(withKey(key)), db.id)).id, db.id);
@@ -323,7 +373,12 @@ describe('revocation across instances', () => {
     // A second instance: on PostgreSQL its own connections and LISTEN; embedded, the same store
     // (one process) but its own app, so its own key cache.
     storeB = testDialect === 'postgres' ? await openStore(service.settings) : service.store;
-    appB = await docdbService.build({ settings: service.settings, store: storeB, logger: pino({ level: 'silent' }), version: VERSION });
+    appB = await docdbService.build({
+      settings: service.settings,
+      store: storeB,
+      logger: pino({ level: 'silent' }),
+      version: VERSION,
+    });
     await appB.ready();
   });
 
@@ -333,7 +388,12 @@ describe('revocation across instances', () => {
   });
 
   const onB = (method: 'GET' | 'POST', url: string, headers: Record<string, string>, payload?: object) =>
-    appB.inject({ method, url, headers: payload ? { ...headers, 'content-type': 'application/json' } : headers, ...(payload ? { payload: JSON.stringify(payload) } : {}) });
+    appB.inject({
+      method,
+      url,
+      headers: payload ? { ...headers, 'content-type': 'application/json' } : headers,
+      ...(payload ? { payload: JSON.stringify(payload) } : {}),
+    });
 
   test('a deleted key stops working on every instance at once', async () => {
     const db = await createDatabase(service, 'multi-owner');
@@ -343,7 +403,10 @@ describe('revocation across instances', () => {
     await getDatabase(service, db.id, withKey(key));
 
     const revoked = nextMessage(storeB, DOCDB_KEYS_REVOKED_TOPIC, (m) => (m as { key?: string }).key === key.key);
-    assert.equal((await call(service, 'POST', dbUrl(db.id, ':deleteApiKey'), as('multi-owner'), { key: key.key })).statusCode, 204);
+    assert.equal(
+      (await call(service, 'POST', dbUrl(db.id, ':deleteApiKey'), as('multi-owner'), { key: key.key })).statusCode,
+      204,
+    );
     // Immediately, before anything else happens, on both instances.
     assertError(await onB('GET', dbUrl(db.id), withKey(key)), 401, 'unauthorized');
     assertError(await call(service, 'GET', dbUrl(db.id), withKey(key)), 401, 'unauthorized');
@@ -358,20 +421,35 @@ describe('revocation across instances', () => {
     assert.equal((await onB('GET', dbUrl(doomed.id), withKey(key))).statusCode, 200);
     assertError(await onB('GET', dbUrl(survivor.id), withKey(key)), 403, 'forbidden');
 
-    const revoked = nextMessage(storeB, DOCDB_KEYS_REVOKED_TOPIC, (m) => (m as { database?: string }).database === doomed.id);
+    const revoked = nextMessage(
+      storeB,
+      DOCDB_KEYS_REVOKED_TOPIC,
+      (m) => (m as { database?: string }).database === doomed.id,
+    );
     assert.equal((await call(service, 'DELETE', dbUrl(doomed.id), as('multi-db'))).statusCode, 200);
     assertError(await onB('GET', dbUrl(survivor.id), withKey(key)), 401, 'unauthorized');
     assertError(await onB('GET', dbUrl(doomed.id), withKey(key)), 404, 'not_found');
-    assertError(await onB('POST', dbUrl(survivor.id, ':addOwner'), withKey(key), { owner_id: 'x' }), 401, 'unauthorized');
+    assertError(
+      await onB('POST', dbUrl(survivor.id, ':addOwner'), withKey(key), { owner_id: 'x' }),
+      401,
+      'unauthorized',
+    );
     assert.deepEqual(await revoked, { database: doomed.id });
   });
 
   test('owner changes made on one instance apply on the other at once', async () => {
     const db = await createDatabase(service, 'multi-owners');
     assertError(await onB('GET', dbUrl(db.id), as('multi-new')), 403, 'forbidden');
-    assert.equal((await call(service, 'POST', dbUrl(db.id, ':addOwner'), as('multi-owners'), { owner_id: 'multi-new' })).statusCode, 200);
+    assert.equal(
+      (await call(service, 'POST', dbUrl(db.id, ':addOwner'), as('multi-owners'), { owner_id: 'multi-new' }))
+        .statusCode,
+      200,
+    );
     assert.equal((await onB('GET', dbUrl(db.id), as('multi-new'))).statusCode, 200);
-    assert.equal((await onB('POST', dbUrl(db.id, ':deleteOwner'), as('multi-owners'), { owner_id: 'multi-new' })).statusCode, 200);
+    assert.equal(
+      (await onB('POST', dbUrl(db.id, ':deleteOwner'), as('multi-owners'), { owner_id: 'multi-new' })).statusCode,
+      200,
+    );
     assertError(await call(service, 'GET', dbUrl(db.id), as('multi-new')), 403, 'forbidden');
   });
 });
@@ -385,11 +463,26 @@ describe('secrets stay secret', () => {
         done();
       },
     });
-    const app = await docdbService.build({ settings: service.settings, store: service.store, logger: pino({ level: 'trace' }, sink), version: VERSION });
+    const app = await docdbService.build({
+      settings: service.settings,
+      store: service.store,
+      logger: pino({ level: 'trace' }, sink),
+      version: VERSION,
+    });
     await app.ready();
     try {
-      const inject = (method: 'GET' | 'POST' | 'DELETE', url: string, headers: Record<string, string>, payload?: object) =>
-        app.inject({ method, url, headers: payload ? { ...headers, 'content-type': 'application/json' } : headers, ...(payload ? { payload: JSON.stringify(payload) } : {}) });
+      const inject = (
+        method: 'GET' | 'POST' | 'DELETE',
+        url: string,
+        headers: Record<string, string>,
+        payload?: object,
+      ) =>
+        app.inject({
+          method,
+          url,
+          headers: payload ? { ...headers, 'content-type': 'application/json' } : headers,
+          ...(payload ? { payload: JSON.stringify(payload) } : {}),
+        });
       const db = (await inject('POST', '/v1/databases', as('log-owner'), { name: 'logged' })).json() as DatabaseBody;
       const created = await inject('POST', dbUrl(db.id, ':createApiKey'), as('log-owner'), { name: 'k' });
       const key = created.json() as CreatedKey;

@@ -25,8 +25,11 @@ describe('GET/POST $C', () => {
     assert.deepEqual(jsonOf(list), []);
     assert.equal(list.body, '[]\n');
 
-    for (const name of ['zeta', 'alpha', 'mid']) jsonOf(await request(env, 'POST', `/v1/databases/${fresh.id}/collections`, { name }), 201);
-    const names = jsonOf<CollectionRecord[]>(await request(env, 'GET', `/v1/databases/${fresh.id}/collections`)).map((c) => c.name);
+    for (const name of ['zeta', 'alpha', 'mid'])
+      jsonOf(await request(env, 'POST', `/v1/databases/${fresh.id}/collections`, { name }), 201);
+    const names = jsonOf<CollectionRecord[]>(await request(env, 'GET', `/v1/databases/${fresh.id}/collections`)).map(
+      (c) => c.name,
+    );
     assert.deepEqual(names, ['zeta', 'alpha', 'mid']);
   });
 
@@ -35,7 +38,11 @@ describe('GET/POST $C', () => {
       ['d-missing', {}, { id: 'uuid()' }],
       ['d-null', { defaults: null }, { id: 'uuid()' }],
       ['d-empty', { defaults: {} }, {}],
-      ['d-object', { defaults: { status: 'new', gone: null, n: 'auto()', nested: { a: [1, 2] } } }, { status: 'new', gone: null, n: 'auto()', nested: { a: [1, 2] } }],
+      [
+        'd-object',
+        { defaults: { status: 'new', gone: null, n: 'auto()', nested: { a: [1, 2] } } },
+        { status: 'new', gone: null, n: 'auto()', nested: { a: [1, 2] } },
+      ],
     ];
     for (const [name, extra, defaults] of cases) {
       const created = jsonOf<CollectionRecord>(await post(env, '', { name, ...extra }), 201);
@@ -54,7 +61,12 @@ describe('GET/POST $C', () => {
     jsonOf(await post(env, '', JSON.stringify({ name: 'ct-ndjson' }), { 'content-type': 'application/x-ndjson' }), 201);
     jsonOf(await post(env, '', JSON.stringify({ name: 'ct-jsonl' }), { 'content-type': 'application/jsonl' }), 201);
     jsonOf(await post(env, '', JSON.stringify({ name: 'ct-text' }), { 'content-type': 'text/plain' }), 201);
-    const none = await env.service.app.inject({ method: 'POST', url: env.C, headers: env.headers, payload: JSON.stringify({ name: 'ct-none' }) });
+    const none = await env.service.app.inject({
+      method: 'POST',
+      url: env.C,
+      headers: env.headers,
+      payload: JSON.stringify({ name: 'ct-none' }),
+    });
     jsonOf(none, 201);
   });
 
@@ -112,14 +124,23 @@ describe('GET $C/{collection}', () => {
     jsonOf(await post(env, '', { name: 'counted' }), 201);
     await insert(env, 'counted', [{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
     await createIndex(env, 'counted', { name: 'by-id', type: 'map', field: 'id' });
-    assert.deepEqual(jsonOf(await get(env, 'counted')), { name: 'counted', total: 3, indexes: 1, defaults: { id: 'uuid()' } });
+    assert.deepEqual(jsonOf(await get(env, 'counted')), {
+      name: 'counted',
+      total: 3,
+      indexes: 1,
+      defaults: { id: 'uuid()' },
+    });
     const listed = jsonOf<CollectionRecord[]>(await get(env, '')).find((c) => c.name === 'counted');
     assert.deepEqual(listed, { name: 'counted', total: 3, indexes: 1, defaults: { id: 'uuid()' } });
     assert.equal(errorOf(await get(env, 'nope'), 404, 'not_found'), 'collection not found');
   });
 
   it('unknown database → 404; collections of other databases are separate', async () => {
-    errorOf(await request(env, 'GET', '/v1/databases/00000000-0000-4000-8000-000000000000/collections/x'), 404, 'not_found');
+    errorOf(
+      await request(env, 'GET', '/v1/databases/00000000-0000-4000-8000-000000000000/collections/x'),
+      404,
+      'not_found',
+    );
     const other = jsonOf<{ id: string }>(await request(env, 'POST', '/v1/databases', { name: 'other' }), 201);
     jsonOf(await request(env, 'POST', `/v1/databases/${other.id}/collections`, { name: 'only-there' }), 201);
     errorOf(await get(env, 'only-there'), 404, 'not_found');
@@ -210,7 +231,12 @@ describe(':dropCollection', () => {
     // Recreated by insert: default defaults, no indexes, no documents, a fresh counter.
     const [document] = await insert(env, 'doomed', [{ id: 'a' }]);
     assert.deepEqual(document, { id: 'a' });
-    assert.deepEqual(jsonOf(await get(env, 'doomed')), { name: 'doomed', total: 1, indexes: 0, defaults: { id: 'uuid()' } });
+    assert.deepEqual(jsonOf(await get(env, 'doomed')), {
+      name: 'doomed',
+      total: 1,
+      indexes: 0,
+      defaults: { id: 'uuid()' },
+    });
     jsonOf(await post(env, 'doomed:setDefaults', { n: 'auto()' }));
     assert.deepEqual(await insert(env, 'doomed', [{ id: 'c' }]), [{ id: 'c', n: 2 }]);
   });
@@ -225,7 +251,10 @@ describe(':dropCollection', () => {
 describe(':setDefaults', () => {
   it('merges as in §5.5: add, overwrite, delete nulls, null when empty', async () => {
     jsonOf(await post(env, '', { name: 'defs' }), 201);
-    assert.deepEqual(jsonOf(await post(env, 'defs:setDefaults', { status: 'active' })), { id: 'uuid()', status: 'active' });
+    assert.deepEqual(jsonOf(await post(env, 'defs:setDefaults', { status: 'active' })), {
+      id: 'uuid()',
+      status: 'active',
+    });
     assert.deepEqual(jsonOf(await post(env, 'defs:setDefaults', { status: null })), { id: 'uuid()' });
     const cleared = await post(env, 'defs:setDefaults', { id: null });
     assert.equal(jsonOf(cleared), null);
@@ -245,8 +274,16 @@ describe(':setDefaults', () => {
   });
 
   it('creates a missing collection with {"id":"uuid()"} first and merges into it', async () => {
-    assert.deepEqual(jsonOf(await post(env, 'made-by-defaults:setDefaults', { status: 'new' })), { id: 'uuid()', status: 'new' });
-    assert.deepEqual(jsonOf(await get(env, 'made-by-defaults')), { name: 'made-by-defaults', total: 0, indexes: 0, defaults: { id: 'uuid()', status: 'new' } });
+    assert.deepEqual(jsonOf(await post(env, 'made-by-defaults:setDefaults', { status: 'new' })), {
+      id: 'uuid()',
+      status: 'new',
+    });
+    assert.deepEqual(jsonOf(await get(env, 'made-by-defaults')), {
+      name: 'made-by-defaults',
+      total: 0,
+      indexes: 0,
+      defaults: { id: 'uuid()', status: 'new' },
+    });
     assert.equal(jsonOf(await post(env, 'made-null:setDefaults', { id: null })), null);
     assert.deepEqual(jsonOf(await get(env, 'made-null')), { name: 'made-null', total: 0, indexes: 0, defaults: null });
   });
@@ -258,7 +295,10 @@ describe(':setDefaults', () => {
     assert.equal(set.body, '{"big":123456789012345678901234,"n":9007199254740993}\n');
     const record = await get(env, 'defs-big');
     assert.equal(record.statusCode, 200, record.body);
-    assert.equal(record.body, '{"name":"defs-big","total":0,"indexes":0,"defaults":{"big":123456789012345678901234,"n":9007199254740993}}\n');
+    assert.equal(
+      record.body,
+      '{"name":"defs-big","total":0,"indexes":0,"defaults":{"big":123456789012345678901234,"n":9007199254740993}}\n',
+    );
     const list = await get(env, '');
     assert.equal(list.statusCode, 200, list.body);
     assert.ok(list.body.includes('"defaults":{"big":123456789012345678901234,"n":9007199254740993}'), list.body);
@@ -275,7 +315,8 @@ describe(':setDefaults', () => {
     jsonOf(await post(env, '', { name: 'defs-bad', defaults: { k: 1 } }), 201);
     errorOf(await post(env, 'defs-bad:setDefaults', ''), 400, 'invalid_json');
     errorOf(await post(env, 'defs-bad:setDefaults', '{"a":'), 400, 'invalid_json');
-    for (const body of [[], 'null', '"x"', '3', 'true']) errorOf(await post(env, 'defs-bad:setDefaults', body), 400, 'validation_error');
+    for (const body of [[], 'null', '"x"', '3', 'true'])
+      errorOf(await post(env, 'defs-bad:setDefaults', body), 400, 'validation_error');
     assert.deepEqual(jsonOf<CollectionRecord>(await get(env, 'defs-bad')).defaults, { k: 1 });
     errorOf(await post(env, 'defs-missing:setDefaults', []), 400, 'validation_error');
     errorOf(await get(env, 'defs-missing'), 404, 'not_found');
@@ -332,7 +373,21 @@ describe('service endpoints (§12)', () => {
     const document = jsonOf<{ openapi: string; paths: Record<string, Record<string, unknown>> }>(response);
     assert.equal(document.openapi, '3.1.0');
     const base = '/v1/databases/{databaseId}/collections/{collection}';
-    for (const action of ['dropCollection', 'setDefaults', 'size', 'insert', 'insertStream', 'insertFullduplex', 'find', 'patch', 'remove', 'listIndexes', 'createIndex', 'getIndex', 'dropIndex']) {
+    for (const action of [
+      'dropCollection',
+      'setDefaults',
+      'size',
+      'insert',
+      'insertStream',
+      'insertFullduplex',
+      'find',
+      'patch',
+      'remove',
+      'listIndexes',
+      'createIndex',
+      'getIndex',
+      'dropIndex',
+    ]) {
       assert.ok(document.paths[`${base}:${action}`]?.post, action);
     }
     assert.ok(document.paths[base]?.get);
@@ -341,7 +396,9 @@ describe('service endpoints (§12)', () => {
   });
 
   it('/v1/debug/dbs: the caller’s databases with collection names and counts; identity required', async () => {
-    const list = jsonOf<{ id: string; collections: { name: string; total: number; indexes: number }[] }[]>(await get(env, '/v1/debug/dbs'));
+    const list = jsonOf<{ id: string; collections: { name: string; total: number; indexes: number }[] }[]>(
+      await get(env, '/v1/debug/dbs'),
+    );
     const mine = list.find((database) => database.id === env.databaseId);
     assert.ok(mine);
     assert.deepEqual(
@@ -352,7 +409,11 @@ describe('service endpoints (§12)', () => {
   });
 
   it('POST $C over 10 MiB → 413', async () => {
-    errorOf(await post(env, '', JSON.stringify({ name: 'huge', defaults: { x: 'y'.repeat(10 * 1024 * 1024) } })), 413, 'payload_too_large');
+    errorOf(
+      await post(env, '', JSON.stringify({ name: 'huge', defaults: { x: 'y'.repeat(10 * 1024 * 1024) } })),
+      413,
+      'payload_too_large',
+    );
     errorOf(await get(env, 'huge'), 404, 'not_found');
   });
 });

@@ -6,7 +6,23 @@ import pino from 'pino';
 import { VERSION } from '../../../src/core/version.ts';
 import { docdbService } from '../../../src/services/docdb/index.ts';
 import { UUID_V4 } from '../../helpers/envelope.ts';
-import { createIndex, errorLine, errorOf, find, get, ids, insert, jsonOf, linesOf, ndjson, parseLines, post, seed, startEnv, type Env } from './fixtures.ts';
+import {
+  createIndex,
+  errorLine,
+  errorOf,
+  find,
+  get,
+  ids,
+  insert,
+  jsonOf,
+  linesOf,
+  ndjson,
+  parseLines,
+  post,
+  seed,
+  startEnv,
+  type Env,
+} from './fixtures.ts';
 
 let env: Env;
 before(async () => {
@@ -16,12 +32,17 @@ after(async () => {
   await env.service.close();
 });
 
-const total = async (collection: string): Promise<number> => jsonOf<{ total: number }>(await get(env, collection)).total;
+const total = async (collection: string): Promise<number> =>
+  jsonOf<{ total: number }>(await get(env, collection)).total;
 const all = (collection: string) => find(env, collection, { limit: -1 });
 
 describe(':insert', () => {
   it('201 with one NDJSON line per stored document; a missing collection gets {"id":"uuid()"}', async () => {
-    const response = await post(env, 'ins-basic:insert', ndjson([{ name: 'a' }, { id: 'own', name: 'b' }, { id: null, name: 'c' }, { id: '', name: 'd' }]));
+    const response = await post(
+      env,
+      'ins-basic:insert',
+      ndjson([{ name: 'a' }, { id: 'own', name: 'b' }, { id: null, name: 'c' }, { id: '', name: 'd' }]),
+    );
     const lines = linesOf(response, 201);
     assert.equal(response.headers['content-type'], 'application/json');
     assert.equal(lines.length, 4);
@@ -32,7 +53,12 @@ describe(':insert', () => {
     assert.deepEqual(Object.keys(lines[2]!), ['id', 'name'], 'a present null is replaced in place');
     assert.deepEqual(lines[3], { id: '', name: 'd' }, '{"id":""} keeps ""');
     assert.notEqual(lines[0]!.id, lines[2]!.id);
-    assert.deepEqual(jsonOf(await get(env, 'ins-basic')), { name: 'ins-basic', total: 4, indexes: 0, defaults: { id: 'uuid()' } });
+    assert.deepEqual(jsonOf(await get(env, 'ins-basic')), {
+      name: 'ins-basic',
+      total: 4,
+      indexes: 0,
+      defaults: { id: 'uuid()' },
+    });
     // Stored as returned, in insertion order.
     assert.deepEqual(await all('ins-basic'), lines);
   });
@@ -53,7 +79,10 @@ describe(':insert', () => {
     const bodies: [string, Record<string, string>][] = [
       ['{"n":1}', { 'content-type': 'application/json' }],
       ['{"n":2}\n{"n":3}\n', { 'content-type': 'application/x-ndjson' }],
-      ['{\n  "n": 4,\n  "deep": {\n    "a": [\n      1,\n      2\n    ]\n  }\n}\n\n{\n  "n": 5\n}', { 'content-type': 'application/jsonl' }],
+      [
+        '{\n  "n": 4,\n  "deep": {\n    "a": [\n      1,\n      2\n    ]\n  }\n}\n\n{\n  "n": 5\n}',
+        { 'content-type': 'application/jsonl' },
+      ],
       ['{"n":6}{"n":7}  {"n":8}\t\r\n{"n":9}', { 'content-type': 'text/plain' }],
       ['   {"n":10, "s":"} { \\" ]"}   ', {}],
     ];
@@ -87,7 +116,11 @@ describe(':insert', () => {
   it('409 when the first document is rejected by an index; nothing inserted', async () => {
     await seed(env, 'ins-conflict-first', [{ id: 'a' }]);
     await createIndex(env, 'ins-conflict-first', { name: 'by-id', type: 'map', field: 'id' });
-    const message = errorOf(await post(env, 'ins-conflict-first:insert', ndjson([{ id: 'a' }, { id: 'b' }])), 409, 'conflict');
+    const message = errorOf(
+      await post(env, 'ins-conflict-first:insert', ndjson([{ id: 'a' }, { id: 'b' }])),
+      409,
+      'conflict',
+    );
     assert.equal(message, "index add 'by-id': index conflict: field 'id' with value 'a'");
     assert.deepEqual(ids(await all('ins-conflict-first')), ['a']);
   });
@@ -117,7 +150,10 @@ describe(':insert', () => {
     assert.deepEqual(first[0], { id: 'a' });
     errorLine(first[1], 400, 'validation_error');
     assert.equal(first.length, 2);
-    const second = linesOf(await post(env, 'ins-later-reject:insert', ndjson([{ id: 'c' }, { id: 'a' }, { id: 'd' }])), 201);
+    const second = linesOf(
+      await post(env, 'ins-later-reject:insert', ndjson([{ id: 'c' }, { id: 'a' }, { id: 'd' }])),
+      201,
+    );
     assert.deepEqual(second[0], { id: 'c' });
     assert.equal(errorLine(second[1], 409, 'conflict'), "index add 'by-id': index conflict: field 'id' with value 'a'");
     assert.equal(second.length, 2);
@@ -138,7 +174,8 @@ describe(':insert', () => {
 
   it('keeps key order, unicode, escapes and __proto__ members as stored', async () => {
     await seed(env, 'ins-text', []);
-    const text = '{"z":1,"a":{"y":[true,false,null],"b":"é😀\\u0000\\n\\"q\\""},"__proto__":{"x":1},"m":-0.5,"e":1e300}';
+    const text =
+      '{"z":1,"a":{"y":[true,false,null],"b":"é😀\\u0000\\n\\"q\\""},"__proto__":{"x":1},"m":-0.5,"e":1e300}';
     const response = await post(env, 'ins-text:insert', text);
     assert.equal(response.statusCode, 201);
     const line = JSON.parse(response.body) as Record<string, unknown>;
@@ -203,7 +240,10 @@ describe(':insertFullduplex', () => {
     errorLine(bad[1], 400, 'validation_error');
     const malformed = linesOf(await post(env, 'fd-errors:insertFullduplex', '{"k":"five"} {,}'));
     errorLine(malformed[1], 400, 'invalid_json');
-    assert.deepEqual((await all('fd-errors')).map((d) => d.k), ['one', 'two', 'four', 'five']);
+    assert.deepEqual(
+      (await all('fd-errors')).map((d) => d.k),
+      ['one', 'two', 'four', 'five'],
+    );
   });
 });
 
@@ -229,7 +269,11 @@ describe(':insertStream', () => {
   it('per-document errors are JSON-string lines and processing continues', async () => {
     await seed(env, 'st-errors', [{ id: 'a' }]);
     await createIndex(env, 'st-errors', { name: 'by-id', type: 'map', field: 'id' });
-    const response = await post(env, 'st-errors:insertStream', '{"id":"b"}\n{"id":"a"}\n[1]\nnull\n{"id":"c"}\n{"nothing":1}\n{"id":"d"}');
+    const response = await post(
+      env,
+      'st-errors:insertStream',
+      '{"id":"b"}\n{"id":"a"}\n[1]\nnull\n{"id":"c"}\n{"nothing":1}\n{"id":"d"}',
+    );
     assert.equal(response.statusCode, 202);
     streamHeaders(response.headers);
     const lines = parseLines(response.body);
@@ -274,8 +318,17 @@ describe(':insertStream', () => {
 
 describe('defaults and generators (§10)', () => {
   it('applies defaults where the value is missing or null; keeps "", false, 0, [], {}', async () => {
-    jsonOf(await post(env, '', { name: 'def-apply', defaults: { s: 'dflt', b: true, n: 5, a: [1], o: { k: 'v' }, z: null } }), 201);
-    const [kept, filled] = await insert(env, 'def-apply', [{ s: '', b: false, n: 0, a: [], o: {}, z: 0 }, { s: null, b: null }]);
+    jsonOf(
+      await post(env, '', {
+        name: 'def-apply',
+        defaults: { s: 'dflt', b: true, n: 5, a: [1], o: { k: 'v' }, z: null },
+      }),
+      201,
+    );
+    const [kept, filled] = await insert(env, 'def-apply', [
+      { s: '', b: false, n: 0, a: [], o: {}, z: 0 },
+      { s: null, b: null },
+    ]);
     assert.deepEqual(kept, { s: '', b: false, n: 0, a: [], o: {}, z: 0 });
     assert.deepEqual(filled, { s: 'dflt', b: true, n: 5, a: [1], o: { k: 'v' }, z: null });
     // Object defaults are copies: patching one document's copy changes no other document.
@@ -349,7 +402,9 @@ describe('defaults and generators (§10)', () => {
     await createIndex(env, 'def-gaps', { name: 'by-k', type: 'map', field: 'k' });
     assert.deepEqual(await insert(env, 'def-gaps', [{ k: 'a' }]), [{ k: 'a', n: 1 }]);
     errorOf(await post(env, 'def-gaps:insert', '{"k":"a"}'), 409, 'conflict');
-    const stream = parseLines((await post(env, 'def-gaps:insertStream', ndjson([{ k: 'b' }, { k: 'a' }, { k: 'c' }]))).body);
+    const stream = parseLines(
+      (await post(env, 'def-gaps:insertStream', ndjson([{ k: 'b' }, { k: 'a' }, { k: 'c' }]))).body,
+    );
     assert.deepEqual(stream[0], { k: 'b', n: 3 });
     assert.equal(typeof stream[1], 'string');
     assert.deepEqual(stream[2], { k: 'c', n: 5 });
@@ -365,10 +420,20 @@ describe('defaults and generators (§10)', () => {
   it('auto() is persisted: another instance on the same store continues the counter', async () => {
     jsonOf(await post(env, '', { name: 'def-persist', defaults: { n: 'auto()' } }), 201);
     await insert(env, 'def-persist', [{}, {}]);
-    const second = await docdbService.build({ settings: env.service.settings, store: env.service.store, logger: pino({ level: 'silent' }), version: VERSION });
+    const second = await docdbService.build({
+      settings: env.service.settings,
+      store: env.service.store,
+      logger: pino({ level: 'silent' }),
+      version: VERSION,
+    });
     try {
       await second.ready();
-      const response = await second.inject({ method: 'POST', url: `${env.C}/def-persist:insert`, headers: env.headers, payload: '{}' });
+      const response = await second.inject({
+        method: 'POST',
+        url: `${env.C}/def-persist:insert`,
+        headers: env.headers,
+        payload: '{}',
+      });
       assert.equal(response.statusCode, 201, response.body);
       assert.deepEqual(JSON.parse(response.body), { n: 3 });
     } finally {
@@ -378,20 +443,37 @@ describe('defaults and generators (§10)', () => {
   });
 
   it('auto() under concurrent inserts: every number once; generators only at the top level', async () => {
-    jsonOf(await post(env, '', { name: 'def-concurrent', defaults: { n: 'auto()', o: { inner: 'uuid()' }, list: ['auto()'] } }), 201);
-    const bodies = Array.from({ length: 4 }, (_, k) => Array.from({ length: 150 }, (_, i) => `{"k":${k},"i":${i}}`).join('\n'));
+    jsonOf(
+      await post(env, '', {
+        name: 'def-concurrent',
+        defaults: { n: 'auto()', o: { inner: 'uuid()' }, list: ['auto()'] },
+      }),
+      201,
+    );
+    const bodies = Array.from({ length: 4 }, (_, k) =>
+      Array.from({ length: 150 }, (_, i) => `{"k":${k},"i":${i}}`).join('\n'),
+    );
     const responses = await Promise.all(bodies.map((body) => post(env, 'def-concurrent:insert', body)));
     const numbers = responses.flatMap((response) => linesOf(response, 201).map((line) => line.n as number));
-    assert.deepEqual([...numbers].sort((a, b) => a - b), Array.from({ length: 600 }, (_, i) => i + 1));
+    assert.deepEqual(
+      [...numbers].sort((a, b) => a - b),
+      Array.from({ length: 600 }, (_, i) => i + 1),
+    );
     const [first] = await find(env, 'def-concurrent');
     assert.deepEqual(first!.o, { inner: 'uuid()' });
     assert.deepEqual(first!.list, ['auto()']);
     // Each request's own documents keep their order.
     for (const response of responses) {
       const lines = linesOf(response, 201);
-      assert.deepEqual(lines.map((line) => line.i), Array.from({ length: 150 }, (_, i) => i));
+      assert.deepEqual(
+        lines.map((line) => line.i),
+        Array.from({ length: 150 }, (_, i) => i),
+      );
       const ns = lines.map((line) => line.n as number);
-      assert.deepEqual(ns, [...ns].sort((a, b) => a - b));
+      assert.deepEqual(
+        ns,
+        [...ns].sort((a, b) => a - b),
+      );
     }
   });
 
@@ -407,7 +489,8 @@ describe('defaults and generators (§10)', () => {
 describe('big integers (§1.3)', () => {
   it('client integers above 2^53 are stored and returned exactly', async () => {
     await seed(env, 'big', []);
-    const text = '{"id":"b","x":9007199254740993,"neg":-123456789012345678901234567890,"arr":[18446744073709551616,1],"nested":{"y":9007199254740993},"f":1.5}';
+    const text =
+      '{"id":"b","x":9007199254740993,"neg":-123456789012345678901234567890,"arr":[18446744073709551616,1],"nested":{"y":9007199254740993},"f":1.5}';
     const response = await post(env, 'big:insert', text);
     assert.equal(response.statusCode, 201);
     assert.equal(response.body, `${text}\n`);
@@ -428,21 +511,28 @@ describe('big integers (§1.3)', () => {
 
   it('big integers order exactly in a btree index', async () => {
     await seed(env, 'big-order', []);
-    const body = '{"id":"c","v":9007199254740995}\n{"id":"a","v":9007199254740993}\n{"id":"b","v":9007199254740994}\n{"id":"d","v":9007199254740992}';
+    const body =
+      '{"id":"c","v":9007199254740995}\n{"id":"a","v":9007199254740993}\n{"id":"b","v":9007199254740994}\n{"id":"d","v":9007199254740992}';
     assert.equal((await post(env, 'big-order:insert', body)).statusCode, 201);
     await createIndex(env, 'big-order', { name: 'bt', type: 'btree', fields: ['v'], unique: true });
     assert.deepEqual(ids(await find(env, 'big-order', { index: 'bt', limit: -1 })), ['d', 'a', 'b', 'c']);
     const from = await post(env, 'big-order:find', '{"index":"bt","from":{"v":9007199254740994},"limit":-1}');
     assert.deepEqual(ids(parseLines(from.body) as Record<string, unknown>[]), ['b', 'c']);
     errorOf(await post(env, 'big-order:insert', '{"id":"e","v":9007199254740993}'), 409, 'conflict');
-    assert.equal((await post(env, 'big-order:insert', '{"id":"e","v":9007199254740993.5}')).statusCode, 409, '9007199254740993.5 is the double 9007199254740994');
+    assert.equal(
+      (await post(env, 'big-order:insert', '{"id":"e","v":9007199254740993.5}')).statusCode,
+      409,
+      '9007199254740993.5 is the double 9007199254740994',
+    );
   });
 });
 
 describe(':patch (§6.5, §11)', () => {
   it('the §11 merge example', async () => {
     await seed(env, 'patch-merge', [{ id: 'a', tags: ['red'], address: { city: 'Madrid', zip: '28001' } }]);
-    const [patched] = linesOf(await post(env, 'patch-merge:patch', { patch: { address: { zip: null, country: 'ES' }, tags: ['x'] } }));
+    const [patched] = linesOf(
+      await post(env, 'patch-merge:patch', { patch: { address: { zip: null, country: 'ES' }, tags: ['x'] } }),
+    );
     assert.deepEqual(patched, { id: 'a', tags: ['x'], address: { city: 'Madrid', country: 'ES' } });
     assert.deepEqual(await all('patch-merge'), [patched]);
   });
@@ -450,29 +540,63 @@ describe(':patch (§6.5, §11)', () => {
   it('merge rules: objects recursive (non-objects replaced by {}), null deletes, arrays and scalars replace', async () => {
     await seed(env, 'patch-rules', [{ id: 'a', s: 'x', n: 1, o: { deep: { k: 1, j: 2 } }, notObj: 5, arr: [1, 2] }]);
     const [patched] = linesOf(
-      await post(env, 'patch-rules:patch', { patch: { s: 2, n: 'one', o: { deep: { k: null, m: [] } }, notObj: { a: 1, gone: null }, arr: { x: 1 }, absent: null, added: { q: null, r: 1 } } }),
+      await post(env, 'patch-rules:patch', {
+        patch: {
+          s: 2,
+          n: 'one',
+          o: { deep: { k: null, m: [] } },
+          notObj: { a: 1, gone: null },
+          arr: { x: 1 },
+          absent: null,
+          added: { q: null, r: 1 },
+        },
+      }),
     );
-    assert.deepEqual(patched, { id: 'a', s: 2, n: 'one', o: { deep: { j: 2, m: [] } }, notObj: { a: 1 }, arr: { x: 1 }, added: { r: 1 } });
+    assert.deepEqual(patched, {
+      id: 'a',
+      s: 2,
+      n: 'one',
+      o: { deep: { j: 2, m: [] } },
+      notObj: { a: 1 },
+      arr: { x: 1 },
+      added: { r: 1 },
+    });
     // Existing members keep their positions; new members are appended.
     assert.deepEqual(Object.keys(patched!), ['id', 's', 'n', 'o', 'notObj', 'arr', 'added']);
   });
 
   it('default limit 1, limit -1 for all, filter, skip; the document keeps its position', async () => {
-    await seed(env, 'patch-limit', [{ id: '1', g: 'x' }, { id: '2', g: 'y' }, { id: '3', g: 'x' }, { id: '4', g: 'x' }]);
-    assert.deepEqual(linesOf(await post(env, 'patch-limit:patch', { patch: { p: 1 } })), [{ id: '1', g: 'x', p: 1 }]);
-    assert.deepEqual(linesOf(await post(env, 'patch-limit:patch', { filter: { g: 'x' }, skip: 1, limit: -1, patch: { p: 2 } })), [
-      { id: '3', g: 'x', p: 2 },
-      { id: '4', g: 'x', p: 2 },
+    await seed(env, 'patch-limit', [
+      { id: '1', g: 'x' },
+      { id: '2', g: 'y' },
+      { id: '3', g: 'x' },
+      { id: '4', g: 'x' },
     ]);
+    assert.deepEqual(linesOf(await post(env, 'patch-limit:patch', { patch: { p: 1 } })), [{ id: '1', g: 'x', p: 1 }]);
+    assert.deepEqual(
+      linesOf(await post(env, 'patch-limit:patch', { filter: { g: 'x' }, skip: 1, limit: -1, patch: { p: 2 } })),
+      [
+        { id: '3', g: 'x', p: 2 },
+        { id: '4', g: 'x', p: 2 },
+      ],
+    );
     assert.equal((await post(env, 'patch-limit:patch', { limit: 0, patch: { p: 3 } })).body, '');
     assert.equal((await post(env, 'patch-limit:patch', { filter: { g: 'none' }, patch: { p: 3 } })).body, '');
     assert.deepEqual(ids(await all('patch-limit')), ['1', '2', '3', '4']);
-    assert.deepEqual((await all('patch-limit')).map((d) => d.p), [1, undefined, 2, 2]);
+    assert.deepEqual(
+      (await all('patch-limit')).map((d) => d.p),
+      [1, undefined, 2, 2],
+    );
   });
 
   it('a document that does not change is still reported', async () => {
-    await seed(env, 'patch-same', [{ id: 'a', v: 1, o: { k: 'x' } }, { id: 'b', v: 2 }]);
-    const lines = linesOf(await post(env, 'patch-same:patch', { limit: -1, patch: { v: 1, o: { k: 'x' }, missing: null } }));
+    await seed(env, 'patch-same', [
+      { id: 'a', v: 1, o: { k: 'x' } },
+      { id: 'b', v: 2 },
+    ]);
+    const lines = linesOf(
+      await post(env, 'patch-same:patch', { limit: -1, patch: { v: 1, o: { k: 'x' }, missing: null } }),
+    );
     const sizeBefore = jsonOf<{ memory: number }>(await post(env, 'patch-same:size')).memory;
     assert.deepEqual(lines, [
       { id: 'a', v: 1, o: { k: 'x' } },
@@ -484,26 +608,55 @@ describe(':patch (§6.5, §11)', () => {
   });
 
   it('an index conflict on the first document → 409 and the document is unchanged', async () => {
-    await seed(env, 'patch-atomic', [{ id: 'a', email: 'a@x' }, { id: 'b', email: 'b@x', tags: ['t1'] }]);
+    await seed(env, 'patch-atomic', [
+      { id: 'a', email: 'a@x' },
+      { id: 'b', email: 'b@x', tags: ['t1'] },
+    ]);
     await createIndex(env, 'patch-atomic', { name: 'by-email', type: 'map', field: 'email' });
     await createIndex(env, 'patch-atomic', { name: 'by-tag', type: 'map', field: 'tags', sparse: true, unique: false });
     await createIndex(env, 'patch-atomic', { name: 'bt', type: 'btree', fields: ['id'] });
-    const message = errorOf(await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { email: 'a@x', tags: ['t2'], other: 1 } }), 409, 'conflict');
+    const message = errorOf(
+      await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { email: 'a@x', tags: ['t2'], other: 1 } }),
+      409,
+      'conflict',
+    );
     assert.equal(message, "index add 'by-email': index conflict: field 'email' with value 'a@x'");
-    assert.deepEqual(await find(env, 'patch-atomic', { filter: { id: 'b' } }), [{ id: 'b', email: 'b@x', tags: ['t1'] }]);
+    assert.deepEqual(await find(env, 'patch-atomic', { filter: { id: 'b' } }), [
+      { id: 'b', email: 'b@x', tags: ['t1'] },
+    ]);
     assert.deepEqual(ids(await find(env, 'patch-atomic', { index: 'by-email', value: 'b@x' })), ['b']);
     assert.deepEqual(ids(await find(env, 'patch-atomic', { index: 'by-email', value: 'a@x', limit: -1 })), ['a']);
     assert.deepEqual(ids(await find(env, 'patch-atomic', { index: 'by-tag', value: 't1' })), ['b']);
     assert.deepEqual(await find(env, 'patch-atomic', { index: 'by-tag', value: 't2' }), []);
     assert.deepEqual(ids(await find(env, 'patch-atomic', { index: 'bt', limit: -1 })), ['a', 'b']);
     // Missing mandatory field and unsupported values are rejected the same way.
-    assert.equal(errorOf(await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { email: null } }), 409, 'conflict'), "index add 'by-email': field `email` is indexed and mandatory");
-    assert.equal(errorOf(await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { email: 5 } }), 409, 'conflict'), "index add 'by-email': type not supported");
-    assert.equal(errorOf(await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { tags: ['ok', 1] } }), 409, 'conflict'), "index add 'by-tag': type not supported");
-    assert.equal(errorOf(await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { id: null } }), 409, 'conflict'), "index add 'bt': field 'id' not defined");
-    assert.deepEqual(await find(env, 'patch-atomic', { filter: { id: 'b' } }), [{ id: 'b', email: 'b@x', tags: ['t1'] }]);
+    assert.equal(
+      errorOf(await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { email: null } }), 409, 'conflict'),
+      "index add 'by-email': field `email` is indexed and mandatory",
+    );
+    assert.equal(
+      errorOf(await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { email: 5 } }), 409, 'conflict'),
+      "index add 'by-email': type not supported",
+    );
+    assert.equal(
+      errorOf(
+        await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { tags: ['ok', 1] } }),
+        409,
+        'conflict',
+      ),
+      "index add 'by-tag': type not supported",
+    );
+    assert.equal(
+      errorOf(await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { id: null } }), 409, 'conflict'),
+      "index add 'bt': field 'id' not defined",
+    );
+    assert.deepEqual(await find(env, 'patch-atomic', { filter: { id: 'b' } }), [
+      { id: 'b', email: 'b@x', tags: ['t1'] },
+    ]);
     // A successful patch re-keys the document.
-    linesOf(await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { email: 'c@x', tags: ['t2', 't3'] } }));
+    linesOf(
+      await post(env, 'patch-atomic:patch', { filter: { id: 'b' }, patch: { email: 'c@x', tags: ['t2', 't3'] } }),
+    );
     assert.deepEqual(await find(env, 'patch-atomic', { index: 'by-email', value: 'b@x' }), []);
     assert.deepEqual(ids(await find(env, 'patch-atomic', { index: 'by-email', value: 'c@x' })), ['b']);
     assert.deepEqual(await find(env, 'patch-atomic', { index: 'by-tag', value: 't1' }), []);
@@ -513,19 +666,29 @@ describe(':patch (§6.5, §11)', () => {
   });
 
   it('a conflict after the first line: an error line, the earlier documents stay patched', async () => {
-    await seed(env, 'patch-later', [{ id: 'a', k: 'a' }, { id: 'b', k: 'b' }, { id: 'c', k: 'c' }]);
+    await seed(env, 'patch-later', [
+      { id: 'a', k: 'a' },
+      { id: 'b', k: 'b' },
+      { id: 'c', k: 'c' },
+    ]);
     await createIndex(env, 'patch-later', { name: 'by-k', type: 'map', field: 'k' });
     const lines = linesOf(await post(env, 'patch-later:patch', { limit: -1, patch: { k: 'same' } }));
     assert.deepEqual(lines[0], { id: 'a', k: 'same' });
     assert.equal(errorLine(lines[1], 409, 'conflict'), "index add 'by-k': index conflict: field 'k' with value 'same'");
     assert.equal(lines.length, 2);
-    assert.deepEqual(await all('patch-later'), [{ id: 'a', k: 'same' }, { id: 'b', k: 'b' }, { id: 'c', k: 'c' }]);
+    assert.deepEqual(await all('patch-later'), [
+      { id: 'a', k: 'same' },
+      { id: 'b', k: 'b' },
+      { id: 'c', k: 'c' },
+    ]);
   });
 
   it('a document may patch its own unique key to the same value or swap multi-keys', async () => {
     await seed(env, 'patch-self', [{ id: 'a', tags: ['x', 'y'] }]);
     await createIndex(env, 'patch-self', { name: 'by-tag', type: 'map', field: 'tags' });
-    assert.deepEqual(linesOf(await post(env, 'patch-self:patch', { patch: { tags: ['y', 'x', 'x'] } })), [{ id: 'a', tags: ['y', 'x', 'x'] }]);
+    assert.deepEqual(linesOf(await post(env, 'patch-self:patch', { patch: { tags: ['y', 'x', 'x'] } })), [
+      { id: 'a', tags: ['y', 'x', 'x'] },
+    ]);
     assert.deepEqual(ids(await find(env, 'patch-self', { index: 'by-tag', value: 'x' })), ['a']);
   });
 
@@ -535,8 +698,13 @@ describe(':patch (§6.5, §11)', () => {
     await createIndex(env, 'patch-move', { name: 'by-n', type: 'btree', fields: ['n'] });
     const lines = linesOf(await post(env, 'patch-move:patch', { index: 'by-n', limit: -1, patch: { n: 1000 } }));
     assert.equal(lines.length, 30);
-    assert.deepEqual(ids(lines), documents.map((d) => d.id));
-    const reversed = linesOf(await post(env, 'patch-move:patch', { index: 'by-n', reverse: true, limit: -1, patch: { n: -1 } }));
+    assert.deepEqual(
+      ids(lines),
+      documents.map((d) => d.id),
+    );
+    const reversed = linesOf(
+      await post(env, 'patch-move:patch', { index: 'by-n', reverse: true, limit: -1, patch: { n: -1 } }),
+    );
     assert.equal(reversed.length, 30);
     assert.deepEqual(ids(reversed), documents.map((d) => d.id).reverse());
     // Documents inserted while a patch runs are not selected by it; here: none were.
@@ -575,7 +743,11 @@ describe(':patch (§6.5, §11)', () => {
 
 describe(':remove (§6.6)', () => {
   it('removes the selected documents (limit 1 by default) and keeps the others in order', async () => {
-    await seed(env, 'rm', ['a', 'b', 'c', 'd', 'e', 'f'].map((id, i) => ({ id, i })));
+    await seed(
+      env,
+      'rm',
+      ['a', 'b', 'c', 'd', 'e', 'f'].map((id, i) => ({ id, i })),
+    );
     assert.deepEqual(linesOf(await post(env, 'rm:remove', {})), [{ id: 'a', i: 0 }]);
     assert.deepEqual(linesOf(await post(env, 'rm:remove', { filter: { id: 'c' } })), [{ id: 'c', i: 2 }]);
     assert.deepEqual(ids(await all('rm')), ['b', 'd', 'e', 'f']);
@@ -593,10 +765,15 @@ describe(':remove (§6.6)', () => {
   });
 
   it('returns documents as stored and removes their index entries', async () => {
-    await seed(env, 'rm-index', [{ id: 'a', tags: ['x', 'y'], n: 2 }, { id: 'b', tags: ['z'], n: 1 }]);
+    await seed(env, 'rm-index', [
+      { id: 'a', tags: ['x', 'y'], n: 2 },
+      { id: 'b', tags: ['z'], n: 1 },
+    ]);
     await createIndex(env, 'rm-index', { name: 'by-tag', type: 'map', field: 'tags' });
     await createIndex(env, 'rm-index', { name: 'by-n', type: 'btree', fields: ['-n'], unique: true });
-    assert.deepEqual(linesOf(await post(env, 'rm-index:remove', { index: 'by-tag', value: 'y' })), [{ id: 'a', tags: ['x', 'y'], n: 2 }]);
+    assert.deepEqual(linesOf(await post(env, 'rm-index:remove', { index: 'by-tag', value: 'y' })), [
+      { id: 'a', tags: ['x', 'y'], n: 2 },
+    ]);
     assert.deepEqual(await find(env, 'rm-index', { index: 'by-tag', value: 'x' }), []);
     assert.deepEqual(ids(await find(env, 'rm-index', { index: 'by-n', limit: -1 })), ['b']);
     await insert(env, 'rm-index', [{ id: 'a2', tags: ['x', 'y'], n: 2 }]);
@@ -619,7 +796,11 @@ describe(':remove (§6.6)', () => {
 
 describe('GET $C/{collection}/documents/{id} (§6.7)', () => {
   it('through the first map index on `id`, then a full scan', async () => {
-    await seed(env, 'byid', [{ id: 'a', v: 1 }, { id: 'b', v: 2 }, { id: ' spaced ', v: 3 }]);
+    await seed(env, 'byid', [
+      { id: 'a', v: 1 },
+      { id: 'b', v: 2 },
+      { id: ' spaced ', v: 3 },
+    ]);
     await createIndex(env, 'byid', { name: 'other', type: 'map', field: 'name', sparse: true });
     await createIndex(env, 'byid', { name: 'ids', type: 'map', field: 'id' });
     await createIndex(env, 'byid', { name: 'ids2', type: 'map', field: 'id' });
@@ -634,7 +815,16 @@ describe('GET $C/{collection}/documents/{id} (§6.7)', () => {
   });
 
   it('a full scan matches numbers by their shortest JSON form', async () => {
-    await seed(env, 'byid-scan', [{ id: 7, v: 'seven' }, { id: 1.5, v: 'one and a half' }, { id: 1e21, v: 'big' }, { id: true, v: 'bool' }, { v: 'no id' }, { id: 'a/b', v: 'slash' }, { id: 'x', v: 'first x' }, { id: 'x', v: 'second x' }]);
+    await seed(env, 'byid-scan', [
+      { id: 7, v: 'seven' },
+      { id: 1.5, v: 'one and a half' },
+      { id: 1e21, v: 'big' },
+      { id: true, v: 'bool' },
+      { v: 'no id' },
+      { id: 'a/b', v: 'slash' },
+      { id: 'x', v: 'first x' },
+      { id: 'x', v: 'second x' },
+    ]);
     const cases: [string, unknown][] = [
       ['7', 'seven'],
       ['1.5', 'one and a half'],
@@ -643,11 +833,14 @@ describe('GET $C/{collection}/documents/{id} (§6.7)', () => {
       ['x', 'first x'],
     ];
     for (const [id, v] of cases) {
-      const found = jsonOf<{ id: string; document: { v: unknown }; source: unknown }>(await get(env, `byid-scan/documents/${id}`));
+      const found = jsonOf<{ id: string; document: { v: unknown }; source: unknown }>(
+        await get(env, `byid-scan/documents/${id}`),
+      );
       assert.equal(found.document.v, v);
       assert.equal(found.id, decodeURIComponent(id));
       assert.deepEqual(found.source, { type: 'fullscan' });
     }
-    for (const id of ['7.0', 'true', '1.50', 'null', '1000000000000000000000']) errorOf(await get(env, `byid-scan/documents/${id}`), 404, 'not_found');
+    for (const id of ['7.0', 'true', '1.50', 'null', '1000000000000000000000'])
+      errorOf(await get(env, `byid-scan/documents/${id}`), 404, 'not_found');
   });
 });

@@ -20,7 +20,12 @@ export type Body = string | object | undefined;
 export async function startEnv(user = 'user-1'): Promise<Env> {
   const service = await startTestService(docdbService);
   const headers = asUser(user);
-  const created = await service.app.inject({ method: 'POST', url: '/v1/databases', headers: { ...headers, 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'db' }) });
+  const created = await service.app.inject({
+    method: 'POST',
+    url: '/v1/databases',
+    headers: { ...headers, 'content-type': 'application/json' },
+    payload: JSON.stringify({ name: 'db' }),
+  });
   assert.equal(created.statusCode, 201, created.body);
   const databaseId = (created.json() as { id: string }).id;
   return { service, user, headers, databaseId, C: `/v1/databases/${databaseId}/collections` };
@@ -30,17 +35,28 @@ export async function startEnv(user = 'user-1'): Promise<Env> {
  * One request as the database's owner. Paths starting with `/` are absolute, `''` is `$C`, others
  * are relative to `$C/`. An object body is sent as JSON, a string as it is, undefined as no body.
  */
-export function request(env: Env, method: string, path: string, body?: Body, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+export function request(
+  env: Env,
+  method: string,
+  path: string,
+  body?: Body,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
   const url = path === '' ? env.C : path.startsWith('/') ? path : `${env.C}/${path}`;
   return env.service.app.inject({
     method: method as 'GET',
     url,
-    headers: { ...env.headers, ...(body !== undefined && !('content-type' in headers) ? { 'content-type': 'application/json' } : {}), ...headers },
+    headers: {
+      ...env.headers,
+      ...(body !== undefined && !('content-type' in headers) ? { 'content-type': 'application/json' } : {}),
+      ...headers,
+    },
     ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
   });
 }
 
-export const post = (env: Env, path: string, body?: Body, headers?: Record<string, string>) => request(env, 'POST', path, body, headers);
+export const post = (env: Env, path: string, body?: Body, headers?: Record<string, string>) =>
+  request(env, 'POST', path, body, headers);
 export const get = (env: Env, path: string) => request(env, 'GET', path);
 
 /** The lines of an NDJSON body (each must end with `\n`), parsed. */
@@ -55,14 +71,22 @@ export function parseLines(text: string): unknown[] {
 
 /** Asserts an NDJSON answer (status, JSON content type) and returns its parsed lines. */
 export function linesOf(response: LightMyRequestResponse, status = 200): Record<string, unknown>[] {
-  assert.equal(response.statusCode, status, `expected ${status}, got ${response.statusCode}: ${response.body.slice(0, 500)}`);
+  assert.equal(
+    response.statusCode,
+    status,
+    `expected ${status}, got ${response.statusCode}: ${response.body.slice(0, 500)}`,
+  );
   if (response.body !== '') assert.match(String(response.headers['content-type']), /^application\/json/);
   return parseLines(response.body) as Record<string, unknown>[];
 }
 
 /** Asserts a single JSON answer and returns it parsed. */
 export function jsonOf<T = Record<string, unknown>>(response: LightMyRequestResponse, status = 200): T {
-  assert.equal(response.statusCode, status, `expected ${status}, got ${response.statusCode}: ${response.body.slice(0, 500)}`);
+  assert.equal(
+    response.statusCode,
+    status,
+    `expected ${status}, got ${response.statusCode}: ${response.body.slice(0, 500)}`,
+  );
   assert.match(String(response.headers['content-type']), /^application\/json/);
   assert.ok(response.body.endsWith('\n'), 'a single JSON body ends with a line break');
   return JSON.parse(response.body) as T;
@@ -70,7 +94,11 @@ export function jsonOf<T = Record<string, unknown>>(response: LightMyRequestResp
 
 /** Asserts the error envelope and returns its message. */
 export function errorOf(response: LightMyRequestResponse, status: number, code: string): string {
-  assert.equal(response.statusCode, status, `expected ${status} ${code}, got ${response.statusCode}: ${response.body.slice(0, 500)}`);
+  assert.equal(
+    response.statusCode,
+    status,
+    `expected ${status} ${code}, got ${response.statusCode}: ${response.body.slice(0, 500)}`,
+  );
   assert.match(String(response.headers['content-type']), /^application\/json/);
   const body = JSON.parse(response.body) as { error: { status: number; code: string; message: string } };
   assert.deepEqual(Object.keys(body), ['error']);
@@ -93,10 +121,15 @@ export function errorLine(line: unknown, status: number, code: string): string {
 }
 
 /** NDJSON text of documents. */
-export const ndjson = (documents: readonly unknown[]): string => documents.map((d) => `${JSON.stringify(d)}\n`).join('');
+export const ndjson = (documents: readonly unknown[]): string =>
+  documents.map((d) => `${JSON.stringify(d)}\n`).join('');
 
 /** Inserts documents (201) and returns the stored ones. */
-export async function insert(env: Env, collection: string, documents: readonly unknown[]): Promise<Record<string, unknown>[]> {
+export async function insert(
+  env: Env,
+  collection: string,
+  documents: readonly unknown[],
+): Promise<Record<string, unknown>[]> {
   const lines = linesOf(await post(env, `${collection}:insert`, ndjson(documents)), 201);
   assert.equal(lines.length, documents.length);
   return lines;

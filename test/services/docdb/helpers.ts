@@ -39,12 +39,21 @@ export type Payload = string | object | undefined;
  * One request. An object or array payload is sent as JSON, a string as it is (for malformed or
  * empty bodies), undefined as no body at all.
  */
-export function call(service: TestService, method: string, url: string, headers: Record<string, string> = {}, payload?: Payload): Promise<LightMyRequestResponse> {
+export function call(
+  service: TestService,
+  method: string,
+  url: string,
+  headers: Record<string, string> = {},
+  payload?: Payload,
+): Promise<LightMyRequestResponse> {
   const withBody = payload !== undefined;
   return service.app.inject({
     method: method as 'GET',
     url,
-    headers: withBody && typeof payload !== 'string' && !('content-type' in headers) ? { 'content-type': 'application/json', ...headers } : headers,
+    headers:
+      withBody && typeof payload !== 'string' && !('content-type' in headers)
+        ? { 'content-type': 'application/json', ...headers }
+        : headers,
     ...(withBody ? { payload: typeof payload === 'string' ? payload : JSON.stringify(payload) } : {}),
   });
 }
@@ -66,20 +75,38 @@ export async function createDatabase(service: TestService, owner: string, name =
 }
 
 /** Creates an API key of `databaseId` with the given credentials and returns it, secret included. */
-export async function createApiKey(service: TestService, databaseId: string, credentials: Record<string, string>, name = 'key'): Promise<CreatedKey> {
-  return jsonOf<CreatedKey>(await call(service, 'POST', `/v1/databases/${databaseId}:createApiKey`, credentials, { name }), 201);
+export async function createApiKey(
+  service: TestService,
+  databaseId: string,
+  credentials: Record<string, string>,
+  name = 'key',
+): Promise<CreatedKey> {
+  return jsonOf<CreatedKey>(
+    await call(service, 'POST', `/v1/databases/${databaseId}:createApiKey`, credentials, { name }),
+    201,
+  );
 }
 
 /** Reads a database record with the given credentials (asserting 200). */
-export async function getDatabase(service: TestService, databaseId: string, credentials: Record<string, string>): Promise<DatabaseBody> {
+export async function getDatabase(
+  service: TestService,
+  databaseId: string,
+  credentials: Record<string, string>,
+): Promise<DatabaseBody> {
   return jsonOf<DatabaseBody>(await call(service, 'GET', `/v1/databases/${databaseId}`, credentials));
 }
 
 /** Number of rows in one of docdb's tables, straight from the database. */
-export async function countRows(service: TestService, table: string, where?: { column: string; value: string | number }): Promise<number> {
+export async function countRows(
+  service: TestService,
+  table: string,
+  where?: { column: string; value: string | number },
+): Promise<number> {
   // `table` and `column` are constants of the tests, never input.
   const row = await service.store.sql.database.read(() =>
-    where ? first<{ n: number }>(`select count(*) as n from ${table} where ${where.column} = ?`, where.value) : first<{ n: number }>(`select count(*) as n from ${table}`),
+    where
+      ? first<{ n: number }>(`select count(*) as n from ${table} where ${where.column} = ?`, where.value)
+      : first<{ n: number }>(`select count(*) as n from ${table}`),
   );
   return Number(row?.n);
 }

@@ -8,7 +8,21 @@ import { VERSION } from '../../../src/core/version.ts';
 import { docdbService } from '../../../src/services/docdb/index.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
 import { testDialect } from '../../helpers/database.ts';
-import { createIndex, errorLine, errorOf, find, get, ids, insert, jsonOf, linesOf, post, seed, startEnv, type Env } from './fixtures.ts';
+import {
+  createIndex,
+  errorLine,
+  errorOf,
+  find,
+  get,
+  ids,
+  insert,
+  jsonOf,
+  linesOf,
+  post,
+  seed,
+  startEnv,
+  type Env,
+} from './fixtures.ts';
 
 let env: Env;
 before(async () => {
@@ -27,23 +41,44 @@ describe(':createIndex, :listIndexes, :getIndex, :dropIndex', () => {
     assert.equal(map.statusCode, 201);
     assert.equal(map.body, '{"field":"email","name":"by-email","sparse":false,"type":"map","unique":true}\n');
     const btree = await post(env, 'ix:createIndex', { name: 'bt', type: 'btree', fields: ['category', '-product'] });
-    assert.equal(btree.body, '{"fields":["category","-product"],"name":"bt","sparse":false,"type":"btree","unique":false}\n');
-    assert.deepEqual(await createIndex(env, 'ix', { name: 'one', type: 'btree', field: 'n', unique: true, sparse: true, ignored: 1 }), { fields: ['n'], name: 'one', sparse: true, type: 'btree', unique: true });
-    assert.deepEqual(await createIndex(env, 'ix', { name: 'multi', type: 'map', field: 'tags', unique: false, sparse: true }), { field: 'tags', name: 'multi', sparse: true, type: 'map', unique: false });
+    assert.equal(
+      btree.body,
+      '{"fields":["category","-product"],"name":"bt","sparse":false,"type":"btree","unique":false}\n',
+    );
+    assert.deepEqual(
+      await createIndex(env, 'ix', { name: 'one', type: 'btree', field: 'n', unique: true, sparse: true, ignored: 1 }),
+      { fields: ['n'], name: 'one', sparse: true, type: 'btree', unique: true },
+    );
+    assert.deepEqual(
+      await createIndex(env, 'ix', { name: 'multi', type: 'map', field: 'tags', unique: false, sparse: true }),
+      { field: 'tags', name: 'multi', sparse: true, type: 'map', unique: false },
+    );
     // `fields` wins over `field` on a btree.
-    assert.deepEqual((await createIndex(env, 'ix', { name: 'both', type: 'btree', field: 'x', fields: ['y'] })).fields, ['y']);
+    assert.deepEqual(
+      (await createIndex(env, 'ix', { name: 'both', type: 'btree', field: 'x', fields: ['y'] })).fields,
+      ['y'],
+    );
     const list = jsonOf<{ name: string }[]>(await post(env, 'ix:listIndexes'));
-    assert.deepEqual(list.map((index) => index.name), ['by-email', 'bt', 'one', 'multi', 'both']);
+    assert.deepEqual(
+      list.map((index) => index.name),
+      ['by-email', 'bt', 'one', 'multi', 'both'],
+    );
     assert.deepEqual(list[0], JSON.parse(map.body));
     assert.equal(jsonOf<{ indexes: number }>(await get(env, 'ix')).indexes, 5);
     assert.deepEqual(jsonOf(await post(env, 'ix:getIndex', { name: 'bt' })), JSON.parse(btree.body));
-    assert.equal(errorOf(await post(env, 'ix:getIndex', { name: 'nope' }), 404, 'not_found'), "index 'nope' not found in collection 'ix'");
+    assert.equal(
+      errorOf(await post(env, 'ix:getIndex', { name: 'nope' }), 404, 'not_found'),
+      "index 'nope' not found in collection 'ix'",
+    );
   });
 
   it('409 when the name is taken', async () => {
     await seed(env, 'ix-taken', []);
     await createIndex(env, 'ix-taken', { name: 'i', type: 'map', field: 'a' });
-    assert.equal(errorOf(await post(env, 'ix-taken:createIndex', { name: 'i', type: 'btree', fields: ['b'] }), 409, 'conflict'), "index 'i' already exists");
+    assert.equal(
+      errorOf(await post(env, 'ix-taken:createIndex', { name: 'i', type: 'btree', fields: ['b'] }), 409, 'conflict'),
+      "index 'i' already exists",
+    );
     assert.equal(jsonOf<unknown[]>(await post(env, 'ix-taken:listIndexes')).length, 1);
   });
 
@@ -80,7 +115,12 @@ describe(':createIndex, :listIndexes, :getIndex, :dropIndex', () => {
     errorOf(await post(env, 'ix-made:createIndex', '{"name":'), 400, 'invalid_json');
     errorOf(await get(env, 'ix-made'), 404, 'not_found');
     await createIndex(env, 'ix-made', { name: 'i', type: 'map', field: 'a' });
-    assert.deepEqual(jsonOf(await get(env, 'ix-made')), { name: 'ix-made', total: 0, indexes: 1, defaults: { id: 'uuid()' } });
+    assert.deepEqual(jsonOf(await get(env, 'ix-made')), {
+      name: 'ix-made',
+      total: 0,
+      indexes: 1,
+      defaults: { id: 'uuid()' },
+    });
   });
 
   it('listIndexes: [] when none; 404 for an unknown collection', async () => {
@@ -100,8 +140,14 @@ describe(':createIndex, :listIndexes, :getIndex, :dropIndex', () => {
     const dropped = await post(env, 'ix-drop:dropIndex', { name: 'by-k' });
     assert.equal(dropped.statusCode, 204);
     assert.equal(dropped.body, '');
-    assert.deepEqual(jsonOf<{ name: string }[]>(await post(env, 'ix-drop:listIndexes')).map((i) => i.name), ['keep']);
-    assert.equal(errorOf(await post(env, 'ix-drop:dropIndex', { name: 'by-k' }), 404, 'not_found'), "index 'by-k' not found in collection 'ix-drop'");
+    assert.deepEqual(
+      jsonOf<{ name: string }[]>(await post(env, 'ix-drop:listIndexes')).map((i) => i.name),
+      ['keep'],
+    );
+    assert.equal(
+      errorOf(await post(env, 'ix-drop:dropIndex', { name: 'by-k' }), 404, 'not_found'),
+      "index 'by-k' not found in collection 'ix-drop'",
+    );
     errorOf(await post(env, 'ix-drop:find', { index: 'by-k', value: 'x' }), 404, 'not_found');
     // With the unique index gone, duplicates are allowed; the name can be used again.
     await insert(env, 'ix-drop', [{ id: 'b', k: 'x' }]);
@@ -115,7 +161,10 @@ describe(':createIndex, :listIndexes, :getIndex, :dropIndex', () => {
   });
 
   it('a field name with a dot is a literal top-level key', async () => {
-    await seed(env, 'ix-dot', [{ id: 'lit', 'a.b': 'x' }, { id: 'nested', a: { b: 'x' }, 'a.b': 'y' }]);
+    await seed(env, 'ix-dot', [
+      { id: 'lit', 'a.b': 'x' },
+      { id: 'nested', a: { b: 'x' }, 'a.b': 'y' },
+    ]);
     await createIndex(env, 'ix-dot', { name: 'dot', type: 'map', field: 'a.b' });
     assert.deepEqual(await indexIds('ix-dot', { index: 'dot', value: 'x' }), ['lit']);
     await createIndex(env, 'ix-dot', { name: 'bt', type: 'btree', fields: ['-a.b'] });
@@ -127,7 +176,10 @@ describe('map indexes (§9.5)', () => {
   it('unique by default: a second document with the key → 409', async () => {
     await seed(env, 'map-unique', [{ id: 'a', email: 'a@x' }]);
     await createIndex(env, 'map-unique', { name: 'by-email', type: 'map', field: 'email' });
-    assert.equal(errorOf(await post(env, 'map-unique:insert', '{"id":"b","email":"a@x"}'), 409, 'conflict'), "index add 'by-email': index conflict: field 'email' with value 'a@x'");
+    assert.equal(
+      errorOf(await post(env, 'map-unique:insert', '{"id":"b","email":"a@x"}'), 409, 'conflict'),
+      "index add 'by-email': index conflict: field 'email' with value 'a@x'",
+    );
     await insert(env, 'map-unique', [{ id: 'b', email: 'b@x' }]);
     assert.deepEqual(await indexIds('map-unique', { index: 'by-email', value: 'a@x' }), ['a']);
     assert.deepEqual(await indexIds('map-unique', { index: 'by-email', value: 'nobody' }), []);
@@ -136,32 +188,56 @@ describe('map indexes (§9.5)', () => {
   });
 
   it('unique: false lets documents share keys, found in insertion order', async () => {
-    await seed(env, 'map-multi', [{ id: '1', g: 'x' }, { id: '2', g: 'y' }, { id: '3', g: 'x' }]);
+    await seed(env, 'map-multi', [
+      { id: '1', g: 'x' },
+      { id: '2', g: 'y' },
+      { id: '3', g: 'x' },
+    ]);
     await createIndex(env, 'map-multi', { name: 'by-g', type: 'map', field: 'g', unique: false });
     await insert(env, 'map-multi', [{ id: '4', g: 'x' }]);
     assert.deepEqual(await indexIds('map-multi', { index: 'by-g', value: 'x' }), ['1', '3', '4']);
     assert.deepEqual(ids(await find(env, 'map-multi', { index: 'by-g', value: 'x' })), ['1'], 'limit 1 by default');
     assert.deepEqual(await indexIds('map-multi', { index: 'by-g', value: 'x', skip: 1, limit: 1 }), ['3']);
-    assert.deepEqual(await indexIds('map-multi', { index: 'by-g', value: 'x', filter: { id: { $ne: '1' } } }), ['3', '4']);
+    assert.deepEqual(await indexIds('map-multi', { index: 'by-g', value: 'x', filter: { id: { $ne: '1' } } }), [
+      '3',
+      '4',
+    ]);
     // reverse/from/to are ignored on a map index.
-    assert.deepEqual(await indexIds('map-multi', { index: 'by-g', value: 'x', reverse: true, from: { g: 'z' }, to: { g: 'a' } }), ['1', '3', '4']);
+    assert.deepEqual(
+      await indexIds('map-multi', { index: 'by-g', value: 'x', reverse: true, from: { g: 'z' }, to: { g: 'a' } }),
+      ['1', '3', '4'],
+    );
   });
 
   it('an array of strings gives one key per distinct element; [] gives none', async () => {
     await seed(env, 'map-array', []);
     await createIndex(env, 'map-array', { name: 'by-tag', type: 'map', field: 'tags' });
-    await insert(env, 'map-array', [{ id: 'a', tags: ['red', 'blue', 'red'] }, { id: 'b', tags: [] }, { id: 'c', tags: 'green' }]);
+    await insert(env, 'map-array', [
+      { id: 'a', tags: ['red', 'blue', 'red'] },
+      { id: 'b', tags: [] },
+      { id: 'c', tags: 'green' },
+    ]);
     assert.deepEqual(await indexIds('map-array', { index: 'by-tag', value: 'red' }), ['a']);
     assert.deepEqual(await indexIds('map-array', { index: 'by-tag', value: 'blue' }), ['a']);
     assert.deepEqual(await indexIds('map-array', { index: 'by-tag', value: 'green' }), ['c']);
     // A conflict on any element rejects the whole document and names the conflicting element.
     const message = errorOf(await post(env, 'map-array:insert', '{"id":"d","tags":["new","blue"]}'), 409, 'conflict');
     assert.equal(message, "index add 'by-tag': index conflict: field 'tags' with value 'blue'");
-    assert.deepEqual(await indexIds('map-array', { index: 'by-tag', value: 'new' }), [], 'no key of a rejected document is stored');
-    assert.equal(errorOf(await post(env, 'map-array:insert', '{"id":"e","tags":["x","green"]}'), 409, 'conflict'), "index add 'by-tag': index conflict: field 'tags' with value 'green'");
+    assert.deepEqual(
+      await indexIds('map-array', { index: 'by-tag', value: 'new' }),
+      [],
+      'no key of a rejected document is stored',
+    );
+    assert.equal(
+      errorOf(await post(env, 'map-array:insert', '{"id":"e","tags":["x","green"]}'), 409, 'conflict'),
+      "index add 'by-tag': index conflict: field 'tags' with value 'green'",
+    );
     await insert(env, 'map-array', [{ id: 'f', tags: ['new'] }]);
     // [] and an array of only-duplicates are fine; an empty string is a key like any other.
-    await insert(env, 'map-array', [{ id: 'g', tags: [] }, { id: 'h', tags: ['', ''] }]);
+    await insert(env, 'map-array', [
+      { id: 'g', tags: [] },
+      { id: 'h', tags: ['', ''] },
+    ]);
     assert.deepEqual(await indexIds('map-array', { index: 'by-tag' }), ['h'], 'value defaults to ""');
     assert.deepEqual(await indexIds('map-array', { index: 'by-tag', value: '' }), ['h']);
   });
@@ -169,7 +245,22 @@ describe('map indexes (§9.5)', () => {
   it('rejects every other value: 409 type not supported, and no value crashes the index', async () => {
     await seed(env, 'map-types', []);
     await createIndex(env, 'map-types', { name: 'm', type: 'map', field: 'v', sparse: true });
-    for (const value of ['1', '0', '-1.5', 'true', 'false', 'null', '{}', '{"a":"b"}', '[1]', '["a",2]', '["a",null]', '[["a"]]', '[{}]', '12345678901234567890']) {
+    for (const value of [
+      '1',
+      '0',
+      '-1.5',
+      'true',
+      'false',
+      'null',
+      '{}',
+      '{"a":"b"}',
+      '[1]',
+      '["a",2]',
+      '["a",null]',
+      '[["a"]]',
+      '[{}]',
+      '12345678901234567890',
+    ]) {
       const body = `{"id":"x","v":${value}}`;
       const response = await post(env, 'map-types:insert', body);
       if (value === 'null') {
@@ -182,8 +273,15 @@ describe('map indexes (§9.5)', () => {
     assert.equal(jsonOf<{ total: number }>(await get(env, 'map-types')).total, 1);
     await seed(env, 'map-strict', []);
     await createIndex(env, 'map-strict', { name: 'strict', type: 'map', field: 'w', unique: false });
-    assert.equal(errorOf(await post(env, 'map-strict:insert', '{"w":null}'), 409, 'conflict'), "index add 'strict': type not supported", 'not sparse: null is an unsupported value');
-    assert.equal(errorOf(await post(env, 'map-strict:insert', '{"other":1}'), 409, 'conflict'), "index add 'strict': field `w` is indexed and mandatory");
+    assert.equal(
+      errorOf(await post(env, 'map-strict:insert', '{"w":null}'), 409, 'conflict'),
+      "index add 'strict': type not supported",
+      'not sparse: null is an unsupported value',
+    );
+    assert.equal(
+      errorOf(await post(env, 'map-strict:insert', '{"other":1}'), 409, 'conflict'),
+      "index add 'strict': field `w` is indexed and mandatory",
+    );
     await insert(env, 'map-strict', [{ w: 'ok' }, { w: 'ok' }]);
     assert.equal(jsonOf<{ total: number }>(await get(env, 'map-strict')).total, 2);
     // Non-string lookups are 400.
@@ -202,12 +300,32 @@ describe('map indexes (§9.5)', () => {
   });
 
   it('building over existing data: the error names the cause and the document; nothing is created', async () => {
-    await seed(env, 'map-build', [{ id: '1' }, { id: '2', email: 'a' }, { id: '3', email: 'a' }, { id: '4', email: 4 }]);
-    const missing = errorOf(await post(env, 'map-build:createIndex', { name: 'e', type: 'map', field: 'email' }), 409, 'conflict');
+    await seed(env, 'map-build', [
+      { id: '1' },
+      { id: '2', email: 'a' },
+      { id: '3', email: 'a' },
+      { id: '4', email: 4 },
+    ]);
+    const missing = errorOf(
+      await post(env, 'map-build:createIndex', { name: 'e', type: 'map', field: 'email' }),
+      409,
+      'conflict',
+    );
     assert.equal(missing, 'index row: field `email` is indexed and mandatory, data: {"id":"1"}');
-    const duplicate = errorOf(await post(env, 'map-build:createIndex', { name: 'e', type: 'map', field: 'email', sparse: true }), 409, 'conflict');
-    assert.equal(duplicate, 'index row: index conflict: field \'email\' with value \'a\', data: {"id":"3","email":"a"}');
-    const unsupported = errorOf(await post(env, 'map-build:createIndex', { name: 'e', type: 'map', field: 'email', sparse: true, unique: false }), 409, 'conflict');
+    const duplicate = errorOf(
+      await post(env, 'map-build:createIndex', { name: 'e', type: 'map', field: 'email', sparse: true }),
+      409,
+      'conflict',
+    );
+    assert.equal(
+      duplicate,
+      'index row: index conflict: field \'email\' with value \'a\', data: {"id":"3","email":"a"}',
+    );
+    const unsupported = errorOf(
+      await post(env, 'map-build:createIndex', { name: 'e', type: 'map', field: 'email', sparse: true, unique: false }),
+      409,
+      'conflict',
+    );
     assert.equal(unsupported, 'index row: type not supported, data: {"id":"4","email":4}');
     assert.equal(await post(env, 'map-build:listIndexes').then((r) => r.body), '[]\n');
     linesOf(await post(env, 'map-build:remove', { filter: { id: '4' } }));
@@ -247,17 +365,48 @@ describe('btree indexes (§9.6, §9.7)', () => {
     // A missing pivot member counts as null: from {category:fruit} starts at the first fruit.
     assert.deepEqual(await indexIds('bt-worked', { index: 'bt', from: { category: 'fruit' } }), ['4', '1']);
     assert.deepEqual(await indexIds('bt-worked', { index: 'bt', to: { category: 'fruit' } }), ['3', '2']);
-    assert.deepEqual(await indexIds('bt-worked', { index: 'bt', from: { category: 'fruit', extra: 1 }, to: { category: 'zzz' }, reverse: true }), ['1', '4']);
+    assert.deepEqual(
+      await indexIds('bt-worked', {
+        index: 'bt',
+        from: { category: 'fruit', extra: 1 },
+        to: { category: 'zzz' },
+        reverse: true,
+      }),
+      ['1', '4'],
+    );
     // Descending component pivots: a "greater" pivot is a smaller value.
-    assert.deepEqual(await indexIds('bt-worked', { index: 'bt-desc', from: { category: 'drink', product: 'milk' } }), ['3', '1', '4']);
+    assert.deepEqual(await indexIds('bt-worked', { index: 'bt-desc', from: { category: 'drink', product: 'milk' } }), [
+      '3',
+      '1',
+      '4',
+    ]);
     // null sorts last in a descending component: (fruit, null) is after every fruit there.
     assert.deepEqual(await indexIds('bt-worked', { index: 'bt-desc', from: { category: 'fruit' } }), []);
-    assert.deepEqual(await indexIds('bt-worked', { index: 'bt-desc', to: { category: 'fruit' } }), ['2', '3', '1', '4']);
+    assert.deepEqual(await indexIds('bt-worked', { index: 'bt-desc', to: { category: 'fruit' } }), [
+      '2',
+      '3',
+      '1',
+      '4',
+    ]);
     assert.deepEqual(await indexIds('bt-worked', { index: 'bt-desc', from: { category: 'drink' } }), ['1', '4']);
-    assert.deepEqual(await indexIds('bt-worked', { index: 'bt-desc', to: { category: 'fruit', product: 'apple' }, reverse: true }), ['4', '1', '3', '2']);
+    assert.deepEqual(
+      await indexIds('bt-worked', { index: 'bt-desc', to: { category: 'fruit', product: 'apple' }, reverse: true }),
+      ['4', '1', '3', '2'],
+    );
     // Empty ranges.
-    assert.deepEqual(await indexIds('bt-worked', { index: 'bt', from: { category: 'fruit' }, to: { category: 'drink' } }), []);
-    assert.deepEqual(await indexIds('bt-worked', { index: 'bt', from: { category: 'fruit' }, to: { category: 'drink' }, reverse: true }), []);
+    assert.deepEqual(
+      await indexIds('bt-worked', { index: 'bt', from: { category: 'fruit' }, to: { category: 'drink' } }),
+      [],
+    );
+    assert.deepEqual(
+      await indexIds('bt-worked', {
+        index: 'bt',
+        from: { category: 'fruit' },
+        to: { category: 'drink' },
+        reverse: true,
+      }),
+      [],
+    );
     assert.deepEqual(await indexIds('bt-worked', { index: 'bt', from, to: from }), []);
     // value is ignored on a btree; skip and limit apply after the range.
     assert.deepEqual(await indexIds('bt-worked', { index: 'bt', value: 'zzz', skip: 1, limit: 2 }), ['2', '4']);
@@ -269,29 +418,73 @@ describe('btree indexes (§9.6, §9.7)', () => {
     await insert(env, 'bt-dup', [{ id: '5', category: 'fruit', product: 'apple' }]);
     assert.deepEqual(await indexIds('bt-dup', { index: 'bt' }), ['3', '2', '4', '5', '1']);
     assert.deepEqual(await indexIds('bt-dup', { index: 'bt', reverse: true }), ['1', '5', '4', '2', '3']);
-    assert.deepEqual(await indexIds('bt-dup', { index: 'bt', from: { category: 'fruit', product: 'apple' }, to: { category: 'fruit', product: 'orange' } }), ['4', '5']);
-    assert.deepEqual(await indexIds('bt-dup', { index: 'bt', from: { category: 'drink', product: 'water' }, to: { category: 'fruit', product: 'apple' }, reverse: true }), ['5', '4']);
+    assert.deepEqual(
+      await indexIds('bt-dup', {
+        index: 'bt',
+        from: { category: 'fruit', product: 'apple' },
+        to: { category: 'fruit', product: 'orange' },
+      }),
+      ['4', '5'],
+    );
+    assert.deepEqual(
+      await indexIds('bt-dup', {
+        index: 'bt',
+        from: { category: 'drink', product: 'water' },
+        to: { category: 'fruit', product: 'apple' },
+        reverse: true,
+      }),
+      ['5', '4'],
+    );
 
     await seed(env, 'bt-unique', worked);
     await createIndex(env, 'bt-unique', { name: 'bt', type: 'btree', fields: ['category', '-product'], unique: true });
-    const message = errorOf(await post(env, 'bt-unique:insert', '{"id":"5","category":"fruit","product":"apple"}'), 409, 'conflict');
+    const message = errorOf(
+      await post(env, 'bt-unique:insert', '{"id":"5","category":"fruit","product":"apple"}'),
+      409,
+      'conflict',
+    );
     assert.equal(message, "index add 'bt': key (category:fruit,-product:apple) already exists");
     assert.deepEqual(await indexIds('bt-unique', { index: 'bt' }), ['2', '3', '1', '4']);
     // Building a unique index over duplicates fails and names the document.
-    const build = errorOf(await post(env, 'bt-dup:createIndex', { name: 'u', type: 'btree', fields: ['category', 'product'], unique: true }), 409, 'conflict');
-    assert.equal(build, 'index row: key (category:fruit,product:apple) already exists, data: {"id":"5","category":"fruit","product":"apple"}');
+    const build = errorOf(
+      await post(env, 'bt-dup:createIndex', {
+        name: 'u',
+        type: 'btree',
+        fields: ['category', 'product'],
+        unique: true,
+      }),
+      409,
+      'conflict',
+    );
+    assert.equal(
+      build,
+      'index row: key (category:fruit,product:apple) already exists, data: {"id":"5","category":"fruit","product":"apple"}',
+    );
   });
 
   it('missing fields: rejected unless sparse; a present null is a value', async () => {
     await seed(env, 'bt-missing', [{ id: 'a', x: 1 }]);
-    const build = errorOf(await post(env, 'bt-missing:createIndex', { name: 'bt', type: 'btree', fields: ['x', '-y'] }), 409, 'conflict');
+    const build = errorOf(
+      await post(env, 'bt-missing:createIndex', { name: 'bt', type: 'btree', fields: ['x', '-y'] }),
+      409,
+      'conflict',
+    );
     assert.equal(build, 'index row: field \'y\' not defined, data: {"id":"a","x":1}');
     await createIndex(env, 'bt-missing', { name: 'bt', type: 'btree', fields: ['x'] });
-    assert.equal(errorOf(await post(env, 'bt-missing:insert', '{"id":"b"}'), 409, 'conflict'), "index add 'bt': field 'x' not defined");
+    assert.equal(
+      errorOf(await post(env, 'bt-missing:insert', '{"id":"b"}'), 409, 'conflict'),
+      "index add 'bt': field 'x' not defined",
+    );
     await insert(env, 'bt-missing', [{ id: 'n', x: null }]);
     assert.deepEqual(await indexIds('bt-missing', { index: 'bt' }), ['n', 'a']);
 
-    await seed(env, 'bt-sparse', [{ id: '1', a: 2, b: 1 }, { id: '2', a: 1 }, { id: '3', b: 1 }, { id: '4', a: null, b: null }, { id: '5', a: 1, b: 0 }]);
+    await seed(env, 'bt-sparse', [
+      { id: '1', a: 2, b: 1 },
+      { id: '2', a: 1 },
+      { id: '3', b: 1 },
+      { id: '4', a: null, b: null },
+      { id: '5', a: 1, b: 0 },
+    ]);
     await createIndex(env, 'bt-sparse', { name: 'sp', type: 'btree', fields: ['a', '-b'], sparse: true });
     assert.deepEqual(await indexIds('bt-sparse', { index: 'sp' }), ['4', '5', '1']);
     assert.deepEqual(await indexIds('bt-sparse', { index: 'sp', reverse: true }), ['1', '5', '4']);
@@ -308,20 +501,80 @@ describe('btree indexes (§9.6, §9.7)', () => {
   });
 
   it('orders every JSON type: null < false < true < numbers < strings < arrays < objects', async () => {
-    const values = ['b', 2, null, { k: 1 }, true, -1, 'a', [1], false, 1.5, '', [], {}, -0.5, 'B', [0, 1], { a: 2 }, 1e300, -1e300, 'é', 'z'];
-    await seed(env, 'bt-types', values.map((v, i) => ({ id: String(i), v })));
+    const values = [
+      'b',
+      2,
+      null,
+      { k: 1 },
+      true,
+      -1,
+      'a',
+      [1],
+      false,
+      1.5,
+      '',
+      [],
+      {},
+      -0.5,
+      'B',
+      [0, 1],
+      { a: 2 },
+      1e300,
+      -1e300,
+      'é',
+      'z',
+    ];
+    await seed(
+      env,
+      'bt-types',
+      values.map((v, i) => ({ id: String(i), v })),
+    );
     await createIndex(env, 'bt-types', { name: 'asc', type: 'btree', fields: ['v'] });
     await createIndex(env, 'bt-types', { name: 'desc', type: 'btree', fields: ['-v'] });
-    const expected = [null, false, true, -1e300, -1, -0.5, 1.5, 2, 1e300, '', 'B', 'a', 'b', 'z', 'é', [], [0, 1], [1], {}, { a: 2 }, { k: 1 }];
+    const expected = [
+      null,
+      false,
+      true,
+      -1e300,
+      -1,
+      -0.5,
+      1.5,
+      2,
+      1e300,
+      '',
+      'B',
+      'a',
+      'b',
+      'z',
+      'é',
+      [],
+      [0, 1],
+      [1],
+      {},
+      { a: 2 },
+      { k: 1 },
+    ];
     const asc = (await find(env, 'bt-types', { index: 'asc', limit: -1 })).map((d) => d.v);
     assert.deepEqual(asc, expected);
     const desc = (await find(env, 'bt-types', { index: 'desc', limit: -1 })).map((d) => d.v);
     assert.deepEqual(desc, [...expected].reverse());
-    assert.deepEqual((await find(env, 'bt-types', { index: 'asc', reverse: true, limit: -1 })).map((d) => d.v), [...expected].reverse());
+    assert.deepEqual(
+      (await find(env, 'bt-types', { index: 'asc', reverse: true, limit: -1 })).map((d) => d.v),
+      [...expected].reverse(),
+    );
     // Pivots of any type.
-    assert.deepEqual((await find(env, 'bt-types', { index: 'asc', from: { v: true }, to: { v: '' }, limit: -1 })).map((d) => d.v), [true, -1e300, -1, -0.5, 1.5, 2, 1e300]);
-    assert.deepEqual((await find(env, 'bt-types', { index: 'asc', from: { v: [] }, limit: -1 })).map((d) => d.v), [[], [0, 1], [1], {}, { a: 2 }, { k: 1 }]);
-    assert.deepEqual((await find(env, 'bt-types', { index: 'desc', from: { v: 0 }, to: { v: null }, limit: -1 })).map((d) => d.v), [-0.5, -1, -1e300, true, false]);
+    assert.deepEqual(
+      (await find(env, 'bt-types', { index: 'asc', from: { v: true }, to: { v: '' }, limit: -1 })).map((d) => d.v),
+      [true, -1e300, -1, -0.5, 1.5, 2, 1e300],
+    );
+    assert.deepEqual(
+      (await find(env, 'bt-types', { index: 'asc', from: { v: [] }, limit: -1 })).map((d) => d.v),
+      [[], [0, 1], [1], {}, { a: 2 }, { k: 1 }],
+    );
+    assert.deepEqual(
+      (await find(env, 'bt-types', { index: 'desc', from: { v: 0 }, to: { v: null }, limit: -1 })).map((d) => d.v),
+      [-0.5, -1, -1e300, true, false],
+    );
   });
 
   it('uniqueness uses the total order: 1 = 1.0, -0 = 0, but "1" ≠ 1', async () => {
@@ -353,13 +606,19 @@ describe('btree indexes (§9.6, §9.7)', () => {
     const order = () =>
       [...model.values()]
         .map((d, i) => ({ d, i }))
-        .sort((x, y) => x.d.g - y.d.g || y.d.n - x.d.n || Number(x.d.id.slice(1)) - Number(y.d.id.slice(1)) || x.i - y.i)
+        .sort(
+          (x, y) => x.d.g - y.d.g || y.d.n - x.d.n || Number(x.d.id.slice(1)) - Number(y.d.id.slice(1)) || x.i - y.i,
+        )
         .map((x) => x.d.id);
     assert.deepEqual(await indexIds('bt-live', { index: 'bt' }), order());
     linesOf(await post(env, 'bt-live:patch', { filter: { n: 4 }, limit: -1, patch: { g: 1, n: 0 } }));
     for (const d of model.values()) if (d.n === 4) Object.assign(d, { g: 1, n: 0 });
     linesOf(await post(env, 'bt-live:remove', { filter: { g: 0 }, limit: 5 }));
-    for (const id of [...model.values()].filter((d) => d.g === 0).slice(0, 5).map((d) => d.id)) model.delete(id);
+    for (const id of [...model.values()]
+      .filter((d) => d.g === 0)
+      .slice(0, 5)
+      .map((d) => d.id))
+      model.delete(id);
     assert.deepEqual(await indexIds('bt-live', { index: 'bt' }), order());
     assert.deepEqual(await indexIds('bt-live', { index: 'bt', reverse: true }), order().reverse());
     assert.deepEqual(await indexIds('bt-live', {}), [...model.keys()]);
@@ -375,7 +634,10 @@ describe('btree indexes (§9.6, §9.7)', () => {
     assert.deepEqual(await indexIds('bt-large', { index: 'bt', reverse: true }), [...expected].reverse());
     const same = documents.filter((d) => d.k === 'same').map((d) => d.id);
     assert.deepEqual(await indexIds('bt-large', { index: 'bt', from: { k: 'same' } }), same);
-    assert.deepEqual(await indexIds('bt-large', { index: 'bt', from: { k: 'k6' }, reverse: true }), [...same].reverse());
+    assert.deepEqual(
+      await indexIds('bt-large', { index: 'bt', from: { k: 'k6' }, reverse: true }),
+      [...same].reverse(),
+    );
     assert.deepEqual(await indexIds('bt-large', { index: 'bt', skip: count - 2 }), expected.slice(-2));
     // Map index pages too.
     await createIndex(env, 'bt-large', { name: 'm', type: 'map', field: 'k', unique: false });
@@ -394,7 +656,11 @@ describe('long keys', () => {
     const a = random(5000, 'a');
     const b = `${a.slice(0, 4000)}${random(1000, 'b')}`;
     const huge = random(200_000, 'h');
-    await insert(env, 'long-map', [{ id: 'a', k: a, tags: [a, 'short'] }, { id: 'b', k: b, tags: [a] }, { id: 'h', k: huge }]);
+    await insert(env, 'long-map', [
+      { id: 'a', k: a, tags: [a, 'short'] },
+      { id: 'b', k: b, tags: [a] },
+      { id: 'h', k: huge },
+    ]);
     assert.deepEqual(await indexIds('long-map', { index: 'u', value: a }), ['a']);
     assert.deepEqual(await indexIds('long-map', { index: 'u', value: b }), ['b']);
     assert.deepEqual(await indexIds('long-map', { index: 'u', value: huge }), ['h']);
@@ -406,7 +672,10 @@ describe('long keys', () => {
     await createIndex(env, 'long-map', { name: 'ids', type: 'map', field: 'id' });
     const longId = random(3000, 'i');
     await insert(env, 'long-map', [{ id: longId, k: 'x' }]);
-    assert.deepEqual(jsonOf<{ source: unknown }>(await get(env, `long-map/documents/${encodeURIComponent(longId)}`)).source, { type: 'index', name: 'ids' });
+    assert.deepEqual(
+      jsonOf<{ source: unknown }>(await get(env, `long-map/documents/${encodeURIComponent(longId)}`)).source,
+      { type: 'index', name: 'ids' },
+    );
     // Patch and remove keep the entries right.
     linesOf(await post(env, 'long-map:patch', { index: 'u', value: b, patch: { k: huge.slice(1) } }));
     assert.deepEqual(await indexIds('long-map', { index: 'u', value: b }), []);
@@ -419,15 +688,32 @@ describe('long keys', () => {
     await seed(env, 'long-bt', []);
     await createIndex(env, 'long-bt', { name: 'bt', type: 'btree', fields: ['k'] });
     const ok = [random(1500, 'c'), random(1500, 'a'), random(1500, 'b')];
-    await insert(env, 'long-bt', ok.map((k) => ({ k })));
-    assert.deepEqual((await find(env, 'long-bt', { index: 'bt', limit: -1 })).map((d) => d.k), [...ok].sort());
-    assert.equal(errorOf(await post(env, 'long-bt:insert', { k: random(3000, 'x') }), 409, 'conflict'), "index add 'bt': key too long (more than 2048 bytes)");
+    await insert(
+      env,
+      'long-bt',
+      ok.map((k) => ({ k })),
+    );
+    assert.deepEqual(
+      (await find(env, 'long-bt', { index: 'bt', limit: -1 })).map((d) => d.k),
+      [...ok].sort(),
+    );
+    assert.equal(
+      errorOf(await post(env, 'long-bt:insert', { k: random(3000, 'x') }), 409, 'conflict'),
+      "index add 'bt': key too long (more than 2048 bytes)",
+    );
     errorOf(await post(env, 'long-bt:insert', { k: [random(1500, 'x'), random(1500, 'y')] }), 409, 'conflict');
     errorOf(await post(env, 'long-bt:patch', { patch: { k: random(5000, 'z') } }), 409, 'conflict');
     // A long pivot is fine: it is only compared.
-    assert.equal((await find(env, 'long-bt', { index: 'bt', from: { k: `b${'~'.repeat(10_000)}` }, limit: -1 })).length, 1);
+    assert.equal(
+      (await find(env, 'long-bt', { index: 'bt', from: { k: `b${'~'.repeat(10_000)}` }, limit: -1 })).length,
+      1,
+    );
     await seed(env, 'long-bt-build', [{ id: 'long', k: random(3000, 'x') }]);
-    const build = errorOf(await post(env, 'long-bt-build:createIndex', { name: 'bt', type: 'btree', fields: ['k'] }), 409, 'conflict');
+    const build = errorOf(
+      await post(env, 'long-bt-build:createIndex', { name: 'bt', type: 'btree', fields: ['k'] }),
+      409,
+      'conflict',
+    );
     assert.ok(build.startsWith('index row: key too long (more than 2048 bytes), data: {"id":"long"'), build);
     await createIndex(env, 'long-bt-build', { name: 'm', type: 'map', field: 'k' });
   });
@@ -438,7 +724,9 @@ describe('unique constraints under concurrency', () => {
     await seed(env, 'race', []);
     await createIndex(env, 'race', { name: 'u', type: 'map', field: 'k' });
     await createIndex(env, 'race', { name: 'bt', type: 'btree', fields: ['k2'], unique: true, sparse: true });
-    const responses = await Promise.all(Array.from({ length: 12 }, (_, i) => post(env, 'race:insert', { k: 'same', i })));
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => post(env, 'race:insert', { k: 'same', i })),
+    );
     assert.equal(responses.filter((r) => r.statusCode === 201).length, 1);
     for (const r of responses.filter((r) => r.statusCode !== 201)) errorOf(r, 409, 'conflict');
     const patches = await Promise.all(
@@ -463,7 +751,12 @@ describe('two instances on one store', () => {
     // On PostgreSQL its own connections and LISTEN; embedded, the same store (one process) but
     // its own app, so its own cache of collection definitions.
     storeB = testDialect === 'postgres' ? await openStore(env.service.settings) : env.service.store;
-    appB = await docdbService.build({ settings: env.service.settings, store: storeB, logger: pino({ level: 'silent' }), version: VERSION });
+    appB = await docdbService.build({
+      settings: env.service.settings,
+      store: storeB,
+      logger: pino({ level: 'silent' }),
+      version: VERSION,
+    });
     await appB.ready();
   });
   after(async () => {
@@ -472,7 +765,12 @@ describe('two instances on one store', () => {
   });
 
   const onB = (action: string, body: string | object) =>
-    appB.inject({ method: 'POST', url: `${env.C}/${action}`, headers: { ...env.headers, 'content-type': 'application/json' }, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+    appB.inject({
+      method: 'POST',
+      url: `${env.C}/${action}`,
+      headers: { ...env.headers, 'content-type': 'application/json' },
+      payload: typeof body === 'string' ? body : JSON.stringify(body),
+    });
 
   /** Retries `check` until it passes (definition changes reach the other instance through the notifier). */
   async function eventually(check: () => Promise<void>): Promise<void> {
@@ -519,7 +817,9 @@ describe('two instances on one store', () => {
     await seed(env, 'two-race', []);
     await createIndex(env, 'two-race', { name: 'u', type: 'btree', fields: ['k'], unique: true });
     await eventually(async () => assert.equal((await onB('two-race:find', { index: 'u' })).statusCode, 200));
-    const attempts = Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? post(env, 'two-race:insert', { k: 1 }) : onB('two-race:insert', { k: 1 })));
+    const attempts = Array.from({ length: 10 }, (_, i) =>
+      i % 2 === 0 ? post(env, 'two-race:insert', { k: 1 }) : onB('two-race:insert', { k: 1 }),
+    );
     const responses = await Promise.all(attempts);
     assert.equal(responses.filter((r) => r.statusCode === 201).length, 1, responses.map((r) => r.body).join('\n'));
     for (const response of responses.filter((r) => r.statusCode !== 201)) errorOf(response, 409, 'conflict');

@@ -61,8 +61,14 @@ describe('jsonValues', () => {
     const docs = [{ a: 1, b: { c: [1, 2, { d: 'e' }] } }, { x: 'y' }, {}];
     const text = docs.map((d) => JSON.stringify(d, null, 2)).join('\n');
     const got = await values([text]);
-    assert.deepEqual(got, docs.map((d) => JSON.stringify(d, null, 2)));
-    assert.deepEqual(got.map((t) => JSON.parse(t) as unknown), docs);
+    assert.deepEqual(
+      got,
+      docs.map((d) => JSON.stringify(d, null, 2)),
+    );
+    assert.deepEqual(
+      got.map((t) => JSON.parse(t) as unknown),
+      docs,
+    );
   });
 
   it('splits objects written back to back', async () => {
@@ -74,7 +80,16 @@ describe('jsonValues', () => {
     assert.deepEqual(await values(['1 2 "x" null [1]']), ['1', '2', '"x"', 'null', '[1]']);
     assert.deepEqual(await values(['-1.5e3\ntrue\nfalse']), ['-1.5e3', 'true', 'false']);
     // A scalar ends at the next opening bracket or quote too.
-    assert.deepEqual(await values(['1{"a":1}true"s"[]null[2]3']), ['1', '{"a":1}', 'true', '"s"', '[]', 'null', '[2]', '3']);
+    assert.deepEqual(await values(['1{"a":1}true"s"[]null[2]3']), [
+      '1',
+      '{"a":1}',
+      'true',
+      '"s"',
+      '[]',
+      'null',
+      '[2]',
+      '3',
+    ]);
     assert.deepEqual(await values(['"a""b"']), ['"a"', '"b"']);
     // Garbage is a run of non-whitespace; closing brackets after it belong to it.
     assert.deepEqual(await values(['abc {"a":1} x}y']), ['abc', '{"a":1}', 'x}y']);
@@ -109,15 +124,20 @@ describe('jsonValues', () => {
     for (let i = 0; i <= input.length; i++) {
       assert.deepEqual(await values([input.subarray(0, i), input.subarray(i)]), expected, `split at ${i}`);
     }
-    assert.deepEqual(
-      await values(Array.from({ length: input.length }, (_, k) => input.subarray(k, k + 1))),
-      expected,
-    );
+    assert.deepEqual(await values(Array.from({ length: input.length }, (_, k) => input.subarray(k, k + 1))), expected);
   });
 
   it('gives the same values for every chunk split, including inside escapes and UTF-8 characters', async () => {
     const text = '{"a":"é\\"}"}\r\n[1,{"b":"😀\\\\"}] 42 "x\\u00e9😀"\n{\n  "c": "ü[{"\n}{"d":null}tru';
-    const expected = ['{"a":"é\\"}"}', '[1,{"b":"😀\\\\"}]', '42', '"x\\u00e9😀"', '{\n  "c": "ü[{"\n}', '{"d":null}', 'tru'];
+    const expected = [
+      '{"a":"é\\"}"}',
+      '[1,{"b":"😀\\\\"}]',
+      '42',
+      '"x\\u00e9😀"',
+      '{\n  "c": "ü[{"\n}',
+      '{"d":null}',
+      'tru',
+    ];
     const input = bytes(text);
     let count = 0;
     for (const chunks of splits(input)) {
@@ -164,14 +184,17 @@ describe('jsonValues', () => {
       const texts = docs.map((d) => JSON.stringify(d, null, rand(2) === 0 ? undefined : 2));
       const input = bytes(texts.map((t) => t + seps[rand(seps.length)]).join(''));
       const chunks: Buffer[] = [];
-      for (let at = 0; at < input.length; ) {
+      for (let at = 0; at < input.length;) {
         const size = 1 + rand(40);
         chunks.push(input.subarray(at, at + size));
         at += size;
       }
       const got = await values(chunks);
       assert.deepEqual(got, texts);
-      assert.deepEqual(got.map((t) => JSON.parse(t) as unknown), docs);
+      assert.deepEqual(
+        got.map((t) => JSON.parse(t) as unknown),
+        docs,
+      );
     }
   });
 
@@ -286,11 +309,7 @@ describe('jsonValues', () => {
 
   it('yields the values completed by one chunk together, and never an empty batch', async () => {
     const { batches } = await run(['{"a":1}\n{"b":2}\n{"c":3}\n{"d"', ':4}\n{"e":5}\n', '{"f"', ':', '6}', '  \n']);
-    assert.deepEqual(batches, [
-      ['{"a":1}', '{"b":2}', '{"c":3}'],
-      ['{"d":4}', '{"e":5}'],
-      ['{"f":6}'],
-    ]);
+    assert.deepEqual(batches, [['{"a":1}', '{"b":2}', '{"c":3}'], ['{"d":4}', '{"e":5}'], ['{"f":6}']]);
     // A trailing scalar completes at end of input, in a batch of its own.
     assert.deepEqual((await run(['{"a":1} 12', '34'])).batches, [['{"a":1}'], ['1234']]);
     assert.deepEqual((await run(['{"a":1} 12', '34 '])).batches, [['{"a":1}'], ['1234']]);

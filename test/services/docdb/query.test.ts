@@ -2,7 +2,20 @@
 // the endpoint level, on SQLite or PostgreSQL.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createIndex, errorLine, errorOf, find, ids, jsonOf, linesOf, parseLines, post, seed, startEnv, type Env } from './fixtures.ts';
+import {
+  createIndex,
+  errorLine,
+  errorOf,
+  find,
+  ids,
+  jsonOf,
+  linesOf,
+  parseLines,
+  post,
+  seed,
+  startEnv,
+  type Env,
+} from './fixtures.ts';
 import { EXAMPLE_DOCUMENTS, FILTER_EXAMPLES, INVALID_FILTER_EXAMPLE } from './query/filter-examples.ts';
 
 let env: Env;
@@ -14,7 +27,8 @@ after(async () => {
   await env.service.close();
 });
 
-const matching = async (filter: unknown, collection = 'abc'): Promise<unknown[]> => ids(await find(env, collection, { filter, limit: 10 }));
+const matching = async (filter: unknown, collection = 'abc'): Promise<unknown[]> =>
+  ids(await find(env, collection, { filter, limit: 10 }));
 
 describe('the §9.3 examples', () => {
   for (const [filter, expected] of FILTER_EXAMPLES) {
@@ -35,7 +49,11 @@ describe('filter language, further', () => {
     assert.deepEqual(await matching({ tags: ['red', 'blue'] }), ['a']);
     assert.deepEqual(await matching({ tags: ['blue', 'red'] }), []);
     assert.deepEqual(await matching({ tags: ['red'] }), []);
-    assert.deepEqual(await matching({ address: { $eq: { city: 'Paris' } } }), ['b'], '$eq with an object operand is a condition (partial match)');
+    assert.deepEqual(
+      await matching({ address: { $eq: { city: 'Paris' } } }),
+      ['b'],
+      '$eq with an object operand is a condition (partial match)',
+    );
     assert.deepEqual(await matching({ address: { city: 'Madrid', zip: '28001' } }), ['a']);
     assert.deepEqual(await matching({ address: { zip: null } }), ['b'], 'a missing member is null');
     assert.deepEqual(await matching({ 'address.zip': null }), ['b', 'c']);
@@ -66,7 +84,13 @@ describe('filter language, further', () => {
     assert.deepEqual(await matching({ tags: { $lt: 'c' } }), ['a']);
     assert.deepEqual(await matching({ n: { $gt: 1.5, $lt: 3 } }), ['b']);
     assert.deepEqual(await matching({ address: { $gt: '' } }), [], 'objects never compare');
-    await seed(env, 'strings', [{ id: 'z', s: 'z' }, { id: 'e', s: 'é' }, { id: 'bmp', s: '\uffff' }, { id: 'astral', s: '😀' }, { id: 'upper', s: 'Z' }]);
+    await seed(env, 'strings', [
+      { id: 'z', s: 'z' },
+      { id: 'e', s: 'é' },
+      { id: 'bmp', s: '\uffff' },
+      { id: 'astral', s: '😀' },
+      { id: 'upper', s: 'Z' },
+    ]);
     assert.deepEqual(await matching({ s: { $gt: 'z' } }, 'strings'), ['e', 'bmp', 'astral']);
     assert.deepEqual(await matching({ s: { $gt: '\uffff' } }, 'strings'), ['astral'], 'code point order, not UTF-16');
     assert.deepEqual(await matching({ s: { $lt: 'a' } }, 'strings'), ['upper']);
@@ -87,7 +111,10 @@ describe('filter language, further', () => {
     assert.deepEqual(await matching({ n: { $or: [1, { $ge: 3 }] } }), ['a', 'c']);
     assert.deepEqual(await matching({ $and: [] }), ['a', 'b', 'c']);
     assert.deepEqual(await matching({ $or: [] }), []);
-    assert.deepEqual(await matching({ $or: [{ $and: [{ n: { $gte: 2 } }, { tags: { $ne: 'green' } }] }, { id: 'a' }] }), ['a', 'c']);
+    assert.deepEqual(
+      await matching({ $or: [{ $and: [{ n: { $gte: 2 } }, { tags: { $ne: 'green' } }] }, { id: 'a' }] }),
+      ['a', 'c'],
+    );
     assert.deepEqual(await matching({ n: { $eq: { $in: [2, 3] } } }), ['b', 'c']);
     assert.deepEqual(await matching({ n: { $ne: { $gt: 1 } } }), ['a']);
   });
@@ -101,15 +128,37 @@ describe('filter language, further', () => {
     assert.deepEqual(await matching({ 'tags.x': null }), ['a', 'b', 'c']);
     assert.deepEqual(await matching({ 'address.city.x': null }), ['a', 'b', 'c']);
     assert.deepEqual(await matching({ 'n.0': null }), ['a', 'b', 'c']);
-    await seed(env, 'paths', [{ id: 'p', items: [{ sku: 'x', q: 1 }, { sku: 'y', q: 2 }], 'a.b': 1, a: { b: 2 } }]);
-    assert.deepEqual(await matching({ 'items.sku': 'x' }, 'paths'), [], 'a non-numeric segment does not continue through an array');
-    assert.deepEqual(await matching({ items: { sku: 'y' } }, 'paths'), ['p'], 'the array rule of object conditions does');
+    await seed(env, 'paths', [
+      {
+        id: 'p',
+        items: [
+          { sku: 'x', q: 1 },
+          { sku: 'y', q: 2 },
+        ],
+        'a.b': 1,
+        a: { b: 2 },
+      },
+    ]);
+    assert.deepEqual(
+      await matching({ 'items.sku': 'x' }, 'paths'),
+      [],
+      'a non-numeric segment does not continue through an array',
+    );
+    assert.deepEqual(
+      await matching({ items: { sku: 'y' } }, 'paths'),
+      ['p'],
+      'the array rule of object conditions does',
+    );
     // Each entry holds on an array when it holds for some element (not necessarily the same one).
     assert.deepEqual(await matching({ items: { sku: 'y', q: 1 } }, 'paths'), ['p']);
     assert.deepEqual(await matching({ items: { sku: 'z' } }, 'paths'), []);
     assert.deepEqual(await matching({ 'items.1.q': { $gt: 1 } }, 'paths'), ['p']);
     assert.deepEqual(await matching({ 'a.b': 2 }, 'paths'), ['p'], 'dots always split in filters');
-    assert.deepEqual(await matching({ constructor: null, toString: null, __proto__: null }, 'paths'), ['p'], 'no prototype members');
+    assert.deepEqual(
+      await matching({ constructor: null, toString: null, __proto__: null }, 'paths'),
+      ['p'],
+      'no prototype members',
+    );
   });
 
   it('invalid filters → 400 invalid_filter before any line', async () => {
@@ -141,7 +190,10 @@ describe('filter language, further', () => {
       const response = await post(env, 'abc:find', { filter, limit: -1 });
       errorOf(response, 400, 'invalid_filter');
     }
-    assert.equal(errorOf(await post(env, 'abc:find', { filter: { n: { $xyz: 1 } } }), 400, 'invalid_filter'), "unknown operator '$xyz'");
+    assert.equal(
+      errorOf(await post(env, 'abc:find', { filter: { n: { $xyz: 1 } } }), 400, 'invalid_filter'),
+      "unknown operator '$xyz'",
+    );
     // Nested beyond any sane depth: a 400, not a crash.
     const deep = `{"filter":${'{"$and":['.repeat(200)}1${']}'.repeat(200)}}`;
     errorOf(await post(env, 'abc:find', deep), 400, 'invalid_filter');
@@ -159,7 +211,11 @@ describe('filter language, further', () => {
 
 describe('the traversal pipeline (§9.1)', () => {
   before(async () => {
-    await seed(env, 'pipe', Array.from({ length: 10 }, (_, i) => ({ id: `p${i}`, i, even: i % 2 === 0 })));
+    await seed(
+      env,
+      'pipe',
+      Array.from({ length: 10 }, (_, i) => ({ id: `p${i}`, i, even: i % 2 === 0 })),
+    );
   });
 
   it('limit: 1 by default, 0 → none, negative → all', async () => {
@@ -177,7 +233,12 @@ describe('the traversal pipeline (§9.1)', () => {
   it('skip drops matching documents only; ≤ 0 means none', async () => {
     assert.deepEqual(ids(await find(env, 'pipe', { skip: 2, limit: 2 })), ['p2', 'p3']);
     assert.deepEqual(ids(await find(env, 'pipe', { skip: -5, limit: 2 })), ['p0', 'p1']);
-    assert.deepEqual(ids(await find(env, 'pipe', { skip: 1, limit: -1, filter: { even: true } })), ['p2', 'p4', 'p6', 'p8']);
+    assert.deepEqual(ids(await find(env, 'pipe', { skip: 1, limit: -1, filter: { even: true } })), [
+      'p2',
+      'p4',
+      'p6',
+      'p8',
+    ]);
     assert.deepEqual(ids(await find(env, 'pipe', { skip: 10, limit: -1 })), []);
     assert.deepEqual(ids(await find(env, 'pipe', { skip: 1e9, limit: -1 })), []);
     assert.deepEqual(ids(await find(env, 'pipe', { skip: 3, limit: 0 })), []);
@@ -189,8 +250,15 @@ describe('the traversal pipeline (§9.1)', () => {
     assert.deepEqual(ids(await find(env, 'pipe', { index: 'by-id', value: 'p3', limit: -1 })), ['p3']);
     assert.deepEqual(ids(await find(env, 'pipe', { index: 'by-id', value: 'p3', skip: 1 })), []);
     assert.deepEqual(ids(await find(env, 'pipe', { index: 'by-id', value: 'p3', filter: { even: true } })), []);
-    assert.deepEqual(ids(await find(env, 'pipe', { index: 'by-i', filter: { even: true }, skip: 1, limit: 2 })), ['p6', 'p4']);
-    assert.deepEqual(ids(await find(env, 'pipe', { index: 'by-i', filter: { i: { $lt: 3 } }, limit: -1 })), ['p2', 'p1', 'p0']);
+    assert.deepEqual(ids(await find(env, 'pipe', { index: 'by-i', filter: { even: true }, skip: 1, limit: 2 })), [
+      'p6',
+      'p4',
+    ]);
+    assert.deepEqual(ids(await find(env, 'pipe', { index: 'by-i', filter: { i: { $lt: 3 } }, limit: -1 })), [
+      'p2',
+      'p1',
+      'p0',
+    ]);
     assert.deepEqual(ids(await find(env, 'pipe', { index: null, limit: 2 })), ['p0', 'p1']);
   });
 
@@ -199,7 +267,15 @@ describe('the traversal pipeline (§9.1)', () => {
     errorOf(await post(env, 'pipe:find', '{'), 400, 'invalid_json');
     errorOf(await post(env, 'pipe:find', '[]'), 400, 'validation_error');
     errorOf(await post(env, 'pipe:find', 'null'), 400, 'validation_error');
-    for (const body of [{ limit: 1.5 }, { limit: '10' }, { skip: '1' }, { skip: 0.5 }, { index: 5 }, { index: {} }, { limit: true }]) {
+    for (const body of [
+      { limit: 1.5 },
+      { limit: '10' },
+      { skip: '1' },
+      { skip: 0.5 },
+      { index: 5 },
+      { index: {} },
+      { limit: true },
+    ]) {
       errorOf(await post(env, 'pipe:find', body), 400, 'validation_error');
     }
     errorOf(await post(env, 'nowhere:find', {}), 404, 'not_found');
@@ -207,7 +283,10 @@ describe('the traversal pipeline (§9.1)', () => {
     errorOf(await post(env, 'nowhere:find', { limit: 'x' }), 400, 'validation_error');
     errorOf(await post(env, 'nowhere:remove', { index: 1 }), 400, 'validation_error');
     errorOf(await post(env, 'nowhere:patch', { filter: {} }), 400, 'validation_error');
-    assert.equal(errorOf(await post(env, 'pipe:find', { index: 'nope' }), 404, 'not_found'), "index 'nope' not found in collection 'pipe'");
+    assert.equal(
+      errorOf(await post(env, 'pipe:find', { index: 'nope' }), 404, 'not_found'),
+      "index 'nope' not found in collection 'pipe'",
+    );
     errorOf(await post(env, 'pipe:find', { index: 'nope', filter: { $bad: 1 } }), 404, 'not_found');
     errorOf(await post(env, 'nowhere:find', { filter: { $bad: 1 } }), 404, 'not_found');
     // Unknown fields are ignored; large integers are fine.
@@ -268,8 +347,21 @@ describe('no value crashes a query', () => {
     assert.equal(exact.body, `${body}\n`);
     // The same values through a btree index.
     await createIndex(env, 'weird', { name: 'bt', type: 'btree', fields: ['v'], sparse: true });
-    assert.deepEqual(ids(await find(env, 'weird', { index: 'bt', limit: -1 })), ['n', 'f', 't', 'num', 'big', 's', 'arr', 'empty', 'obj']);
-    assert.deepEqual(ids(await find(env, 'weird', { index: 'bt', limit: -1, from: { v: [] }, to: { v: { a: [2] } } })), ['arr', 'empty', 'obj']);
+    assert.deepEqual(ids(await find(env, 'weird', { index: 'bt', limit: -1 })), [
+      'n',
+      'f',
+      't',
+      'num',
+      'big',
+      's',
+      'arr',
+      'empty',
+      'obj',
+    ]);
+    assert.deepEqual(
+      ids(await find(env, 'weird', { index: 'bt', limit: -1, from: { v: [] }, to: { v: { a: [2] } } })),
+      ['arr', 'empty', 'obj'],
+    );
   });
 
   it('deeply nested documents: up to 1000 levels stored, deeper ones refused with a 400', async () => {
@@ -280,7 +372,11 @@ describe('no value crashes a query', () => {
     assert.equal(ok.statusCode, 200, ok.body.slice(0, 200));
     errorOf(await post(env, 'deep:insertFullduplex', `{"id":"deeper","d":${nest(1000)}}`), 400, 'validation_error');
     errorOf(await post(env, 'deep:insertFullduplex', `{"id":"deepest","d":${nest(50000)}}`), 400, 'validation_error');
-    const arrays = await post(env, 'deep:insertFullduplex', `{"id":"ok"}\n{"d":${'['.repeat(20000)}${']'.repeat(20000)}}\n{"id":"after"}`);
+    const arrays = await post(
+      env,
+      'deep:insertFullduplex',
+      `{"id":"ok"}\n{"d":${'['.repeat(20000)}${']'.repeat(20000)}}\n{"id":"after"}`,
+    );
     const lines = linesOf(arrays);
     assert.deepEqual(lines[0], { id: 'ok' });
     errorLine(lines[1], 400, 'validation_error');
@@ -293,15 +389,20 @@ describe('no value crashes a query', () => {
     errorOf(await post(env, 'deep:setDefaults', `{"d":${nest(1000)}}`), 400, 'validation_error');
     errorOf(await post(env, '', `{"name":"deep-defaults","defaults":{"d":${nest(1000)}}}`), 400, 'validation_error');
     // A btree key of the deep document is too long (409), not a crash.
-    errorOf(await post(env, 'deep:createIndex', { name: 'bt', type: 'btree', fields: ['d'], sparse: true }), 409, 'conflict');
+    errorOf(
+      await post(env, 'deep:createIndex', { name: 'bt', type: 'btree', fields: ['d'], sparse: true }),
+      409,
+      'conflict',
+    );
     await createIndex(env, 'deep', { name: 'bt', type: 'btree', fields: ['id'] });
     errorOf(await post(env, 'deep:find', `{"index":"bt","from":{"id":${nest(20000)}}}`), 400, 'validation_error');
     assert.equal(linesOf(await post(env, 'deep:find', `{"index":"bt","to":{"id":${nest(998)}},"limit":-1}`)).length, 3);
-    const patched = linesOf(await post(env, 'deep:patch', `{"filter":{"id":"deep"},"patch":{"d":${nest(999, '"top"')}}}`));
+    const patched = linesOf(
+      await post(env, 'deep:patch', `{"filter":{"id":"deep"},"patch":{"d":${nest(999, '"top"')}}}`),
+    );
     assert.equal(patched.length, 1);
     const found = await post(env, 'deep:find', { filter: { d: { a: { a: { $ne: 1 } } } }, limit: -1 });
     assert.equal(found.statusCode, 200);
     jsonOf(await post(env, 'deep:size'));
   });
-
 });

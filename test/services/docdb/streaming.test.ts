@@ -36,12 +36,24 @@ interface Answer {
 /** One whole request and its whole answer. */
 function call(method: string, path: string, body?: string | Buffer): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers: { ...headers, 'content-type': 'application/json' }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        headers: { ...headers, 'content-type': 'application/json' },
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.setTimeout(30_000, () => req.destroy(new Error('request timed out')));
     req.end(body);
@@ -62,7 +74,14 @@ class Conversation {
   readonly done: Promise<void>;
 
   constructor(path: string) {
-    this.req = http.request({ host: '127.0.0.1', port, method: 'POST', path, headers: { ...headers, 'content-type': 'application/x-ndjson', 'transfer-encoding': 'chunked' }, agent: false });
+    this.req = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path,
+      headers: { ...headers, 'content-type': 'application/x-ndjson', 'transfer-encoding': 'chunked' },
+      agent: false,
+    });
     this.req.on('error', () => {});
     this.response = new Promise((resolve) => this.req.once('response', resolve));
     this.done = this.response.then(
@@ -94,7 +113,8 @@ class Conversation {
   }
 
   private wake(): void {
-    while (this.waiters.length > 0 && (this.lines.length > 0 || this.ended)) this.waiters.shift()!(this.lines.shift() ?? null);
+    while (this.waiters.length > 0 && (this.lines.length > 0 || this.ended))
+      this.waiters.shift()!(this.lines.shift() ?? null);
   }
 
   send(text: string): void {
@@ -239,12 +259,14 @@ describe('whole bodies over a real socket', () => {
     const answer = await call('POST', `${C}/whole-huge:find`, huge);
     assert.equal(answer.status, 413, answer.text.slice(0, 200));
     assert.equal((JSON.parse(answer.text) as { error: { code: string } }).error.code, 'payload_too_large');
-    const defaults = await call('POST', `${C}/whole-huge:setDefaults`, JSON.stringify({ x: 'y'.repeat(10 * 1024 * 1024 + 1) }));
+    const defaults = await call(
+      'POST',
+      `${C}/whole-huge:setDefaults`,
+      JSON.stringify({ x: 'y'.repeat(10 * 1024 * 1024 + 1) }),
+    );
     assert.equal(defaults.status, 413);
   });
 });
-
-
 
 /**
  * Watches the service's traversals from the server side: counts the batches read from the store
@@ -330,18 +352,30 @@ describe('large finds and disconnects', () => {
   it('a client that disconnects mid-find stops it; the server carries on', async () => {
     for (const body of ['{"limit":-1}', '{"limit":-1,"filter":{"i":{"$ge":0}}}']) {
       const received = await new Promise<number>((resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: `${C}/big:find`, headers: { ...headers, 'content-type': 'application/json' }, agent: false }, (res) => {
-          let bytes = 0;
-          res.once('data', (chunk: Buffer) => {
-            bytes += chunk.length;
-            // Stop reading and hang up after the first chunk.
-            res.pause();
-            req.destroy();
-            resolve(bytes);
-          });
-          res.on('error', () => {});
-        });
-        req.on('error', (error) => ((error as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(error)));
+        const req = http.request(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: `${C}/big:find`,
+            headers: { ...headers, 'content-type': 'application/json' },
+            agent: false,
+          },
+          (res) => {
+            let bytes = 0;
+            res.once('data', (chunk: Buffer) => {
+              bytes += chunk.length;
+              // Stop reading and hang up after the first chunk.
+              res.pause();
+              req.destroy();
+              resolve(bytes);
+            });
+            res.on('error', () => {});
+          },
+        );
+        req.on('error', (error) =>
+          (error as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(error),
+        );
         req.end(body);
       });
       assert.ok(received > 0);
@@ -349,7 +383,10 @@ describe('large finds and disconnects', () => {
     // The server is fine and still answers complete finds.
     await new Promise((resolve) => setTimeout(resolve, 50));
     const answer = await call('POST', `${C}/big:find`, '{"limit":3}');
-    assert.deepEqual((parseLines(answer.text) as { i: number }[]).map((d) => d.i), [0, 1, 2]);
+    assert.deepEqual(
+      (parseLines(answer.text) as { i: number }[]).map((d) => d.i),
+      [0, 1, 2],
+    );
   });
 
   it('a disconnect stops a find even while nothing matches (nothing is being written)', async () => {
@@ -358,7 +395,14 @@ describe('large finds and disconnects', () => {
       // Hold the scan before its second batch: the server is mid-scan, with 18 batches to go.
       const watch = watchTraversals(2);
       try {
-        const req = http.request({ host: '127.0.0.1', port, method: 'POST', path, headers: { ...headers, 'content-type': 'application/json' }, agent: false });
+        const req = http.request({
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path,
+          headers: { ...headers, 'content-type': 'application/json' },
+          agent: false,
+        });
         req.on('error', () => {});
         const cut = serverSideClose(path, () => watch.read);
         req.end('{"limit":-1,"filter":{"i":-1}}');
@@ -370,31 +414,48 @@ describe('large finds and disconnects', () => {
         watch.release();
         await within(watch.ended, `${action}: the scan to end`);
         assert.equal(readAtClose, 2);
-        assert.equal(watch.read, readAtClose, `${action}: no batch is read once the server has seen the client go (of ${COUNT / 1000})`);
+        assert.equal(
+          watch.read,
+          readAtClose,
+          `${action}: no batch is read once the server has seen the client go (of ${COUNT / 1000})`,
+        );
       } finally {
         watch.restore();
       }
     }
     const answer = await call('POST', `${C}/big:find`, '{"limit":1,"skip":19999}');
-    assert.deepEqual((parseLines(answer.text) as { i: number }[]).map((d) => d.i), [19999]);
+    assert.deepEqual(
+      (parseLines(answer.text) as { i: number }[]).map((d) => d.i),
+      [19999],
+    );
   });
 
   it('a slow reader gets everything (back-pressure)', async () => {
     const lines = await new Promise<number>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: `${C}/big:find`, headers: { ...headers, 'content-type': 'application/json' }, agent: false }, (res) => {
-        let text = '';
-        let paused = 0;
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          text += chunk;
-          if (paused++ < 5) {
-            res.pause();
-            setTimeout(() => res.resume(), 30);
-          }
-        });
-        res.on('end', () => resolve(parseLines(text).length));
-        res.on('error', reject);
-      });
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: `${C}/big:find`,
+          headers: { ...headers, 'content-type': 'application/json' },
+          agent: false,
+        },
+        (res) => {
+          let text = '';
+          let paused = 0;
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            text += chunk;
+            if (paused++ < 5) {
+              res.pause();
+              setTimeout(() => res.resume(), 30);
+            }
+          });
+          res.on('end', () => resolve(parseLines(text).length));
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
       req.end('{"limit":-1,"skip":5000}');
     });
@@ -422,13 +483,23 @@ describe('large finds and disconnects', () => {
     try {
       const cut = serverSideClose(path, () => watch.handedOver);
       const firstLines = new Promise<void>((resolve) => {
-        const req = http.request({ host: '127.0.0.1', port, method: 'POST', path, headers: { ...headers, 'content-type': 'application/json' }, agent: false }, (res) => {
-          res.once('data', () => {
-            req.destroy();
-            resolve();
-          });
-          res.on('error', () => {});
-        });
+        const req = http.request(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path,
+            headers: { ...headers, 'content-type': 'application/json' },
+            agent: false,
+          },
+          (res) => {
+            res.once('data', () => {
+              req.destroy();
+              resolve();
+            });
+            res.on('error', () => {});
+          },
+        );
         req.on('error', () => {});
         req.end('{"limit":-1,"patch":{"seen":true}}');
       });
@@ -437,11 +508,17 @@ describe('large finds and disconnects', () => {
       assert.equal(finished, false, 'the answer was cut, not finished');
       watch.release();
       await within(watch.ended, 'the patch to end');
-      assert.ok(handedOverAtClose < COUNT, `${handedOverAtClose} documents were handed to the patch before the disconnect`);
+      assert.ok(
+        handedOverAtClose < COUNT,
+        `${handedOverAtClose} documents were handed to the patch before the disconnect`,
+      );
       const count = await call('POST', `${C}/big:find`, '{"limit":-1,"filter":{"seen":true}}');
       const patched = parseLines(count.text) as { i: number }[];
       assert.ok(patched.length > 0, 'the answer the client saw was committed');
-      assert.ok(patched.length <= handedOverAtClose, `patched ${patched.length}, but only ${handedOverAtClose} were handed over before the disconnect`);
+      assert.ok(
+        patched.length <= handedOverAtClose,
+        `patched ${patched.length}, but only ${handedOverAtClose} were handed over before the disconnect`,
+      );
       // Patched in order from the start, each at most once.
       for (let i = 0; i < patched.length; i++) assert.equal(patched[i]!.i, i);
     } finally {

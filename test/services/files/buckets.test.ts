@@ -1,7 +1,17 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestService } from '../../helpers/service.ts';
-import { as, assertError, call, createBucket, jsonOf, startFiles, upload, UUID_V4, type BucketBody } from './helpers.ts';
+import {
+  as,
+  assertError,
+  call,
+  createBucket,
+  jsonOf,
+  startFiles,
+  upload,
+  UUID_V4,
+  type BucketBody,
+} from './helpers.ts';
 
 let service: TestService;
 before(async () => {
@@ -22,7 +32,10 @@ interface ListItem {
 
 describe('buckets', () => {
   test('create → 201 with the Bucket object; get; list in creation order with created_h', async () => {
-    const first = await createBucket(service, 'u-create', { name: '  photos_2025-a  ', description: 'holiday pictures' });
+    const first = await createBucket(service, 'u-create', {
+      name: '  photos_2025-a  ',
+      description: 'holiday pictures',
+    });
     assert.deepEqual(Object.keys(first), ['id', 'project_id', 'created_timestamp', 'owners', 'name', 'description']);
     assert.match(first.id, /^bucket-/);
     assert.match(first.id.slice('bucket-'.length), UUID_V4);
@@ -36,7 +49,10 @@ describe('buckets', () => {
 
     assert.deepEqual(jsonOf<BucketBody>(await call(service, 'GET', `/v1/buckets/${first.id}`, as('u-create'))), first);
     const list = jsonOf<ListItem[]>(await call(service, 'GET', '/v1/buckets', as('u-create')));
-    assert.deepEqual(list.map((b) => b.id), [first.id, second.id]);
+    assert.deepEqual(
+      list.map((b) => b.id),
+      [first.id, second.id],
+    );
     assert.deepEqual(Object.keys(list[0]!), ['id', 'name', 'description', 'created_timestamp', 'created_h', 'owners']);
     // Exact digits from the raw text (a JS number would round them).
     const raw = (await call(service, 'GET', '/v1/buckets', as('u-create'))).body;
@@ -47,7 +63,10 @@ describe('buckets', () => {
   });
 
   test('an empty body (or {}) creates a bucket named by its id; description defaults to ""', async () => {
-    const empty = jsonOf<BucketBody>(await service.app.inject({ method: 'POST', url: '/v1/buckets', headers: as('u-empty') }), 201);
+    const empty = jsonOf<BucketBody>(
+      await service.app.inject({ method: 'POST', url: '/v1/buckets', headers: as('u-empty') }),
+      201,
+    );
     assert.equal(empty.name, empty.id);
     assert.equal(empty.description, '');
     const braces = await createBucket(service, 'u-empty', {});
@@ -57,23 +76,52 @@ describe('buckets', () => {
   });
 
   test('project_id comes from X-Project-Id, else the identity project, else ""', async () => {
-    const fromHeader = await jsonOf<BucketBody>(await call(service, 'POST', '/v1/buckets', { ...as('u-proj'), 'x-project-id': 'proj-h' }, { name: 'a' }), 201);
+    const fromHeader = await jsonOf<BucketBody>(
+      await call(service, 'POST', '/v1/buckets', { ...as('u-proj'), 'x-project-id': 'proj-h' }, { name: 'a' }),
+      201,
+    );
     assert.equal(fromHeader.project_id, 'proj-h');
-    const fromIdentity = jsonOf<BucketBody>(await call(service, 'POST', '/v1/buckets', as('u-proj', { project: { id: 'proj-i' } }), { name: 'b' }), 201);
+    const fromIdentity = jsonOf<BucketBody>(
+      await call(service, 'POST', '/v1/buckets', as('u-proj', { project: { id: 'proj-i' } }), { name: 'b' }),
+      201,
+    );
     assert.equal(fromIdentity.project_id, 'proj-i');
     const list = jsonOf<Record<string, unknown>[]>(await call(service, 'GET', '/v1/buckets', as('u-proj')));
-    assert.ok(list.every((item) => !('project_id' in item)), 'list items carry no project_id');
+    assert.ok(
+      list.every((item) => !('project_id' in item)),
+      'list items carry no project_id',
+    );
   });
 
   test('validation: name characters and length, description length and type, unknown fields, invalid JSON', async () => {
-    assertError(await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'has space' }), 400, 'validation_error');
+    assertError(
+      await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'has space' }),
+      400,
+      'validation_error',
+    );
     assertError(await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'dot.name' }), 400, 'validation_error');
-    assertError(await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'x'.repeat(65) }), 400, 'validation_error');
+    assertError(
+      await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'x'.repeat(65) }),
+      400,
+      'validation_error',
+    );
     assert.equal((await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'x'.repeat(64) })).statusCode, 201);
-    assertError(await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'ok', description: 'd'.repeat(4097) }), 400, 'validation_error');
-    assert.equal((await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'okd', description: 'é'.repeat(4096) })).statusCode, 201);
+    assertError(
+      await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'ok', description: 'd'.repeat(4097) }),
+      400,
+      'validation_error',
+    );
+    assert.equal(
+      (await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'okd', description: 'é'.repeat(4096) }))
+        .statusCode,
+      201,
+    );
     assertError(await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 12 }), 400, 'validation_error');
-    assertError(await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'n', extra: true }), 400, 'validation_error');
+    assertError(
+      await call(service, 'POST', '/v1/buckets', as('u-val'), { name: 'n', extra: true }),
+      400,
+      'validation_error',
+    );
     assertError(await call(service, 'POST', '/v1/buckets', as('u-val'), '{"name":'), 400, 'invalid_json');
     assertError(await call(service, 'POST', '/v1/buckets', as('u-val'), '[1]'), 400, 'validation_error');
     const names = jsonOf<ListItem[]>(await call(service, 'GET', '/v1/buckets', as('u-val'))).map((b) => b.name);
@@ -82,7 +130,11 @@ describe('buckets', () => {
 
   test('same name for the same owner → 409; another owner may use it', async () => {
     await createBucket(service, 'u-dup', { name: 'shared' });
-    const message = assertError(await call(service, 'POST', '/v1/buckets', as('u-dup'), { name: ' shared ' }), 409, 'conflict');
+    const message = assertError(
+      await call(service, 'POST', '/v1/buckets', as('u-dup'), { name: ' shared ' }),
+      409,
+      'conflict',
+    );
     assert.match(message, /bucket already exists/);
     await createBucket(service, 'u-dup2', { name: 'shared' });
   });
@@ -96,7 +148,11 @@ describe('buckets', () => {
       assertError(await call(service, 'GET', `/v1/buckets/${bucket.id}`, headers), 401, 'unauthorized');
       assertError(await call(service, 'PATCH', `/v1/buckets/${bucket.id}`, headers, {}), 401, 'unauthorized');
       assertError(await call(service, 'DELETE', `/v1/buckets/${bucket.id}`, headers), 401, 'unauthorized');
-      assertError(await call(service, 'PUT', `/v1/buckets/${bucket.id}/files/a.txt`, headers, 'x'), 401, 'unauthorized');
+      assertError(
+        await call(service, 'PUT', `/v1/buckets/${bucket.id}/files/a.txt`, headers, 'x'),
+        401,
+        'unauthorized',
+      );
       assertError(await call(service, 'GET', `/v1/buckets/${bucket.id}/files/a.txt`, headers), 401, 'unauthorized');
       assertError(await call(service, 'DELETE', `/v1/buckets/${bucket.id}/files/a.txt`, headers), 401, 'unauthorized');
       assertError(await call(service, 'GET', `/v1/buckets/${bucket.id}/list/`, headers), 401, 'unauthorized');
@@ -129,9 +185,20 @@ describe('buckets', () => {
 
   test('PATCH → 501 after authentication, whatever the body, and nothing changes', async () => {
     const bucket = await createBucket(service, 'u-patch', { name: 'keep' });
-    assertError(await call(service, 'PATCH', `/v1/buckets/${bucket.id}`, as('u-patch'), { name: 'changed' }), 501, 'not_implemented');
-    assertError(await call(service, 'PATCH', `/v1/buckets/${bucket.id}`, as('u-patch'), '{broken'), 501, 'not_implemented');
-    assert.equal(jsonOf<BucketBody>(await call(service, 'GET', `/v1/buckets/${bucket.id}`, as('u-patch'))).name, 'keep');
+    assertError(
+      await call(service, 'PATCH', `/v1/buckets/${bucket.id}`, as('u-patch'), { name: 'changed' }),
+      501,
+      'not_implemented',
+    );
+    assertError(
+      await call(service, 'PATCH', `/v1/buckets/${bucket.id}`, as('u-patch'), '{broken'),
+      501,
+      'not_implemented',
+    );
+    assert.equal(
+      jsonOf<BucketBody>(await call(service, 'GET', `/v1/buckets/${bucket.id}`, as('u-patch'))).name,
+      'keep',
+    );
   });
 
   test('known path with another method → 405 with Allow; unknown path → 404', async () => {
@@ -140,8 +207,16 @@ describe('buckets', () => {
     assertError(put, 405, 'method_not_allowed');
     assert.match(String(put.headers.allow), /GET/);
     assertError(await call(service, 'POST', `/v1/buckets/${bucket.id}`, as('u-405')), 405, 'method_not_allowed');
-    assertError(await call(service, 'POST', `/v1/buckets/${bucket.id}/files/a`, as('u-405'), 'x'), 405, 'method_not_allowed');
-    assertError(await call(service, 'DELETE', `/v1/buckets/${bucket.id}/list/`, as('u-405')), 405, 'method_not_allowed');
+    assertError(
+      await call(service, 'POST', `/v1/buckets/${bucket.id}/files/a`, as('u-405'), 'x'),
+      405,
+      'method_not_allowed',
+    );
+    assertError(
+      await call(service, 'DELETE', `/v1/buckets/${bucket.id}/list/`, as('u-405')),
+      405,
+      'method_not_allowed',
+    );
     assertError(await call(service, 'GET', `/v1/nothing`, as('u-405')), 404, 'not_found');
   });
 
@@ -155,7 +230,10 @@ describe('buckets', () => {
     assertError(await call(service, 'GET', `/v1/buckets/${bucket.id}/files/a.txt`, as('u-del')), 404, 'not_found');
     assertError(await call(service, 'GET', `/v1/buckets/${bucket.id}/list/`, as('u-del')), 404, 'not_found');
     assertError(await call(service, 'DELETE', `/v1/buckets/${bucket.id}`, as('u-del')), 404, 'not_found');
-    const rows = await service.store.sql.pool?.query('select count(*)::int as n from files_files where bucket_id = $1', [bucket.id]);
+    const rows = await service.store.sql.pool?.query(
+      'select count(*)::int as n from files_files where bucket_id = $1',
+      [bucket.id],
+    );
     if (rows) assert.equal(rows.rows[0].n, 0);
     // The name is free again.
     await createBucket(service, 'u-del', { name: 'doomed' });
@@ -165,7 +243,12 @@ describe('buckets', () => {
     const doc = jsonOf<{ paths: Record<string, Record<string, unknown>> }>(await call(service, 'GET', '/openapi.json'));
     assert.deepEqual(Object.keys(doc.paths['/v1/buckets']!).sort(), ['get', 'post']);
     assert.deepEqual(Object.keys(doc.paths['/v1/buckets/{bucket_id}']!).sort(), ['delete', 'get', 'patch']);
-    assert.deepEqual(Object.keys(doc.paths['/v1/buckets/{bucket_id}/files/{*}']!).sort().filter((m) => m !== 'head'), ['delete', 'get', 'put']);
+    assert.deepEqual(
+      Object.keys(doc.paths['/v1/buckets/{bucket_id}/files/{*}']!)
+        .sort()
+        .filter((m) => m !== 'head'),
+      ['delete', 'get', 'put'],
+    );
     assert.ok(doc.paths['/v1/buckets/{bucket_id}/list/{*}']?.get);
   });
 });

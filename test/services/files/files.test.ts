@@ -2,7 +2,19 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import type { TestService } from '../../helpers/service.ts';
-import { as, assertError, call, createBucket, jsonOf, md5, sha256, startFiles, upload, UUID_V4, type FileBody } from './helpers.ts';
+import {
+  as,
+  assertError,
+  call,
+  createBucket,
+  jsonOf,
+  md5,
+  sha256,
+  startFiles,
+  upload,
+  UUID_V4,
+  type FileBody,
+} from './helpers.ts';
 
 let service: TestService;
 let limited: TestService;
@@ -20,8 +32,23 @@ const url = (bucket: string, path: string) => `/v1/buckets/${bucket}/files/${pat
 describe('upload and download', () => {
   test('the reference example: 201 with the File object, hashes, text/plain; charset=utf-8', async () => {
     const bucket = await createBucket(service, 'alice');
-    const file = await upload(service, 'alice', bucket.id, 'hello.txt', 'Hello, Stratus Files!', { 'content-type': 'text/plain' });
-    assert.deepEqual(Object.keys(file), ['id', 'uuid', 'created_timestamp', 'updated_timestamp', 'owners', 'status', 'size', 'name', 'bucket', 'hash_md5', 'hash_sha256', 'mime_type']);
+    const file = await upload(service, 'alice', bucket.id, 'hello.txt', 'Hello, Stratus Files!', {
+      'content-type': 'text/plain',
+    });
+    assert.deepEqual(Object.keys(file), [
+      'id',
+      'uuid',
+      'created_timestamp',
+      'updated_timestamp',
+      'owners',
+      'status',
+      'size',
+      'name',
+      'bucket',
+      'hash_md5',
+      'hash_sha256',
+      'mime_type',
+    ]);
     assert.match(file.uuid!, UUID_V4);
     assert.equal(file.id, `file-${file.uuid}`);
     assert.equal(file.name, 'hello.txt');
@@ -70,7 +97,12 @@ describe('upload and download', () => {
     assert.equal(got.body, '');
     // A stream payload goes without Content-Length (chunked).
     const chunks = ['part one, ', 'part two'];
-    const response = await service.app.inject({ method: 'PUT', url: url(bucket.id, 'chunked.txt'), headers: as('empty'), payload: Readable.from(chunks.map((c) => Buffer.from(c))) });
+    const response = await service.app.inject({
+      method: 'PUT',
+      url: url(bucket.id, 'chunked.txt'),
+      headers: as('empty'),
+      payload: Readable.from(chunks.map((c) => Buffer.from(c))),
+    });
     const chunked = jsonOf<FileBody>(response, 201);
     assert.equal(chunked.size, 18);
     assert.equal(chunked.hash_sha256, sha256(chunks.join('')));
@@ -118,7 +150,10 @@ describe('upload and download', () => {
     assert.equal(spaced.name, 'with space/été?.txt');
     assert.equal((await call(service, 'GET', url(bucket.id, 'Dir/File.txt'), as('paths'))).body, 'upper');
     assert.equal((await call(service, 'GET', url(bucket.id, 'dir/file.txt'), as('paths'))).body, 'lower');
-    assert.equal((await call(service, 'GET', url(bucket.id, 'with%20space/%C3%A9t%C3%A9%3F.txt'), as('paths'))).body, 'encoded');
+    assert.equal(
+      (await call(service, 'GET', url(bucket.id, 'with%20space/%C3%A9t%C3%A9%3F.txt'), as('paths'))).body,
+      'encoded',
+    );
     assertError(await call(service, 'GET', url(bucket.id, 'DIR/FILE.TXT'), as('paths')), 404, 'not_found');
   });
 
@@ -127,15 +162,35 @@ describe('upload and download', () => {
     const longest = 'x'.repeat(1024);
     await upload(service, 'bad', bucket.id, longest, 'ok');
     // Encoded so that no client or router normalises them away (raw `..` segments: test/e2e/files-http.test.ts).
-    const invalid = ['a%2F%2Fb', '%2Fa', 'a%2F', 'a%2F..%2Fb', 'a%2F.%2Fb', '..%2Fa', 'a%2F..', '.%2Fa', 'a%00b', 'x'.repeat(1025), 'é'.repeat(513), '%2F'];
+    const invalid = [
+      'a%2F%2Fb',
+      '%2Fa',
+      'a%2F',
+      'a%2F..%2Fb',
+      'a%2F.%2Fb',
+      '..%2Fa',
+      'a%2F..',
+      '.%2Fa',
+      'a%00b',
+      'x'.repeat(1025),
+      'é'.repeat(513),
+      '%2F',
+    ];
     for (const path of invalid) {
       assertError(await call(service, 'PUT', url(bucket.id, path), as('bad'), 'content'), 400, 'validation_error');
       assertError(await call(service, 'GET', url(bucket.id, path), as('bad')), 400, 'validation_error');
       assertError(await call(service, 'DELETE', url(bucket.id, path), as('bad')), 400, 'validation_error');
     }
-    assertError(await call(service, 'PUT', `/v1/buckets/${bucket.id}/files/`, as('bad'), 'content'), 400, 'validation_error');
+    assertError(
+      await call(service, 'PUT', `/v1/buckets/${bucket.id}/files/`, as('bad'), 'content'),
+      400,
+      'validation_error',
+    );
     const listed = jsonOf<FileBody[]>(await call(service, 'GET', `/v1/buckets/${bucket.id}/list/`, as('bad')));
-    assert.deepEqual(listed.map((f) => f.name), [longest]);
+    assert.deepEqual(
+      listed.map((f) => f.name),
+      [longest],
+    );
   });
 
   test('delete → 204 empty; then 404; deleting again → 404; unknown file → 404', async () => {
@@ -158,10 +213,14 @@ describe('upload and download', () => {
 describe('listing', () => {
   test('prefix at every depth, byte for byte, in first-upload order; * suffix stripped; [] when none', async () => {
     const bucket = await createBucket(service, 'lister');
-    for (const path of ['notes/a.txt', 'b.txt', 'notes/2025/b.txt', 'notesX', 'Notes/c.txt', 'notes/z']) await upload(service, 'lister', bucket.id, path, path);
+    for (const path of ['notes/a.txt', 'b.txt', 'notes/2025/b.txt', 'notesX', 'Notes/c.txt', 'notes/z'])
+      await upload(service, 'lister', bucket.id, path, path);
     // A replacement keeps its place (creation order = first upload).
     await upload(service, 'lister', bucket.id, 'notes/a.txt', 'changed', {}, 200);
-    const names = async (suffix: string) => jsonOf<FileBody[]>(await call(service, 'GET', `/v1/buckets/${bucket.id}/list${suffix}`, as('lister'))).map((f) => f.name);
+    const names = async (suffix: string) =>
+      jsonOf<FileBody[]>(await call(service, 'GET', `/v1/buckets/${bucket.id}/list${suffix}`, as('lister'))).map(
+        (f) => f.name,
+      );
     const all = ['notes/a.txt', 'b.txt', 'notes/2025/b.txt', 'notesX', 'Notes/c.txt', 'notes/z'];
     assert.deepEqual(await names('/'), all);
     assert.deepEqual(await names(''), all);
@@ -172,13 +231,21 @@ describe('listing', () => {
     assert.deepEqual(await names('/notes/2025/'), ['notes/2025/b.txt']);
     assert.deepEqual(await names('/nothing/'), []);
     assert.deepEqual(await names('/NOTES/'), []);
-    assertError(await call(service, 'GET', `/v1/buckets/${bucket.id}/list/a%00`, as('lister')), 400, 'validation_error');
+    assertError(
+      await call(service, 'GET', `/v1/buckets/${bucket.id}/list/a%00`, as('lister')),
+      400,
+      'validation_error',
+    );
   });
 
   test('prefixes with multi-byte characters and LIKE wildcards match exactly', async () => {
     const bucket = await createBucket(service, 'lister2');
-    for (const path of ['é/1', 'e/2', '%/3', '_/4', 'a_b/5', 'axb/6']) await upload(service, 'lister2', bucket.id, encodeURIComponent(path).replace(/%2F/g, '/'), 'x');
-    const names = async (prefix: string) => jsonOf<FileBody[]>(await call(service, 'GET', `/v1/buckets/${bucket.id}/list/${encodeURIComponent(prefix)}`, as('lister2'))).map((f) => f.name);
+    for (const path of ['é/1', 'e/2', '%/3', '_/4', 'a_b/5', 'axb/6'])
+      await upload(service, 'lister2', bucket.id, encodeURIComponent(path).replace(/%2F/g, '/'), 'x');
+    const names = async (prefix: string) =>
+      jsonOf<FileBody[]>(
+        await call(service, 'GET', `/v1/buckets/${bucket.id}/list/${encodeURIComponent(prefix)}`, as('lister2')),
+      ).map((f) => f.name);
     assert.deepEqual(await names('é'), ['é/1']);
     assert.deepEqual(await names('%'), ['%/3']);
     assert.deepEqual(await names('_'), ['_/4']);
@@ -188,24 +255,66 @@ describe('listing', () => {
 
 describe('media types', () => {
   const cases: { name: string; body: Buffer | string; contentType?: string; expected: string }[] = [
-    { name: 'png signature', body: Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), contentType: 'text/plain', expected: 'image/png' },
+    {
+      name: 'png signature',
+      body: Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'),
+      contentType: 'text/plain',
+      expected: 'image/png',
+    },
     { name: 'pdf', body: '%PDF-1.4 hello', expected: 'application/pdf' },
-    { name: 'html', body: '  <!DOCTYPE html><html></html>', contentType: 'text/plain', expected: 'text/html; charset=utf-8' },
-    { name: 'json declared, text content', body: '{"a":1}', contentType: 'application/json', expected: 'application/json' },
+    {
+      name: 'html',
+      body: '  <!DOCTYPE html><html></html>',
+      contentType: 'text/plain',
+      expected: 'text/html; charset=utf-8',
+    },
+    {
+      name: 'json declared, text content',
+      body: '{"a":1}',
+      contentType: 'application/json',
+      expected: 'application/json',
+    },
     { name: 'css declared', body: 'body { color: red }', contentType: 'text/css', expected: 'text/css' },
-    { name: 'csv declared with charset', body: 'a,b\n1,2\n', contentType: 'text/csv; charset=utf-8', expected: 'text/csv; charset=utf-8' },
+    {
+      name: 'csv declared with charset',
+      body: 'a,b\n1,2\n',
+      contentType: 'text/csv; charset=utf-8',
+      expected: 'text/csv; charset=utf-8',
+    },
     { name: 'text, no type', body: 'just words', expected: 'text/plain; charset=utf-8' },
-    { name: 'text declared as a binary type', body: 'just words', contentType: 'application/zip', expected: 'text/plain; charset=utf-8' },
-    { name: 'unknown binary, declared', body: Buffer.from([1, 2, 3, 0, 250]), contentType: 'application/x-custom', expected: 'application/x-custom' },
+    {
+      name: 'text declared as a binary type',
+      body: 'just words',
+      contentType: 'application/zip',
+      expected: 'text/plain; charset=utf-8',
+    },
+    {
+      name: 'unknown binary, declared',
+      body: Buffer.from([1, 2, 3, 0, 250]),
+      contentType: 'application/x-custom',
+      expected: 'application/x-custom',
+    },
     { name: 'unknown binary, undeclared', body: Buffer.from([1, 2, 3, 0, 250]), expected: 'application/octet-stream' },
-    { name: 'gzip', body: Buffer.from([0x1f, 0x8b, 0x08, 0, 0, 0]), contentType: 'application/octet-stream', expected: 'application/x-gzip' },
+    {
+      name: 'gzip',
+      body: Buffer.from([0x1f, 0x8b, 0x08, 0, 0, 0]),
+      contentType: 'application/octet-stream',
+      expected: 'application/x-gzip',
+    },
     { name: 'utf-16le BOM', body: Buffer.from([0xff, 0xfe, 0x41, 0x00]), expected: 'text/plain; charset=utf-16le' },
   ];
   for (const c of cases) {
     test(c.name, async () => {
       const owner = `mime-${c.name.replace(/[^a-z0-9]/gi, '')}`;
       const bucket = await createBucket(service, owner);
-      const stored = await upload(service, owner, bucket.id, 'f', c.body, c.contentType ? { 'content-type': c.contentType } : {});
+      const stored = await upload(
+        service,
+        owner,
+        bucket.id,
+        'f',
+        c.body,
+        c.contentType ? { 'content-type': c.contentType } : {},
+      );
       assert.equal(stored.mime_type, c.expected);
       const got = await call(service, 'GET', url(bucket.id, 'f'), as(owner));
       assert.equal(got.headers['content-type'], c.expected);
@@ -215,7 +324,11 @@ describe('media types', () => {
 
 test('an unparseable Content-Type → 415 and nothing is stored', async () => {
   const bucket = await createBucket(service, 'mime-bad');
-  assertError(await call(service, 'PUT', url(bucket.id, 'f'), { ...as('mime-bad'), 'content-type': 'not a type' }, 'x'), 415, 'unsupported_media_type');
+  assertError(
+    await call(service, 'PUT', url(bucket.id, 'f'), { ...as('mime-bad'), 'content-type': 'not a type' }, 'x'),
+    415,
+    'unsupported_media_type',
+  );
   assertError(await call(service, 'GET', url(bucket.id, 'f'), as('mime-bad')), 404, 'not_found');
 });
 
@@ -224,7 +337,12 @@ test('a download keeps the connection open; an upload refused before its end clo
   await upload(limited, 'conn', bucket.id, 'f', 'x');
   const got = await call(limited, 'GET', url(bucket.id, 'f'), as('conn'));
   assert.notEqual(got.headers.connection, 'close');
-  const refused = await limited.app.inject({ method: 'PUT', url: url(bucket.id, 'g'), headers: { ...as('conn'), 'transfer-encoding': 'chunked' }, payload: Readable.from([Buffer.alloc(8), Buffer.alloc(8), Buffer.alloc(8)]) });
+  const refused = await limited.app.inject({
+    method: 'PUT',
+    url: url(bucket.id, 'g'),
+    headers: { ...as('conn'), 'transfer-encoding': 'chunked' },
+    payload: Readable.from([Buffer.alloc(8), Buffer.alloc(8), Buffer.alloc(8)]),
+  });
   assertError(refused, 413, 'payload_too_large');
   assert.equal(refused.headers.connection, 'close');
 });
@@ -237,7 +355,8 @@ describe('conditional and range requests', () => {
     bucketId = (await createBucket(service, 'ranger')).id;
     file = await upload(service, 'ranger', bucketId, 'r.txt', body);
   });
-  const get = (headers: Record<string, string>, method = 'GET') => call(service, method, url(bucketId, 'r.txt'), { ...as('ranger'), ...headers });
+  const get = (headers: Record<string, string>, method = 'GET') =>
+    call(service, method, url(bucketId, 'r.txt'), { ...as('ranger'), ...headers });
 
   test('If-None-Match: the ETag, W/ ETag, a list containing it, or * → 304 with ETag and Last-Modified; other → 200', async () => {
     const etag = `"${file.hash_sha256}"`;
@@ -260,7 +379,11 @@ describe('conditional and range requests', () => {
     assert.equal((await get({ 'if-modified-since': new Date(lastModified + 60_000).toUTCString() })).statusCode, 304);
     assert.equal((await get({ 'if-modified-since': new Date(lastModified - 1000).toUTCString() })).statusCode, 200);
     assert.equal((await get({ 'if-modified-since': 'not a date' })).statusCode, 200);
-    assert.equal((await get({ 'if-modified-since': new Date(lastModified + 60_000).toUTCString(), 'if-none-match': '"other"' })).statusCode, 200);
+    assert.equal(
+      (await get({ 'if-modified-since': new Date(lastModified + 60_000).toUTCString(), 'if-none-match': '"other"' }))
+        .statusCode,
+      200,
+    );
   });
 
   test('one range → 206 with Content-Range and the slice', async () => {
@@ -323,13 +446,29 @@ describe('limits and timestamps', () => {
   test('Content-Length over the limit → 413 before reading; chunked over the limit → 413; nothing stored', async () => {
     const bucket = await createBucket(limited, 'lim');
     assert.equal((await upload(limited, 'lim', bucket.id, 'ten', '0123456789')).size, 10);
-    assertError(await call(limited, 'PUT', url(bucket.id, 'eleven'), as('lim'), '0123456789a'), 413, 'payload_too_large');
-    const chunked = await limited.app.inject({ method: 'PUT', url: url(bucket.id, 'chunked'), headers: as('lim'), payload: Readable.from([Buffer.from('012345'), Buffer.from('6789ab')]) });
+    assertError(
+      await call(limited, 'PUT', url(bucket.id, 'eleven'), as('lim'), '0123456789a'),
+      413,
+      'payload_too_large',
+    );
+    const chunked = await limited.app.inject({
+      method: 'PUT',
+      url: url(bucket.id, 'chunked'),
+      headers: as('lim'),
+      payload: Readable.from([Buffer.from('012345'), Buffer.from('6789ab')]),
+    });
     assertError(chunked, 413, 'payload_too_large');
     // A replacement over the limit leaves the old content.
-    assertError(await call(limited, 'PUT', url(bucket.id, 'ten'), as('lim'), 'way too long for it'), 413, 'payload_too_large');
+    assertError(
+      await call(limited, 'PUT', url(bucket.id, 'ten'), as('lim'), 'way too long for it'),
+      413,
+      'payload_too_large',
+    );
     const listed = jsonOf<FileBody[]>(await call(limited, 'GET', `/v1/buckets/${bucket.id}/list/`, as('lim')));
-    assert.deepEqual(listed.map((f) => f.name), ['ten']);
+    assert.deepEqual(
+      listed.map((f) => f.name),
+      ['ten'],
+    );
     assert.equal((await call(limited, 'GET', url(bucket.id, 'ten'), as('lim'))).body, '0123456789');
   });
 

@@ -35,13 +35,23 @@ export interface FileBody {
   mime_type: string;
 }
 
-
 export async function createBucket(service: TestService, owner: string, body: object = {}): Promise<BucketBody> {
   return jsonOf<BucketBody>(await call(service, 'POST', '/v1/buckets', as(owner), body), 201);
 }
 
-export async function upload(service: TestService, owner: string, bucket: string, path: string, content: string | Buffer, headers: Record<string, string> = {}, status = 201): Promise<FileBody> {
-  return jsonOf<FileBody>(await call(service, 'PUT', `/v1/buckets/${bucket}/files/${path}`, { ...as(owner), ...headers }, content), status);
+export async function upload(
+  service: TestService,
+  owner: string,
+  bucket: string,
+  path: string,
+  content: string | Buffer,
+  headers: Record<string, string> = {},
+  status = 201,
+): Promise<FileBody> {
+  return jsonOf<FileBody>(
+    await call(service, 'PUT', `/v1/buckets/${bucket}/files/${path}`, { ...as(owner), ...headers }, content),
+    status,
+  );
 }
 
 export const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
@@ -57,7 +67,10 @@ async function blobDirectory(service: TestService): Promise<string> {
   const { join } = await import('node:path');
   const root = join(service.database.dataDir, 'blobs');
   const info = await stat(root).catch(() => null);
-  assert.ok(info?.isDirectory(), `the blob directory ${root} is missing: has the blob store's layout changed? (see src/store/index.ts)`);
+  assert.ok(
+    info?.isDirectory(),
+    `the blob directory ${root} is missing: has the blob store's layout changed? (see src/store/index.ts)`,
+  );
   return root;
 }
 
@@ -85,7 +98,8 @@ export async function storedBlobs(service: TestService): Promise<string[]> {
   const { default: Database } = await import('better-sqlite3');
   const inline = new Database(join(root, 'inline.db'), { readonly: true, fileMustExist: true });
   try {
-    for (const row of inline.prepare('select sha256 from inline_blobs').all() as { sha256: string }[]) found.push(row.sha256);
+    for (const row of inline.prepare('select sha256 from inline_blobs').all() as { sha256: string }[])
+      found.push(row.sha256);
   } finally {
     inline.close();
   }
@@ -111,11 +125,19 @@ export async function pendingUploads(service: TestService): Promise<number> {
   // inline.db; so no .tmp is right only while nothing but inline.db is in the blob directory (an
   // upload refused within the inline limit never reaches the directory store).
   const others = (await readdir(root)).filter((name) => !name.startsWith('inline.db'));
-  assert.deepEqual(others, [], `${join(root, '.tmp')} is missing though the blob directory holds ${others.join(', ')}: where do temp files go now?`);
+  assert.deepEqual(
+    others,
+    [],
+    `${join(root, '.tmp')} is missing though the blob directory holds ${others.join(', ')}: where do temp files go now?`,
+  );
   return 0;
 }
 
-export async function waitUntil(predicate: () => Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> {
+export async function waitUntil(
+  predicate: () => Promise<boolean>,
+  timeoutMs = 5_000,
+  what = 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -124,11 +146,16 @@ export async function waitUntil(predicate: () => Promise<boolean>, timeoutMs = 5
 }
 
 /** The files service in a child process (fixtures/server.ts) on `settings`; resolves once it listens. */
-export async function spawnFilesServer(settings: object): Promise<{ port: number; pid: number; kill(signal?: NodeJS.Signals): Promise<void> }> {
+export async function spawnFilesServer(
+  settings: object,
+): Promise<{ port: number; pid: number; kill(signal?: NodeJS.Signals): Promise<void> }> {
   const { spawn } = await import('node:child_process');
   const { fileURLToPath } = await import('node:url');
   const script = fileURLToPath(new URL('./fixtures/server.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', script], { env: { ...process.env, FILES_TEST_SETTINGS: JSON.stringify(settings) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', script], {
+    env: { ...process.env, FILES_TEST_SETTINGS: JSON.stringify(settings) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const cleanup = () => child.kill('SIGKILL');
   process.once('exit', cleanup);

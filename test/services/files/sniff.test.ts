@@ -39,7 +39,11 @@ describe('detectContentType (the WHATWG table, as Go implements it)', () => {
     ['midi', b('MThd\x00\x00\x00\x06\x00\x01'), 'audio/midi'],
     ['mp3 with id3', b('ID3\x03\x00'), 'audio/mpeg'],
     ['mp4', b('\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom<\x06t\xbfmdat'), 'video/mp4'],
-    ['mp4 brand not mp4', b('\x00\x00\x00\x18ftypqt  \x00\x00\x00\x00qt  qt  \x00\x00\x00\x00'), 'application/octet-stream'],
+    [
+      'mp4 brand not mp4',
+      b('\x00\x00\x00\x18ftypqt  \x00\x00\x00\x00qt  qt  \x00\x00\x00\x00'),
+      'application/octet-stream',
+    ],
     ['webm', b('\x1A\x45\xDF\xA3\x01'), 'video/webm'],
     ['eot', Buffer.concat([Buffer.alloc(34, 7), b('LP')]), 'application/vnd.ms-fontobject'],
     ['ttf', b('\x00\x01\x00\x00\x00'), 'font/ttf'],
@@ -59,13 +63,20 @@ describe('detectContentType (the WHATWG table, as Go implements it)', () => {
   for (const [name, data, expected] of cases) test(name, () => assert.equal(detectContentType(data), expected));
 
   test('only the first 512 bytes count', () => {
-    assert.equal(detectContentType(Buffer.concat([Buffer.alloc(512, 0x61), Buffer.from([1])])), 'text/plain; charset=utf-8');
-    assert.equal(detectContentType(Buffer.concat([Buffer.alloc(511, 0x61), Buffer.from([1])])), 'application/octet-stream');
+    assert.equal(
+      detectContentType(Buffer.concat([Buffer.alloc(512, 0x61), Buffer.from([1])])),
+      'text/plain; charset=utf-8',
+    );
+    assert.equal(
+      detectContentType(Buffer.concat([Buffer.alloc(511, 0x61), Buffer.from([1])])),
+      'application/octet-stream',
+    );
   });
 });
 
 describe('chooseMediaType (decision 36)', () => {
-  test('binary signature wins over the declared type', () => assert.equal(chooseMediaType(b('%PDF-'), 'text/plain'), 'application/pdf'));
+  test('binary signature wins over the declared type', () =>
+    assert.equal(chooseMediaType(b('%PDF-'), 'text/plain'), 'application/pdf'));
   test('declared textual types are kept for text content', () => {
     assert.equal(chooseMediaType(b('{"a":1}'), 'application/json'), 'application/json');
     assert.equal(chooseMediaType(b('{"a":1}'), 'Application/JSON; charset=utf-8'), 'application/json; charset=utf-8');
@@ -73,7 +84,8 @@ describe('chooseMediaType (decision 36)', () => {
     assert.equal(chooseMediaType(b('<svg/>'), 'image/svg+xml'), 'image/svg+xml');
     assert.equal(chooseMediaType(b('a'), 'text/plain'), 'text/plain; charset=utf-8');
   });
-  test('text content declared as a non-textual type is text/plain', () => assert.equal(chooseMediaType(b('abc'), 'image/png'), 'text/plain; charset=utf-8'));
+  test('text content declared as a non-textual type is text/plain', () =>
+    assert.equal(chooseMediaType(b('abc'), 'image/png'), 'text/plain; charset=utf-8'));
   test('unrecognised content takes the declared type, else octet-stream', () => {
     assert.equal(chooseMediaType(Buffer.from([1, 2]), 'application/x-thing'), 'application/x-thing');
     assert.equal(chooseMediaType(Buffer.from([1, 2]), undefined), 'application/octet-stream');
@@ -88,8 +100,21 @@ describe('chooseMediaType (decision 36)', () => {
 
 describe('paths, conditions, ranges, timestamps', () => {
   test('checkFilePath', () => {
-    for (const ok of ['a', 'a/b/c.txt', '.hidden', 'a/.b', '...', 'x'.repeat(1024), 'ü'.repeat(512)]) assert.equal(checkFilePath(ok), ok);
-    for (const bad of ['', '/a', 'a/', 'a//b', '.', '..', 'a/./b', 'a/../b', 'a\u0000', 'x'.repeat(1025), 'ü'.repeat(513)]) {
+    for (const ok of ['a', 'a/b/c.txt', '.hidden', 'a/.b', '...', 'x'.repeat(1024), 'ü'.repeat(512)])
+      assert.equal(checkFilePath(ok), ok);
+    for (const bad of [
+      '',
+      '/a',
+      'a/',
+      'a//b',
+      '.',
+      '..',
+      'a/./b',
+      'a/../b',
+      'a\u0000',
+      'x'.repeat(1025),
+      'ü'.repeat(513),
+    ]) {
       assert.throws(() => checkFilePath(bad), /file path/, JSON.stringify(bad.slice(0, 20)));
     }
   });
@@ -108,7 +133,11 @@ describe('paths, conditions, ranges, timestamps', () => {
     assert.deepEqual(parseRange(undefined, 10), { kind: 'full' });
   });
   test('conditions', () => {
-    const v = { etag: '"abc"', lastModified: 'Sat, 21 Jun 2025 12:01:00 GMT', lastModifiedSeconds: Date.parse('Sat, 21 Jun 2025 12:01:00 GMT') / 1000 };
+    const v = {
+      etag: '"abc"',
+      lastModified: 'Sat, 21 Jun 2025 12:01:00 GMT',
+      lastModifiedSeconds: Date.parse('Sat, 21 Jun 2025 12:01:00 GMT') / 1000,
+    };
     assert.equal(notModified({ 'if-none-match': '"x", W/"abc"' }, v), true);
     assert.equal(notModified({ 'if-none-match': '"abcd"' }, v), false);
     assert.equal(notModified({ 'if-modified-since': 'Sat, 21 Jun 2025 12:01:00 GMT' }, v), true);
@@ -124,6 +153,9 @@ describe('paths, conditions, ranges, timestamps', () => {
     assert.deepEqual([clock(), clock(), clock()], [1_000_000_000n, 1_000_000_001n, 1_000_000_002n]);
     assert.equal(rfc3339Ns(1782045600000000000n), '2026-06-21T12:40:00Z');
     assert.equal(rfc3339Ns(1782045600120000000n), '2026-06-21T12:40:00.12Z');
-    assert.equal(stringifyJson({ t: 9007199254740993n, s: 'x"y', a: ['1'] }), '{"t":9007199254740993,"s":"x\\"y","a":["1"]}');
+    assert.equal(
+      stringifyJson({ t: 9007199254740993n, s: 'x"y', a: ['1'] }),
+      '{"t":9007199254740993,"s":"x\\"y","a":["1"]}',
+    );
   });
 });

@@ -4,7 +4,20 @@ import { PassThrough, Readable } from 'node:stream';
 import { BlobRefs } from '../../../src/store/blob/refs.ts';
 import { first as firstRow } from '../../../src/store/sql-work.ts';
 import type { TestService } from '../../helpers/service.ts';
-import { as, assertError, call, createBucket, jsonOf, pendingUploads, sha256, startFiles, storedBlobs, upload, waitUntil, type FileBody } from './helpers.ts';
+import {
+  as,
+  assertError,
+  call,
+  createBucket,
+  jsonOf,
+  pendingUploads,
+  sha256,
+  startFiles,
+  storedBlobs,
+  upload,
+  waitUntil,
+  type FileBody,
+} from './helpers.ts';
 import { within } from '../../helpers/waiting.ts';
 
 // A sweeper with a 1 s grace period that runs every 10 ms: blobs that lose their last reference
@@ -21,13 +34,17 @@ after(async () => {
 
 const url = (bucket: string, path: string) => `/v1/buckets/${bucket}/files/${path}`;
 const hasBlob = async (sha: string) => (await storedBlobs(service)).includes(sha);
-const gone = (sha: string) => waitUntil(async () => !(await hasBlob(sha)), 10_000, `blob ${sha.slice(0, 8)} to be swept`);
+const gone = (sha: string) =>
+  waitUntil(async () => !(await hasBlob(sha)), 10_000, `blob ${sha.slice(0, 8)} to be swept`);
 const candidates = async (sha: string) => {
-  const row = await service.store.sql.database.read(() => firstRow<{ n: number | string }>('select count(*) as n from stratus_blob_candidates where sha256 = ?', sha));
+  const row = await service.store.sql.database.read(() =>
+    firstRow<{ n: number | string }>('select count(*) as n from stratus_blob_candidates where sha256 = ?', sha),
+  );
   return Number(row?.n ?? 0);
 };
 /** Waits until the sweeper has decided on every deletion candidate of this blob: each came due and was dropped (still referenced) or swept. */
-const decided = (sha: string) => waitUntil(async () => (await candidates(sha)) === 0, 10_000, `the sweeper to decide on blob ${sha.slice(0, 8)}`);
+const decided = (sha: string) =>
+  waitUntil(async () => (await candidates(sha)) === 0, 10_000, `the sweeper to decide on blob ${sha.slice(0, 8)}`);
 /** Long enough for several sweeper passes. */
 const severalSweeps = () => new Promise((resolve) => setTimeout(resolve, 250));
 
@@ -81,7 +98,12 @@ describe('content storage and blob references', () => {
     try {
       const bucket = await createBucket(limited, 's-limit');
       const body = Buffer.alloc(5000, 7);
-      const response = await limited.app.inject({ method: 'PUT', url: url(bucket.id, 'big'), headers: as('s-limit'), payload: Readable.from([body.subarray(0, 600), body.subarray(600)]) });
+      const response = await limited.app.inject({
+        method: 'PUT',
+        url: url(bucket.id, 'big'),
+        headers: as('s-limit'),
+        payload: Readable.from([body.subarray(0, 600), body.subarray(600)]),
+      });
       assertError(response, 413, 'payload_too_large');
       assert.deepEqual(await storedBlobs(limited), []);
       assert.equal(await pendingUploads(limited), 0);
@@ -114,7 +136,12 @@ describe('content storage and blob references', () => {
     };
     try {
       const body = new PassThrough();
-      const pending = service.app.inject({ method: 'PUT', url: url(bucket.id, 'late'), headers: as('s-race'), payload: body });
+      const pending = service.app.inject({
+        method: 'PUT',
+        url: url(bucket.id, 'late'),
+        headers: as('s-race'),
+        payload: body,
+      });
       body.write('the first half, ');
       await within(reading, 'the first half to reach the store');
       jsonOf(await call(service, 'DELETE', `/v1/buckets/${bucket.id}`, as('s-race')));
@@ -136,14 +163,19 @@ describe('content storage and blob references', () => {
     const message = assertError(response, 500, 'internal_error');
     assert.ok(!message.includes(file.hash_sha256));
     // Metadata is still answered.
-    assert.equal(jsonOf<FileBody>(await call(service, 'GET', url(bucket.id, 'lost') + '?metadata', as('s-lost'))).id, file.id);
+    assert.equal(
+      jsonOf<FileBody>(await call(service, 'GET', url(bucket.id, 'lost') + '?metadata', as('s-lost'))).id,
+      file.id,
+    );
   });
 
   test('the same content under many paths, deleted one by one: the blob goes with the last', async () => {
     const bucket = await createBucket(service, 's-many');
     const files: FileBody[] = [];
-    for (let i = 0; i < 5; i++) files.push(await upload(service, 's-many', bucket.id, `copy-${i}`, 'same bytes everywhere'));
-    for (const file of files.slice(0, 4)) assert.equal((await call(service, 'DELETE', url(bucket.id, file.name), as('s-many'))).statusCode, 204);
+    for (let i = 0; i < 5; i++)
+      files.push(await upload(service, 's-many', bucket.id, `copy-${i}`, 'same bytes everywhere'));
+    for (const file of files.slice(0, 4))
+      assert.equal((await call(service, 'DELETE', url(bucket.id, file.name), as('s-many'))).statusCode, 204);
     await decided(files[0]!.hash_sha256);
     assert.ok(await hasBlob(files[0]!.hash_sha256), 'still used by copy-4');
     assert.equal((await call(service, 'DELETE', url(bucket.id, 'copy-4'), as('s-many'))).statusCode, 204);

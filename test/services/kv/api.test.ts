@@ -15,7 +15,12 @@ after(async () => {
   await dirs.cleanup();
 });
 
-function call(method: string, url: string, body?: string | object, headers: Record<string, string> = AUTH): Promise<LightMyRequestResponse> {
+function call(
+  method: string,
+  url: string,
+  body?: string | object,
+  headers: Record<string, string> = AUTH,
+): Promise<LightMyRequestResponse> {
   const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
   return node.app.inject({ method: method as 'GET', url, headers, ...(payload === undefined ? {} : { payload }) });
 }
@@ -27,7 +32,8 @@ function ok<T>(response: LightMyRequestResponse, status = 200): T {
 
 describe('health', () => {
   it('livez, healthz and startupz name the node and role; readyz is ready on a primary', async () => {
-    for (const path of ['/livez', '/healthz', '/startupz']) assert.deepEqual(ok(await call('GET', path, undefined, {})), { ok: true, node: 'node-1', role: 'primary' });
+    for (const path of ['/livez', '/healthz', '/startupz'])
+      assert.deepEqual(ok(await call('GET', path, undefined, {})), { ok: true, node: 'node-1', role: 'primary' });
     assert.deepEqual(ok(await call('GET', '/readyz', undefined, {})), {
       ok: true,
       node: 'node-1',
@@ -41,7 +47,15 @@ describe('health', () => {
 
   it('serves an OpenAPI document listing the /v1 routes', async () => {
     const document = ok<{ paths: Record<string, unknown> }>(await call('GET', '/openapi.json', undefined, {}));
-    for (const path of ['/v1/status', '/v1/metrics', '/v1/collections', '/v1/collections/{col}', '/v1/collections/{col}/keys', '/v1/replicate']) assert.ok(path in document.paths, path);
+    for (const path of [
+      '/v1/status',
+      '/v1/metrics',
+      '/v1/collections',
+      '/v1/collections/{col}',
+      '/v1/collections/{col}/keys',
+      '/v1/replicate',
+    ])
+      assert.ok(path in document.paths, path);
   });
 });
 
@@ -49,10 +63,19 @@ describe('presence-only authentication', () => {
   it('accepts any one credential form and answers 403 forbidden without one', async () => {
     assertError(await call('GET', '/v1/collections', undefined, {}), 403, 'forbidden');
     assertError(await call('GET', '/v1/collections', undefined, { apikey: 'a' }), 403, 'forbidden');
-    assertError(await call('GET', '/v1/collections', undefined, { 'api-key': 'a', 'api-secret': '' }), 403, 'forbidden');
+    assertError(
+      await call('GET', '/v1/collections', undefined, { 'api-key': 'a', 'api-secret': '' }),
+      403,
+      'forbidden',
+    );
     assertError(await call('GET', '/v1/collections', undefined, { 'x-gateway-authentication': '' }), 403, 'forbidden');
     assertError(await call('POST', '/v1/replicate', undefined, {}), 403, 'forbidden');
-    const forms: Record<string, string>[] = [AUTH, { apikey: 'a', secret: 'b' }, { 'api-key': 'a', 'api-secret': 'b' }, { 'x-gateway-authentication': 'not even json' }];
+    const forms: Record<string, string>[] = [
+      AUTH,
+      { apikey: 'a', secret: 'b' },
+      { 'api-key': 'a', 'api-secret': 'b' },
+      { 'x-gateway-authentication': 'not even json' },
+    ];
     for (const headers of forms) {
       assert.equal((await call('GET', '/v1/collections', undefined, headers)).statusCode, 200);
     }
@@ -62,10 +85,23 @@ describe('presence-only authentication', () => {
 describe('collections', () => {
   it('create (name or collection), list in creation order, create again is no change, delete', async () => {
     assert.deepEqual(ok(await call('POST', '/v1/collections', { name: 'users' })), { ok: true, collection: 'users' });
-    assert.deepEqual(ok(await call('POST', '/v1/collections', { collection: 'sessions' })), { ok: true, collection: 'sessions' });
-    assert.deepEqual(ok(await call('POST', '/v1/collections', { name: 'users', collection: 'ignored' })), { ok: true, collection: 'users' });
-    assert.deepEqual(ok(await call('POST', '/v1/collections', '{"name":"carts"}', { ...AUTH, 'content-type': 'text/plain' })), { ok: true, collection: 'carts' });
-    assert.deepEqual(ok<{ collections: string[] }>(await call('GET', '/v1/collections')).collections.slice(0, 3), ['users', 'sessions', 'carts']);
+    assert.deepEqual(ok(await call('POST', '/v1/collections', { collection: 'sessions' })), {
+      ok: true,
+      collection: 'sessions',
+    });
+    assert.deepEqual(ok(await call('POST', '/v1/collections', { name: 'users', collection: 'ignored' })), {
+      ok: true,
+      collection: 'users',
+    });
+    assert.deepEqual(
+      ok(await call('POST', '/v1/collections', '{"name":"carts"}', { ...AUTH, 'content-type': 'text/plain' })),
+      { ok: true, collection: 'carts' },
+    );
+    assert.deepEqual(ok<{ collections: string[] }>(await call('GET', '/v1/collections')).collections.slice(0, 3), [
+      'users',
+      'sessions',
+      'carts',
+    ]);
     assert.deepEqual(ok(await call('DELETE', '/v1/collections/carts')), { ok: true, collection: 'carts' });
     assertError(await call('DELETE', '/v1/collections/carts'), 404, 'not_found');
     assert.ok(!ok<{ collections: string[] }>(await call('GET', '/v1/collections')).collections.includes('carts'));
@@ -99,18 +135,35 @@ describe('keys', () => {
   });
 
   it('set → seq and version, get, delete; versions continue after a delete; seq is node-wide', async () => {
-    const first = ok<{ ok: boolean; seq: number; version: number }>(await call('POST', '/v1/collections/keys/keys/user:alice', { value: { role: 'admin' } }));
+    const first = ok<{ ok: boolean; seq: number; version: number }>(
+      await call('POST', '/v1/collections/keys/keys/user:alice', { value: { role: 'admin' } }),
+    );
     assert.equal(first.ok, true);
     assert.equal(first.version, 1);
-    const second = ok<{ seq: number; version: number }>(await call('POST', '/v1/collections/keys/keys/user:alice', { value: { role: 'user' } }));
+    const second = ok<{ seq: number; version: number }>(
+      await call('POST', '/v1/collections/keys/keys/user:alice', { value: { role: 'user' } }),
+    );
     assert.deepEqual(second, { ok: true, seq: first.seq + 1, version: 2 });
-    const got = ok<{ key: string; value: unknown; version: number; updatedAt: string }>(await call('GET', '/v1/collections/keys/keys/user:alice'));
-    assert.deepEqual({ ...got, updatedAt: '' }, { key: 'user:alice', value: { role: 'user' }, version: 2, updatedAt: '' });
+    const got = ok<{ key: string; value: unknown; version: number; updatedAt: string }>(
+      await call('GET', '/v1/collections/keys/keys/user:alice'),
+    );
+    assert.deepEqual(
+      { ...got, updatedAt: '' },
+      { key: 'user:alice', value: { role: 'user' }, version: 2, updatedAt: '' },
+    );
     assert.match(got.updatedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
-    assert.deepEqual(ok(await call('DELETE', '/v1/collections/keys/keys/user:alice')), { ok: true, seq: first.seq + 2, version: 3 });
+    assert.deepEqual(ok(await call('DELETE', '/v1/collections/keys/keys/user:alice')), {
+      ok: true,
+      seq: first.seq + 2,
+      version: 3,
+    });
     assertError(await call('GET', '/v1/collections/keys/keys/user:alice'), 404, 'not_found');
     assertError(await call('DELETE', '/v1/collections/keys/keys/user:alice'), 404, 'not_found');
-    assert.deepEqual(ok(await call('POST', '/v1/collections/keys/keys/user:alice', { value: 'back' })), { ok: true, seq: first.seq + 3, version: 4 });
+    assert.deepEqual(ok(await call('POST', '/v1/collections/keys/keys/user:alice', { value: 'back' })), {
+      ok: true,
+      seq: first.seq + 3,
+      version: 4,
+    });
   });
 
   it('values round-trip exactly, null and big integers included', async () => {
@@ -120,14 +173,21 @@ describe('keys', () => {
       assert.deepEqual(ok<{ value: unknown }>(await call('GET', `/v1/collections/keys/keys/v${i}`)).value, value);
     }
     ok(await call('POST', '/v1/collections/keys/keys/big', '{"value":{"n":123456789012345678901234567890}}'));
-    assert.match((await call('GET', '/v1/collections/keys/keys/big')).body, /"value":\{"n":123456789012345678901234567890\}/);
+    assert.match(
+      (await call('GET', '/v1/collections/keys/keys/big')).body,
+      /"value":\{"n":123456789012345678901234567890\}/,
+    );
   });
 
   it('keys are the rest of the path, slashes and encoded characters included', async () => {
     ok(await call('POST', '/v1/collections/keys/keys/a/b/c', { value: 'slashes' }));
     ok(await call('POST', `/v1/collections/keys/keys/${encodeURIComponent('q?#%')}`, { value: 'encoded' }));
     assert.equal(ok<{ key: string }>(await call('GET', '/v1/collections/keys/keys/a/b/c')).key, 'a/b/c');
-    assert.equal(ok<{ key: string; value: string }>(await call('GET', `/v1/collections/keys/keys/${encodeURIComponent('q?#%')}`)).value, 'encoded');
+    assert.equal(
+      ok<{ key: string; value: string }>(await call('GET', `/v1/collections/keys/keys/${encodeURIComponent('q?#%')}`))
+        .value,
+      'encoded',
+    );
     assertError(await call('POST', '/v1/collections/keys/keys/', { value: 1 }), 400, 'invalid_key');
   });
 
@@ -140,25 +200,47 @@ describe('keys', () => {
     assertError(await call('DELETE', '/v1/collections/nope/keys/x'), 404, 'missing_collection');
     assertError(await call('GET', '/v1/collections/nope/keys/x'), 404, 'not_found');
     assertError(await call('GET', '/v1/collections/keys/keys/never'), 404, 'not_found');
-    assertError(await call('POST', '/v1/collections/keys/keys/huge', `{"value":"${'x'.repeat(11 * 1024 * 1024)}"}`), 413, 'payload_too_large');
+    assertError(
+      await call('POST', '/v1/collections/keys/keys/huge', `{"value":"${'x'.repeat(11 * 1024 * 1024)}"}`),
+      413,
+      'payload_too_large',
+    );
   });
 
   it('lists in code-point order with prefix, limit, after and next', async () => {
     ok(await call('POST', '/v1/collections', { name: 'listing' }));
-    for (const key of ['user:1002', 'user:1000', 'user:1001', 'admin', 'user:\u{1F600}', 'user:\uFFFF']) ok(await call('POST', `/v1/collections/listing/keys/${encodeURIComponent(key)}`, { value: key }));
+    for (const key of ['user:1002', 'user:1000', 'user:1001', 'admin', 'user:\u{1F600}', 'user:\uFFFF'])
+      ok(await call('POST', `/v1/collections/listing/keys/${encodeURIComponent(key)}`, { value: key }));
     ok(await call('DELETE', '/v1/collections/listing/keys/user:1001'));
-    const all = ok<{ items: { key: string }[]; next: string | null }>(await call('GET', '/v1/collections/listing/keys'));
+    const all = ok<{ items: { key: string }[]; next: string | null }>(
+      await call('GET', '/v1/collections/listing/keys'),
+    );
     // Code-point order puts U+FFFF before U+1F600 (UTF-16 order would not).
-    assert.deepEqual(all.items.map((i) => i.key), ['admin', 'user:1000', 'user:1002', 'user:\uFFFF', 'user:\u{1F600}']);
+    assert.deepEqual(
+      all.items.map((i) => i.key),
+      ['admin', 'user:1000', 'user:1002', 'user:\uFFFF', 'user:\u{1F600}'],
+    );
     assert.equal(all.next, null);
-    const page = ok<{ items: { key: string; value: string; version: number; updatedAt: string }[]; next: string | null }>(await call('GET', '/v1/collections/listing/keys?prefix=user:&limit=2'));
-    assert.deepEqual(page.items.map((i) => i.key), ['user:1000', 'user:1002']);
+    const page = ok<{
+      items: { key: string; value: string; version: number; updatedAt: string }[];
+      next: string | null;
+    }>(await call('GET', '/v1/collections/listing/keys?prefix=user:&limit=2'));
+    assert.deepEqual(
+      page.items.map((i) => i.key),
+      ['user:1000', 'user:1002'],
+    );
     assert.equal(page.items[0]?.value, 'user:1000');
     assert.equal(page.next, 'user:1002');
-    const rest = ok<{ items: { key: string }[]; next: string | null }>(await call('GET', `/v1/collections/listing/keys?prefix=user:&limit=2&after=${encodeURIComponent(page.next!)}`));
-    assert.deepEqual(rest.items.map((i) => i.key), ['user:\uFFFF', 'user:\u{1F600}']);
+    const rest = ok<{ items: { key: string }[]; next: string | null }>(
+      await call('GET', `/v1/collections/listing/keys?prefix=user:&limit=2&after=${encodeURIComponent(page.next!)}`),
+    );
+    assert.deepEqual(
+      rest.items.map((i) => i.key),
+      ['user:\uFFFF', 'user:\u{1F600}'],
+    );
     assert.equal(rest.next, null);
-    for (const limit of ['0', '-1', 'x', '1.5', '1001']) assertError(await call('GET', `/v1/collections/listing/keys?limit=${limit}`), 400, 'validation_error');
+    for (const limit of ['0', '-1', 'x', '1.5', '1001'])
+      assertError(await call('GET', `/v1/collections/listing/keys?limit=${limit}`), 400, 'validation_error');
     assertError(await call('GET', '/v1/collections/nope/keys'), 404, 'not_found');
   });
 });
@@ -169,14 +251,28 @@ describe('projects', () => {
     ok(await call('POST', '/v1/collections/shared-name/keys/k', { value: 'p1' }, { ...AUTH, 'x-project-id': 'p1' }));
     assertError(await call('GET', '/v1/collections/shared-name/keys/k'), 404, 'not_found');
     const viaIdentity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'u' }, project: { id: 'p1' } }) };
-    assert.equal(ok<{ value: string }>(await call('GET', '/v1/collections/shared-name/keys/k', undefined, viaIdentity)).value, 'p1');
-    assertError(await call('GET', '/v1/collections', undefined, { ...AUTH, 'x-project-id': 'bad id!' }), 400, 'invalid_project');
+    assert.equal(
+      ok<{ value: string }>(await call('GET', '/v1/collections/shared-name/keys/k', undefined, viaIdentity)).value,
+      'p1',
+    );
+    assertError(
+      await call('GET', '/v1/collections', undefined, { ...AUTH, 'x-project-id': 'bad id!' }),
+      400,
+      'invalid_project',
+    );
   });
 });
 
 describe('status and metrics', () => {
   it('report the node, its collections and counters', async () => {
-    const status = ok<{ node: string; role: string; parent: string; children: number; collections: Record<string, { keys: number; lastSeq: number }>; replication: { parent_connected: boolean } }>(await call('GET', '/v1/status'));
+    const status = ok<{
+      node: string;
+      role: string;
+      parent: string;
+      children: number;
+      collections: Record<string, { keys: number; lastSeq: number }>;
+      replication: { parent_connected: boolean };
+    }>(await call('GET', '/v1/status'));
     assert.equal(status.node, 'node-1');
     assert.equal(status.role, 'primary');
     assert.equal(status.parent, '');
@@ -184,7 +280,20 @@ describe('status and metrics', () => {
     assert.ok(status.collections.keys!.keys >= 1);
     assert.ok(status.collections.keys!.lastSeq >= 1);
     const metrics = ok<Record<string, number | boolean>>(await call('GET', '/v1/metrics'));
-    assert.deepEqual(Object.keys(metrics).sort(), ['children_connected', 'collections', 'keys_total', 'parent_connected', 'reads_total', 'replication_commands_received_total', 'replication_commands_sent_total', 'uptime_seconds', 'writes_total'].sort());
+    assert.deepEqual(
+      Object.keys(metrics).sort(),
+      [
+        'children_connected',
+        'collections',
+        'keys_total',
+        'parent_connected',
+        'reads_total',
+        'replication_commands_received_total',
+        'replication_commands_sent_total',
+        'uptime_seconds',
+        'writes_total',
+      ].sort(),
+    );
     assert.ok((metrics.writes_total as number) > 5);
     assert.ok((metrics.reads_total as number) > 5);
     assert.equal(metrics.parent_connected, true);

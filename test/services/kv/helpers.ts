@@ -60,12 +60,26 @@ async function databaseUrlOf(dataDir: string): Promise<string | undefined> {
  * One key-value node in this process, listening on 127.0.0.1 (port 0 = a free one), on a platform
  * store of its own: the SQLite file in its data directory, or its own PostgreSQL schema.
  */
-export async function startNode(options: { dataDir: string; name: string; parentUrl?: string; port?: number; listen?: boolean } & KvOptions): Promise<KvNodeHandle> {
+export async function startNode(
+  options: { dataDir: string; name: string; parentUrl?: string; port?: number; listen?: boolean } & KvOptions,
+): Promise<KvNodeHandle> {
   const databaseUrl = await databaseUrlOf(options.dataDir);
-  const settings = { ...loadSettings({}, {}, options.dataDir), dataDir: options.dataDir, databaseUrl, kvNodeName: options.name, kvParentUrl: options.parentUrl, logLevel: 'silent' as const };
+  const settings = {
+    ...loadSettings({}, {}, options.dataDir),
+    dataDir: options.dataDir,
+    databaseUrl,
+    kvNodeName: options.name,
+    kvParentUrl: options.parentUrl,
+    logLevel: 'silent' as const,
+  };
   const store = await openStore(settings);
   await migrateStore(store, [kvMigrations]);
-  const app = await createKvService({ backoffMs: 50, maxBackoffMs: 200, silenceMs: 3_000, ...options }).build({ settings, store, logger: pino({ level: 'silent' }), version: VERSION });
+  const app = await createKvService({ backoffMs: 50, maxBackoffMs: 200, silenceMs: 3_000, ...options }).build({
+    settings,
+    store,
+    logger: pino({ level: 'silent' }),
+    version: VERSION,
+  });
   const stop = async () => {
     await app.close();
     await store.close();
@@ -80,7 +94,11 @@ export async function startNode(options: { dataDir: string; name: string; parent
 }
 
 /** Polls until `check` holds (or fails after `timeoutMs`). */
-export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 5_000, what = 'condition'): Promise<void> {
+export async function eventually(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 5_000,
+  what = 'condition',
+): Promise<void> {
   const started = Date.now();
   for (;;) {
     if (await check()) return;

@@ -20,8 +20,17 @@ async function stop(node: KvNodeHandle): Promise<void> {
   await node.stop();
 }
 
-async function call(node: KvNodeHandle, method: string, path: string, body?: object): Promise<{ status: number; json: Record<string, unknown> }> {
-  const response = await fetch(`${node.url}${path}`, { method, headers: { ...AUTH, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+async function call(
+  node: KvNodeHandle,
+  method: string,
+  path: string,
+  body?: object,
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const response = await fetch(`${node.url}${path}`, {
+    method,
+    headers: { ...AUTH, 'content-type': 'application/json' },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
   const text = await response.text();
   return { status: response.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
@@ -39,7 +48,9 @@ async function ready(node: KvNodeHandle): Promise<boolean> {
 async function contents(node: KvNodeHandle, collection: string): Promise<Record<string, unknown>> {
   const got = await call(node, 'GET', `/v1/collections/${collection}/keys?limit=1000`);
   if (got.status !== 200) return { missing: got.status };
-  return Object.fromEntries((got.json.items as { key: string; value: unknown; version: number }[]).map((i) => [i.key, [i.value, i.version]]));
+  return Object.fromEntries(
+    (got.json.items as { key: string; value: unknown; version: number }[]).map((i) => [i.key, [i.value, i.version]]),
+  );
 }
 
 describe('a three-node chain', () => {
@@ -70,14 +81,31 @@ describe('a three-node chain', () => {
 
     const expected = { 'from-leaf': ['leaf', 1], 'from-middle': ['middle', 1], 'from-root': ['root', 1] };
     for (const node of [root, child, grandchild]) {
-      await eventually(async () => JSON.stringify(await contents(node, 'users')) === JSON.stringify(expected), 5_000, `${node.url} converged`);
-      await eventually(async () => JSON.stringify((await call(node, 'GET', '/v1/collections')).json) === JSON.stringify({ collections: ['users', 'made-below'] }), 5_000, 'collections converged');
+      await eventually(
+        async () => JSON.stringify(await contents(node, 'users')) === JSON.stringify(expected),
+        5_000,
+        `${node.url} converged`,
+      );
+      await eventually(
+        async () =>
+          JSON.stringify((await call(node, 'GET', '/v1/collections')).json) ===
+          JSON.stringify({ collections: ['users', 'made-below'] }),
+        5_000,
+        'collections converged',
+      );
     }
-    const seqs = await Promise.all([root, child, grandchild].map(async (node) => ((await call(node, 'GET', '/v1/status')).json.replication as { last_seq: number }).last_seq));
+    const seqs = await Promise.all(
+      [root, child, grandchild].map(
+        async (node) => ((await call(node, 'GET', '/v1/status')).json.replication as { last_seq: number }).last_seq,
+      ),
+    );
     assert.equal(new Set(seqs).size, 1, `every node at the same seq: ${seqs.join(', ')}`);
 
     // Replica-side validation happens before forwarding; a parent's 4xx is passed through.
-    assert.equal((await call(grandchild, 'POST', '/v1/collections/nope/keys/x', { value: 1 })).json.error !== undefined, true);
+    assert.equal(
+      (await call(grandchild, 'POST', '/v1/collections/nope/keys/x', { value: 1 })).json.error !== undefined,
+      true,
+    );
     assert.equal((await call(grandchild, 'POST', '/v1/collections/nope/keys/x', { value: 1 })).status, 404);
     assert.equal((await call(grandchild, 'DELETE', '/v1/collections/users/keys/never')).status, 404);
 
@@ -102,7 +130,8 @@ describe('a parent that goes away', () => {
     for (let i = 0; i < 20; i++) await call(root, 'POST', `/v1/collections/c/keys/k${i}`, { value: i });
     const child = await start({ dataDir: dirs.make(), name: 'child', parentUrl: root.url });
     await eventually(() => ready(child), 5_000, 'child ready');
-    const receivedAtFirst = (await call(child, 'GET', '/v1/metrics')).json.replication_commands_received_total as number;
+    const receivedAtFirst = (await call(child, 'GET', '/v1/metrics')).json
+      .replication_commands_received_total as number;
 
     await stop(root);
     await eventually(async () => !(await ready(child)), 5_000, 'child not ready once the parent is gone');
@@ -114,7 +143,11 @@ describe('a parent that goes away', () => {
 
     root = await start({ dataDir: rootDir, name: 'root', port });
     await call(root, 'POST', '/v1/collections/c/keys/after-restart', { value: 'new' });
-    await eventually(async () => (await valueAt(child, 'c', 'after-restart')) === 'new', 5_000, 'the new write reached the child');
+    await eventually(
+      async () => (await valueAt(child, 'c', 'after-restart')) === 'new',
+      5_000,
+      'the new write reached the child',
+    );
     assert.ok(await ready(child));
     // Resumed from its last seq: only the one new command came down, not 20 baseline keys again.
     const received = (await call(child, 'GET', '/v1/metrics')).json.replication_commands_received_total as number;
@@ -135,7 +168,11 @@ describe('a parent that goes away', () => {
     // The root trims its log to ~5 entries; wait for a trim.
     await new Promise((resolve) => setTimeout(resolve, 200));
     child = await start({ dataDir: childDir, name: 'child', parentUrl: root.url });
-    assert.equal((await call(child, 'GET', '/v1/collections')).json.collections !== undefined, true, 'the persisted copy is served at once');
+    assert.equal(
+      (await call(child, 'GET', '/v1/collections')).json.collections !== undefined,
+      true,
+      'the persisted copy is served at once',
+    );
     await eventually(() => ready(child), 5_000, 'child ready again');
     const got = await contents(child, 'c');
     assert.deepEqual(Object.keys(got), ['k40', 'k41', 'k42', 'k43', 'k44', 'k45', 'k46', 'k47', 'k48', 'k49']);

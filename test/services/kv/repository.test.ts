@@ -22,7 +22,11 @@ after(async () => {
 });
 
 /** A fresh database with the node's tables, and `connect` for a second instance on it. */
-async function freshNode(): Promise<{ database: TestDatabase; repository: KvRepository; connect(): Promise<KvRepository> }> {
+async function freshNode(): Promise<{
+  database: TestDatabase;
+  repository: KvRepository;
+  connect(): Promise<KvRepository>;
+}> {
   const database = await createTestDatabase();
   databases.push(database);
   const connect = async () => {
@@ -55,7 +59,11 @@ describe('kv repository', () => {
     assert.deepEqual(await repository.logAfter(atFloor, 10_000), left);
     assert.equal(left[0]!.id, atFloor + 1, 'no gap between the resume point and the first entry kept');
     assert.equal(await repository.resumePoint(state.logFloor - 1, false), null);
-    assert.equal(await repository.resumePoint(state.lastSeq + 1, false), null, 'a child ahead of its parent takes a baseline');
+    assert.equal(
+      await repository.resumePoint(state.lastSeq + 1, false),
+      null,
+      'a child ahead of its parent takes a baseline',
+    );
     const at = await repository.resumePoint(990, false);
     assert.ok(at !== null);
     assert.equal((await repository.logAfter(at, 100)).length, 10);
@@ -83,11 +91,19 @@ describe('kv repository', () => {
     const { repository, connect } = await freshNode();
     const other = await connect();
     await repository.createCollection('', 'c', 1);
-    const writes = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? repository : other).set('', 'c', `k${i % 7}`, String(i), 1)));
+    const writes = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? repository : other).set('', 'c', `k${i % 7}`, String(i), 1)),
+    );
     const seqs = writes.map((outcome) => (typeof outcome === 'object' ? outcome.seq : -1)).sort((a, b) => a - b);
-    assert.deepEqual(seqs, Array.from({ length: 200 }, (_, i) => i + 1));
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: 200 }, (_, i) => i + 1),
+    );
     const log = await other.logAfter(0, 1_000);
-    assert.deepEqual(log.map((entry) => entry.id), Array.from({ length: 201 }, (_, i) => i + 1));
+    assert.deepEqual(
+      log.map((entry) => entry.id),
+      Array.from({ length: 201 }, (_, i) => i + 1),
+    );
     // Versions per key count every write to it.
     const k0 = await repository.get('', 'c', 'k0');
     assert.ok(k0 !== null && !('collection' in k0));
@@ -113,14 +129,28 @@ describe('kv repository', () => {
     const { repository, connect } = await freshNode();
     const other = await connect();
     assert.equal(await repository.claimLease('a', 1_000, 11_000, { connected: true, ready: false }), true);
-    assert.equal(await other.claimLease('b', 2_000, 12_000, { connected: false, ready: false }), false, 'a live lease is not taken');
+    assert.equal(
+      await other.claimLease('b', 2_000, 12_000, { connected: false, ready: false }),
+      false,
+      'a live lease is not taken',
+    );
     assert.deepEqual(await other.lease(), { holder: 'a', expiresAt: 11_000, connected: true, ready: false });
-    await assert.rejects(other.applyFromParent({ type: 'CREATE_COLLECTION', project: '', collection: 'c', timestamp: 1 }, 'b'), LeaseLostError);
+    await assert.rejects(
+      other.applyFromParent({ type: 'CREATE_COLLECTION', project: '', collection: 'c', timestamp: 1 }, 'b'),
+      LeaseLostError,
+    );
     assert.equal(await other.hasCollection('', 'c'), false, 'nothing applied without the lease');
     await repository.applyFromParent({ type: 'CREATE_COLLECTION', project: '', collection: 'c', timestamp: 1 }, 'a');
     assert.equal(await other.hasCollection('', 'c'), true);
-    assert.equal(await other.claimLease('b', 11_001, 21_001, { connected: false, ready: false }), true, 'an expired lease is taken over');
-    await assert.rejects(repository.applyFromParent({ type: 'DROP_COLLECTION', project: '', collection: 'c', timestamp: 2 }, 'a'), LeaseLostError);
+    assert.equal(
+      await other.claimLease('b', 11_001, 21_001, { connected: false, ready: false }),
+      true,
+      'an expired lease is taken over',
+    );
+    await assert.rejects(
+      repository.applyFromParent({ type: 'DROP_COLLECTION', project: '', collection: 'c', timestamp: 2 }, 'a'),
+      LeaseLostError,
+    );
     await other.releaseLease('b');
     assert.equal((await repository.lease()).holder, '');
   });
@@ -136,20 +166,39 @@ describe('kv repository', () => {
     await writeOldNodeFile(old);
     await old.close();
 
-    const settings = { ...loadSettings({}, {}, dataDir), dataDir, databaseUrl: database.databaseUrl, kvNodeName: 'imported', logLevel: 'silent' as const };
+    const settings = {
+      ...loadSettings({}, {}, dataDir),
+      dataDir,
+      databaseUrl: database.databaseUrl,
+      kvNodeName: 'imported',
+      logLevel: 'silent' as const,
+    };
     const store = await openStore(settings);
     try {
       await migrateStore(store, [kvMigrations]);
-      const app = await createKvService().build({ settings, store, logger: pino({ level: 'silent' }), version: VERSION });
+      const app = await createKvService().build({
+        settings,
+        store,
+        logger: pino({ level: 'silent' }),
+        version: VERSION,
+      });
       const auth = { 'x-gateway-authentication': JSON.stringify({ user: { id: 't' } }) };
       const got = await app.inject({ method: 'GET', url: '/v1/collections/users/keys/alice', headers: auth });
       assert.equal(got.statusCode, 200, got.body);
       // Exact JSON text: the integer beyond 2^53 is kept digit for digit.
-      assert.equal(got.body, '{"key":"alice","value":{"n":12345678901234567890},"version":2,"updatedAt":"2025-01-01T00:00:10Z"}');
+      assert.equal(
+        got.body,
+        '{"key":"alice","value":{"n":12345678901234567890},"version":2,"updatedAt":"2025-01-01T00:00:10Z"}',
+      );
       const listed = await app.inject({ method: 'GET', url: '/v1/collections', headers: auth });
       assert.deepEqual(JSON.parse(listed.body), { collections: ['users', 'empty'] });
       // seq and versions continue where the old node stopped.
-      const set = await app.inject({ method: 'POST', url: '/v1/collections/users/keys/gone', headers: auth, payload: '{"value":1}' });
+      const set = await app.inject({
+        method: 'POST',
+        url: '/v1/collections/users/keys/gone',
+        headers: auth,
+        payload: '{"value":1}',
+      });
       assert.deepEqual(JSON.parse(set.body), { ok: true, seq: 4, version: 2 });
       await app.close();
       assert.equal(existsSync(file), false);

@@ -10,7 +10,16 @@ import { startTestPlatform, type TestPlatform } from '../../helpers/platform.ts'
 // CSP, no platform cookies), and a lambda learns only the id and email of a signed-in visitor.
 
 const SANDBOX = 'sandbox allow-scripts allow-forms allow-popups';
-const PLATFORM_HOSTS = ['lambda.localhost', 'api.localhost:8080', 'localhost:8080', 'localhost', '127.0.0.1:8080', '[::1]:8080', 'console.localhost', 'auth.localhost'];
+const PLATFORM_HOSTS = [
+  'lambda.localhost',
+  'api.localhost:8080',
+  'localhost:8080',
+  'localhost',
+  '127.0.0.1:8080',
+  '[::1]:8080',
+  'console.localhost',
+  'auth.localhost',
+];
 
 describe('lambda output on platform and project hosts', () => {
   let service: TestService;
@@ -27,10 +36,14 @@ describe('lambda output on platform and project hosts', () => {
     const lambdas: Record<string, Record<string, unknown>> = {
       json: { code: 'export default () => ({ ok: true })' },
       text: { code: 'write("<script>alert(1)</script>")' },
-      response: { code: 'export default () => new Response("<h1>hi</h1>", { headers: { "content-type": "text/html" } })' },
+      response: {
+        code: 'export default () => new Response("<h1>hi</h1>", { headers: { "content-type": "text/html" } })',
+      },
       html: { language: 'static-html', code: '<h1>static</h1>' },
       css: { language: 'static-css', code: 'body{}' },
-      ownCsp: { code: 'export default () => new Response("x", { headers: { "Content-Security-Policy": "sandbox allow-scripts allow-same-origin", "X-Content-Type-Options": "sniff-please" } })' },
+      ownCsp: {
+        code: 'export default () => new Response("x", { headers: { "Content-Security-Policy": "sandbox allow-scripts allow-same-origin", "X-Content-Type-Options": "sniff-please" } })',
+      },
       cookies: {
         code: `export default () => {
           const h = new Headers();
@@ -43,16 +56,28 @@ describe('lambda output on platform and project hosts', () => {
           return new Response("c", { headers: h });
         }`,
       },
-      seen: { code: 'export default (req) => ({ identity: req.headers["x-gateway-authentication"] ?? null, cookie: req.headers.cookie ?? null })' },
+      seen: {
+        code: 'export default (req) => ({ identity: req.headers["x-gateway-authentication"] ?? null, cookie: req.headers.cookie ?? null })',
+      },
     };
     for (const [name, body] of Object.entries(lambdas)) {
-      const res = await service.app.inject({ method: 'POST', url: '/api/v0/lambdas', headers: { ...owner, 'content-type': 'application/json' }, payload: JSON.stringify({ name, method: 'GET', path: `/${name}`, ...body }) });
+      const res = await service.app.inject({
+        method: 'POST',
+        url: '/api/v0/lambdas',
+        headers: { ...owner, 'content-type': 'application/json' },
+        payload: JSON.stringify({ name, method: 'GET', path: `/${name}`, ...body }),
+      });
       assert.equal(res.statusCode, 201, res.body);
       ids[name] = res.json<{ id: string }>().id;
     }
     // The same lambdas in a project, for its host's mux.
     for (const name of ['json', 'html', 'ownCsp', 'cookies', 'seen']) {
-      const res = await service.app.inject({ method: 'POST', url: '/api/v0/lambdas', headers: { ...owner, 'x-project-id': 'proj-shop', host: 'shop.localhost', 'content-type': 'application/json' }, payload: JSON.stringify({ ...lambdas[name], name: `p-${name}`, method: 'GET', path: `/p/${name}` }) });
+      const res = await service.app.inject({
+        method: 'POST',
+        url: '/api/v0/lambdas',
+        headers: { ...owner, 'x-project-id': 'proj-shop', host: 'shop.localhost', 'content-type': 'application/json' },
+        payload: JSON.stringify({ ...lambdas[name], name: `p-${name}`, method: 'GET', path: `/p/${name}` }),
+      });
       assert.equal(res.statusCode, 201, res.body);
       projectIds[name] = res.json<{ id: string }>().id;
     }
@@ -116,7 +141,12 @@ describe('lambda output on platform and project hosts', () => {
     assert.deepEqual(cookieNames(await get('/mux/user-owner/cookies', 'api.localhost')), expected);
     assert.deepEqual(cookieNames(await get('/p/cookies', 'shop.localhost', { 'x-project-id': 'proj-shop' })), expected);
     // The owner's test run reports the same cookies a real request would get.
-    const tested = await service.app.inject({ method: 'POST', url: `/api/v0/lambdas/${ids.cookies}/invoke`, headers: { ...owner, 'content-type': 'application/json' }, payload: '{}' });
+    const tested = await service.app.inject({
+      method: 'POST',
+      url: `/api/v0/lambdas/${ids.cookies}/invoke`,
+      headers: { ...owner, 'content-type': 'application/json' },
+      payload: '{}',
+    });
     assert.equal(tested.statusCode, 200, tested.body);
     const setCookie = tested.json<{ headers: Record<string, string> }>().headers['set-cookie'] ?? '';
     assert.doesNotMatch(setCookie, /stratus_session|stratus_sso/i);
@@ -124,24 +154,43 @@ describe('lambda output on platform and project hosts', () => {
   });
 
   it('uses the configured domain to tell platform hosts from project hosts', async () => {
-    const other = await startTestService(lambdaServiceWith({ timeoutMs: 2000, memoryLimitMiB: 64, prewarm: 0 }), { domain: 'example.test' });
+    const other = await startTestService(lambdaServiceWith({ timeoutMs: 2000, memoryLimitMiB: 64, prewarm: 0 }), {
+      domain: 'example.test',
+    });
     try {
       await other.store.sql.database.write(function* () {
         yield* run('create table apikeys_project_owners (project_id text not null, user_id text not null)');
         yield* run(`insert into apikeys_project_owners (project_id, user_id) values ('proj-x', 'user-owner')`);
       });
-      const made = await other.app.inject({ method: 'POST', url: '/api/v0/lambdas', headers: { ...owner, 'x-project-id': 'proj-x', host: 'site.example.test', 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'p', method: 'GET', path: '/', code: '1' }) });
+      const made = await other.app.inject({
+        method: 'POST',
+        url: '/api/v0/lambdas',
+        headers: { ...owner, 'x-project-id': 'proj-x', host: 'site.example.test', 'content-type': 'application/json' },
+        payload: JSON.stringify({ name: 'p', method: 'GET', path: '/', code: '1' }),
+      });
       assert.equal(made.statusCode, 201, made.body);
-      const onProject = await other.app.inject({ method: 'GET', url: '/', headers: { host: 'site.example.test', 'x-project-id': 'proj-x' } });
+      const onProject = await other.app.inject({
+        method: 'GET',
+        url: '/',
+        headers: { host: 'site.example.test', 'x-project-id': 'proj-x' },
+      });
       assert.equal(onProject.statusCode, 200);
       assert.equal(onProject.headers['content-security-policy'], undefined);
       for (const host of ['example.test', 'lambda.example.test', 'API.Example.Test:443', '127.0.0.2']) {
-        const res = await other.app.inject({ method: 'GET', url: `/run/${made.json<{ id: string }>().id}`, headers: { host } });
+        const res = await other.app.inject({
+          method: 'GET',
+          url: `/run/${made.json<{ id: string }>().id}`,
+          headers: { host },
+        });
         assert.equal(res.statusCode, 200, host);
         assert.equal(res.headers['content-security-policy'], SANDBOX, host);
       }
       // Under another domain setting, `site.localhost` is no project host of this platform.
-      const foreign = await other.app.inject({ method: 'GET', url: '/', headers: { host: 'site.localhost', 'x-project-id': 'proj-x' } });
+      const foreign = await other.app.inject({
+        method: 'GET',
+        url: '/',
+        headers: { host: 'site.localhost', 'x-project-id': 'proj-x' },
+      });
       assert.equal(foreign.headers['content-security-policy'], SANDBOX);
     } finally {
       await other.close();
@@ -162,9 +211,17 @@ describe('lambda output on platform and project hosts', () => {
     };
 
     it('gives /run, /mux and project-host lambdas only the id and email of a signed-in visitor', async () => {
-      for (const [url, extra] of [[`/run/${ids.seen}`, {}], ['/mux/user-owner/seen', {}], ['/p/seen', { 'x-project-id': 'proj-shop', host: 'shop.localhost' }]] as const) {
+      for (const [url, extra] of [
+        [`/run/${ids.seen}`, {}],
+        ['/mux/user-owner/seen', {}],
+        ['/p/seen', { 'x-project-id': 'proj-shop', host: 'shop.localhost' }],
+      ] as const) {
         const seen = await seenBy(url, { ...visitor, ...extra });
-        assert.deepEqual(JSON.parse(seen.identity ?? 'null'), { user: { id: 'user-visitor', email: 'vi@example.com' } }, url);
+        assert.deepEqual(
+          JSON.parse(seen.identity ?? 'null'),
+          { user: { id: 'user-visitor', email: 'vi@example.com' } },
+          url,
+        );
         assert.doesNotMatch(seen.identity ?? '', /session-secret-id|key-id-123|api_key|meta|nick|picture/);
       }
     });
@@ -174,17 +231,26 @@ describe('lambda output on platform and project hosts', () => {
       assert.deepEqual(JSON.parse(idOnly.identity ?? 'null'), { user: { id: 'user-plain' } });
       assert.equal((await seenBy(`/run/${ids.seen}`, {})).identity, null);
       // An identity header without a usable user is no identity.
-      assert.equal((await seenBy(`/run/${ids.seen}`, { 'x-gateway-authentication': '{"session":{"id":"s"}}' })).identity, null);
+      assert.equal(
+        (await seenBy(`/run/${ids.seen}`, { 'x-gateway-authentication': '{"session":{"id":"s"}}' })).identity,
+        null,
+      );
     });
 
     it('never passes platform cookies to a lambda, even from a caller the gateway did not filter', async () => {
-      const seen = await seenBy(`/run/${ids.seen}`, { cookie: 'stratus_session=secret-token; theme=dark; __Host-stratus_x=1; __Secure-Stratus_y=2; lang=en' });
+      const seen = await seenBy(`/run/${ids.seen}`, {
+        cookie: 'stratus_session=secret-token; theme=dark; __Host-stratus_x=1; __Secure-Stratus_y=2; lang=en',
+      });
       assert.equal(seen.cookie, 'theme=dark; lang=en');
       assert.equal((await seenBy(`/run/${ids.seen}`, { cookie: 'stratus_session=secret-token' })).cookie, null);
     });
 
     it("reduces the owner's own identity on /api/v0/run the same way", async () => {
-      const res = await service.app.inject({ method: 'GET', url: `/api/v0/run/${ids.seen}`, headers: asUser('user-owner', { session: { id: 'owner-session' }, auth: { method: 'session' } }) });
+      const res = await service.app.inject({
+        method: 'GET',
+        url: `/api/v0/run/${ids.seen}`,
+        headers: asUser('user-owner', { session: { id: 'owner-session' }, auth: { method: 'session' } }),
+      });
       assert.equal(res.statusCode, 200, res.body);
       assert.deepEqual(JSON.parse(res.json<{ identity: string }>().identity), { user: { id: 'user-owner' } });
     });
@@ -201,10 +267,30 @@ describe('lambda output through the gateway', () => {
   });
 
   it('sandboxes /run on lambda.<domain> and the bare host, and serves a project host unsandboxed', async () => {
-    const owner = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'gw-owner' } }), 'content-type': 'application/json' };
-    const project = await platform.callInternal({ method: 'POST', path: '/v0/projects', host: 'apikeys.localhost', headers: owner, body: '{"name":"Site","slug":"site"}' });
+    const owner = {
+      'x-gateway-authentication': JSON.stringify({ user: { id: 'gw-owner' } }),
+      'content-type': 'application/json',
+    };
+    const project = await platform.callInternal({
+      method: 'POST',
+      path: '/v0/projects',
+      host: 'apikeys.localhost',
+      headers: owner,
+      body: '{"name":"Site","slug":"site"}',
+    });
     assert.equal(project.status, 201, project.text);
-    const made = await platform.callInternal({ method: 'POST', path: '/api/v0/lambdas', host: 'site.localhost', headers: owner, body: JSON.stringify({ name: 'home', method: 'GET', path: '/', code: 'export default () => new Response("<p>home</p>", { headers: { "content-type": "text/html", "set-cookie": "stratus_session=fixated; Path=/" } })' }) });
+    const made = await platform.callInternal({
+      method: 'POST',
+      path: '/api/v0/lambdas',
+      host: 'site.localhost',
+      headers: owner,
+      body: JSON.stringify({
+        name: 'home',
+        method: 'GET',
+        path: '/',
+        code: 'export default () => new Response("<p>home</p>", { headers: { "content-type": "text/html", "set-cookie": "stratus_session=fixated; Path=/" } })',
+      }),
+    });
     assert.equal(made.status, 201, made.text);
     const id = made.json<{ id: string }>().id;
     for (const host of ['lambda.localhost', 'localhost', '127.0.0.1']) {

@@ -9,7 +9,11 @@ const runtime = new LambdaRuntime({ timeoutMs: 500, memoryLimitMiB: 32, prewarm:
 after(() => runtime.close());
 
 const req = (over: Partial<LambdaRequest> = {}): LambdaRequest => ({
-  method: 'GET', path: '/hello-world', query: {}, headers: {}, ...over,
+  method: 'GET',
+  path: '/hello-world',
+  query: {},
+  headers: {},
+  ...over,
 });
 
 function json(r: InvokeResult): unknown {
@@ -25,8 +29,9 @@ function failure(r: InvokeResult): { code: string; message: string } {
 describe('lambda runtime: code forms', () => {
   it('runs the documented hello-world module and returns the whole value', async () => {
     const code = 'export default (req) => ({ body: { message: "Hello, World!", method: req.method, path: req.path } })';
-    assert.deepEqual(json(await runtime.invoke(code, req())),
-      { body: { message: 'Hello, World!', method: 'GET', path: '/hello-world' } });
+    assert.deepEqual(json(await runtime.invoke(code, req())), {
+      body: { message: 'Hello, World!', method: 'GET', path: '/hello-world' },
+    });
   });
 
   it('runs the documented webhook handler with a JSON body', async () => {
@@ -41,8 +46,10 @@ describe('lambda runtime: code forms', () => {
   });
 
   it('gives plain scripts req, body, query, headers and write', async () => {
-    const r = await runtime.invoke('write("Hello "); write(body.n, " ", headers["x-a"] === req.headers["x-a"]); write(query.q)',
-      req({ body: { n: 1 }, headers: { 'x-a': 'b' }, query: { q: '!' } }));
+    const r = await runtime.invoke(
+      'write("Hello "); write(body.n, " ", headers["x-a"] === req.headers["x-a"]); write(query.q)',
+      req({ body: { n: 1 }, headers: { 'x-a': 'b' }, query: { q: '!' } }),
+    );
     assert.deepEqual(r, { kind: 'text', text: 'Hello 1!', logs: [] });
   });
 
@@ -53,7 +60,10 @@ describe('lambda runtime: code forms', () => {
   });
 
   it('passes a returned Response through', async () => {
-    const r = await runtime.invoke('export default () => new Response("tea", { status: 418, headers: { "X-A": "b" } })', req());
+    const r = await runtime.invoke(
+      'export default () => new Response("tea", { status: 418, headers: { "X-A": "b" } })',
+      req(),
+    );
     assert.equal(r.kind, 'response');
     if (r.kind !== 'response') return;
     assert.equal(r.status, 418);
@@ -64,8 +74,14 @@ describe('lambda runtime: code forms', () => {
   });
 
   it('captures console output with the invocation', async () => {
-    const r = await runtime.invoke('export default () => { console.log("hi", { a: 1 }); console.error("bad"); return 1 }', req());
-    assert.deepEqual(r.logs, [{ level: 'log', message: 'hi {"a":1}' }, { level: 'error', message: 'bad' }]);
+    const r = await runtime.invoke(
+      'export default () => { console.log("hi", { a: 1 }); console.error("bad"); return 1 }',
+      req(),
+    );
+    assert.deepEqual(r.logs, [
+      { level: 'log', message: 'hi {"a":1}' },
+      { level: 'error', message: 'bad' },
+    ]);
   });
 
   it('starts every warm module call with empty output', async () => {
@@ -75,8 +91,16 @@ describe('lambda runtime: code forms', () => {
       assert.deepEqual(r, { kind: 'json', json: 'true', logs: [{ level: 'log', message: 'call' }] });
     }
     const writer = 'export default () => { write("a"); }';
-    assert.deepEqual(await runtime.invoke(writer, req(), { contextKey: 'warm-writer' }), { kind: 'text', text: 'a', logs: [] });
-    assert.deepEqual(await runtime.invoke(writer, req(), { contextKey: 'warm-writer' }), { kind: 'text', text: 'a', logs: [] });
+    assert.deepEqual(await runtime.invoke(writer, req(), { contextKey: 'warm-writer' }), {
+      kind: 'text',
+      text: 'a',
+      logs: [],
+    });
+    assert.deepEqual(await runtime.invoke(writer, req(), { contextKey: 'warm-writer' }), {
+      kind: 'text',
+      text: 'a',
+      logs: [],
+    });
   });
 
   it('takes new code on the next call and keeps no state between calls', async () => {
@@ -92,7 +116,9 @@ describe('lambda runtime: pool', () => {
   it('queues calls when every isolate is busy and serves them all', async () => {
     const small = new LambdaRuntime({ maxIsolates: 1, prewarm: 0, timeoutMs: 1000 });
     try {
-      const results = await Promise.all(Array.from({ length: 5 }, (_, i) => small.invoke(`export default () => ${i}`, req())));
+      const results = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => small.invoke(`export default () => ${i}`, req())),
+      );
       assert.deepEqual(results.map(json), [0, 1, 2, 3, 4]);
       assert.equal(small.idleCount, 1);
     } finally {
@@ -138,7 +164,10 @@ describe('lambda runtime: failures', () => {
   });
 
   it('stops a promise that never settles at the wall-clock limit', async () => {
-    assert.equal(failure(await runtime.invoke('export default () => new Promise(() => {})', req())).code, 'lambda_timeout');
+    assert.equal(
+      failure(await runtime.invoke('export default () => new Promise(() => {})', req())).code,
+      'lambda_timeout',
+    );
   });
 
   it('stops a memory bomb at the memory limit and keeps working afterwards', async () => {
@@ -164,7 +193,10 @@ describe('lambda runtime: sandbox escapes fail', () => {
   }
 
   it('has no timers, network or host globals', async () => {
-    const r = await runtime.invoke('[typeof setTimeout, typeof setInterval, typeof fetch, typeof require, typeof process, typeof XMLHttpRequest].join()', req());
+    const r = await runtime.invoke(
+      '[typeof setTimeout, typeof setInterval, typeof fetch, typeof require, typeof process, typeof XMLHttpRequest].join()',
+      req(),
+    );
     assert.equal(json(r), 'undefined,undefined,undefined,undefined,undefined,undefined');
   });
 });

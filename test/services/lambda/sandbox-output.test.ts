@@ -63,34 +63,72 @@ describe('lambda runtime: what the sandbox returns is checked by the host', () =
     ];
     for (const code of forgers) {
       const r = await runtime.invoke(code, req, { contextKey: key() });
-      assert.deepEqual({ kind: r.kind, json: r.kind === 'json' ? r.json : undefined }, { kind: 'json', json: '"small"' }, code);
+      assert.deepEqual(
+        { kind: r.kind, json: r.kind === 'json' ? r.json : undefined },
+        { kind: 'json', json: '"small"' },
+        code,
+      );
     }
   });
 
   it('does not take a lookalike object for a Response', async () => {
-    const r = await runtime.invoke(`Object.defineProperty(Response, Symbol.hasInstance, { value: () => true });
-      export default () => ({ status: 101, headers: { forEach(fn) { fn('chunked', 'transfer-encoding') } }, _body: 'x' })`, req, { contextKey: key() });
+    const r = await runtime.invoke(
+      `Object.defineProperty(Response, Symbol.hasInstance, { value: () => true });
+      export default () => ({ status: 101, headers: { forEach(fn) { fn('chunked', 'transfer-encoding') } }, _body: 'x' })`,
+      req,
+      { contextKey: key() },
+    );
     assert.equal(r.kind, 'json');
-    const s = await runtime.invoke(`export default () => { const r = new Response("ok"); try { r.status = 101 } catch {} return r }`, req, { contextKey: key() });
+    const s = await runtime.invoke(
+      `export default () => { const r = new Response("ok"); try { r.status = 101 } catch {} return r }`,
+      req,
+      { contextKey: key() },
+    );
     assert.equal(s.kind === 'response' && s.status, 200);
   });
 
   it('rejects header names that are not tokens and values with CR, LF, NUL or characters beyond one byte', async () => {
-    for (const [name, value] of [['x-evil', 'a\\r\\nSet-Cookie: stratus_session=x'], ['x-evil', 'a\\nb'], ['x-evil', 'a\\u0000b'], ['bad name', 'v'], ['', 'v'], ['x-euro', '\\u20ac'], ['x:y', 'v']]) {
-      const r = await runtime.invoke(`export default () => new Response("x", { headers: [["${name}", "${value}"]] })`, req, { contextKey: key() });
+    for (const [name, value] of [
+      ['x-evil', 'a\\r\\nSet-Cookie: stratus_session=x'],
+      ['x-evil', 'a\\nb'],
+      ['x-evil', 'a\\u0000b'],
+      ['bad name', 'v'],
+      ['', 'v'],
+      ['x-euro', '\\u20ac'],
+      ['x:y', 'v'],
+    ]) {
+      const r = await runtime.invoke(
+        `export default () => new Response("x", { headers: [["${name}", "${value}"]] })`,
+        req,
+        { contextKey: key() },
+      );
       assert.equal(errorOf(r).code, 'lambda_error', `${name}: ${value}`);
-      const set = await runtime.invoke(`export default () => { const r = new Response("x"); r.headers.set("${name}", "${value}"); return r }`, req, { contextKey: key() });
+      const set = await runtime.invoke(
+        `export default () => { const r = new Response("x"); r.headers.set("${name}", "${value}"); return r }`,
+        req,
+        { contextKey: key() },
+      );
       assert.equal(errorOf(set).code, 'lambda_error', `set ${name}: ${value}`);
     }
     // Surrounding whitespace is trimmed, as the Fetch standard does; a tab inside is fine.
-    const ok = await runtime.invoke('export default () => new Response("x", { headers: { "x-a": "  a\\tb \\r\\n" } })', req, { contextKey: key() });
+    const ok = await runtime.invoke(
+      'export default () => new Response("x", { headers: { "x-a": "  a\\tb \\r\\n" } })',
+      req,
+      { contextKey: key() },
+    );
     assert.ok(ok.kind === 'response', JSON.stringify(ok));
-    if (ok.kind === 'response') assert.deepEqual(ok.headers.find(([k]) => k === 'x-a'), ['x-a', 'a\tb']);
+    if (ok.kind === 'response')
+      assert.deepEqual(
+        ok.headers.find(([k]) => k === 'x-a'),
+        ['x-a', 'a\tb'],
+      );
   });
 
   it('rejects statuses outside 200–599', async () => {
     for (const status of ['101', '199', '600', '0', '200.5', '"abc"', 'NaN']) {
-      const r = await runtime.invoke(`export default () => new Response("x", { status: ${status} })`, req, { contextKey: key() });
+      const r = await runtime.invoke(`export default () => new Response("x", { status: ${status} })`, req, {
+        contextKey: key(),
+      });
       assert.equal(errorOf(r).code, 'lambda_error', status);
     }
   });
@@ -113,13 +151,19 @@ describe('lambda runtime: what the sandbox returns is checked by the host', () =
     // Right at the cap is fine: a JSON string of 1 MiB including its quotes.
     const atCap = await runtime.invoke(`export default () => 'x'.repeat(${MiB - 2})`, req, { contextKey: key() });
     assert.equal(atCap.kind === 'json' && atCap.json.length, MiB);
-    const bytes = await runtime.invoke('export default () => new Response(new Uint8Array([0, 255, 128, 65]))', req, { contextKey: key() });
+    const bytes = await runtime.invoke('export default () => new Response(new Uint8Array([0, 255, 128, 65]))', req, {
+      contextKey: key(),
+    });
     assert.ok(bytes.kind === 'response' && Buffer.isBuffer(bytes.body), JSON.stringify(bytes));
     if (bytes.kind === 'response') assert.deepEqual([...(bytes.body as Buffer)], [0, 255, 128, 65]);
   });
 
   it('bounds the error message a lambda can produce', async () => {
-    const f = errorOf(await runtime.invoke(`export default () => { throw new Error('e'.repeat(${2 * MiB})) }`, req, { contextKey: key() }));
+    const f = errorOf(
+      await runtime.invoke(`export default () => { throw new Error('e'.repeat(${2 * MiB})) }`, req, {
+        contextKey: key(),
+      }),
+    );
     assert.equal(f.code, 'lambda_error');
     assert.ok(f.message.length <= 4096, `${f.message.length} characters`);
   });
@@ -129,7 +173,9 @@ describe('lambda service: sandbox output reaches clients only in a valid shape',
   let service: TestService;
   const owner = asUser('user-b');
   before(async () => {
-    service = await startTestService(lambdaServiceWith({ timeoutMs: 3000, memoryLimitMiB: 64, prewarm: 1 }), { lambdaMaxResponseBytes: MiB });
+    service = await startTestService(lambdaServiceWith({ timeoutMs: 3000, memoryLimitMiB: 64, prewarm: 1 }), {
+      lambdaMaxResponseBytes: MiB,
+    });
   });
   after(async () => {
     await service.close();
@@ -137,9 +183,18 @@ describe('lambda service: sandbox output reaches clients only in a valid shape',
 
   let seq = 0;
   const run = async (code: string): Promise<LightMyRequestResponse> => {
-    const made = await service.app.inject({ method: 'POST', url: '/api/v0/lambdas', headers: { ...owner, 'content-type': 'application/json' }, payload: JSON.stringify({ name: `l${++seq}`, code }) });
+    const made = await service.app.inject({
+      method: 'POST',
+      url: '/api/v0/lambdas',
+      headers: { ...owner, 'content-type': 'application/json' },
+      payload: JSON.stringify({ name: `l${++seq}`, code }),
+    });
     assert.equal(made.statusCode, 201, made.body);
-    return service.app.inject({ method: 'GET', url: `/run/${made.json<{ id: string }>().id}`, headers: { host: 'lambda.localhost' } });
+    return service.app.inject({
+      method: 'GET',
+      url: `/run/${made.json<{ id: string }>().id}`,
+      headers: { host: 'lambda.localhost' },
+    });
   };
   const codeOf = (res: LightMyRequestResponse): string | undefined => {
     try {
@@ -148,26 +203,42 @@ describe('lambda service: sandbox output reaches clients only in a valid shape',
       return undefined;
     }
   };
-  const HOP = ['transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-authenticate', 'proxy-connection', 'proxy-x'];
+  const HOP = [
+    'transfer-encoding',
+    'connection',
+    'keep-alive',
+    'upgrade',
+    'te',
+    'trailer',
+    'proxy-authenticate',
+    'proxy-connection',
+    'proxy-x',
+  ];
 
-  it('drops framing and hop-by-hop headers in any letter case, and frames the body itself', { timeout: 20_000 }, async () => {
-    const viaStringify = await run(`const real = JSON.stringify;
+  it(
+    'drops framing and hop-by-hop headers in any letter case, and frames the body itself',
+    { timeout: 20_000 },
+    async () => {
+      const viaStringify = await run(`const real = JSON.stringify;
       JSON.stringify = function (v, ...rest) {
         if (v && typeof v === 'object' && Array.isArray(v.headers)) v.headers.push(['Transfer-Encoding', 'chunked'], ['Content-Length', '5'], ['Connection', 'close'], ['Upgrade', 'websocket']);
         return real.call(this, v, ...rest);
       };
       export default () => new Response("hello there")`);
-    const direct = await run(`export default () => new Response("hello there", { headers: { "Transfer-Encoding": "chunked", "CONTENT-LENGTH": "1", "Connection": "close", "Keep-Alive": "timeout=1", "Upgrade": "h2c", "TE": "trailers", "Trailer": "x", "Proxy-Authenticate": "Basic", "Proxy-Connection": "close", "Proxy-X": "1", "X-Kept": "yes" } })`);
-    for (const res of [viaStringify, direct]) {
-      assert.equal(res.statusCode, 200, res.body);
-      assert.equal(res.body, 'hello there');
-      assert.equal(res.headers['content-length'], '11');
-      // The server may add its own `Connection`; the lambda's never passes.
-      assert.notEqual(res.headers.connection, 'close');
-      for (const h of HOP.filter((x) => x !== 'connection')) assert.equal(res.headers[h], undefined, h);
-    }
-    assert.equal(direct.headers['x-kept'], 'yes');
-  });
+      const direct = await run(
+        `export default () => new Response("hello there", { headers: { "Transfer-Encoding": "chunked", "CONTENT-LENGTH": "1", "Connection": "close", "Keep-Alive": "timeout=1", "Upgrade": "h2c", "TE": "trailers", "Trailer": "x", "Proxy-Authenticate": "Basic", "Proxy-Connection": "close", "Proxy-X": "1", "X-Kept": "yes" } })`,
+      );
+      for (const res of [viaStringify, direct]) {
+        assert.equal(res.statusCode, 200, res.body);
+        assert.equal(res.body, 'hello there');
+        assert.equal(res.headers['content-length'], '11');
+        // The server may add its own `Connection`; the lambda's never passes.
+        assert.notEqual(res.headers.connection, 'close');
+        for (const h of HOP.filter((x) => x !== 'connection')) assert.equal(res.headers[h], undefined, h);
+      }
+      assert.equal(direct.headers['x-kept'], 'yes');
+    },
+  );
 
   it('answers a forged status of 101 or out of range as a lambda error', { timeout: 20_000 }, async () => {
     for (const status of [101, 99, 600]) {
@@ -175,26 +246,43 @@ describe('lambda service: sandbox output reaches clients only in a valid shape',
         JSON.stringify = function (v, ...rest) { if (v && typeof v === 'object' && v.kind === 'response') v.status = ${status}; return real.call(this, v, ...rest) };
         export default () => new Response("x")`);
       // Either the forgery never reaches the host (200), or the host refuses it; never a 1xx or a hang.
-      assert.ok(res.statusCode === 200 || (res.statusCode === 500 && codeOf(res) === 'lambda_error'), `${status} → ${res.statusCode} ${res.body}`);
+      assert.ok(
+        res.statusCode === 200 || (res.statusCode === 500 && codeOf(res) === 'lambda_error'),
+        `${status} → ${res.statusCode} ${res.body}`,
+      );
     }
     const bad = await run('export default () => new Response("x", { status: 101 })');
     assert.equal(bad.statusCode, 500);
     assert.equal(codeOf(bad), 'lambda_error');
   });
 
-  it('answers invalid header names and values as a lambda error, never a raw 500 or an injected header', { timeout: 20_000 }, async () => {
-    const forged = await run(`export default () => { const r = new Response("x"); r.headers.forEach = (fn) => { fn("a\\r\\nX-Injected: 1", "x-evil"); fn("v", "bad name"); }; return r }`);
-    // The replaced forEach is not what the host reads; either way no raw 500 and no injected header.
-    assert.ok((forged.statusCode === 200 && forged.body === 'x') || codeOf(forged) === 'lambda_error', `${forged.statusCode} ${forged.body}`);
-    assert.equal(forged.headers['x-injected'], undefined);
-    assert.equal(forged.headers['x-evil'], undefined);
-    for (const [name, value] of [['x-evil', 'a\\r\\nX-Injected: 1'], ['bad name', 'v'], ['x-nul', 'a\\u0000'], ['x-euro', '\\u20ac']]) {
-      const res = await run(`export default () => new Response("x", { headers: [["${name}", "${value}"]] })`);
-      assert.equal(res.statusCode, 500, res.body);
-      assert.equal(codeOf(res), 'lambda_error', `${name}: ${res.body}`);
-      assert.equal(res.headers['x-injected'], undefined);
-    }
-  });
+  it(
+    'answers invalid header names and values as a lambda error, never a raw 500 or an injected header',
+    { timeout: 20_000 },
+    async () => {
+      const forged = await run(
+        `export default () => { const r = new Response("x"); r.headers.forEach = (fn) => { fn("a\\r\\nX-Injected: 1", "x-evil"); fn("v", "bad name"); }; return r }`,
+      );
+      // The replaced forEach is not what the host reads; either way no raw 500 and no injected header.
+      assert.ok(
+        (forged.statusCode === 200 && forged.body === 'x') || codeOf(forged) === 'lambda_error',
+        `${forged.statusCode} ${forged.body}`,
+      );
+      assert.equal(forged.headers['x-injected'], undefined);
+      assert.equal(forged.headers['x-evil'], undefined);
+      for (const [name, value] of [
+        ['x-evil', 'a\\r\\nX-Injected: 1'],
+        ['bad name', 'v'],
+        ['x-nul', 'a\\u0000'],
+        ['x-euro', '\\u20ac'],
+      ]) {
+        const res = await run(`export default () => new Response("x", { headers: [["${name}", "${value}"]] })`);
+        assert.equal(res.statusCode, 500, res.body);
+        assert.equal(codeOf(res), 'lambda_error', `${name}: ${res.body}`);
+        assert.equal(res.headers['x-injected'], undefined);
+      }
+    },
+  );
 
   it('answers 500 lambda_response_too_large above lambdaMaxResponseBytes', async () => {
     const res = await run(`export default () => 'x'.repeat(${2 * MiB})`);
@@ -213,7 +301,13 @@ describe('settings: lambdaMaxResponseBytes and lambdaOwnerConcurrency', () => {
     assert.equal(set.lambdaMaxResponseBytes, 6 * MiB);
     assert.equal(set.lambdaOwnerConcurrency, 3);
     assert.equal(loadSettings({}, { LAMBDA_MAX_RESPONSE_BYTES: '2 MB' }, '/nonexistent').lambdaMaxResponseBytes, 2e6);
-    for (const bad of [{ LAMBDA_MAX_RESPONSE_BYTES: '0' }, { LAMBDA_MAX_RESPONSE_BYTES: 'lots' }, { LAMBDA_OWNER_CONCURRENCY: '0' }, { LAMBDA_OWNER_CONCURRENCY: '1.5' }, { LAMBDA_OWNER_CONCURRENCY: 'x' }]) {
+    for (const bad of [
+      { LAMBDA_MAX_RESPONSE_BYTES: '0' },
+      { LAMBDA_MAX_RESPONSE_BYTES: 'lots' },
+      { LAMBDA_OWNER_CONCURRENCY: '0' },
+      { LAMBDA_OWNER_CONCURRENCY: '1.5' },
+      { LAMBDA_OWNER_CONCURRENCY: 'x' },
+    ]) {
       assert.throws(() => loadSettings({}, bad, '/nonexistent'), SettingsError, JSON.stringify(bad));
     }
   });

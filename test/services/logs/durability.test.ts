@@ -31,14 +31,31 @@ test('acknowledged ingests survive kill -9', async () => {
       child.once('exit', () => reject(new Error(`server exited: ${out}`)));
     });
     const auth = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'alice' } }) };
-    const created = await request(port, { method: 'POST', path: '/v1/loggers', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":"d"}' });
+    const created = await request(port, {
+      method: 'POST',
+      path: '/v1/loggers',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '{"name":"d"}',
+    });
     const id = (JSON.parse(created.text) as { id: string }).id;
     const bodies = Array.from({ length: 20 }, (_, i) => `line ${i}\n`);
-    await Promise.all(bodies.map(async (body) => assert.equal((await request(port, { method: 'POST', path: `/v1/loggers/${id}/ingest`, headers: auth, body })).status, 200)));
+    await Promise.all(
+      bodies.map(async (body) =>
+        assert.equal(
+          (await request(port, { method: 'POST', path: `/v1/loggers/${id}/ingest`, headers: auth, body })).status,
+          200,
+        ),
+      ),
+    );
     child.kill('SIGKILL');
     await exited;
     const store = await openStore(settings);
-    const app = await createLogsService().build({ settings, store, logger: pino({ level: 'silent' }), version: VERSION });
+    const app = await createLogsService().build({
+      settings,
+      store,
+      logger: pino({ level: 'silent' }),
+      version: VERSION,
+    });
     try {
       const all = await app.inject({ method: 'GET', url: `/v1/loggers/${id}/filter`, headers: auth });
       assert.deepEqual(all.body.split('\n').filter(Boolean).sort(), bodies.map((b) => b.trim()).sort());
@@ -51,4 +68,3 @@ test('acknowledged ingests survive kill -9', async () => {
     await database.cleanup();
   }
 });
-

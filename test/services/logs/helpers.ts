@@ -32,12 +32,16 @@ export interface CreatedKey {
   created_at: string;
 }
 
-
 export async function createLogger(service: TestService, owner: string, name = 'app'): Promise<LoggerBody> {
   return jsonOf<LoggerBody>(await call(service, 'POST', '/v1/loggers', as(owner), { name }), 201);
 }
 
-export async function createKey(service: TestService, loggerId: string, owner: string, name = 'ci'): Promise<CreatedKey> {
+export async function createKey(
+  service: TestService,
+  loggerId: string,
+  owner: string,
+  name = 'ci',
+): Promise<CreatedKey> {
   return jsonOf<CreatedKey>(await call(service, 'POST', `/v1/loggers/${loggerId}/apiKeys`, as(owner), { name }), 201);
 }
 

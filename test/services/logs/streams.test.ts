@@ -2,7 +2,18 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import type { TestService } from '../../helpers/service.ts';
-import { as, assertError, call, createKey, createLogger, jsonOf, openStream, startLogs, withKey, type LoggerBody } from './helpers.ts';
+import {
+  as,
+  assertError,
+  call,
+  createKey,
+  createLogger,
+  jsonOf,
+  openStream,
+  startLogs,
+  withKey,
+  type LoggerBody,
+} from './helpers.ts';
 
 let service: TestService;
 let port: number;
@@ -16,7 +27,15 @@ after(async () => {
 });
 
 async function ingest(id: string, body: string | Buffer, headers = as('alice')): Promise<number> {
-  return jsonOf<{ n: number }>(await call(service, 'POST', `/v1/loggers/${id}/ingest`, { 'content-type': 'application/octet-stream', ...headers }, body)).n;
+  return jsonOf<{ n: number }>(
+    await call(
+      service,
+      'POST',
+      `/v1/loggers/${id}/ingest`,
+      { 'content-type': 'application/octet-stream', ...headers },
+      body,
+    ),
+  ).n;
 }
 
 describe('raw ingest and filter', () => {
@@ -37,12 +56,26 @@ describe('raw ingest and filter', () => {
     const logger = await createLogger(service, 'alice');
     assertError(await call(service, 'POST', `/v1/loggers/${logger.id}/ingest`, {}, 'x\n'), 401, 'unauthorized');
     assertError(await call(service, 'POST', `/v1/loggers/${logger.id}/ingest`, as('bob'), 'x\n'), 403, 'forbidden');
-    assertError(await call(service, 'POST', `/v1/loggers/00000000-0000-4000-8000-000000000000/ingest`, as('alice'), 'x\n'), 404, 'not_found');
-    assertError(await call(service, 'POST', `/v1/loggers/${logger.id}/ingest`, as('alice'), Buffer.alloc(3 * 1024 * 1024, 97)), 413, 'payload_too_large');
-    assert.equal(await ingest(logger.id, '{"not":"parsed"', { ...as('alice'), 'content-type': 'application/json' }), 15);
+    assertError(
+      await call(service, 'POST', `/v1/loggers/00000000-0000-4000-8000-000000000000/ingest`, as('alice'), 'x\n'),
+      404,
+      'not_found',
+    );
+    assertError(
+      await call(service, 'POST', `/v1/loggers/${logger.id}/ingest`, as('alice'), Buffer.alloc(3 * 1024 * 1024, 97)),
+      413,
+      'payload_too_large',
+    );
+    assert.equal(
+      await ingest(logger.id, '{"not":"parsed"', { ...as('alice'), 'content-type': 'application/json' }),
+      15,
+    );
     const key = await createKey(service, logger.id, 'alice');
     assert.equal(await ingest(logger.id, 'by key\n', withKey(key)), 7);
-    assert.deepEqual(jsonOf<LoggerBody>(await call(service, 'GET', `/v1/loggers/${logger.id}`, as('alice'))).usage, { bytes: 23, lines: 2 });
+    assert.deepEqual(jsonOf<LoggerBody>(await call(service, 'GET', `/v1/loggers/${logger.id}`, as('alice'))).usage, {
+      bytes: 23,
+      lines: 2,
+    });
   });
 
   test('several regexes must all match; a line is tested without its newline', async () => {
@@ -50,24 +83,57 @@ describe('raw ingest and filter', () => {
     await ingest(logger.id, 'error disk full\nerror net down\nwarn disk slow\ninfo ok error\n');
     const both = await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=error&regex=disk`, as('alice'));
     assert.equal(both.body, 'error disk full\n');
-    const anchored = await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('error$')}`, as('alice'));
+    const anchored = await call(
+      service,
+      'GET',
+      `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('error$')}`,
+      as('alice'),
+    );
     assert.equal(anchored.body, 'info ok error\n');
-    const alternation = await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('^(warn|info) ')}`, as('alice'));
+    const alternation = await call(
+      service,
+      'GET',
+      `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('^(warn|info) ')}`,
+      as('alice'),
+    );
     assert.equal(alternation.body, 'warn disk slow\ninfo ok error\n');
     // Literal alternatives take a fast path that must agree with the regex.
-    const literals = await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('full|slow|absent')}`, as('alice'));
+    const literals = await call(
+      service,
+      'GET',
+      `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('full|slow|absent')}`,
+      as('alice'),
+    );
     assert.equal(literals.body, 'error disk full\nwarn disk slow\n');
-    const none = await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('absent|missing')}`, as('alice'));
+    const none = await call(
+      service,
+      'GET',
+      `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('absent|missing')}`,
+      as('alice'),
+    );
     assert.equal(none.body, '');
   });
 
   test('invalid regex → 400 before streaming', async () => {
     const logger = await createLogger(service, 'alice');
-    const bad = await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=ok&regex=${encodeURIComponent('(unclosed')}`, as('alice'));
+    const bad = await call(
+      service,
+      'GET',
+      `/v1/loggers/${logger.id}/filter?regex=ok&regex=${encodeURIComponent('(unclosed')}`,
+      as('alice'),
+    );
     assert.match(assertError(bad, 400, 'invalid_regex'), /\(unclosed/);
     // Backreferences are not RE2.
-    assertError(await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('(a)\\1')}`, as('alice')), 400, 'invalid_regex');
-    assertError(await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${'a'.repeat(1025)}`, as('alice')), 400, 'invalid_regex');
+    assertError(
+      await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('(a)\\1')}`, as('alice')),
+      400,
+      'invalid_regex',
+    );
+    assertError(
+      await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${'a'.repeat(1025)}`, as('alice')),
+      400,
+      'invalid_regex',
+    );
     assertError(await call(service, 'GET', `/v1/loggers/${logger.id}/filter`), 401, 'unauthorized');
     assertError(await call(service, 'GET', `/v1/loggers/${logger.id}/filter`, as('bob')), 403, 'forbidden');
   });
@@ -79,7 +145,12 @@ describe('raw ingest and filter', () => {
     const logger = await createLogger(service, 'alice');
     await ingest(logger.id, `${'a'.repeat(1024 * 1024)}b\n`);
     const started = performance.now();
-    const response = await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('(a+)+$')}`, as('alice'));
+    const response = await call(
+      service,
+      'GET',
+      `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent('(a+)+$')}`,
+      as('alice'),
+    );
     const elapsed = performance.now() - started;
     assert.equal(response.statusCode, 200);
     assert.equal(response.body, '');
@@ -97,7 +168,9 @@ describe('raw ingest and filter', () => {
     await ingest(logger.id, 'new info\nnew error\n');
     await stream.waitFor((text) => text === 'old error\nnew error\n', 2_000);
     assert.ok(performance.now() - started < 1000);
-    const stats = jsonOf<{ concurrent_filters: number; last_regexps: string[] }>(await call(service, 'GET', `/v1/loggers/${logger.id}/stats`, as('alice')));
+    const stats = jsonOf<{ concurrent_filters: number; last_regexps: string[] }>(
+      await call(service, 'GET', `/v1/loggers/${logger.id}/stats`, as('alice')),
+    );
     assert.equal(stats.concurrent_filters, 1);
     assert.deepEqual(stats.last_regexps, ['error']);
     assert.equal((await call(service, 'DELETE', `/v1/loggers/${logger.id}`, as('alice'))).statusCode, 204);
@@ -110,7 +183,9 @@ describe('raw ingest and filter', () => {
   test('a client that disconnects frees its stream, in catch-up and while following', async () => {
     const logger = await createLogger(service, 'alice');
     await ingest(logger.id, 'line\n'.repeat(100_000));
-    const concurrent = async () => jsonOf<{ concurrent_filters: number }>(await call(service, 'GET', `/v1/loggers/${logger.id}/stats`, as('alice'))).concurrent_filters;
+    const concurrent = async () =>
+      jsonOf<{ concurrent_filters: number }>(await call(service, 'GET', `/v1/loggers/${logger.id}/stats`, as('alice')))
+        .concurrent_filters;
     const following = await openStream(port, `/v1/loggers/${logger.id}/filter?regex=nomatch&follow`, as('alice'));
     const catchingUp = await openStream(port, `/v1/loggers/${logger.id}/filter?follow`, as('alice'));
     catchingUp.pause();
@@ -132,7 +207,8 @@ describe('raw ingest and filter', () => {
     const stream = await openStream(port, `/v1/loggers/${logger.id}/filter`, as('alice'));
     stream.pause();
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const sent = async () => jsonOf<{ total_bytes_sent: number }>(await call(service, 'GET', `/v1/loggers/${logger.id}/stats`, as('alice')));
+    const sent = async () =>
+      jsonOf<{ total_bytes_sent: number }>(await call(service, 'GET', `/v1/loggers/${logger.id}/stats`, as('alice')));
     const whilePaused = (await sent()).total_bytes_sent;
     // Socket buffers on both sides hold a few MB at most; the server must not run ahead further.
     assert.ok(whilePaused < 16 * 1024 * 1024, `sent ${whilePaused} bytes to a paused reader`);
@@ -146,7 +222,9 @@ describe('raw ingest and filter', () => {
     const logger = await createLogger(service, 'alice');
     await ingest(logger.id, 'a\nb\n');
     await call(service, 'GET', `/v1/loggers/${logger.id}/filter?regex=a&regex=.`, as('alice'));
-    const stats = jsonOf<Record<string, unknown>>(await call(service, 'GET', `/v1/loggers/${logger.id}/stats`, as('alice')));
+    const stats = jsonOf<Record<string, unknown>>(
+      await call(service, 'GET', `/v1/loggers/${logger.id}/stats`, as('alice')),
+    );
     assert.deepEqual(stats, {
       total_bytes_sent: 2,
       total_bytes_received: 4,
@@ -166,21 +244,39 @@ describe('events', () => {
   test('NDJSON and logframe ingest; events stream with regex on the message', async () => {
     const logger = await createLogger(service, 'alice');
     const key = await createKey(service, logger.id, 'alice');
-    const ndjson = '{"project_id":"p1","message":"User logged in","service":"web"}\n{"project_id":"p2","message":"boom"}\n';
-    assert.deepEqual(jsonOf(await call(service, 'POST', '/v1/ingest/events', withKey(key), ndjson)), { events: 2, bytes: Buffer.byteLength(ndjson) });
+    const ndjson =
+      '{"project_id":"p1","message":"User logged in","service":"web"}\n{"project_id":"p2","message":"boom"}\n';
+    assert.deepEqual(jsonOf(await call(service, 'POST', '/v1/ingest/events', withKey(key), ndjson)), {
+      events: 2,
+      bytes: Buffer.byteLength(ndjson),
+    });
     const frame = '19:5:{"project_id":"p1"}hello\n19:5:{"project_id":"p3"}two\nl\n';
-    assert.deepEqual(jsonOf(await call(service, 'POST', '/v1/ingest/events', withKey(key), frame)), { events: 2, bytes: Buffer.byteLength(frame) });
+    assert.deepEqual(jsonOf(await call(service, 'POST', '/v1/ingest/events', withKey(key), frame)), {
+      events: 2,
+      bytes: Buffer.byteLength(frame),
+    });
     const all = await call(service, 'GET', `/v1/loggers/${logger.id}/events`, as('alice'));
     assert.equal(all.headers['content-type'], 'application/x-ndjson');
-    const events = all.body.trimEnd().split('\n').map((line) => JSON.parse(line) as { ts: string; project_id: string; metadata: object; message: string });
-    assert.deepEqual(events.map(({ project_id, metadata, message }) => ({ project_id, metadata, message })), [
-      { project_id: 'p1', metadata: { service: 'web' }, message: 'User logged in' },
-      { project_id: 'p2', metadata: {}, message: 'boom' },
-      { project_id: 'p1', metadata: {}, message: 'hello' },
-      { project_id: 'p3', metadata: {}, message: 'two\nl' },
-    ]);
+    const events = all.body
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { ts: string; project_id: string; metadata: object; message: string });
+    assert.deepEqual(
+      events.map(({ project_id, metadata, message }) => ({ project_id, metadata, message })),
+      [
+        { project_id: 'p1', metadata: { service: 'web' }, message: 'User logged in' },
+        { project_id: 'p2', metadata: {}, message: 'boom' },
+        { project_id: 'p1', metadata: {}, message: 'hello' },
+        { project_id: 'p3', metadata: {}, message: 'two\nl' },
+      ],
+    );
     assert.match(events[0]?.ts ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    const filtered = await call(service, 'GET', `/v1/loggers/${logger.id}/events?regex=${encodeURIComponent('^User')}`, as('alice'));
+    const filtered = await call(
+      service,
+      'GET',
+      `/v1/loggers/${logger.id}/events?regex=${encodeURIComponent('^User')}`,
+      as('alice'),
+    );
     assert.equal(filtered.body.trimEnd().split('\n').length, 1);
     // Events and raw lines are separate.
     assert.equal((await call(service, 'GET', `/v1/loggers/${logger.id}/filter`, as('alice'))).body, '');
@@ -190,13 +286,47 @@ describe('events', () => {
     const logger = await createLogger(service, 'alice');
     const key = await createKey(service, logger.id, 'alice');
     assertError(await call(service, 'POST', '/v1/ingest/events', {}, '{"project_id":"p"}'), 401, 'unauthorized');
-    assertError(await call(service, 'POST', '/v1/ingest/events', as('alice'), '{"project_id":"p","message":"m"}'), 401, 'unauthorized');
-    assertError(await call(service, 'POST', '/v1/ingest/events', withKey(key), '{"project_id":"p","message":"m"}\n{"message":"m"}\n'), 400, 'validation_error');
-    assertError(await call(service, 'POST', '/v1/ingest/events', withKey(key), '{"project_id":"","message":"m"}'), 400, 'validation_error');
-    assertError(await call(service, 'POST', '/v1/ingest/events', withKey(key), '{"project_id":"p"}'), 400, 'validation_error');
-    assertError(await call(service, 'POST', '/v1/ingest/events', withKey(key), '{"project_id":"p",'), 400, 'invalid_json');
-    assertError(await call(service, 'POST', '/v1/ingest/events', withKey(key), '19:5:{"project_id":"p1"}hel'), 400, 'validation_error');
-    assertError(await call(service, 'POST', '/v1/ingest/events', withKey(key), '19:5:{"project_id":"p1"}helloX'), 400, 'validation_error');
+    assertError(
+      await call(service, 'POST', '/v1/ingest/events', as('alice'), '{"project_id":"p","message":"m"}'),
+      401,
+      'unauthorized',
+    );
+    assertError(
+      await call(
+        service,
+        'POST',
+        '/v1/ingest/events',
+        withKey(key),
+        '{"project_id":"p","message":"m"}\n{"message":"m"}\n',
+      ),
+      400,
+      'validation_error',
+    );
+    assertError(
+      await call(service, 'POST', '/v1/ingest/events', withKey(key), '{"project_id":"","message":"m"}'),
+      400,
+      'validation_error',
+    );
+    assertError(
+      await call(service, 'POST', '/v1/ingest/events', withKey(key), '{"project_id":"p"}'),
+      400,
+      'validation_error',
+    );
+    assertError(
+      await call(service, 'POST', '/v1/ingest/events', withKey(key), '{"project_id":"p",'),
+      400,
+      'invalid_json',
+    );
+    assertError(
+      await call(service, 'POST', '/v1/ingest/events', withKey(key), '19:5:{"project_id":"p1"}hel'),
+      400,
+      'validation_error',
+    );
+    assertError(
+      await call(service, 'POST', '/v1/ingest/events', withKey(key), '19:5:{"project_id":"p1"}helloX'),
+      400,
+      'validation_error',
+    );
     assertError(await call(service, 'POST', '/v1/ingest/events', withKey(key), '2:1:[]x\n'), 400, 'validation_error');
     assertError(await call(service, 'POST', '/v1/ingest/events', withKey(key), 'x:1:\n'), 400, 'validation_error');
     assert.equal((await call(service, 'GET', `/v1/loggers/${logger.id}/events`, as('alice'))).body, '');
@@ -207,13 +337,28 @@ describe('retention', () => {
   test('drops the oldest data first', async () => {
     const small = await startLogs({ maxBytes: 100 });
     try {
-      const logger = jsonOf<LoggerBody>(await small.app.inject({ method: 'POST', url: '/v1/loggers', headers: as('alice'), payload: { name: 'r' } }), 201);
+      const logger = jsonOf<LoggerBody>(
+        await small.app.inject({ method: 'POST', url: '/v1/loggers', headers: as('alice'), payload: { name: 'r' } }),
+        201,
+      );
       for (let i = 0; i < 5; i++) {
-        await small.app.inject({ method: 'POST', url: `/v1/loggers/${logger.id}/ingest`, headers: as('alice'), payload: `${String(i).repeat(29)}\n${String(i).repeat(9)}\n` });
+        await small.app.inject({
+          method: 'POST',
+          url: `/v1/loggers/${logger.id}/ingest`,
+          headers: as('alice'),
+          payload: `${String(i).repeat(29)}\n${String(i).repeat(9)}\n`,
+        });
       }
-      const body = (await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/filter`, headers: as('alice') })).body;
+      const body = (
+        await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/filter`, headers: as('alice') })
+      ).body;
       assert.equal(body, `${'3'.repeat(29)}\n${'3'.repeat(9)}\n${'4'.repeat(29)}\n${'4'.repeat(9)}\n`);
-      assert.deepEqual(jsonOf<LoggerBody>(await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}`, headers: as('alice') })).usage, { bytes: 80, lines: 4 });
+      assert.deepEqual(
+        jsonOf<LoggerBody>(
+          await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}`, headers: as('alice') }),
+        ).usage,
+        { bytes: 80, lines: 4 },
+      );
     } finally {
       await small.close();
     }
@@ -222,13 +367,35 @@ describe('retention', () => {
   test('a cut across hundreds of small chunks keeps the totals exact, lines and events apart', async () => {
     const small = await startLogs({ maxBytes: 10_000 });
     try {
-      const logger = jsonOf<LoggerBody>(await small.app.inject({ method: 'POST', url: '/v1/loggers', headers: as('alice'), payload: { name: 'r' } }), 201);
-      const key = jsonOf<{ key: string; secret: string }>(await small.app.inject({ method: 'POST', url: `/v1/loggers/${logger.id}/apiKeys`, headers: as('alice'), payload: { name: 'k' } }), 201);
-      const ingestRaw = (payload: string) => small.app.inject({ method: 'POST', url: `/v1/loggers/${logger.id}/ingest`, headers: as('alice'), payload });
+      const logger = jsonOf<LoggerBody>(
+        await small.app.inject({ method: 'POST', url: '/v1/loggers', headers: as('alice'), payload: { name: 'r' } }),
+        201,
+      );
+      const key = jsonOf<{ key: string; secret: string }>(
+        await small.app.inject({
+          method: 'POST',
+          url: `/v1/loggers/${logger.id}/apiKeys`,
+          headers: as('alice'),
+          payload: { name: 'k' },
+        }),
+        201,
+      );
+      const ingestRaw = (payload: string) =>
+        small.app.inject({ method: 'POST', url: `/v1/loggers/${logger.id}/ingest`, headers: as('alice'), payload });
       for (let i = 0; i < 600; i++) assert.equal((await ingestRaw(`${String(i).padStart(9, '0')}\n`)).statusCode, 200);
-      const event = jsonOf<{ events: number }>(await small.app.inject({ method: 'POST', url: '/v1/ingest/events', headers: withKey(key), payload: '{"project_id":"p","message":"kept"}\n' }));
+      const event = jsonOf<{ events: number }>(
+        await small.app.inject({
+          method: 'POST',
+          url: '/v1/ingest/events',
+          headers: withKey(key),
+          payload: '{"project_id":"p","message":"kept"}\n',
+        }),
+      );
       assert.equal(event.events, 1);
-      const stats = async () => jsonOf<{ block: { bytes: number; lines: number; events: number } }>(await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/stats`, headers: as('alice') })).block;
+      const stats = async () =>
+        jsonOf<{ block: { bytes: number; lines: number; events: number } }>(
+          await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/stats`, headers: as('alice') }),
+        ).block;
       const before = await stats();
       assert.equal(before.lines, 600);
       assert.equal(before.events, 1);
@@ -236,17 +403,25 @@ describe('retention', () => {
       // 9,000 new bytes: the oldest raw lines (over 500 chunks) must go in one cut; the newer event stays.
       assert.equal((await ingestRaw(`${'z'.repeat(8999)}\n`)).statusCode, 200);
       const afterCut = await stats();
-      const kept = (await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/filter`, headers: as('alice') })).body.split('\n').filter(Boolean);
+      const kept = (
+        await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/filter`, headers: as('alice') })
+      ).body
+        .split('\n')
+        .filter(Boolean);
       assert.equal(afterCut.lines, kept.length);
       assert.ok(afterCut.bytes <= 10_000 && afterCut.bytes > 10_000 - 10, `retained ${afterCut.bytes}`);
       assert.ok(kept.length < 100, `kept ${kept.length} lines`);
       // What stays is the newest lines, in order, ending with the big one.
       assert.equal(kept[kept.length - 1], 'z'.repeat(8999));
       assert.equal(Number(kept[0]), 600 - (kept.length - 1));
-      const events = (await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/events`, headers: as('alice') })).body;
+      const events = (
+        await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}/events`, headers: as('alice') })
+      ).body;
       assert.equal(afterCut.events, 1);
       assert.match(events, /"message":"kept"/);
-      const record = jsonOf<LoggerBody>(await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}`, headers: as('alice') }));
+      const record = jsonOf<LoggerBody>(
+        await small.app.inject({ method: 'GET', url: `/v1/loggers/${logger.id}`, headers: as('alice') }),
+      );
       assert.deepEqual(record.usage, { bytes: afterCut.bytes, lines: afterCut.lines + afterCut.events });
     } finally {
       await small.close();

@@ -37,10 +37,16 @@ describe('run console API', () => {
   });
 
   const inject = (options: InjectOptions) => service.app.inject(options);
-  const post = (path: string, body: unknown, headers = alice) => inject({ method: 'POST', url: path, headers: { ...headers, ...json }, payload: JSON.stringify(body) });
-  const put = (path: string, body: unknown, headers = alice) => inject({ method: 'PUT', url: path, headers: { ...headers, ...json }, payload: JSON.stringify(body) });
+  const post = (path: string, body: unknown, headers = alice) =>
+    inject({ method: 'POST', url: path, headers: { ...headers, ...json }, payload: JSON.stringify(body) });
+  const put = (path: string, body: unknown, headers = alice) =>
+    inject({ method: 'PUT', url: path, headers: { ...headers, ...json }, payload: JSON.stringify(body) });
   const get = async (repository = name) => {
-    const response = await inject({ method: 'GET', url: `/api/console?repository=${encodeURIComponent(repository)}`, headers: alice });
+    const response = await inject({
+      method: 'GET',
+      url: `/api/console?repository=${encodeURIComponent(repository)}`,
+      headers: alice,
+    });
     assert.equal(response.statusCode, 200, response.body);
     return response.json<Data>();
   };
@@ -62,7 +68,11 @@ describe('run console API', () => {
     it('serves the OpenAPI document titled "Stratus Run API" listing the console routes', async () => {
       const response = await inject({ method: 'GET', url: '/openapi.json' });
       assert.equal(response.statusCode, 200);
-      const doc = response.json<{ openapi: string; info: { title: string }; paths: Record<string, Record<string, unknown>> }>();
+      const doc = response.json<{
+        openapi: string;
+        info: { title: string };
+        paths: Record<string, Record<string, unknown>>;
+      }>();
       assert.match(doc.openapi, /^3\.0/);
       assert.equal(doc.info.title, 'Stratus Run API');
       assert.ok(doc.paths['/api/console']?.get);
@@ -88,19 +98,43 @@ describe('run console API', () => {
 
     it('needs identity (401 unauthorized)', async () => {
       assertError(await inject({ method: 'GET', url: `/api/console?repository=${name}` }), 401, 'unauthorized');
-      assertError(await inject({ method: 'GET', url: `/api/console?repository=${name}`, headers: { 'x-gateway-authentication': '{"user":{}}' } }), 401, 'unauthorized');
+      assertError(
+        await inject({
+          method: 'GET',
+          url: `/api/console?repository=${name}`,
+          headers: { 'x-gateway-authentication': '{"user":{}}' },
+        }),
+        401,
+        'unauthorized',
+      );
       assertError(await post('/api/console/start', { repository: name, reference: 'v1' }, {}), 401, 'unauthorized');
     });
 
     it('answers 400 validation_error for a missing, empty or malformed name', async () => {
       assertError(await inject({ method: 'GET', url: '/api/console', headers: alice }), 400, 'validation_error');
-      assertError(await inject({ method: 'GET', url: '/api/console?repository=', headers: alice }), 400, 'validation_error');
-      assertError(await inject({ method: 'GET', url: '/api/console?repository=Bad/Name', headers: alice }), 400, 'validation_error');
+      assertError(
+        await inject({ method: 'GET', url: '/api/console?repository=', headers: alice }),
+        400,
+        'validation_error',
+      );
+      assertError(
+        await inject({ method: 'GET', url: '/api/console?repository=Bad/Name', headers: alice }),
+        400,
+        'validation_error',
+      );
     });
 
     it("answers 404 for an unknown repository and for another user's", async () => {
-      assertError(await inject({ method: 'GET', url: '/api/console?repository=nobody/here', headers: alice }), 404, 'not_found');
-      assertError(await inject({ method: 'GET', url: `/api/console?repository=${name}`, headers: bob }), 404, 'not_found');
+      assertError(
+        await inject({ method: 'GET', url: '/api/console?repository=nobody/here', headers: alice }),
+        404,
+        'not_found',
+      );
+      assertError(
+        await inject({ method: 'GET', url: `/api/console?repository=${name}`, headers: bob }),
+        404,
+        'not_found',
+      );
       assertError(await post('/api/console/start', { repository: name, reference: 'v1' }, bob), 404, 'not_found');
       assertError(await put('/api/console/env', { repository: name, env: [] }, bob), 404, 'not_found');
     });
@@ -114,9 +148,15 @@ describe('run console API', () => {
       assert.deepEqual(data.desired, { state: 'running', reference: 'v1', digest: v1 });
       assert.equal(data.history.length, 1);
       const entry = data.history[0]!;
-      assert.deepEqual({ ...entry, at: 'x' }, { action: 'start', reference: 'v1', digest: v1, user: 'user-alice', at: 'x' });
+      assert.deepEqual(
+        { ...entry, at: 'x' },
+        { action: 'start', reference: 'v1', digest: v1, user: 'user-alice', at: 'x' },
+      );
       assert.match(entry.at, RFC3339);
-      assert.deepEqual({ ...data.actual, applied_at: 'x' }, { state: 'running', reference: 'v1', digest: v1, applied_at: 'x' });
+      assert.deepEqual(
+        { ...data.actual, applied_at: 'x' },
+        { state: 'running', reference: 'v1', digest: v1, applied_at: 'x' },
+      );
       assert.deepEqual(await get(), data);
     });
 
@@ -142,7 +182,10 @@ describe('run console API', () => {
     it('rolls back to any existing reference, recorded as rollback', async () => {
       const data = (await post('/api/console/rollback', { repository: name, reference: 'v1' })).json<Data>();
       assert.deepEqual(data.desired, { state: 'running', reference: 'v1', digest: v1 });
-      assert.deepEqual(data.history.map((h) => h.action), ['start', 'start', 'stop', 'rollback']);
+      assert.deepEqual(
+        data.history.map((h) => h.action),
+        ['start', 'start', 'stop', 'rollback'],
+      );
       const byDigest = (await post('/api/console/rollback', { repository: name, digest: v2 })).json<Data>();
       assert.deepEqual(byDigest.desired, { state: 'running', reference: null, digest: v2 });
     });
@@ -157,14 +200,23 @@ describe('run console API', () => {
         assertError(await post(path, { reference: 'v1' }), 400, 'validation_error');
       }
       assertError(await post('/api/console/stop', {}), 400, 'validation_error');
-      const malformed = await inject({ method: 'POST', url: '/api/console/start', headers: { ...alice, ...json }, payload: '{"repository":' });
+      const malformed = await inject({
+        method: 'POST',
+        url: '/api/console/start',
+        headers: { ...alice, ...json },
+        payload: '{"repository":',
+      });
       assertError(malformed, 400, 'invalid_json');
     });
 
     it('answers 404 for an unknown reference or digest, and changes nothing', async () => {
       const before = await get();
       assertError(await post('/api/console/start', { repository: name, reference: 'v9' }), 404, 'not_found');
-      assertError(await post('/api/console/rollback', { repository: name, digest: `sha256:${'0'.repeat(64)}` }), 404, 'not_found');
+      assertError(
+        await post('/api/console/rollback', { repository: name, digest: `sha256:${'0'.repeat(64)}` }),
+        404,
+        'not_found',
+      );
       assertError(await post('/api/console/stop', { repository: 'nobody/here' }), 404, 'not_found');
       assert.deepEqual(await get(), before);
     });
@@ -172,9 +224,18 @@ describe('run console API', () => {
 
   describe('env and volumes', () => {
     it('saves, replaces and clears env; answers the console data', async () => {
-      const saved = await put('/api/console/env', { repository: name, env: [{ key: 'LOG_LEVEL', desired_value: 'debug' }, { key: '_X1', desired_value: '' }] });
+      const saved = await put('/api/console/env', {
+        repository: name,
+        env: [
+          { key: 'LOG_LEVEL', desired_value: 'debug' },
+          { key: '_X1', desired_value: '' },
+        ],
+      });
       assert.equal(saved.statusCode, 200, saved.body);
-      assert.deepEqual(saved.json<Data>().env, [{ key: 'LOG_LEVEL', desired_value: 'debug' }, { key: '_X1', desired_value: '' }]);
+      assert.deepEqual(saved.json<Data>().env, [
+        { key: 'LOG_LEVEL', desired_value: 'debug' },
+        { key: '_X1', desired_value: '' },
+      ]);
       await put('/api/console/env', { repository: name, env: [{ key: 'B', desired_value: '2' }] });
       assert.deepEqual((await get()).env, [{ key: 'B', desired_value: '2' }]);
       await put('/api/console/env', { repository: name, env: [] });
@@ -183,7 +244,18 @@ describe('run console API', () => {
 
     it('refuses bad env keys, duplicates and non-string values (400), keeping the saved list', async () => {
       await put('/api/console/env', { repository: name, env: [{ key: 'KEEP', desired_value: '1' }] });
-      for (const env of [[{ key: '1BAD', desired_value: 'x' }], [{ key: 'A-B', desired_value: 'x' }], [{ key: 'A', desired_value: 'x' }, { key: 'A', desired_value: 'y' }], [{ key: 'A', desired_value: 1 }], [{ key: 'A' }], [{ key: 'A', desired_value: 'x', extra: 1 }], 'nope']) {
+      for (const env of [
+        [{ key: '1BAD', desired_value: 'x' }],
+        [{ key: 'A-B', desired_value: 'x' }],
+        [
+          { key: 'A', desired_value: 'x' },
+          { key: 'A', desired_value: 'y' },
+        ],
+        [{ key: 'A', desired_value: 1 }],
+        [{ key: 'A' }],
+        [{ key: 'A', desired_value: 'x', extra: 1 }],
+        'nope',
+      ]) {
         assertError(await put('/api/console/env', { repository: name, env }), 400, 'validation_error');
       }
       assertError(await put('/api/console/env', { repository: name }), 400, 'validation_error');
@@ -191,9 +263,18 @@ describe('run console API', () => {
     });
 
     it('saves volumes with rw as the default mode', async () => {
-      const saved = await put('/api/console/volumes', { repository: name, volumes: [{ name: 'my-data', target: '/data', mode: 'ro' }, { name: 'cache', target: '/var/cache' }] });
+      const saved = await put('/api/console/volumes', {
+        repository: name,
+        volumes: [
+          { name: 'my-data', target: '/data', mode: 'ro' },
+          { name: 'cache', target: '/var/cache' },
+        ],
+      });
       assert.equal(saved.statusCode, 200, saved.body);
-      assert.deepEqual(saved.json<Data>().volumes, [{ name: 'my-data', target: '/data', mode: 'ro' }, { name: 'cache', target: '/var/cache', mode: 'rw' }]);
+      assert.deepEqual(saved.json<Data>().volumes, [
+        { name: 'my-data', target: '/data', mode: 'ro' },
+        { name: 'cache', target: '/var/cache', mode: 'rw' },
+      ]);
       assert.deepEqual((await get()).volumes, saved.json<Data>().volumes);
     });
 
@@ -203,7 +284,10 @@ describe('run console API', () => {
         [{ name: '', target: '/data', mode: 'rw' }],
         [{ name: 'a', target: 'data', mode: 'rw' }],
         [{ name: 'a', target: '/data', mode: 'rx' }],
-        [{ name: 'a', target: '/a' }, { name: 'a', target: '/b' }],
+        [
+          { name: 'a', target: '/a' },
+          { name: 'a', target: '/b' },
+        ],
         [{ name: 'a' }],
       ]) {
         assertError(await put('/api/console/volumes', { repository: name, volumes }), 400, 'validation_error');
@@ -218,10 +302,18 @@ describe('run console API', () => {
         assertError(await inject({ method, url: '/api/console/run', headers: alice }), 404, 'not_found');
       }
       for (const path of ['/v1/run/deploy', '/v1/run/push', '/v1/run/exec', '/api/console/container_id']) {
-        assertError(await inject({ method: 'POST', url: path, headers: { ...alice, ...json }, payload: '{}' }), 404, 'not_found');
+        assertError(
+          await inject({ method: 'POST', url: path, headers: { ...alice, ...json }, payload: '{}' }),
+          404,
+          'not_found',
+        );
       }
       assert.ok(!JSON.stringify(await get()).includes('container_id'));
-      assertError(await inject({ method: 'GET', url: '/api/console/start', headers: alice }), 405, 'method_not_allowed');
+      assertError(
+        await inject({ method: 'GET', url: '/api/console/start', headers: alice }),
+        405,
+        'method_not_allowed',
+      );
     });
   });
 });
@@ -248,14 +340,28 @@ describe('run console with a driver', () => {
   after(async () => {
     await service.close();
   });
-  const post = (path: string, body: unknown) => service.app.inject({ method: 'POST', url: path, headers: { ...alice, ...json }, payload: JSON.stringify(body) });
+  const post = (path: string, body: unknown) =>
+    service.app.inject({ method: 'POST', url: path, headers: { ...alice, ...json }, payload: JSON.stringify(body) });
 
   it('passes the desired state with env and volumes, and re-applies a running repository when its env changes', async () => {
-    await service.app.inject({ method: 'PUT', url: '/api/console/env', headers: { ...alice, ...json }, payload: JSON.stringify({ repository: 'drv/app', env: [{ key: 'A', desired_value: '1' }] }) });
+    await service.app.inject({
+      method: 'PUT',
+      url: '/api/console/env',
+      headers: { ...alice, ...json },
+      payload: JSON.stringify({ repository: 'drv/app', env: [{ key: 'A', desired_value: '1' }] }),
+    });
     assert.equal(calls.length, 0, 'a stopped repository is not re-applied on an env change');
     await post('/api/console/start', { repository: 'drv/app', reference: 'v1' });
-    assert.deepEqual(calls.at(-1), { repository: 'drv/app', desired: { state: 'running', reference: 'v1', digest: v1, env: [{ key: 'A', desired_value: '1' }], volumes: [] } });
-    await service.app.inject({ method: 'PUT', url: '/api/console/volumes', headers: { ...alice, ...json }, payload: JSON.stringify({ repository: 'drv/app', volumes: [{ name: 'd', target: '/d' }] }) });
+    assert.deepEqual(calls.at(-1), {
+      repository: 'drv/app',
+      desired: { state: 'running', reference: 'v1', digest: v1, env: [{ key: 'A', desired_value: '1' }], volumes: [] },
+    });
+    await service.app.inject({
+      method: 'PUT',
+      url: '/api/console/volumes',
+      headers: { ...alice, ...json },
+      payload: JSON.stringify({ repository: 'drv/app', volumes: [{ name: 'd', target: '/d' }] }),
+    });
     assert.equal(calls.length, 2);
     assert.deepEqual(calls.at(-1)?.desired.volumes, [{ name: 'd', target: '/d', mode: 'rw' }]);
   });
@@ -264,7 +370,9 @@ describe('run console with a driver', () => {
     failing = true;
     try {
       assertError(await post('/api/console/stop', { repository: 'drv/app' }), 502, 'driver_error');
-      const data = (await service.app.inject({ method: 'GET', url: '/api/console?repository=drv/app', headers: alice })).json<Data>();
+      const data = (
+        await service.app.inject({ method: 'GET', url: '/api/console?repository=drv/app', headers: alice })
+      ).json<Data>();
       assert.equal(data.desired.state, 'stopped');
       assert.equal(data.actual, null, 'a driver without status() reports no actual state');
       assertError(await service.app.inject({ method: 'GET', url: '/readyz' }), 503, 'not_ready');

@@ -9,7 +9,11 @@ export const digestOf = (data: Buffer | string) => `sha256:${createHash('sha256'
 export const DOCKER_MANIFEST = 'application/vnd.docker.distribution.manifest.v2+json';
 
 /** Asserts the OCI error body and returns the first error. */
-export function assertRegistryError(response: LightMyRequestResponse, status: number, code: string): { code: string; message: string; detail: unknown } {
+export function assertRegistryError(
+  response: LightMyRequestResponse,
+  status: number,
+  code: string,
+): { code: string; message: string; detail: unknown } {
   assert.equal(response.statusCode, status, `expected ${status} ${code}, got ${response.statusCode}: ${response.body}`);
   assert.equal(response.headers['docker-distribution-api-version'], 'registry/2.0');
   assert.match(String(response.headers['content-type']), /^application\/json/);
@@ -37,16 +41,33 @@ export async function pushBlob(app: ServiceApp, user: string, name: string, data
 }
 
 /** Pushes a config and one layer, then an image manifest under `tag`; returns the manifest digest. */
-export async function pushImage(app: ServiceApp, user: string, name: string, tag: string, layer = 'hello blob'): Promise<string> {
+export async function pushImage(
+  app: ServiceApp,
+  user: string,
+  name: string,
+  tag: string,
+  layer = 'hello blob',
+): Promise<string> {
   const config = await pushBlob(app, user, name, '{}');
   const layerDigest = await pushBlob(app, user, name, layer);
   const manifest = imageManifest(config, 2, layerDigest, Buffer.byteLength(layer));
-  const response = await app.inject({ method: 'PUT', url: `/v2/${name}/manifests/${tag}`, headers: { ...asUser(user), 'content-type': DOCKER_MANIFEST }, payload: manifest });
+  const response = await app.inject({
+    method: 'PUT',
+    url: `/v2/${name}/manifests/${tag}`,
+    headers: { ...asUser(user), 'content-type': DOCKER_MANIFEST },
+    payload: manifest,
+  });
   assert.equal(response.statusCode, 201, response.body);
   return String(response.headers['docker-content-digest']);
 }
 
-export function imageManifest(config: string, configSize: number, layer: string, layerSize: number, mediaType = DOCKER_MANIFEST): string {
+export function imageManifest(
+  config: string,
+  configSize: number,
+  layer: string,
+  layerSize: number,
+  mediaType = DOCKER_MANIFEST,
+): string {
   return JSON.stringify({
     schemaVersion: 2,
     mediaType,

@@ -7,8 +7,24 @@ const DIGEST = `sha256:${'a'.repeat(64)}`;
 
 describe('run names (run.md §2)', () => {
   it('accepts repository names of lower-case components with single separators, at most 255 characters', () => {
-    for (const name of ['a', 'my-project/my-app', 'a.b', 'a_b', 'a__b', 'a---b', 'x/y/z', 'a'.repeat(255)]) assert.ok(isRepositoryName(name), name);
-    for (const name of ['', 'A', 'a/', '/a', 'a//b', 'a.', '.a', 'a..b', 'a___b', 'a-', 'a b', 'a:b', 'a'.repeat(256), `${'a'.repeat(127)}/${'b'.repeat(128)}`]) {
+    for (const name of ['a', 'my-project/my-app', 'a.b', 'a_b', 'a__b', 'a---b', 'x/y/z', 'a'.repeat(255)])
+      assert.ok(isRepositoryName(name), name);
+    for (const name of [
+      '',
+      'A',
+      'a/',
+      '/a',
+      'a//b',
+      'a.',
+      '.a',
+      'a..b',
+      'a___b',
+      'a-',
+      'a b',
+      'a:b',
+      'a'.repeat(256),
+      `${'a'.repeat(127)}/${'b'.repeat(128)}`,
+    ]) {
       assert.ok(!isRepositoryName(name), name);
     }
   });
@@ -37,8 +53,15 @@ describe('registry paths are parsed from their end', () => {
     assert.deepEqual(parseRegistryPath('PUT', 'a/b/manifests/v1'), { kind: 'manifest', name: 'a/b', reference: 'v1' });
     assert.deepEqual(parseRegistryPath('GET', 'a/b/tags/list'), { kind: 'tags', name: 'a/b' });
     // Components named like the keywords stay part of the name.
-    assert.deepEqual(parseRegistryPath('PUT', 'blobs/manifests/manifests/v1'), { kind: 'manifest', name: 'blobs/manifests', reference: 'v1' });
-    assert.deepEqual(parseRegistryPath('POST', 'x/blobs/uploads/blobs/uploads/'), { kind: 'uploads', name: 'x/blobs/uploads' });
+    assert.deepEqual(parseRegistryPath('PUT', 'blobs/manifests/manifests/v1'), {
+      kind: 'manifest',
+      name: 'blobs/manifests',
+      reference: 'v1',
+    });
+    assert.deepEqual(parseRegistryPath('POST', 'x/blobs/uploads/blobs/uploads/'), {
+      kind: 'uploads',
+      name: 'x/blobs/uploads',
+    });
     assert.deepEqual(parseRegistryPath('GET', 'just-a-name'), { kind: 'unknown' });
   });
 

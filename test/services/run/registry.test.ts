@@ -37,12 +37,24 @@ describe('run registry (push-only /v2/)', () => {
       assert.equal(response.statusCode, 401);
       assert.equal(response.headers['www-authenticate'], 'Basic realm="Stratus Registry"');
       assert.equal(response.headers['docker-distribution-api-version'], 'registry/2.0');
-      assert.deepEqual(response.json(), { errors: [{ code: 'UNAUTHORIZED', message: 'authentication required', detail: null }] });
+      assert.deepEqual(response.json(), {
+        errors: [{ code: 'UNAUTHORIZED', message: 'authentication required', detail: null }],
+      });
     });
 
     it('answers the same challenge on every other /v2/ route, and for an unusable identity', async () => {
-      for (const [method, url] of [['POST', '/v2/a/blobs/uploads/'], ['PUT', '/v2/a/manifests/v1'], ['GET', '/v2/_catalog'], ['PATCH', '/v2/a/blobs/uploads/x']] as const) {
-        const response = await inject({ method, url, headers: { ...octet }, payload: method === 'GET' ? undefined : 'x' });
+      for (const [method, url] of [
+        ['POST', '/v2/a/blobs/uploads/'],
+        ['PUT', '/v2/a/manifests/v1'],
+        ['GET', '/v2/_catalog'],
+        ['PATCH', '/v2/a/blobs/uploads/x'],
+      ] as const) {
+        const response = await inject({
+          method,
+          url,
+          headers: { ...octet },
+          payload: method === 'GET' ? undefined : 'x',
+        });
         assertRegistryError(response, 401, 'UNAUTHORIZED');
         assert.equal(response.headers['www-authenticate'], 'Basic realm="Stratus Registry"');
       }
@@ -99,7 +111,12 @@ describe('run registry (push-only /v2/)', () => {
       const config = await pushBlob(service.app, 'user-alice', name, '{}');
       assert.equal(config, 'sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a');
       const manifest = imageManifest(config, 2, digest, 10);
-      const put = await inject({ method: 'PUT', url: `/v2/${name}/manifests/v1`, headers: { ...alice, 'content-type': DOCKER_MANIFEST }, payload: manifest });
+      const put = await inject({
+        method: 'PUT',
+        url: `/v2/${name}/manifests/v1`,
+        headers: { ...alice, 'content-type': DOCKER_MANIFEST },
+        payload: manifest,
+      });
       assert.equal(put.statusCode, 201, put.body);
       assert.equal(put.headers['docker-content-digest'], digestOf(manifest));
       assert.equal(put.headers.location, `/v2/${name}/manifests/${digestOf(manifest)}`);
@@ -132,10 +149,20 @@ describe('run registry (push-only /v2/)', () => {
       const a = Buffer.alloc(1000, 'a');
       const b = Buffer.alloc(500, 'b');
       const c = Buffer.alloc(24, 'c');
-      const first = await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet, 'content-range': '0-999' }, payload: a });
+      const first = await inject({
+        method: 'PATCH',
+        url: location,
+        headers: { ...alice, ...octet, 'content-range': '0-999' },
+        payload: a,
+      });
       assert.equal(first.statusCode, 202, first.body);
       assert.equal(first.headers.range, '0-999');
-      const second = await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet, 'content-range': '1000-1499' }, payload: b });
+      const second = await inject({
+        method: 'PATCH',
+        url: location,
+        headers: { ...alice, ...octet, 'content-range': '1000-1499' },
+        payload: b,
+      });
       assert.equal(second.statusCode, 202, second.body);
       assert.equal(second.headers.range, '0-1499');
 
@@ -147,7 +174,12 @@ describe('run registry (push-only /v2/)', () => {
 
       const whole = Buffer.concat([a, b, c]);
       // The final chunk travels with the PUT.
-      const done = await inject({ method: 'PUT', url: `${location}?digest=${digestOf(whole)}`, headers: { ...alice, ...octet }, payload: c });
+      const done = await inject({
+        method: 'PUT',
+        url: `${location}?digest=${digestOf(whole)}`,
+        headers: { ...alice, ...octet },
+        payload: c,
+      });
       assert.equal(done.statusCode, 201, done.body);
       const head = await inject({ method: 'HEAD', url: `/v2/${name}/blobs/${digestOf(whole)}`, headers: alice });
       assert.equal(head.headers['content-length'], '1524');
@@ -167,14 +199,29 @@ describe('run registry (push-only /v2/)', () => {
 
     it('refuses an out-of-order chunk with 416 BLOB_UPLOAD_INVALID and the current Range', async () => {
       const location = await startUpload('chunks/order');
-      await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet, 'content-range': '0-9' }, payload: Buffer.alloc(10) });
+      await inject({
+        method: 'PATCH',
+        url: location,
+        headers: { ...alice, ...octet, 'content-range': '0-9' },
+        payload: Buffer.alloc(10),
+      });
       for (const range of ['20-29', '0-9', '5-14']) {
-        const response = await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet, 'content-range': range }, payload: Buffer.alloc(10) });
+        const response = await inject({
+          method: 'PATCH',
+          url: location,
+          headers: { ...alice, ...octet, 'content-range': range },
+          payload: Buffer.alloc(10),
+        });
         assertRegistryError(response, 416, 'BLOB_UPLOAD_INVALID');
         assert.equal(response.headers.range, '0-9');
         assert.equal(response.headers.location, location);
       }
-      const lying = await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet, 'content-range': '10-19' }, payload: Buffer.alloc(4) });
+      const lying = await inject({
+        method: 'PATCH',
+        url: location,
+        headers: { ...alice, ...octet, 'content-range': '10-19' },
+        payload: Buffer.alloc(4),
+      });
       assertRegistryError(lying, 416, 'BLOB_UPLOAD_INVALID');
       const status = await inject({ method: 'GET', url: location, headers: alice });
       assert.equal(status.headers.range, '0-9');
@@ -183,17 +230,30 @@ describe('run registry (push-only /v2/)', () => {
     it('discards the upload when the digest does not match (400 DIGEST_INVALID)', async () => {
       const location = await startUpload('chunks/wrong');
       await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet }, payload: 'some bytes' });
-      const wrong = await inject({ method: 'PUT', url: `${location}?digest=${digestOf('other bytes')}`, headers: alice });
+      const wrong = await inject({
+        method: 'PUT',
+        url: `${location}?digest=${digestOf('other bytes')}`,
+        headers: alice,
+      });
       assertRegistryError(wrong, 400, 'DIGEST_INVALID');
       const gone = await inject({ method: 'GET', url: location, headers: alice });
       assertRegistryError(gone, 404, 'BLOB_UPLOAD_UNKNOWN');
-      const head = await inject({ method: 'HEAD', url: `/v2/chunks/wrong/blobs/${digestOf('other bytes')}`, headers: alice });
+      const head = await inject({
+        method: 'HEAD',
+        url: `/v2/chunks/wrong/blobs/${digestOf('other bytes')}`,
+        headers: alice,
+      });
       assert.equal(head.statusCode, 404);
     });
 
     it('refuses a missing, malformed or non-sha256 digest on PUT', async () => {
       const location = await startUpload('chunks/digests');
-      for (const query of ['', '?digest=sha256:abc', `?digest=sha512:${'a'.repeat(128)}`, `?digest=SHA256:${'A'.repeat(64)}`]) {
+      for (const query of [
+        '',
+        '?digest=sha256:abc',
+        `?digest=sha512:${'a'.repeat(128)}`,
+        `?digest=SHA256:${'A'.repeat(64)}`,
+      ]) {
         const response = await inject({ method: 'PUT', url: `${location}${query}`, headers: alice });
         const error = assertRegistryError(response, 400, 'DIGEST_INVALID');
         if (query.includes('sha512')) assert.match(error.message, /not supported/);
@@ -206,7 +266,12 @@ describe('run registry (push-only /v2/)', () => {
     it('finishes a POST-then-PUT monolithic upload (the whole blob in the PUT)', async () => {
       const location = await startUpload('chunks/mono');
       const data = Buffer.from('all at once');
-      const done = await inject({ method: 'PUT', url: `${location}?digest=${digestOf(data)}`, headers: { ...alice, ...octet }, payload: data });
+      const done = await inject({
+        method: 'PUT',
+        url: `${location}?digest=${digestOf(data)}`,
+        headers: { ...alice, ...octet },
+        payload: data,
+      });
       assert.equal(done.statusCode, 201, done.body);
       const head = await inject({ method: 'HEAD', url: `/v2/chunks/mono/blobs/${digestOf(data)}`, headers: alice });
       assert.equal(head.statusCode, 200);
@@ -217,24 +282,48 @@ describe('run registry (push-only /v2/)', () => {
       await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet }, payload: 'abc' });
       const cancelled = await inject({ method: 'DELETE', url: location, headers: alice });
       assert.equal(cancelled.statusCode, 204);
-      assertRegistryError(await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet }, payload: 'def' }), 404, 'BLOB_UPLOAD_UNKNOWN');
-      assertRegistryError(await inject({ method: 'DELETE', url: location, headers: alice }), 404, 'BLOB_UPLOAD_UNKNOWN');
+      assertRegistryError(
+        await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet }, payload: 'def' }),
+        404,
+        'BLOB_UPLOAD_UNKNOWN',
+      );
+      assertRegistryError(
+        await inject({ method: 'DELETE', url: location, headers: alice }),
+        404,
+        'BLOB_UPLOAD_UNKNOWN',
+      );
     });
 
     it('does not know an upload under another name, or an id that is not an upload', async () => {
       const location = await startUpload('chunks/one');
       await startUpload('chunks/two');
       const uuid = location.split('/').pop()!;
-      assertRegistryError(await inject({ method: 'GET', url: `/v2/chunks/two/blobs/uploads/${uuid}`, headers: alice }), 404, 'BLOB_UPLOAD_UNKNOWN');
-      assertRegistryError(await inject({ method: 'GET', url: '/v2/chunks/one/blobs/uploads/not-a-uuid', headers: alice }), 404, 'BLOB_UPLOAD_UNKNOWN');
+      assertRegistryError(
+        await inject({ method: 'GET', url: `/v2/chunks/two/blobs/uploads/${uuid}`, headers: alice }),
+        404,
+        'BLOB_UPLOAD_UNKNOWN',
+      );
+      assertRegistryError(
+        await inject({ method: 'GET', url: '/v2/chunks/one/blobs/uploads/not-a-uuid', headers: alice }),
+        404,
+        'BLOB_UPLOAD_UNKNOWN',
+      );
     });
 
     it('ignores mount/from and starts a normal upload', async () => {
       await pushBlob(service.app, 'user-alice', 'mount/source', 'shared layer');
-      const response = await inject({ method: 'POST', url: `/v2/mount/target/blobs/uploads/?mount=${digestOf('shared layer')}&from=mount/source`, headers: alice });
+      const response = await inject({
+        method: 'POST',
+        url: `/v2/mount/target/blobs/uploads/?mount=${digestOf('shared layer')}&from=mount/source`,
+        headers: alice,
+      });
       assert.equal(response.statusCode, 202);
       assert.equal(response.headers.range, '0-0');
-      const head = await inject({ method: 'HEAD', url: `/v2/mount/target/blobs/${digestOf('shared layer')}`, headers: alice });
+      const head = await inject({
+        method: 'HEAD',
+        url: `/v2/mount/target/blobs/${digestOf('shared layer')}`,
+        headers: alice,
+      });
       assert.equal(head.statusCode, 404);
     });
 
@@ -254,33 +343,72 @@ describe('run registry (push-only /v2/)', () => {
   describe('monolithic uploads and blobs', () => {
     it('stores a blob in one POST ?digest= (201) and rejects a wrong digest', async () => {
       const data = 'monolithic';
-      const response = await inject({ method: 'POST', url: `/v2/mono/app/blobs/uploads/?digest=${digestOf(data)}`, headers: { ...alice, ...octet }, payload: data });
+      const response = await inject({
+        method: 'POST',
+        url: `/v2/mono/app/blobs/uploads/?digest=${digestOf(data)}`,
+        headers: { ...alice, ...octet },
+        payload: data,
+      });
       assert.equal(response.statusCode, 201);
       assert.equal(response.headers.location, `/v2/mono/app/blobs/${digestOf(data)}`);
       assert.equal(response.headers['docker-content-digest'], digestOf(data));
       assert.equal(response.headers['content-length'], '0');
-      const wrong = await inject({ method: 'POST', url: `/v2/mono/app/blobs/uploads/?digest=${digestOf('x')}`, headers: { ...alice, ...octet }, payload: 'y' });
+      const wrong = await inject({
+        method: 'POST',
+        url: `/v2/mono/app/blobs/uploads/?digest=${digestOf('x')}`,
+        headers: { ...alice, ...octet },
+        payload: 'y',
+      });
       assertRegistryError(wrong, 400, 'DIGEST_INVALID');
-      assert.equal((await inject({ method: 'HEAD', url: `/v2/mono/app/blobs/${digestOf('y')}`, headers: alice })).statusCode, 404);
+      assert.equal(
+        (await inject({ method: 'HEAD', url: `/v2/mono/app/blobs/${digestOf('y')}`, headers: alice })).statusCode,
+        404,
+      );
     });
 
     it('a blob exists only in the repositories it was uploaded to', async () => {
       await pushBlob(service.app, 'user-alice', 'link/one', 'linked');
-      assert.equal((await inject({ method: 'HEAD', url: `/v2/link/one/blobs/${digestOf('linked')}`, headers: alice })).statusCode, 200);
-      assert.equal((await inject({ method: 'HEAD', url: `/v2/link/two/blobs/${digestOf('linked')}`, headers: alice })).statusCode, 404);
+      assert.equal(
+        (await inject({ method: 'HEAD', url: `/v2/link/one/blobs/${digestOf('linked')}`, headers: alice })).statusCode,
+        200,
+      );
+      assert.equal(
+        (await inject({ method: 'HEAD', url: `/v2/link/two/blobs/${digestOf('linked')}`, headers: alice })).statusCode,
+        404,
+      );
     });
 
     it('refuses blobs over the size limit with 413 SIZE_INVALID (declared, streamed, and across chunks)', async () => {
       const big = Buffer.alloc(MAX_BLOB + 1, 1);
-      const declared = await inject({ method: 'POST', url: `/v2/size/app/blobs/uploads/?digest=${digestOf(big)}`, headers: { ...alice, ...octet }, payload: big });
+      const declared = await inject({
+        method: 'POST',
+        url: `/v2/size/app/blobs/uploads/?digest=${digestOf(big)}`,
+        headers: { ...alice, ...octet },
+        payload: big,
+      });
       assertRegistryError(declared, 413, 'SIZE_INVALID');
       // A chunked body (no Content-Length) is cut while streaming.
-      const streamed = await inject({ method: 'POST', url: `/v2/size/app/blobs/uploads/?digest=${digestOf(big)}`, headers: { ...alice, ...octet }, payload: Readable.from([big.subarray(0, 40_000), big.subarray(40_000)]) });
+      const streamed = await inject({
+        method: 'POST',
+        url: `/v2/size/app/blobs/uploads/?digest=${digestOf(big)}`,
+        headers: { ...alice, ...octet },
+        payload: Readable.from([big.subarray(0, 40_000), big.subarray(40_000)]),
+      });
       assertRegistryError(streamed, 413, 'SIZE_INVALID');
       const location = await startUpload('size/app');
-      const first = await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet }, payload: big.subarray(0, MAX_BLOB - 10) });
+      const first = await inject({
+        method: 'PATCH',
+        url: location,
+        headers: { ...alice, ...octet },
+        payload: big.subarray(0, MAX_BLOB - 10),
+      });
       assert.equal(first.statusCode, 202);
-      const over = await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet }, payload: big.subarray(0, 11) });
+      const over = await inject({
+        method: 'PATCH',
+        url: location,
+        headers: { ...alice, ...octet },
+        payload: big.subarray(0, 11),
+      });
       assertRegistryError(over, 413, 'SIZE_INVALID');
       const status = await inject({ method: 'GET', url: location, headers: alice });
       assert.equal(status.headers.range, `0-${MAX_BLOB - 11}`);
@@ -303,17 +431,38 @@ describe('run registry (push-only /v2/)', () => {
       await pushImage(service.app, 'user-alice', 'owned/app', 'v1');
       const denied = [
         await inject({ method: 'POST', url: '/v2/owned/app/blobs/uploads/', headers: bob }),
-        await inject({ method: 'POST', url: `/v2/owned/app/blobs/uploads/?digest=${digestOf('b')}`, headers: { ...bob, ...octet }, payload: 'b' }),
-        await inject({ method: 'PUT', url: '/v2/owned/app/manifests/v2', headers: { ...bob, 'content-type': DOCKER_MANIFEST }, payload: '{}' }),
+        await inject({
+          method: 'POST',
+          url: `/v2/owned/app/blobs/uploads/?digest=${digestOf('b')}`,
+          headers: { ...bob, ...octet },
+          payload: 'b',
+        }),
+        await inject({
+          method: 'PUT',
+          url: '/v2/owned/app/manifests/v2',
+          headers: { ...bob, 'content-type': DOCKER_MANIFEST },
+          payload: '{}',
+        }),
       ];
       for (const response of denied) assertRegistryError(response, 403, 'DENIED');
       const head = await inject({ method: 'HEAD', url: `/v2/owned/app/blobs/${digestOf('{}')}`, headers: bob });
       assert.equal(head.statusCode, 403);
       const location = await startUpload('owned/up');
-      assertRegistryError(await inject({ method: 'PATCH', url: location, headers: { ...bob, ...octet }, payload: 'x' }), 403, 'DENIED');
-      assertRegistryError(await inject({ method: 'PUT', url: `${location}?digest=${digestOf('x')}`, headers: bob }), 403, 'DENIED');
+      assertRegistryError(
+        await inject({ method: 'PATCH', url: location, headers: { ...bob, ...octet }, payload: 'x' }),
+        403,
+        'DENIED',
+      );
+      assertRegistryError(
+        await inject({ method: 'PUT', url: `${location}?digest=${digestOf('x')}`, headers: bob }),
+        403,
+        'DENIED',
+      );
       // Bob's console cannot see it either.
-      assert.equal((await inject({ method: 'GET', url: '/api/console?repository=owned/app', headers: bob })).statusCode, 404);
+      assert.equal(
+        (await inject({ method: 'GET', url: '/api/console?repository=owned/app', headers: bob })).statusCode,
+        404,
+      );
     });
 
     it('creates a repository for exactly one of two users pushing at once', async () => {
@@ -334,12 +483,24 @@ describe('run registry (push-only /v2/)', () => {
       layer = await pushBlob(service.app, 'user-alice', name, 'layer bytes');
     });
     const put = (reference: string, body: string, contentType: string | undefined = DOCKER_MANIFEST) =>
-      inject({ method: 'PUT', url: `/v2/${name}/manifests/${reference}`, headers: { ...alice, ...(contentType ? { 'content-type': contentType } : {}) }, payload: body });
-    const references = async () => (await inject({ method: 'GET', url: `/api/console?repository=${name}`, headers: alice })).json<{ references: string[] }>().references;
+      inject({
+        method: 'PUT',
+        url: `/v2/${name}/manifests/${reference}`,
+        headers: { ...alice, ...(contentType ? { 'content-type': contentType } : {}) },
+        payload: body,
+      });
+    const references = async () =>
+      (await inject({ method: 'GET', url: `/api/console?repository=${name}`, headers: alice })).json<{
+        references: string[];
+      }>().references;
 
     it('refuses a manifest naming a blob not in the repository (MANIFEST_BLOB_UNKNOWN, detail names it)', async () => {
       const missing = digestOf('not uploaded');
-      const error = assertRegistryError(await put('v1', imageManifest(config, 1, missing, 1)), 400, 'MANIFEST_BLOB_UNKNOWN');
+      const error = assertRegistryError(
+        await put('v1', imageManifest(config, 1, missing, 1)),
+        400,
+        'MANIFEST_BLOB_UNKNOWN',
+      );
       assert.deepEqual(error.detail, { digest: missing });
     });
 
@@ -348,8 +509,16 @@ describe('run registry (push-only /v2/)', () => {
       assertRegistryError(await put('v1', 'not json'), 400, 'MANIFEST_INVALID');
       assertRegistryError(await put('v1', good, 'application/json'), 400, 'MANIFEST_INVALID');
       assertRegistryError(await put('v1', good, 'application/vnd.oci.image.manifest.v1+json'), 400, 'MANIFEST_INVALID');
-      assertRegistryError(await put('v1', JSON.stringify({ schemaVersion: 1, mediaType: DOCKER_MANIFEST })), 400, 'MANIFEST_INVALID');
-      assertRegistryError(await put('v1', JSON.stringify({ schemaVersion: 2, mediaType: DOCKER_MANIFEST, config: { digest: config } })), 400, 'MANIFEST_INVALID');
+      assertRegistryError(
+        await put('v1', JSON.stringify({ schemaVersion: 1, mediaType: DOCKER_MANIFEST })),
+        400,
+        'MANIFEST_INVALID',
+      );
+      assertRegistryError(
+        await put('v1', JSON.stringify({ schemaVersion: 2, mediaType: DOCKER_MANIFEST, config: { digest: config } })),
+        400,
+        'MANIFEST_INVALID',
+      );
       assertRegistryError(await put('bad tag!', good), 400, 'MANIFEST_INVALID');
       assert.deepEqual(await references(), []);
     });
@@ -379,13 +548,30 @@ describe('run registry (push-only /v2/)', () => {
       const child = imageManifest(config, 1, layer, 1);
       await put(digestOf(child), child);
       const index = (digest: string, mediaType: string) =>
-        JSON.stringify({ schemaVersion: 2, mediaType, manifests: [{ mediaType: DOCKER_MANIFEST, size: 10, digest, platform: { architecture: 'amd64', os: 'linux' } }] });
+        JSON.stringify({
+          schemaVersion: 2,
+          mediaType,
+          manifests: [
+            { mediaType: DOCKER_MANIFEST, size: 10, digest, platform: { architecture: 'amd64', os: 'linux' } },
+          ],
+        });
       const oci = index(digestOf(child), 'application/vnd.oci.image.index.v1+json');
       assert.equal((await put('multi', oci, 'application/vnd.oci.image.index.v1+json')).statusCode, 201);
       const list = index(digestOf(child), 'application/vnd.docker.distribution.manifest.list.v2+json');
-      assert.equal((await put('list', list, 'application/vnd.docker.distribution.manifest.list.v2+json')).statusCode, 201);
+      assert.equal(
+        (await put('list', list, 'application/vnd.docker.distribution.manifest.list.v2+json')).statusCode,
+        201,
+      );
       const unknown = digestOf('no such manifest');
-      const error = assertRegistryError(await put('broken', index(unknown, 'application/vnd.oci.image.index.v1+json'), 'application/vnd.oci.image.index.v1+json'), 400, 'MANIFEST_BLOB_UNKNOWN');
+      const error = assertRegistryError(
+        await put(
+          'broken',
+          index(unknown, 'application/vnd.oci.image.index.v1+json'),
+          'application/vnd.oci.image.index.v1+json',
+        ),
+        400,
+        'MANIFEST_BLOB_UNKNOWN',
+      );
       assert.deepEqual(error.detail, { digest: unknown });
     });
 

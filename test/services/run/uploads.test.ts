@@ -28,7 +28,12 @@ for (const followChunks of [true, false]) {
       const started = await inject({ method: 'POST', url: `/v2/${name}/blobs/uploads/`, headers: alice });
       const location = String(started.headers.location);
       for (const chunk of chunks) {
-        const patched = await inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet }, payload: chunk });
+        const patched = await inject({
+          method: 'PATCH',
+          url: location,
+          headers: { ...alice, ...octet },
+          payload: chunk,
+        });
         assert.equal(patched.statusCode, 202, patched.body);
       }
       return location;
@@ -58,7 +63,12 @@ for (const followChunks of [true, false]) {
       const last = randomBytes(50_000);
       const whole = Buffer.concat([...chunks, last]);
       const location = await upload('follow/final', chunks);
-      const done = await inject({ method: 'PUT', url: `${location}?digest=${digestOf(whole)}`, headers: { ...alice, ...octet }, payload: last });
+      const done = await inject({
+        method: 'PUT',
+        url: `${location}?digest=${digestOf(whole)}`,
+        headers: { ...alice, ...octet },
+        payload: last,
+      });
       assert.equal(done.statusCode, 201, done.body);
       assert.deepEqual(await content(digestOf(whole)), whole);
     });
@@ -67,15 +77,37 @@ for (const followChunks of [true, false]) {
       const chunks = [randomBytes(100_000), randomBytes(100_000)];
       const location = await upload('follow/wrong', chunks);
       const wrong = digestOf('something else');
-      assertRegistryError(await inject({ method: 'PUT', url: `${location}?digest=${wrong}`, headers: alice }), 400, 'DIGEST_INVALID');
-      assert.equal((await inject({ method: 'HEAD', url: `/v2/follow/wrong/blobs/${digestOf(Buffer.concat(chunks))}`, headers: alice })).statusCode, 404);
+      assertRegistryError(
+        await inject({ method: 'PUT', url: `${location}?digest=${wrong}`, headers: alice }),
+        400,
+        'DIGEST_INVALID',
+      );
+      assert.equal(
+        (
+          await inject({
+            method: 'HEAD',
+            url: `/v2/follow/wrong/blobs/${digestOf(Buffer.concat(chunks))}`,
+            headers: alice,
+          })
+        ).statusCode,
+        404,
+      );
       assertRegistryError(await inject({ method: 'GET', url: location, headers: alice }), 404, 'BLOB_UPLOAD_UNKNOWN');
     });
 
     it('refuses a final chunk that takes the blob over the limit (413 SIZE_INVALID)', async () => {
       const location = await upload('follow/limit', [randomBytes(4 * 1024 * 1024), randomBytes(3 * 1024 * 1024)]);
       const last = randomBytes(2 * 1024 * 1024);
-      assertRegistryError(await inject({ method: 'PUT', url: `${location}?digest=${digestOf(last)}`, headers: { ...alice, ...octet }, payload: last }), 413, 'SIZE_INVALID');
+      assertRegistryError(
+        await inject({
+          method: 'PUT',
+          url: `${location}?digest=${digestOf(last)}`,
+          headers: { ...alice, ...octet },
+          payload: last,
+        }),
+        413,
+        'SIZE_INVALID',
+      );
     });
 
     it('finishes an upload after it was cancelled and restarted', async () => {
@@ -84,7 +116,10 @@ for (const followChunks of [true, false]) {
       const chunks = [randomBytes(1000), randomBytes(1000)];
       const second = await upload('follow/restart', chunks);
       const whole = Buffer.concat(chunks);
-      assert.equal((await inject({ method: 'PUT', url: `${second}?digest=${digestOf(whole)}`, headers: alice })).statusCode, 201);
+      assert.equal(
+        (await inject({ method: 'PUT', url: `${second}?digest=${digestOf(whole)}`, headers: alice })).statusCode,
+        201,
+      );
       assert.deepEqual(await content(digestOf(whole)), whole);
     });
   });
@@ -101,23 +136,40 @@ describe('abandoned uploads', () => {
   });
 
   it('are removed 24 h after their last chunk, and their chunks released', async () => {
-    const started = await service.app.inject({ method: 'POST', url: '/v2/abandoned/app/blobs/uploads/', headers: alice });
+    const started = await service.app.inject({
+      method: 'POST',
+      url: '/v2/abandoned/app/blobs/uploads/',
+      headers: alice,
+    });
     const location = String(started.headers.location);
     const chunk = randomBytes(1000);
-    assert.equal((await service.app.inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet }, payload: chunk })).statusCode, 202);
+    assert.equal(
+      (await service.app.inject({ method: 'PATCH', url: location, headers: { ...alice, ...octet }, payload: chunk }))
+        .statusCode,
+      202,
+    );
     const refs = new BlobRefs(service.store.sql, service.store.blobs);
     assert.equal(await refs.countRefs(digestOf(chunk).slice(7)), 1);
 
     clock += 23 * 60 * 60 * 1000;
     await new Promise((resolve) => setTimeout(resolve, 100));
-    assert.equal((await service.app.inject({ method: 'GET', url: location, headers: alice })).statusCode, 204, 'still alive before 24 h');
+    assert.equal(
+      (await service.app.inject({ method: 'GET', url: location, headers: alice })).statusCode,
+      204,
+      'still alive before 24 h',
+    );
 
     clock += 60 * 60 * 1000 + 1000;
     const deadline = Date.now() + 5000;
-    while ((await refs.countRefs(digestOf(chunk).slice(7))) !== 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    while ((await refs.countRefs(digestOf(chunk).slice(7))) !== 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     assert.equal(await refs.countRefs(digestOf(chunk).slice(7)), 0);
     // Gone for good, not only hidden by the clock.
     clock -= 2 * 60 * 60 * 1000;
-    assertRegistryError(await service.app.inject({ method: 'GET', url: location, headers: alice }), 404, 'BLOB_UPLOAD_UNKNOWN');
+    assertRegistryError(
+      await service.app.inject({ method: 'GET', url: location, headers: alice }),
+      404,
+      'BLOB_UPLOAD_UNKNOWN',
+    );
   });
 });

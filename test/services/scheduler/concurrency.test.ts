@@ -41,7 +41,11 @@ describe('scheduler: concurrent reservers', () => {
     // Acknowledging under each lease empties the scheduler.
     const entries = [...seen];
     for (let i = 0; i < entries.length; i += 100) {
-      const results = await Promise.all(entries.slice(i, i + 100).map(([id, lease]) => h.call('DELETE', `/schedulers/many/tasks/${id}?lease_id=${lease}`)));
+      const results = await Promise.all(
+        entries
+          .slice(i, i + 100)
+          .map(([id, lease]) => h.call('DELETE', `/schedulers/many/tasks/${id}?lease_id=${lease}`)),
+      );
       for (const r of results) assert.equal(r.statusCode, 204);
     }
     assert.equal((await h.call('GET', '/schedulers/many/health')).json().inflight, 50);

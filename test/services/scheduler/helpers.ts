@@ -10,9 +10,17 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export interface SchedulerHarness {
   service: TestService;
   /** A request with the test key in X-API-Key (`key: null` sends none). */
-  call(method: Method, url: string, body?: unknown, options?: { key?: string | null; headers?: Record<string, string> }): Promise<LightMyRequestResponse>;
+  call(
+    method: Method,
+    url: string,
+    body?: unknown,
+    options?: { key?: string | null; headers?: Record<string, string> },
+  ): Promise<LightMyRequestResponse>;
   createScheduler(id: string, displayName?: string): Promise<void>;
-  enqueue(schedulerId: string, body?: Record<string, unknown>): Promise<{ id: string; future: string; labels: string[] }>;
+  enqueue(
+    schedulerId: string,
+    body?: Record<string, unknown>,
+  ): Promise<{ id: string; future: string; labels: string[] }>;
   close(): Promise<void>;
 }
 

@@ -19,7 +19,15 @@ describe('scheduler: schedulers, health, keys and OpenAPI', () => {
     assert.equal(res.statusCode, 201);
     const { scheduler } = res.json();
     assert.match(scheduler.id, new RegExp(`^sched-${UUID_V4.source.slice(1, -1)}$`));
-    assert.deepEqual(Object.keys(scheduler), ['id', 'display_name', 'ready', 'scheduled', 'inflight', 'created_at', 'updated_at']);
+    assert.deepEqual(Object.keys(scheduler), [
+      'id',
+      'display_name',
+      'ready',
+      'scheduled',
+      'inflight',
+      'created_at',
+      'updated_at',
+    ]);
     assert.equal(scheduler.display_name, 'Primary');
     assert.equal(scheduler.ready, true);
     assert.equal(scheduler.scheduled, 0);
@@ -55,7 +63,12 @@ describe('scheduler: schedulers, health, keys and OpenAPI', () => {
   });
 
   it('parses JSON whatever the Content-Type', async () => {
-    const res = await h.call('POST', '/schedulers', { id: 'plain-text', display_name: 'T' }, { headers: { 'content-type': 'text/plain' } });
+    const res = await h.call(
+      'POST',
+      '/schedulers',
+      { id: 'plain-text', display_name: 'T' },
+      { headers: { 'content-type': 'text/plain' } },
+    );
     assert.equal(res.statusCode, 201);
   });
 
@@ -63,8 +76,22 @@ describe('scheduler: schedulers, health, keys and OpenAPI', () => {
     assertError(await h.call('POST', '/schedulers', { display_name: 'x' }, { key: null }), 401, 'unauthorized');
     assertError(await h.call('POST', '/schedulers', '{bad json', { key: null }), 401, 'unauthorized');
     assertError(await h.call('POST', '/schedulers', { display_name: 'x' }, { key: 'wrong' }), 401, 'unauthorized');
-    assertError(await h.call('POST', '/schedulers', { display_name: 'x' }, { key: null, headers: { authorization: 'Bearer nope' } }), 401, 'unauthorized');
-    const bearer = await h.call('POST', '/schedulers', { id: 'via-bearer', display_name: 'x' }, { key: null, headers: { authorization: `Bearer ${OTHER_KEY}` } });
+    assertError(
+      await h.call(
+        'POST',
+        '/schedulers',
+        { display_name: 'x' },
+        { key: null, headers: { authorization: 'Bearer nope' } },
+      ),
+      401,
+      'unauthorized',
+    );
+    const bearer = await h.call(
+      'POST',
+      '/schedulers',
+      { id: 'via-bearer', display_name: 'x' },
+      { key: null, headers: { authorization: `Bearer ${OTHER_KEY}` } },
+    );
     assert.equal(bearer.statusCode, 201);
     for (const [method, url] of [
       ['PUT', '/schedulers/via-bearer'],
@@ -108,9 +135,15 @@ describe('scheduler: schedulers, health, keys and OpenAPI', () => {
     const ids = all.schedulers.map((s: { id: string }) => s.id);
     assert.ok(ids.indexOf('list-b') < ids.indexOf('list-a'));
     const search = (await h.call('GET', '/schedulers?search=JOBS')).json();
-    assert.deepEqual(search.schedulers.map((s: { id: string }) => s.id), ['list-b', 'list-a']);
+    assert.deepEqual(
+      search.schedulers.map((s: { id: string }) => s.id),
+      ['list-b', 'list-a'],
+    );
     assert.equal(search.total, 2);
-    assert.deepEqual((await h.call('GET', '/schedulers?q=list-a')).json().schedulers.map((s: { id: string }) => s.id), ['list-a']);
+    assert.deepEqual(
+      (await h.call('GET', '/schedulers?q=list-a')).json().schedulers.map((s: { id: string }) => s.id),
+      ['list-a'],
+    );
     assert.deepEqual((await h.call('GET', '/schedulers?search=list-a')).json().schedulers, []);
   });
 
@@ -155,7 +188,17 @@ describe('scheduler: schedulers, health, keys and OpenAPI', () => {
     assert.equal(doc.openapi, '3.1.0');
     assert.equal(doc.info.title, 'Scheduler API');
     assert.equal(doc.info.version, '1.0.0');
-    for (const path of ['/schedulers', '/schedulers/{id}', '/schedulers/{id}/health', '/schedulers/{id}/tasks', '/schedulers/{id}/tasks/stream', '/schedulers/{id}/tasks/reserve', '/schedulers/{id}/tasks/{task}', '/schedulers/{id}/tasks/{task}/extend', '/schedulers/{id}/tasks/{task}/reschedule']) {
+    for (const path of [
+      '/schedulers',
+      '/schedulers/{id}',
+      '/schedulers/{id}/health',
+      '/schedulers/{id}/tasks',
+      '/schedulers/{id}/tasks/stream',
+      '/schedulers/{id}/tasks/reserve',
+      '/schedulers/{id}/tasks/{task}',
+      '/schedulers/{id}/tasks/{task}/extend',
+      '/schedulers/{id}/tasks/{task}/reschedule',
+    ]) {
       assert.ok(doc.paths[path], `missing ${path}`);
     }
     assert.ok(doc.components.securitySchemes.schedulerApiKey);

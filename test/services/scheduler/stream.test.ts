@@ -70,8 +70,6 @@ function openStream(port: number, path: string) {
   };
 }
 
-
-
 /**
  * Watches reserves on one scheduler from the server side: `waiting` resolves once a reserve has
  * found nothing due and is about to wait (it looks up the next due time only then), `ended` once
@@ -83,7 +81,10 @@ function watchReserve(schedulerId: string) {
   const waiting = deferred();
   const ended = deferred();
   let claims = 0;
-  SchedulerRepository.prototype.nextDue = async function (this: SchedulerRepository, ...args: Parameters<typeof nextDue>) {
+  SchedulerRepository.prototype.nextDue = async function (
+    this: SchedulerRepository,
+    ...args: Parameters<typeof nextDue>
+  ) {
     const next = await nextDue.apply(this, args);
     if (args[0] === schedulerId) waiting.resolve();
     return next;
@@ -146,9 +147,20 @@ describe('scheduler: snapshot stream', () => {
     const first = stream.frames[0]!;
     assert.match(first.raw, /^event: snapshot\ndata: \{.*\}\n\n$/);
     assert.ok(!first.raw.includes('\nid:'));
-    assert.deepEqual(Object.keys(first.data), ['scheduler_id', 'generated_at', 'scheduled', 'inflight', 'scheduled_meta', 'inflight_meta', 'health']);
+    assert.deepEqual(Object.keys(first.data), [
+      'scheduler_id',
+      'generated_at',
+      'scheduled',
+      'inflight',
+      'scheduled_meta',
+      'inflight_meta',
+      'health',
+    ]);
     assert.equal(first.data.scheduler_id, 'live');
-    assert.deepEqual(first.data.scheduled.map((t) => t.id), ['first']);
+    assert.deepEqual(
+      first.data.scheduled.map((t) => t.id),
+      ['first'],
+    );
     assert.equal(first.data.scheduled_meta.per_page, 5);
     assert.deepEqual(first.data.health, { status: 'ok', ready: true, scheduled: 1, inflight: 0, scheduler_id: 'live' });
 
@@ -174,7 +186,8 @@ describe('scheduler: snapshot stream', () => {
     await stream.next(1);
     assert.equal(stream.frames[0]!.data.health.inflight, 1);
     const deadline = Date.now() + 3000;
-    while (!stream.frames.some((f) => f.data.health.inflight === 0) && Date.now() < deadline) await stream.next(stream.frames.length + 1).catch(() => {});
+    while (!stream.frames.some((f) => f.data.health.inflight === 0) && Date.now() < deadline)
+      await stream.next(stream.frames.length + 1).catch(() => {});
     const expired = stream.frames.find((f) => f.data.health.inflight === 0);
     assert.ok(expired, 'a snapshot after the lease ran out');
     assert.equal(expired.data.health.scheduled, 1);
@@ -204,7 +217,14 @@ describe('scheduler: snapshot stream', () => {
     const watch = watchReserve('hangup');
     try {
       const cut = serverSideClose(h.service.app.server, path);
-      const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { host: 'scheduler.localhost', 'x-api-key': KEY, 'content-type': 'application/json' } });
+      const req = http.request({
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent: false,
+        headers: { host: 'scheduler.localhost', 'x-api-key': KEY, 'content-type': 'application/json' },
+      });
       req.on('error', () => {});
       // 30 s: the longest a reserve waits; only the disconnect can end it within this test.
       req.end('{"worktime":"30s"}');

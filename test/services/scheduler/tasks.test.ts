@@ -17,7 +17,10 @@ async function reserveWaits(schedulerId: string): Promise<void> {
   try {
     await new Promise<void>((resolve, reject) => {
       timer = setTimeout(() => reject(new Error(`no reserve waited on ${schedulerId} within 10 s`)), 10_000);
-      SchedulerRepository.prototype.nextDue = async function (this: SchedulerRepository, ...args: Parameters<typeof nextDue>) {
+      SchedulerRepository.prototype.nextDue = async function (
+        this: SchedulerRepository,
+        ...args: Parameters<typeof nextDue>
+      ) {
         const next = await nextDue.apply(this, args);
         if (args[0] === schedulerId) resolve();
         return next;
@@ -38,7 +41,8 @@ describe('scheduler: tasks', () => {
     await h.close();
   });
 
-  const reserve = (scheduler: string, worktime: unknown = '30s') => h.call('POST', `/schedulers/${scheduler}/tasks/reserve`, { worktime });
+  const reserve = (scheduler: string, worktime: unknown = '30s') =>
+    h.call('POST', `/schedulers/${scheduler}/tasks/reserve`, { worktime });
 
   describe('enqueue', () => {
     before(async () => h.createScheduler('enq'));
@@ -56,7 +60,11 @@ describe('scheduler: tasks', () => {
     });
 
     it('takes delay, future (any offset, fractions) and labels', async () => {
-      const delayed = await h.enqueue('enq', { id: 'delayed', delay: '1h', labels: ['project:onboarding', 'priority:high'] });
+      const delayed = await h.enqueue('enq', {
+        id: 'delayed',
+        delay: '1h',
+        labels: ['project:onboarding', 'priority:high'],
+      });
       assert.ok(Math.abs(Date.parse(delayed.future) - (Date.now() + 3600_000)) < 2000);
       assert.deepEqual(delayed.labels, ['project:onboarding', 'priority:high']);
       const future = await h.enqueue('enq', { id: 'future', future: '2030-01-01T02:00:00.987+02:00' });
@@ -89,7 +97,8 @@ describe('scheduler: tasks', () => {
         [1, 2],
         'null',
       ];
-      for (const body of cases) assertError(await h.call('POST', '/schedulers/enq/tasks', body), 400, 'validation_error');
+      for (const body of cases)
+        assertError(await h.call('POST', '/schedulers/enq/tasks', body), 400, 'validation_error');
       assertError(await h.call('POST', '/schedulers/enq/tasks', '{"payload":'), 400, 'invalid_json');
       assert.equal(await total(), count);
     });
@@ -106,7 +115,12 @@ describe('scheduler: tasks', () => {
   describe('list', () => {
     before(async () => {
       await h.createScheduler('lst');
-      for (let i = 0; i < 7; i++) await h.enqueue('lst', { id: `t${i}`, payload: { n: i, kind: i % 2 ? 'Odd' : 'even' }, labels: [`n:${i}`, i % 2 ? 'parity:odd' : 'parity:even', 'all:yes'] });
+      for (let i = 0; i < 7; i++)
+        await h.enqueue('lst', {
+          id: `t${i}`,
+          payload: { n: i, kind: i % 2 ? 'Odd' : 'even' },
+          labels: [`n:${i}`, i % 2 ? 'parity:odd' : 'parity:even', 'all:yes'],
+        });
     });
 
     it('lists both lists with defaults, in enqueue order', async () => {
@@ -115,16 +129,29 @@ describe('scheduler: tasks', () => {
       const res = await h.call('GET', '/schedulers/lst/tasks', undefined, { key: null });
       assert.equal(res.statusCode, 200);
       const body = res.json();
-      assert.deepEqual(body.scheduled.map((t: { id: string }) => t.id), ['t1', 't2', 't3', 't4', 't5', 't6']);
+      assert.deepEqual(
+        body.scheduled.map((t: { id: string }) => t.id),
+        ['t1', 't2', 't3', 't4', 't5', 't6'],
+      );
       assert.deepEqual(Object.keys(body.scheduled[0]), ['id', 'future', 'labels']);
-      assert.deepEqual(body.inflight, [{ id: 't0', lease_expires_at: first.json().lease_expires_at, labels: ['n:0', 'parity:even', 'all:yes'] }]);
+      assert.deepEqual(body.inflight, [
+        { id: 't0', lease_expires_at: first.json().lease_expires_at, labels: ['n:0', 'parity:even', 'all:yes'] },
+      ]);
       assert.deepEqual(body.scheduled_meta, { total: 6, page: 1, per_page: 20, total_pages: 1 });
       assert.deepEqual(body.inflight_meta, { total: 1, page: 1, per_page: 20, total_pages: 1 });
     });
 
     it('paginates the two lists independently; past the end is empty with correct meta', async () => {
-      const body = (await h.call('GET', '/schedulers/lst/tasks?scheduled_page=2&scheduled_per_page=4&inflight_page=3&inflight_per_page=1')).json();
-      assert.deepEqual(body.scheduled.map((t: { id: string }) => t.id), ['t5', 't6']);
+      const body = (
+        await h.call(
+          'GET',
+          '/schedulers/lst/tasks?scheduled_page=2&scheduled_per_page=4&inflight_page=3&inflight_per_page=1',
+        )
+      ).json();
+      assert.deepEqual(
+        body.scheduled.map((t: { id: string }) => t.id),
+        ['t5', 't6'],
+      );
       assert.deepEqual(body.scheduled_meta, { total: 6, page: 2, per_page: 4, total_pages: 2 });
       assert.deepEqual(body.inflight, []);
       assert.deepEqual(body.inflight_meta, { total: 1, page: 3, per_page: 1, total_pages: 1 });
@@ -132,19 +159,39 @@ describe('scheduler: tasks', () => {
 
     it('filters by payload substring (case-sensitive) and by every given label', async () => {
       const odd = (await h.call('GET', '/schedulers/lst/tasks?search=%22Odd%22')).json();
-      assert.deepEqual(odd.scheduled.map((t: { id: string }) => t.id), ['t1', 't3', 't5']);
+      assert.deepEqual(
+        odd.scheduled.map((t: { id: string }) => t.id),
+        ['t1', 't3', 't5'],
+      );
       assert.equal((await h.call('GET', '/schedulers/lst/tasks?search=odd')).json().scheduled_meta.total, 0);
       const labelled = (await h.call('GET', '/schedulers/lst/tasks?label=parity:even&label=all:yes')).json();
-      assert.deepEqual(labelled.scheduled.map((t: { id: string }) => t.id), ['t2', 't4', 't6']);
-      assert.deepEqual(labelled.inflight.map((t: { id: string }) => t.id), ['t0']);
-      assert.deepEqual((await h.call('GET', '/schedulers/lst/tasks?label=n:1')).json().scheduled.map((t: { id: string }) => t.id), ['t1']);
+      assert.deepEqual(
+        labelled.scheduled.map((t: { id: string }) => t.id),
+        ['t2', 't4', 't6'],
+      );
+      assert.deepEqual(
+        labelled.inflight.map((t: { id: string }) => t.id),
+        ['t0'],
+      );
+      assert.deepEqual(
+        (await h.call('GET', '/schedulers/lst/tasks?label=n:1')).json().scheduled.map((t: { id: string }) => t.id),
+        ['t1'],
+      );
       assert.equal((await h.call('GET', '/schedulers/lst/tasks?label=parity:eve')).json().scheduled_meta.total, 0);
       const empty = (await h.call('GET', '/schedulers/lst/tasks?label=none:here')).json();
       assert.deepEqual(empty.scheduled_meta, { total: 0, page: 1, per_page: 20, total_pages: 0 });
     });
 
     it('rejects bad pagination with 400 and an unknown scheduler with 404', async () => {
-      for (const q of ['scheduled_page=0', 'scheduled_page=-1', 'inflight_page=1.5', 'scheduled_per_page=0', 'inflight_per_page=501', 'scheduled_page=abc', 'label=nocolon']) {
+      for (const q of [
+        'scheduled_page=0',
+        'scheduled_page=-1',
+        'inflight_page=1.5',
+        'scheduled_per_page=0',
+        'inflight_per_page=501',
+        'scheduled_page=abc',
+        'label=nocolon',
+      ]) {
         assertError(await h.call('GET', `/schedulers/lst/tasks?${q}`), 400, 'validation_error');
       }
       assert.equal((await h.call('GET', '/schedulers/lst/tasks?scheduled_per_page=500')).statusCode, 200);
@@ -156,7 +203,11 @@ describe('scheduler: tasks', () => {
     it('returns the earliest due task, ties in enqueue order, payload verbatim', async () => {
       await h.createScheduler('order');
       await h.enqueue('order', { id: 'late', future: '2001-01-01T00:00:05Z' });
-      await h.enqueue('order', { id: 'tie-1', future: '2001-01-01T00:00:01Z', payload: { z: 1, a: [1, 'x', null], u: 'é' } });
+      await h.enqueue('order', {
+        id: 'tie-1',
+        future: '2001-01-01T00:00:01Z',
+        payload: { z: 1, a: [1, 'x', null], u: 'é' },
+      });
       await h.enqueue('order', { id: 'tie-2', future: '2001-01-01T00:00:01Z' });
       await h.enqueue('order', { id: 'later', delay: '1h' });
       const first = await reserve('order');
@@ -212,7 +263,10 @@ describe('scheduler: tasks', () => {
       await waits;
       assert.equal((await h.call('DELETE', '/schedulers/doomed')).statusCode, 204);
       let timer: NodeJS.Timeout | undefined;
-      const ended = await Promise.race([waiting, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), 10_000)))]);
+      const ended = await Promise.race([
+        waiting,
+        new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), 10_000))),
+      ]);
       clearTimeout(timer);
       assert.ok(ended, 'the delete ends the wait (not the 30 s deadline)');
       assertError(ended, 404, 'not_found');
@@ -227,7 +281,11 @@ describe('scheduler: tasks', () => {
       const lease = (await reserve('ops')).json();
       assertError(await h.call('DELETE', `/schedulers/ops/tasks/a1?lease_id=${'0'.repeat(8)}`), 409, 'lease_mismatch');
       assertError(await h.call('DELETE', '/schedulers/ops/tasks/a1', { lease_id: 'other' }), 409, 'lease_mismatch');
-      assertError(await h.call('DELETE', `/schedulers/ops/tasks/a1?lease_id=${lease.lease_id}`, { lease_id: 'other' }), 400, 'validation_error');
+      assertError(
+        await h.call('DELETE', `/schedulers/ops/tasks/a1?lease_id=${lease.lease_id}`, { lease_id: 'other' }),
+        400,
+        'validation_error',
+      );
       assert.equal((await h.call('GET', '/schedulers/ops/health')).json().inflight, 1);
       const ok = await h.call('DELETE', `/schedulers/ops/tasks/a1?lease_id=${lease.lease_id}`);
       assert.equal(ok.statusCode, 204);
@@ -252,21 +310,34 @@ describe('scheduler: tasks', () => {
     it('extends from the current expiry; checks extension, state and lease', async () => {
       await h.enqueue('ops', { id: 'e1' });
       const lease = (await reserve('ops', '30s')).json();
-      const res = await h.call('POST', '/schedulers/ops/tasks/e1/extend', { extension: '30s', lease_id: lease.lease_id });
+      const res = await h.call('POST', '/schedulers/ops/tasks/e1/extend', {
+        extension: '30s',
+        lease_id: lease.lease_id,
+      });
       assert.equal(res.statusCode, 200);
       assert.deepEqual(Object.keys(res.json()), ['lease_expires_at']);
       assert.equal(Date.parse(res.json().lease_expires_at), Date.parse(lease.lease_expires_at) + 30_000);
-      const again = await h.call('POST', `/schedulers/ops/tasks/e1/extend?lease_id=${lease.lease_id}`, { extension: '1m' });
+      const again = await h.call('POST', `/schedulers/ops/tasks/e1/extend?lease_id=${lease.lease_id}`, {
+        extension: '1m',
+      });
       assert.equal(Date.parse(again.json().lease_expires_at), Date.parse(lease.lease_expires_at) + 90_000);
       assertError(await h.call('POST', '/schedulers/ops/tasks/e1/extend', { extension: '0s' }), 400, 'invalid_lease');
       assertError(await h.call('POST', '/schedulers/ops/tasks/e1/extend', { extension: '-5s' }), 400, 'invalid_lease');
       assertError(await h.call('POST', '/schedulers/ops/tasks/e1/extend', { extension: '5' }), 400, 'validation_error');
       assertError(await h.call('POST', '/schedulers/ops/tasks/e1/extend', { extension: 5 }), 400, 'validation_error');
       assertError(await h.call('POST', '/schedulers/ops/tasks/e1/extend', {}), 400, 'validation_error');
-      assertError(await h.call('POST', '/schedulers/ops/tasks/e1/extend', { extension: '5s', lease_id: 'stale' }), 409, 'lease_mismatch');
+      assertError(
+        await h.call('POST', '/schedulers/ops/tasks/e1/extend', { extension: '5s', lease_id: 'stale' }),
+        409,
+        'lease_mismatch',
+      );
       await h.enqueue('ops', { id: 'e2', delay: '1h' });
       assertError(await h.call('POST', '/schedulers/ops/tasks/e2/extend', { extension: '5s' }), 409, 'conflict');
-      assertError(await h.call('POST', '/schedulers/ops/tasks/none/extend', { extension: '5s' }), 404, 'task_not_found');
+      assertError(
+        await h.call('POST', '/schedulers/ops/tasks/none/extend', { extension: '5s' }),
+        404,
+        'task_not_found',
+      );
       assertError(await h.call('POST', '/schedulers/nope/tasks/e1/extend', { extension: '5s' }), 404, 'not_found');
     });
 
@@ -286,11 +357,25 @@ describe('scheduler: tasks', () => {
       ]);
       const lease = (await reserve('resched')).json();
       assert.deepEqual([lease.id, lease.payload, lease.labels], ['r1', 'keep', ['k:v']]);
-      assertError(await h.call('POST', '/schedulers/resched/tasks/r1/reschedule', { delay: '1s' }), 409, 'task_in_flight');
-      for (const body of [{}, { delay: '1s', future: '2030-01-01T00:00:00Z' }, { delay: 'x' }, { future: 'x' }, { delay: 5 }]) {
+      assertError(
+        await h.call('POST', '/schedulers/resched/tasks/r1/reschedule', { delay: '1s' }),
+        409,
+        'task_in_flight',
+      );
+      for (const body of [
+        {},
+        { delay: '1s', future: '2030-01-01T00:00:00Z' },
+        { delay: 'x' },
+        { future: 'x' },
+        { delay: 5 },
+      ]) {
         assertError(await h.call('POST', '/schedulers/resched/tasks/r2/reschedule', body), 400, 'validation_error');
       }
-      assertError(await h.call('POST', '/schedulers/resched/tasks/none/reschedule', { delay: '1s' }), 404, 'task_not_found');
+      assertError(
+        await h.call('POST', '/schedulers/resched/tasks/none/reschedule', { delay: '1s' }),
+        404,
+        'task_not_found',
+      );
       assertError(await h.call('POST', '/schedulers/nope/tasks/r2/reschedule', { delay: '1s' }), 404, 'not_found');
     });
   });
@@ -313,8 +398,15 @@ describe('scheduler: tasks', () => {
       assert.deepEqual(redelivered.payload, { job: 1 });
       assert.notEqual(redelivered.lease_id, first.lease_id);
       assertError(await h.call('DELETE', `/schedulers/exp/tasks/x1?lease_id=${first.lease_id}`), 409, 'lease_mismatch');
-      assertError(await h.call('POST', '/schedulers/exp/tasks/x1/extend', { extension: '1s', lease_id: first.lease_id }), 409, 'lease_mismatch');
-      assert.equal((await h.call('DELETE', `/schedulers/exp/tasks/x1?lease_id=${redelivered.lease_id}`)).statusCode, 204);
+      assertError(
+        await h.call('POST', '/schedulers/exp/tasks/x1/extend', { extension: '1s', lease_id: first.lease_id }),
+        409,
+        'lease_mismatch',
+      );
+      assert.equal(
+        (await h.call('DELETE', `/schedulers/exp/tasks/x1?lease_id=${redelivered.lease_id}`)).statusCode,
+        204,
+      );
     });
 
     it('counts, lists and reschedule see an expired lease as scheduled before anything processes it', async () => {

@@ -10,9 +10,23 @@ import type { RouteDeps } from './deps.ts';
 const ID_PATTERN = new RegExp(CONFIG_ID_PATTERN);
 const tags = ['v0 config objects'];
 
-export const listConfigsSchema = { tags, summary: 'List config objects in creation order', response: { 200: Type.Array(configObject) } };
-export const createConfigSchema = { tags, summary: 'Create a config object', body: createBody, response: { 201: configObject, ...errors } };
-export const getConfigSchema = { tags, summary: 'Get a config object', params: idParams, response: { 200: configObject, ...errors } };
+export const listConfigsSchema = {
+  tags,
+  summary: 'List config objects in creation order',
+  response: { 200: Type.Array(configObject) },
+};
+export const createConfigSchema = {
+  tags,
+  summary: 'Create a config object',
+  body: createBody,
+  response: { 201: configObject, ...errors },
+};
+export const getConfigSchema = {
+  tags,
+  summary: 'Get a config object',
+  params: idParams,
+  response: { 200: configObject, ...errors },
+};
 export const patchConfigSchema = {
   tags,
   summary: 'Merge a patch into a config object; returns the whole object',
@@ -20,7 +34,12 @@ export const patchConfigSchema = {
   body: patchBody,
   response: { 200: configObject, ...errors },
 };
-export const deleteConfigSchema = { tags, summary: 'Delete a config object', params: idParams, response: { 204: Type.Null(), ...errors } };
+export const deleteConfigSchema = {
+  tags,
+  summary: 'Delete a config object',
+  params: idParams,
+  response: { 204: Type.Null(), ...errors },
+};
 
 /** v0 config objects (README): public, shared settings under `/v0/configs`. */
 export function registerV0Configs(app: ServiceApp, { repository }: RouteDeps): void {
@@ -49,7 +68,8 @@ export function registerV0Configs(app: ServiceApp, { repository }: RouteDeps): v
   });
 
   app.delete('/v0/configs/:id', { schema: deleteConfigSchema }, async (request, reply) => {
-    if (!ID_PATTERN.test(request.params.id) || !(await repository.delete(request.params.id))) throw ConfigErrors.configNotFound();
+    if (!ID_PATTERN.test(request.params.id) || !(await repository.delete(request.params.id)))
+      throw ConfigErrors.configNotFound();
     return reply.code(204).send(null);
   });
 }

@@ -7,7 +7,12 @@ import type { RouteDeps } from './deps.ts';
 const tags = ['v1 user config'];
 const security = [{ gatewayIdentity: [] }];
 
-export const getUserConfigSchema = { tags, security, summary: "The caller's entries map", response: { 200: userConfig, ...unauthorizedError } };
+export const getUserConfigSchema = {
+  tags,
+  security,
+  summary: "The caller's entries map",
+  response: { 200: userConfig, ...unauthorizedError },
+};
 export const patchUserConfigSchema = {
   tags,
   security,

@@ -5,5 +5,7 @@ export const versionSchema = { summary: 'Service version (plain text)', produces
 
 /** `GET /version` (README): the Stratus version as `text/plain; charset=utf-8`. */
 export function registerVersion(app: ServiceApp, { version }: RouteDeps): void {
-  app.get('/version', { schema: versionSchema }, async (_request, reply) => reply.type('text/plain; charset=utf-8').send(version));
+  app.get('/version', { schema: versionSchema }, async (_request, reply) =>
+    reply.type('text/plain; charset=utf-8').send(version),
+  );
 }

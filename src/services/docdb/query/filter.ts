@@ -60,7 +60,10 @@ function checkSize(filter: Record<string, unknown>): void {
   const stack: unknown[] = [filter];
   while (stack.length > 0) {
     const value = stack.pop();
-    if (++values > MAX_FILTER_VALUES) throw new InvalidFilterError(`filter is too large: at most ${MAX_FILTER_VALUES} values (objects, arrays, strings, numbers…) are allowed`);
+    if (++values > MAX_FILTER_VALUES)
+      throw new InvalidFilterError(
+        `filter is too large: at most ${MAX_FILTER_VALUES} values (objects, arrays, strings, numbers…) are allowed`,
+      );
     if (typeof value !== 'object' || value === null) continue;
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length && stack.length <= MAX_FILTER_VALUES; i++) stack.push(value[i]);
@@ -69,7 +72,9 @@ function checkSize(filter: Record<string, unknown>): void {
     for (const key of Object.keys(value)) {
       const member = (value as Record<string, unknown>)[key];
       if (key.startsWith('$') && Array.isArray(member) && member.length > MAX_OPERATOR_ELEMENTS) {
-        throw new InvalidFilterError(`operator '${key}' has ${member.length} elements; at most ${MAX_OPERATOR_ELEMENTS} are allowed`);
+        throw new InvalidFilterError(
+          `operator '${key}' has ${member.length} elements; at most ${MAX_OPERATOR_ELEMENTS} are allowed`,
+        );
       }
       stack.push(member);
     }
@@ -103,8 +108,10 @@ function compileObject(condition: Record<string, unknown>, depth: number): Condi
 
 function allOf(parts: Condition[]): Condition {
   switch (parts.length) {
-    case 0: return always;
-    case 1: return parts[0] as Condition;
+    case 0:
+      return always;
+    case 1:
+      return parts[0] as Condition;
     case 2: {
       const [first, second] = parts as [Condition, Condition];
       return (value) => first(value) && second(value);
@@ -185,7 +192,9 @@ function compileOperator(operator: string, operand: unknown, depth: number): Con
       return allOf(expectArray(operator, operand).map((element) => compileCondition(element, depth + 1)));
     case '$or': {
       const elements = expectArray(operator, operand);
-      return elements.length === 0 ? () => false : anyOf(elements.map((element) => compileCondition(element, depth + 1)));
+      return elements.length === 0
+        ? () => false
+        : anyOf(elements.map((element) => compileCondition(element, depth + 1)));
     }
     default:
       throw new InvalidFilterError(`unknown operator '${operator}'`);
@@ -225,8 +234,10 @@ function compileComparison(operator: string, operand: unknown): Condition {
 
 /** Same kind only: a number operand matches numbers (bigint included, compared exactly). */
 function compileNumbers(operand: number | bigint, upward: boolean, orEqual: boolean): Condition {
-  const isNumber = (value: JsonValue): value is number | bigint => typeof value === 'number' || typeof value === 'bigint';
-  if (upward) return orEqual ? (value) => isNumber(value) && value >= operand : (value) => isNumber(value) && value > operand;
+  const isNumber = (value: JsonValue): value is number | bigint =>
+    typeof value === 'number' || typeof value === 'bigint';
+  if (upward)
+    return orEqual ? (value) => isNumber(value) && value >= operand : (value) => isNumber(value) && value > operand;
   return orEqual ? (value) => isNumber(value) && value <= operand : (value) => isNumber(value) && value < operand;
 }
 
@@ -271,11 +282,16 @@ class ScalarSet {
 
   readonly has = (value: JsonValue): boolean => {
     switch (typeof value) {
-      case 'string': return this.strings.has(value);
-      case 'number': return this.numbers.has(value);
-      case 'bigint': return this.bigints.has(value);
-      case 'boolean': return this.others.has(value);
-      default: return value === null && this.others.has(null);
+      case 'string':
+        return this.strings.has(value);
+      case 'number':
+        return this.numbers.has(value);
+      case 'bigint':
+        return this.bigints.has(value);
+      case 'boolean':
+        return this.others.has(value);
+      default:
+        return value === null && this.others.has(null);
     }
   };
 }
@@ -308,9 +324,11 @@ function compileExact(literal: unknown, depth: number): Condition {
     case 'string':
       return (value) => value === literal;
     case 'number':
-      return (value) => (typeof value === 'number' ? value === literal : typeof value === 'bigint' && isSameNumber(value, literal));
+      return (value) =>
+        typeof value === 'number' ? value === literal : typeof value === 'bigint' && isSameNumber(value, literal);
     case 'bigint':
-      return (value) => (typeof value === 'bigint' ? value === literal : typeof value === 'number' && isSameNumber(literal, value));
+      return (value) =>
+        typeof value === 'bigint' ? value === literal : typeof value === 'number' && isSameNumber(literal, value);
     case 'object': {
       if (Array.isArray(literal)) {
         const elements = literal.map((element) => compileExact(element, depth + 1));

@@ -25,11 +25,15 @@ const enum Rank {
 function rank(v: JsonValue): Rank {
   if (v === null) return Rank.Null;
   switch (typeof v) {
-    case 'boolean': return v ? Rank.True : Rank.False;
+    case 'boolean':
+      return v ? Rank.True : Rank.False;
     case 'number':
-    case 'bigint': return Rank.Number;
-    case 'string': return Rank.String;
-    default: return Array.isArray(v) ? Rank.Array : Rank.Object;
+    case 'bigint':
+      return Rank.Number;
+    case 'string':
+      return Rank.String;
+    default:
+      return Array.isArray(v) ? Rank.Array : Rank.Object;
   }
 }
 
@@ -38,11 +42,16 @@ export function compareValues(a: JsonValue, b: JsonValue): number {
   const rb = rank(b);
   if (ra !== rb) return ra < rb ? -1 : 1;
   switch (ra) {
-    case Rank.Number: return compareNumbers(a as number | bigint, b as number | bigint);
-    case Rank.String: return compareStrings(a as string, b as string);
-    case Rank.Array: return compareArrays(a as JsonValue[], b as JsonValue[]);
-    case Rank.Object: return compareObjects(a as JsonObject, b as JsonObject);
-    default: return 0;
+    case Rank.Number:
+      return compareNumbers(a as number | bigint, b as number | bigint);
+    case Rank.String:
+      return compareStrings(a as string, b as string);
+    case Rank.Array:
+      return compareArrays(a as JsonValue[], b as JsonValue[]);
+    case Rank.Object:
+      return compareObjects(a as JsonObject, b as JsonObject);
+    default:
+      return 0;
   }
 }
 

@@ -1,4 +1,10 @@
-import { addStoredOwner, ownersLikePattern, parseOwners, removeStoredOwner, type DeleteOwnerResult } from '../../owners.ts';
+import {
+  addStoredOwner,
+  ownersLikePattern,
+  parseOwners,
+  removeStoredOwner,
+  type DeleteOwnerResult,
+} from '../../owners.ts';
 import { isUuidV4, newId, rfc3339 } from '../../../core/ids.ts';
 import type { SqlConnection } from '../../../store/db.ts';
 import { all, first, run } from '../../../store/sql-work.ts';
@@ -43,11 +49,19 @@ interface DatabaseRow {
 }
 
 function toRecord(row: Omit<DatabaseRow, 'key'>, owners: string[], keys: string[]): DatabaseRecord {
-  return { id: row.id, name: row.name, creation_date: row.created_at, owners, api_keys: keys, owners_length: owners.length };
+  return {
+    id: row.id,
+    name: row.name,
+    creation_date: row.created_at,
+    owners,
+    api_keys: keys,
+    owners_length: owners.length,
+  };
 }
 
 /** Each database with its keys, one row per key (a database without keys: one row, `key` null). */
-const SELECT_RECORDS = 'select d.id, d.name, d.created_at, d.owners, k.key from docdb_databases d left join docdb_api_keys k on k.database_id = d.id';
+const SELECT_RECORDS =
+  'select d.id, d.name, d.created_at, d.owners, k.key from docdb_databases d left join docdb_api_keys k on k.database_id = d.id';
 
 /** Groups joined database × key rows (ordered by database, then key) into records. */
 function groupRecords(rows: readonly DatabaseRow[]): DatabaseRecord[] {
@@ -89,14 +103,34 @@ export class DatabaseRepository {
     // The owners text holds each id JSON-encoded; LIKE narrows the scan (it may over-match, for
     // example across two neighbouring ids, or case-insensitively on SQLite) and the exact test
     // runs on the parsed array. No JSON functions: PostgreSQL's refuse some valid JSON text.
-    const rows = await this.sql.read(() => all<DatabaseRow>(`${SELECT_RECORDS} where d.owners like ? escape '!' order by d.seq, k.seq`, ownersLikePattern(userId)));
+    const rows = await this.sql.read(() =>
+      all<DatabaseRow>(
+        `${SELECT_RECORDS} where d.owners like ? escape '!' order by d.seq, k.seq`,
+        ownersLikePattern(userId),
+      ),
+    );
     return groupRecords(rows).filter((record) => record.owners.includes(userId));
   }
 
   /** A new database with `owner` as its sole owner and no keys. */
   async create(name: string, owner: string): Promise<DatabaseRecord> {
-    const record: DatabaseRecord = { id: newId(), name, creation_date: rfc3339(), owners: [owner], api_keys: [], owners_length: 1 };
-    await this.sql.write(() => run('insert into docdb_databases (id, name, created_at, owners) values (?, ?, ?, ?)', record.id, name, record.creation_date, JSON.stringify(record.owners)));
+    const record: DatabaseRecord = {
+      id: newId(),
+      name,
+      creation_date: rfc3339(),
+      owners: [owner],
+      api_keys: [],
+      owners_length: 1,
+    };
+    await this.sql.write(() =>
+      run(
+        'insert into docdb_databases (id, name, created_at, owners) values (?, ?, ?, ?)',
+        record.id,
+        name,
+        record.creation_date,
+        JSON.stringify(record.owners),
+      ),
+    );
     return record;
   }
 
@@ -114,7 +148,12 @@ export class DatabaseRepository {
    */
   async delete(id: string): Promise<{ id: string; name: string; creation_date: string } | null> {
     if (!isUuidV4(id)) return null;
-    const row = await this.sql.write(() => first<{ id: string; name: string; created_at: string }>('delete from docdb_databases where id = ? returning id, name, created_at', id));
+    const row = await this.sql.write(() =>
+      first<{ id: string; name: string; created_at: string }>(
+        'delete from docdb_databases where id = ? returning id, name, created_at',
+        id,
+      ),
+    );
     return row ? { id: row.id, name: row.name, creation_date: row.created_at } : null;
   }
 
@@ -122,7 +161,14 @@ export class DatabaseRepository {
   async createKey(key: NewDatabaseKey): Promise<boolean> {
     try {
       await this.sql.write(() =>
-        run('insert into docdb_api_keys (key, database_id, name, secret_hash, created_at) values (?, ?, ?, ?, ?)', key.key, key.databaseId, key.name, key.secretHash, key.createdAt),
+        run(
+          'insert into docdb_api_keys (key, database_id, name, secret_hash, created_at) values (?, ?, ?, ?, ?)',
+          key.key,
+          key.databaseId,
+          key.name,
+          key.secretHash,
+          key.createdAt,
+        ),
       );
       return true;
     } catch (error) {
@@ -134,13 +180,22 @@ export class DatabaseRepository {
   /** Deletes a key of this database; false when the database has no such key. */
   async deleteKey(databaseId: string, key: string): Promise<boolean> {
     if (!isUuidV4(databaseId) || !isUuidV4(key)) return false;
-    return (await this.sql.write(() => run('delete from docdb_api_keys where key = ? and database_id = ?', key, databaseId))) > 0;
+    return (
+      (await this.sql.write(() =>
+        run('delete from docdb_api_keys where key = ? and database_id = ?', key, databaseId),
+      )) > 0
+    );
   }
 
   /** A key with its database and secret hash; null when unknown. */
   async findKey(key: string): Promise<DatabaseKey | null> {
     if (!isUuidV4(key)) return null;
-    const row = await this.sql.read(() => first<{ key: string; database_id: string; secret_hash: string }>('select key, database_id, secret_hash from docdb_api_keys where key = ?', key));
+    const row = await this.sql.read(() =>
+      first<{ key: string; database_id: string; secret_hash: string }>(
+        'select key, database_id, secret_hash from docdb_api_keys where key = ?',
+        key,
+      ),
+    );
     return row ? { key: row.key, databaseId: row.database_id, secretHash: row.secret_hash } : null;
   }
 

@@ -5,7 +5,15 @@ import type { Notifier } from '../../../store/notifier/types.ts';
 import { BODY_LIMIT } from '../body.ts';
 import { DocdbErrors } from '../errors.ts';
 import { applyDefaults, unixNanoNow, usesAuto } from '../query/defaults.ts';
-import { MAX_NESTING, nestedDeeperThan, parseJson, stringifyJson, isJsonObject, type JsonObject, type JsonValue } from '../../../core/json.ts';
+import {
+  MAX_NESTING,
+  nestedDeeperThan,
+  parseJson,
+  stringifyJson,
+  isJsonObject,
+  type JsonObject,
+  type JsonValue,
+} from '../../../core/json.ts';
 import { encodeKey } from '../query/order.ts';
 import { all, first, run, type Work } from '../../../store/sql-work.ts';
 import type { SqlDatabase } from '../../../store/sql/types.ts';
@@ -128,7 +136,8 @@ export function indexKeys(index: IndexInfo, document: JsonObject): Buffer[] | In
   }
   const values: JsonValue[] = [];
   for (const field of index.keyFields) {
-    if (!Object.hasOwn(document, field)) return index.sparse ? [] : new IndexRejection(`field '${field}' not defined`, 'value');
+    if (!Object.hasOwn(document, field))
+      return index.sparse ? [] : new IndexRejection(`field '${field}' not defined`, 'value');
     values.push(document[field]!);
   }
   const key = encodeKey(values, index.descending);
@@ -158,7 +167,12 @@ interface CollectionRow {
 }
 
 function parseDefinition(row: { id: number; name: string; definition: string }): IndexInfo {
-  const definition = JSON.parse(row.definition) as { type: 'map' | 'btree'; fields: string[]; sparse: boolean; unique: boolean };
+  const definition = JSON.parse(row.definition) as {
+    type: 'map' | 'btree';
+    fields: string[];
+    sparse: boolean;
+    unique: boolean;
+  };
   return {
     id: Number(row.id),
     name: row.name,
@@ -219,7 +233,10 @@ export class DocumentStore {
 
   private *lockCollection(collectionId: number): Work<CollectionRow | undefined> {
     const lock = this.sql.syntax.forUpdate;
-    return yield* first<CollectionRow>(`select id, database_id, name, defaults, auto_counter, document_count from docdb_collections where id = ?${lock}`, collectionId);
+    return yield* first<CollectionRow>(
+      `select id, database_id, name, defaults, auto_counter, document_count from docdb_collections where id = ?${lock}`,
+      collectionId,
+    );
   }
 
   /** Locks the collection for a write (404 when it is gone) and reads its indexes under the lock. */
@@ -229,18 +246,35 @@ export class DocumentStore {
   }
 
   private *documentRow(collection: CollectionInfo, seq: number): Work<{ body: string } | undefined> {
-    return yield* first<{ body: string }>('select body from docdb_documents where seq = ? and collection_id = ?', seq, collection.id);
+    return yield* first<{ body: string }>(
+      'select body from docdb_documents where seq = ? and collection_id = ?',
+      seq,
+      collection.id,
+    );
   }
 
   private *loadIndexes(collectionId: number): Work<IndexInfo[]> {
-    const rows = yield* all<{ id: number; name: string; definition: string }>('select id, name, definition from docdb_indexes where collection_id = ? order by id', collectionId);
+    const rows = yield* all<{ id: number; name: string; definition: string }>(
+      'select id, name, definition from docdb_indexes where collection_id = ? order by id',
+      collectionId,
+    );
     return rows.map(parseDefinition);
   }
 
   private *loadCollection(databaseId: string, name: string): Work<CollectionInfo | null> {
-    const row = yield* first<CollectionRow>('select id, database_id, name, defaults from docdb_collections where database_id = ? and name = ?', databaseId, name);
+    const row = yield* first<CollectionRow>(
+      'select id, database_id, name, defaults from docdb_collections where database_id = ? and name = ?',
+      databaseId,
+      name,
+    );
     if (!row) return null;
-    return { id: Number(row.id), databaseId, name: row.name, defaults: row.defaults === null ? null : (parseJson(row.defaults) as JsonObject), indexes: yield* this.loadIndexes(Number(row.id)) };
+    return {
+      id: Number(row.id),
+      databaseId,
+      name: row.name,
+      defaults: row.defaults === null ? null : (parseJson(row.defaults) as JsonObject),
+      indexes: yield* this.loadIndexes(Number(row.id)),
+    };
   }
 
   async getCollection(databaseId: string, name: string): Promise<CollectionInfo | null> {
@@ -261,7 +295,12 @@ export class DocumentStore {
         'select c.name, c.defaults, c.document_count, (select count(*) from docdb_indexes i where i.collection_id = c.id) as indexes from docdb_collections c where c.database_id = ? order by c.id',
         databaseId,
       );
-      return rows.map((row) => ({ name: row.name, total: Number(row.document_count), indexes: Number(row.indexes), defaults: row.defaults === null ? null : (parseJson(row.defaults) as JsonObject) }));
+      return rows.map((row) => ({
+        name: row.name,
+        total: Number(row.document_count),
+        indexes: Number(row.indexes),
+        defaults: row.defaults === null ? null : (parseJson(row.defaults) as JsonObject),
+      }));
     });
   }
 
@@ -273,7 +312,14 @@ export class DocumentStore {
         name,
       );
     });
-    return found ? { name: found.name, total: Number(found.document_count), indexes: Number(found.indexes), defaults: found.defaults === null ? null : (parseJson(found.defaults) as JsonObject) } : null;
+    return found
+      ? {
+          name: found.name,
+          total: Number(found.document_count),
+          indexes: Number(found.indexes),
+          defaults: found.defaults === null ? null : (parseJson(found.defaults) as JsonObject),
+        }
+      : null;
   }
 
   private *insertCollection(databaseId: string, name: string, defaults: JsonObject | null): Work<boolean> {
@@ -314,11 +360,19 @@ export class DocumentStore {
     const work = function* (this: DocumentStore) {
       yield* this.insertCollection(databaseId, name, DEFAULT_DEFAULTS);
       const lock = this.sql.syntax.forUpdate;
-      const row = yield* first<{ id: number; defaults: string | null }>(`select id, defaults from docdb_collections where database_id = ? and name = ?${lock}`, databaseId, name);
+      const row = yield* first<{ id: number; defaults: string | null }>(
+        `select id, defaults from docdb_collections where database_id = ? and name = ?${lock}`,
+        databaseId,
+        name,
+      );
       const merged: JsonObject = { ...(row?.defaults ? (parseJson(row.defaults) as JsonObject) : {}), ...patch };
       for (const key of Object.keys(merged)) if (merged[key] === null) delete merged[key];
       const result = Object.keys(merged).length > 0 ? merged : null;
-      yield* run('update docdb_collections set defaults = ? where id = ?', result === null ? null : stringifyJson(result), row!.id);
+      yield* run(
+        'update docdb_collections set defaults = ? where id = ?',
+        result === null ? null : stringifyJson(result),
+        row!.id,
+      );
       return result;
     };
     const result = await this.sql.write(() => work.call(this));
@@ -329,12 +383,18 @@ export class DocumentStore {
   async size(collection: CollectionInfo): Promise<Record<string, number>> {
     const { syntax } = this.sql;
     return this.sql.read(function* () {
-      const row = yield* first<{ document_count: number; document_bytes: number }>('select document_count, document_bytes from docdb_collections where id = ?', collection.id);
+      const row = yield* first<{ document_count: number; document_bytes: number }>(
+        'select document_count, document_bytes from docdb_collections where id = ?',
+        collection.id,
+      );
       const memory = Number(row?.document_bytes ?? 0);
       // Each stored row costs its body plus a rowid, a collection id and row header (~24 bytes).
       const result: Record<string, number> = { memory, disk: memory + Number(row?.document_count ?? 0) * 24 };
       for (const index of collection.indexes) {
-        const sizes = yield* first<{ bytes: number | null; entries: number }>(`select sum(${syntax.byteLength('key')}) as bytes, count(*) as entries from ${entryTable(index)} where index_id = ?`, index.id);
+        const sizes = yield* first<{ bytes: number | null; entries: number }>(
+          `select sum(${syntax.byteLength('key')}) as bytes, count(*) as entries from ${entryTable(index)} where index_id = ?`,
+          index.id,
+        );
         // Key bytes plus the document reference and row overhead of each entry.
         const bytes = Number(sizes?.bytes ?? 0) + Number(sizes?.entries ?? 0) * 16;
         result[`index.${index.name}`] = bytes;
@@ -348,25 +408,51 @@ export class DocumentStore {
   // Indexes
 
   /** Creates an index and builds it over the existing documents; nothing is created on failure. */
-  async createIndex(collection: CollectionInfo, definition: { name: string; type: 'map' | 'btree'; fields: string[]; sparse: boolean; unique: boolean }): Promise<IndexInfo> {
+  async createIndex(
+    collection: CollectionInfo,
+    definition: { name: string; type: 'map' | 'btree'; fields: string[]; sparse: boolean; unique: boolean },
+  ): Promise<IndexInfo> {
     const work = function* (this: DocumentStore) {
       yield* this.lockCollection(collection.id);
-      const taken = yield* first('select id from docdb_indexes where collection_id = ? and name = ?', collection.id, definition.name);
+      const taken = yield* first(
+        'select id from docdb_indexes where collection_id = ? and name = ?',
+        collection.id,
+        definition.name,
+      );
       if (taken) throw DocdbErrors.indexExists(definition.name);
-      const stored = JSON.stringify({ type: definition.type, fields: definition.fields, sparse: definition.sparse, unique: definition.unique });
-      const inserted = yield* all<{ id: number }>('insert into docdb_indexes (collection_id, name, definition) values (?, ?, ?) returning id', collection.id, definition.name, stored);
+      const stored = JSON.stringify({
+        type: definition.type,
+        fields: definition.fields,
+        sparse: definition.sparse,
+        unique: definition.unique,
+      });
+      const inserted = yield* all<{ id: number }>(
+        'insert into docdb_indexes (collection_id, name, definition) values (?, ?, ?) returning id',
+        collection.id,
+        definition.name,
+        stored,
+      );
       const index = parseDefinition({ id: Number(inserted[0]!.id), name: definition.name, definition: stored });
       const table = entryTable(index);
       let after = 0;
       for (;;) {
-        const batch = yield* all<{ seq: number; body: string }>('select seq, body from docdb_documents where collection_id = ? and seq > ? order by seq limit ?', collection.id, after, READ_BATCH);
+        const batch = yield* all<{ seq: number; body: string }>(
+          'select seq, body from docdb_documents where collection_id = ? and seq > ? order by seq limit ?',
+          collection.id,
+          after,
+          READ_BATCH,
+        );
         for (const row of batch) {
           const document = parseJson(row.body) as JsonObject;
           const keys = indexKeys(index, document);
           if (keys instanceof IndexRejection) throw DocdbErrors.indexBuildFails(keys.reason, row.body);
           for (const [keyNumber, key] of keys.entries()) {
             if (index.unique) {
-              const holder = yield* first('select seq from docdb_unique_entries where index_id = ? and key = ?', index.id, key);
+              const holder = yield* first(
+                'select seq from docdb_unique_entries where index_id = ? and key = ?',
+                index.id,
+                key,
+              );
               if (holder) throw DocdbErrors.indexBuildFails(conflictReason(index, document, keyNumber), row.body);
             }
             yield* run(`insert into ${table} (index_id, key, seq) values (?, ?, ?)`, index.id, key, Number(row.seq));
@@ -401,8 +487,13 @@ export class DocumentStore {
       if (keys instanceof IndexRejection) return DocdbErrors.indexRejectsDocument(index.name, keys.reason);
       if (index.unique) {
         for (const [keyNumber, key] of keys.entries()) {
-          const holder = yield* first<{ seq: number }>('select seq from docdb_unique_entries where index_id = ? and key = ?', index.id, key);
-          if (holder && Number(holder.seq) !== self) return DocdbErrors.indexRejectsDocument(index.name, conflictReason(index, document, keyNumber));
+          const holder = yield* first<{ seq: number }>(
+            'select seq from docdb_unique_entries where index_id = ? and key = ?',
+            index.id,
+            key,
+          );
+          if (holder && Number(holder.seq) !== self)
+            return DocdbErrors.indexRejectsDocument(index.name, conflictReason(index, document, keyNumber));
         }
       }
       keysByIndex.push(keys);
@@ -413,7 +504,8 @@ export class DocumentStore {
   private *addEntries(indexes: IndexInfo[], keysByIndex: Buffer[][], seq: number): Work<void> {
     for (const [i, index] of indexes.entries()) {
       const table = entryTable(index);
-      for (const key of keysByIndex[i]!) yield* run(`insert into ${table} (index_id, key, seq) values (?, ?, ?)`, index.id, key, seq);
+      for (const key of keysByIndex[i]!)
+        yield* run(`insert into ${table} (index_id, key, seq) values (?, ?, ?)`, index.id, key, seq);
     }
   }
 
@@ -427,7 +519,11 @@ export class DocumentStore {
    * `stopOnError`: the first rejected document ends the batch (insert, insertFullduplex);
    * otherwise rejected documents are reported and the rest go on (insertStream).
    */
-  async insert(collection: CollectionInfo, documents: readonly JsonValue[], stopOnError: boolean): Promise<WriteOutcome[]> {
+  async insert(
+    collection: CollectionInfo,
+    documents: readonly JsonValue[],
+    stopOnError: boolean,
+  ): Promise<WriteOutcome[]> {
     const work = function* (this: DocumentStore) {
       const row = yield* this.lockCollection(collection.id);
       if (!row) throw DocdbErrors.collectionNotFound();
@@ -442,12 +538,16 @@ export class DocumentStore {
         // Every document the collection tries to insert takes a number (README: Defaults and generators).
         counter++;
         if (!isJsonObject(value) || nestedDeeperThan(value, MAX_NESTING)) {
-          outcomes.push({ ok: false, error: isJsonObject(value) ? DocdbErrors.documentTooDeep(MAX_NESTING) : DocdbErrors.documentNotObject() });
+          outcomes.push({
+            ok: false,
+            error: isJsonObject(value) ? DocdbErrors.documentTooDeep(MAX_NESTING) : DocdbErrors.documentNotObject(),
+          });
           if (stopOnError) break;
           continue;
         }
         const current = counter;
-        const document = defaults === null ? value : applyDefaults(value, defaults, { auto: () => current, now: unixNanoNow });
+        const document =
+          defaults === null ? value : applyDefaults(value, defaults, { auto: () => current, now: unixNanoNow });
         const keys = yield* this.documentKeys(indexes, document, null);
         if (keys instanceof HttpError) {
           outcomes.push({ ok: false, error: keys });
@@ -455,7 +555,11 @@ export class DocumentStore {
           continue;
         }
         const text = stringifyJson(document);
-        const inserted = yield* all<{ seq: number }>('insert into docdb_documents (collection_id, body) values (?, ?) returning seq', collection.id, text);
+        const inserted = yield* all<{ seq: number }>(
+          'insert into docdb_documents (collection_id, body) values (?, ?) returning seq',
+          collection.id,
+          text,
+        );
         const seq = Number(inserted[0]!.seq);
         yield* this.addEntries(indexes, keys, seq);
         count++;
@@ -463,7 +567,13 @@ export class DocumentStore {
         outcomes.push({ ok: true, text, seq, changed: true });
       }
       if (count > 0 || generates || documents.length > 0) {
-        yield* run('update docdb_collections set auto_counter = ?, document_count = document_count + ?, document_bytes = document_bytes + ? where id = ?', counter, count, bytes, collection.id);
+        yield* run(
+          'update docdb_collections set auto_counter = ?, document_count = document_count + ?, document_bytes = document_bytes + ? where id = ?',
+          counter,
+          count,
+          bytes,
+          collection.id,
+        );
       }
       return outcomes;
     };
@@ -475,7 +585,11 @@ export class DocumentStore {
    * the first rejected document ends the batch and is reported. `change` returns the new document
    * or null when it would not change.
    */
-  async patch(collection: CollectionInfo, seqs: readonly number[], change: (document: JsonObject) => JsonObject | null): Promise<WriteOutcome[]> {
+  async patch(
+    collection: CollectionInfo,
+    seqs: readonly number[],
+    change: (document: JsonObject) => JsonObject | null,
+  ): Promise<WriteOutcome[]> {
     const work = function* (this: DocumentStore) {
       const indexes = yield* this.lockedIndexes(collection);
       const outcomes: WriteOutcome[] = [];
@@ -506,7 +620,12 @@ export class DocumentStore {
         bytes += Buffer.byteLength(text) - Buffer.byteLength(row.body);
         outcomes.push({ ok: true, text, seq, changed: true });
       }
-      if (bytes !== 0) yield* run('update docdb_collections set document_bytes = document_bytes + ? where id = ?', bytes, collection.id);
+      if (bytes !== 0)
+        yield* run(
+          'update docdb_collections set document_bytes = document_bytes + ? where id = ?',
+          bytes,
+          collection.id,
+        );
       return outcomes;
     };
     return this.sql.write(() => work.call(this));
@@ -526,7 +645,13 @@ export class DocumentStore {
         bytes += Buffer.byteLength(row.body);
         outcomes.push({ ok: true, text: row.body, seq, changed: true });
       }
-      if (outcomes.length > 0) yield* run('update docdb_collections set document_count = document_count - ?, document_bytes = document_bytes - ? where id = ?', outcomes.length, bytes, collection.id);
+      if (outcomes.length > 0)
+        yield* run(
+          'update docdb_collections set document_count = document_count - ?, document_bytes = document_bytes - ? where id = ?',
+          outcomes.length,
+          bytes,
+          collection.id,
+        );
       return outcomes;
     };
     return this.sql.write(() => work.call(this));
@@ -548,7 +673,11 @@ export class DocumentStore {
    * transaction or cursor is held between batches). `firstBatch` sizes the first query, so a
    * `limit: 1` lookup reads one row.
    */
-  async *traverse(collection: CollectionInfo, source: Source, firstBatch = READ_BATCH): AsyncGenerator<StoredDocument[], void, undefined> {
+  async *traverse(
+    collection: CollectionInfo,
+    source: Source,
+    firstBatch = READ_BATCH,
+  ): AsyncGenerator<StoredDocument[], void, undefined> {
     let size = Math.max(1, Math.min(firstBatch, READ_BATCH));
     let afterSeq = 0;
     let afterKey: Buffer | null = null;
@@ -556,22 +685,35 @@ export class DocumentStore {
     // Large bodies stay behind (null) and are read one at a time (below). octet_length reads only
     // the stored size (SQLite's record header, PostgreSQL's TOAST pointer), not the text. A
     // collection holding less than a batch's worth of bytes cannot fill one, so it is not needed.
-    const sizedBody = (column: string) => `case when octet_length(${column}) <= ${INLINE_BODY_BYTES} then ${column} end as body`;
+    const sizedBody = (column: string) =>
+      `case when octet_length(${column}) <= ${INLINE_BODY_BYTES} then ${column} end as body`;
     const plainBody = (column: string) => `${column} as body`;
     for (;;) {
       const batchSize = size;
       const positionKey = afterKey;
       const positionSeq = afterSeq;
       const rows = await this.sql.read(function* () {
-        const stored = yield* first<{ bytes: number }>('select document_bytes as bytes from docdb_collections where id = ?', collection.id);
+        const stored = yield* first<{ bytes: number }>(
+          'select document_bytes as bytes from docdb_collections where id = ?',
+          collection.id,
+        );
         const body = Number(stored?.bytes ?? 0) <= READ_BATCH * INLINE_BODY_BYTES ? plainBody : sizedBody;
         if (source.kind === 'scan') {
-          return yield* all<{ seq: number; body: string | null }>(`select seq, ${body('body')} from docdb_documents where collection_id = ? and seq > ? order by seq limit ?`, collection.id, positionSeq, batchSize);
+          return yield* all<{ seq: number; body: string | null }>(
+            `select seq, ${body('body')} from docdb_documents where collection_id = ? and seq > ? order by seq limit ?`,
+            collection.id,
+            positionSeq,
+            batchSize,
+          );
         }
         const table = entryTable(source.index);
         if (source.kind === 'map' && source.index.unique) {
           // One document at most: no ordering (it would cost SQLite a temporary b-tree per lookup).
-          return yield* all<{ seq: number; body: string | null }>(`select e.seq, ${body('d.body')} from docdb_unique_entries e join docdb_documents d on d.seq = e.seq where e.index_id = ? and e.key = ?`, source.index.id, mapKey);
+          return yield* all<{ seq: number; body: string | null }>(
+            `select e.seq, ${body('d.body')} from docdb_unique_entries e join docdb_documents d on d.seq = e.seq where e.index_id = ? and e.key = ?`,
+            source.index.id,
+            mapKey,
+          );
         }
         if (source.kind === 'map') {
           return yield* all<{ seq: number; body: string | null }>(
@@ -629,4 +771,3 @@ export class DocumentStore {
     }
   }
 }
-

@@ -4,7 +4,13 @@
  * collections, their defaults and indexes, and documents. Everything else in the service reaches
  * storage through these two.
  */
-export { DatabaseRepository, type DatabaseKey, type DatabaseRecord, type DeleteOwnerResult, type NewDatabaseKey } from './databases.ts';
+export {
+  DatabaseRepository,
+  type DatabaseKey,
+  type DatabaseRecord,
+  type DeleteOwnerResult,
+  type NewDatabaseKey,
+} from './databases.ts';
 export {
   DEFAULT_DEFAULTS,
   DocumentStore,

@@ -7,16 +7,34 @@ import { createdKey, createKeyBody, deleteKeyBody, ownerBody, ownersList } from 
 // action its own path from the tables here.
 
 /** For the OpenAPI document: each database action's summary, body schema and success response. */
-export const DATABASE_ACTION_DOCS: Record<DatabaseAction, { summary: string; body: TSchema; status: number; response: TSchema | null }> = {
+export const DATABASE_ACTION_DOCS: Record<
+  DatabaseAction,
+  { summary: string; body: TSchema; status: number; response: TSchema | null }
+> = {
   createApiKey: {
     summary: 'Create an API key for the database; the secret is returned only here',
     body: createKeyBody,
     status: 201,
     response: createdKey,
   },
-  deleteApiKey: { summary: 'Delete an API key of the database; it stops working at once', body: deleteKeyBody, status: 204, response: null },
-  addOwner: { summary: 'Add an owner (an existing owner is no change); returns the owners', body: ownerBody, status: 200, response: ownersList },
-  deleteOwner: { summary: 'Remove an owner other than yourself; returns the owners', body: ownerBody, status: 200, response: ownersList },
+  deleteApiKey: {
+    summary: 'Delete an API key of the database; it stops working at once',
+    body: deleteKeyBody,
+    status: 204,
+    response: null,
+  },
+  addOwner: {
+    summary: 'Add an owner (an existing owner is no change); returns the owners',
+    body: ownerBody,
+    status: 200,
+    response: ownersList,
+  },
+  deleteOwner: {
+    summary: 'Remove an owner other than yourself; returns the owners',
+    body: ownerBody,
+    status: 200,
+    response: ownersList,
+  },
 };
 
 const indexRecord = Type.Object(
@@ -31,8 +49,15 @@ const indexRecord = Type.Object(
   { additionalProperties: false },
 );
 const traversal = {
-  index: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'index to traverse; null = full scan' })),
-  filter: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'condition in the filter language; {} matches every document' })),
+  index: Type.Optional(
+    Type.Union([Type.String(), Type.Null()], { description: 'index to traverse; null = full scan' }),
+  ),
+  filter: Type.Optional(
+    Type.Object(
+      {},
+      { additionalProperties: true, description: 'condition in the filter language; {} matches every document' },
+    ),
+  ),
   skip: Type.Optional(Type.Integer({ default: 0 })),
   limit: Type.Optional(Type.Integer({ default: 1, description: '0 → none; negative → no limit' })),
   value: Type.Optional(Type.String({ description: 'map index: the key to look up' })),
@@ -45,17 +70,73 @@ const documentStream = Type.String({ description: 'JSON documents: NDJSON, conca
 const indexNameBody = Type.Object({ name: Type.String() }, { additionalProperties: true });
 
 /** For the OpenAPI document: each collection action's summary, body and success response. */
-export const COLLECTION_ACTION_DOCS: Record<CollectionAction, { summary: string; body: TSchema | null; status: number; response: TSchema | null }> = {
-  dropCollection: { summary: 'Drop the collection with its documents and indexes', body: null, status: 204, response: null },
-  setDefaults: { summary: 'Merge into the collection defaults (null deletes a key)', body: Type.Object({}, { additionalProperties: true }), status: 200, response: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]) },
-  size: { summary: 'Estimated sizes in bytes: memory, disk and index.<name>', body: null, status: 200, response: Type.Record(Type.String(), Type.Number()) },
-  insert: { summary: 'Insert a stream of documents; NDJSON of each stored document once committed', body: documentStream, status: 201, response: ndjson },
-  insertFullduplex: { summary: 'Insert a stream of documents (no default id); NDJSON answers as they commit', body: documentStream, status: 200, response: ndjson },
-  insertStream: { summary: 'Insert a stream of documents; per document its JSON or an error string, continuing past errors', body: documentStream, status: 202, response: Type.String() },
-  find: { summary: 'Find documents (full scan or index traversal)', body: Type.Object(traversal, { additionalProperties: true }), status: 200, response: ndjson },
-  patch: { summary: 'Merge-patch the selected documents', body: Type.Object({ ...traversal, patch: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: true }), status: 200, response: ndjson },
-  remove: { summary: 'Remove the selected documents', body: Type.Object(traversal, { additionalProperties: true }), status: 200, response: ndjson },
-  listIndexes: { summary: 'List indexes in creation order', body: null, status: 200, response: Type.Array(indexRecord) },
+export const COLLECTION_ACTION_DOCS: Record<
+  CollectionAction,
+  { summary: string; body: TSchema | null; status: number; response: TSchema | null }
+> = {
+  dropCollection: {
+    summary: 'Drop the collection with its documents and indexes',
+    body: null,
+    status: 204,
+    response: null,
+  },
+  setDefaults: {
+    summary: 'Merge into the collection defaults (null deletes a key)',
+    body: Type.Object({}, { additionalProperties: true }),
+    status: 200,
+    response: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
+  },
+  size: {
+    summary: 'Estimated sizes in bytes: memory, disk and index.<name>',
+    body: null,
+    status: 200,
+    response: Type.Record(Type.String(), Type.Number()),
+  },
+  insert: {
+    summary: 'Insert a stream of documents; NDJSON of each stored document once committed',
+    body: documentStream,
+    status: 201,
+    response: ndjson,
+  },
+  insertFullduplex: {
+    summary: 'Insert a stream of documents (no default id); NDJSON answers as they commit',
+    body: documentStream,
+    status: 200,
+    response: ndjson,
+  },
+  insertStream: {
+    summary: 'Insert a stream of documents; per document its JSON or an error string, continuing past errors',
+    body: documentStream,
+    status: 202,
+    response: Type.String(),
+  },
+  find: {
+    summary: 'Find documents (full scan or index traversal)',
+    body: Type.Object(traversal, { additionalProperties: true }),
+    status: 200,
+    response: ndjson,
+  },
+  patch: {
+    summary: 'Merge-patch the selected documents',
+    body: Type.Object(
+      { ...traversal, patch: Type.Object({}, { additionalProperties: true }) },
+      { additionalProperties: true },
+    ),
+    status: 200,
+    response: ndjson,
+  },
+  remove: {
+    summary: 'Remove the selected documents',
+    body: Type.Object(traversal, { additionalProperties: true }),
+    status: 200,
+    response: ndjson,
+  },
+  listIndexes: {
+    summary: 'List indexes in creation order',
+    body: null,
+    status: 200,
+    response: Type.Array(indexRecord),
+  },
   createIndex: {
     summary: 'Create a map or btree index over the existing documents',
     body: Type.Object(

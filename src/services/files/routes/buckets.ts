@@ -1,14 +1,35 @@
 import { Type } from 'typebox';
 import type { ServiceApp } from '../../../core/app.ts';
 import { FilesErrors } from '../errors.ts';
-import { bucketJson, bucketListItemJson, bucketListItemSchema, bucketParams, bucketSchema, checkBucketInput, createBucketBody, errorBody, security } from '../schemas.ts';
+import {
+  bucketJson,
+  bucketListItemJson,
+  bucketListItemSchema,
+  bucketParams,
+  bucketSchema,
+  checkBucketInput,
+  createBucketBody,
+  errorBody,
+  security,
+} from '../schemas.ts';
 import { callerOf, projectOf, sendJson } from './common.ts';
 import type { RouteDeps } from './deps.ts';
 
 const tags = ['buckets'];
 
-export const updateBucketSchema = { tags, security, summary: 'Not implemented: always 501 after authentication', params: bucketParams, response: { 401: errorBody, 501: errorBody } };
-export const listBucketsSchema = { tags, security, summary: "List the caller's buckets in creation order", response: { 200: Type.Array(bucketListItemSchema), 401: errorBody } };
+export const updateBucketSchema = {
+  tags,
+  security,
+  summary: 'Not implemented: always 501 after authentication',
+  params: bucketParams,
+  response: { 401: errorBody, 501: errorBody },
+};
+export const listBucketsSchema = {
+  tags,
+  security,
+  summary: "List the caller's buckets in creation order",
+  response: { 200: Type.Array(bucketListItemSchema), 401: errorBody },
+};
 export const createBucketSchema = {
   tags,
   security,
@@ -17,8 +38,20 @@ export const createBucketSchema = {
   body: createBucketBody,
   response: { 201: bucketSchema, 400: errorBody, 401: errorBody, 409: errorBody },
 };
-export const getBucketSchema = { tags, security, summary: 'Get a bucket', params: bucketParams, response: { 200: bucketSchema, 401: errorBody, 404: errorBody } };
-export const deleteBucketSchema = { tags, security, summary: 'Delete a bucket and all its files; answers the bucket as it was', params: bucketParams, response: { 200: bucketSchema, 401: errorBody, 404: errorBody } };
+export const getBucketSchema = {
+  tags,
+  security,
+  summary: 'Get a bucket',
+  params: bucketParams,
+  response: { 200: bucketSchema, 401: errorBody, 404: errorBody },
+};
+export const deleteBucketSchema = {
+  tags,
+  security,
+  summary: 'Delete a bucket and all its files; answers the bucket as it was',
+  params: bucketParams,
+  response: { 200: bucketSchema, 401: errorBody, 404: errorBody },
+};
 
 /**
  * Bucket endpoints: list, create, get, delete; PATCH answers 501. JSON bodies use the app's parser

@@ -20,7 +20,13 @@ export const downloadSchema = {
   querystring: downloadQuery,
   response: { 200: fileSchema, 400: errorBody, 401: errorBody, 404: errorBody, 416: errorBody },
 };
-export const headSchema = { tags, security, summary: 'The headers of the corresponding GET, without a body', description: pathDoc, params: pathParams };
+export const headSchema = {
+  tags,
+  security,
+  summary: 'The headers of the corresponding GET, without a body',
+  description: pathDoc,
+  params: pathParams,
+};
 
 function validators(file: FileRecord): Validators {
   const lastModified = httpDate(file.updatedNs);
@@ -52,19 +58,32 @@ export function registerDownload(raw: ServiceApp, { files, blobs }: RouteDeps): 
     // an HTML file opened from files.<domain> runs sandboxed in an opaque origin, so its scripts
     // cannot call the platform's APIs with the owner's credentials (platform origins get CORS).
     reply.header('x-content-type-options', 'nosniff').header('content-security-policy', 'sandbox');
-    if (notModified({ 'if-none-match': header(request, 'if-none-match'), 'if-modified-since': header(request, 'if-modified-since') }, v)) {
+    if (
+      notModified(
+        {
+          'if-none-match': header(request, 'if-none-match'),
+          'if-modified-since': header(request, 'if-modified-since'),
+        },
+        v,
+      )
+    ) {
       return reply.code(304).send();
     }
     let range = parseRange(header(request, 'range'), file.size);
     if (!ifRangeHolds(header(request, 'if-range'), v)) range = { kind: 'full' };
     if (range.kind === 'unsatisfiable') throw FilesErrors.rangeNotSatisfiable(file.size);
-    const slice = range.kind === 'partial' ? { start: range.start, end: range.end } : file.size > 0 ? { start: 0, end: file.size - 1 } : null;
+    const slice =
+      range.kind === 'partial'
+        ? { start: range.start, end: range.end }
+        : file.size > 0
+          ? { start: 0, end: file.size - 1 }
+          : null;
     reply.code(range.kind === 'partial' ? 206 : 200).type(file.mimeType);
     reply.header('content-length', String(slice ? slice.end - slice.start + 1 : 0));
     if (range.kind === 'partial') reply.header('content-range', `bytes ${range.start}-${range.end}/${file.size}`);
     if (!withBody) return reply.send();
 
-    const stream = await blobs.get(file.sha256, range.kind === 'partial' ? slice ?? undefined : undefined);
+    const stream = await blobs.get(file.sha256, range.kind === 'partial' ? (slice ?? undefined) : undefined);
     if (stream === null) {
       // Only a replacement swept between the lookup and the read (after the grace period) can
       // do this: then the client retries. The same content missing is data loss: a 500.
@@ -76,6 +95,10 @@ export function registerDownload(raw: ServiceApp, { files, blobs }: RouteDeps): 
     return reply.send(stream);
   }
 
-  raw.get('/v1/buckets/:bucket_id/files/*', { exposeHeadRoute: false, schema: downloadSchema }, (request, reply) => download(request, reply, true));
-  raw.head('/v1/buckets/:bucket_id/files/*', { schema: headSchema }, (request, reply) => download(request, reply, false));
+  raw.get('/v1/buckets/:bucket_id/files/*', { exposeHeadRoute: false, schema: downloadSchema }, (request, reply) =>
+    download(request, reply, true),
+  );
+  raw.head('/v1/buckets/:bucket_id/files/*', { schema: headSchema }, (request, reply) =>
+    download(request, reply, false),
+  );
 }

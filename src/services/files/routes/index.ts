@@ -23,7 +23,8 @@ export async function registerFilesRoutes(app: ServiceApp, deps: RouteDeps): Pro
     // An answer sent before the body was read to its end (413, 404, 400, a failed upload)
     // closes the connection: the rest of the body must not be read as the next request.
     raw.addHook('onSend', async (request, reply) => {
-      const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+      const hasBody =
+        request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
       if (hasBody && !request.raw.readableEnded) reply.header('connection', 'close');
     });
 

@@ -40,7 +40,8 @@ function collectionName(body: JsonValue | undefined): string {
   const raw = body.name !== undefined ? body.name : body.collection;
   if (raw === undefined || raw === null || raw === '') throw KvErrors.collectionNameRequired();
   if (typeof raw !== 'string') throw KvErrors.collectionNameNotString();
-  if (raw.length > MAX_COLLECTION_LENGTH || raw.includes('/') || CONTROL.test(raw)) throw KvErrors.invalidCollectionName(MAX_COLLECTION_LENGTH);
+  if (raw.length > MAX_COLLECTION_LENGTH || raw.includes('/') || CONTROL.test(raw))
+    throw KvErrors.invalidCollectionName(MAX_COLLECTION_LENGTH);
   return raw;
 }
 
@@ -55,7 +56,13 @@ export function registerCollectionRoutes(app: ServiceApp, node: KvNode): void {
   app.post('/v1/collections', { schema: createSchema }, async (request, reply) => {
     const project = projectOf(request);
     const name = collectionName(request.body as JsonValue | undefined);
-    if (node.lease) return forward(node, request, reply, project, () => ({ type: 'CREATE_COLLECTION', project, collection: name, timestamp: unixSeconds() }));
+    if (node.lease)
+      return forward(node, request, reply, project, () => ({
+        type: 'CREATE_COLLECTION',
+        project,
+        collection: name,
+        timestamp: unixSeconds(),
+      }));
     if (await repository.createCollection(project, name, unixSeconds())) feed.logged();
     counters.writes++;
     return { ok: true, collection: name };
@@ -65,7 +72,13 @@ export function registerCollectionRoutes(app: ServiceApp, node: KvNode): void {
     const project = projectOf(request);
     const name = request.params.col;
     if (!(await repository.hasCollection(project, name))) throw KvErrors.collectionNotFound();
-    if (node.lease) return forward(node, request, reply, project, () => ({ type: 'DROP_COLLECTION', project, collection: name, timestamp: unixSeconds() }));
+    if (node.lease)
+      return forward(node, request, reply, project, () => ({
+        type: 'DROP_COLLECTION',
+        project,
+        collection: name,
+        timestamp: unixSeconds(),
+      }));
     if (!(await repository.dropCollection(project, name, unixSeconds()))) throw KvErrors.collectionNotFound();
     feed.logged();
     counters.writes++;

@@ -30,7 +30,8 @@ const PROJECT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 export const roleOf = (node: KvNode) => (node.parentUrl ? 'replica' : 'primary');
 /** A primary has no parent to lose, so it counts as connected and ready. */
-export const parentLink = (node: KvNode): Promise<ParentLink> => (node.lease ? node.lease.link() : Promise.resolve({ connected: true, ready: true }));
+export const parentLink = (node: KvNode): Promise<ParentLink> =>
+  node.lease ? node.lease.link() : Promise.resolve({ connected: true, ready: true });
 export const uptimeSeconds = (node: KvNode) => Math.floor((Date.now() - node.startedAt) / 1000);
 
 const present = (value: string | string[] | undefined) => typeof value === 'string' && value.length > 0;
@@ -38,14 +39,22 @@ const present = (value: string | string[] | undefined) => typeof value === 'stri
 /** The internal port's rule: one accepted credential form present (empty values count as absent), else 403. */
 export function requirePresence(request: FastifyRequest): void {
   const h = request.headers;
-  if (present(h[IDENTITY_HEADER]) || (present(h.apikey) && present(h.secret)) || (present(h['api-key']) && present(h['api-secret']))) return;
+  if (
+    present(h[IDENTITY_HEADER]) ||
+    (present(h.apikey) && present(h.secret)) ||
+    (present(h['api-key']) && present(h['api-secret']))
+  )
+    return;
   throw KvErrors.credentialsRequired();
 }
 
 /** The request's project: `X-Project-Id`, else the identity's `project.id`, else '' (the default one). */
 export function projectOf(request: FastifyRequest): string {
   const header = request.headers[PROJECT_HEADER];
-  const project = typeof header === 'string' && header !== '' ? header : (parseIdentity(request.headers[IDENTITY_HEADER])?.project?.id ?? '');
+  const project =
+    typeof header === 'string' && header !== ''
+      ? header
+      : (parseIdentity(request.headers[IDENTITY_HEADER])?.project?.id ?? '');
   if (project !== '' && !PROJECT_ID.test(project)) throw KvErrors.invalidProject();
   return project;
 }
@@ -65,7 +74,8 @@ export function keyOf(request: FastifyRequest): string {
 }
 
 /** Sends JSON text as it is: stored values are exact JSON text (integers beyond 2^53 included). */
-export const json = (reply: FastifyReply, text: string, status = 200) => reply.code(status).type('application/json; charset=utf-8').send(text);
+export const json = (reply: FastifyReply, text: string, status = 200) =>
+  reply.code(status).type('application/json; charset=utf-8').send(text);
 
 export function entryJson(e: { key: string; value: string; version: number; updatedAt: number }): string {
   return `{"key":${JSON.stringify(e.key)},"value":${e.value},"version":${e.version},"updatedAt":"${isoSeconds(e.updatedAt)}"}`;

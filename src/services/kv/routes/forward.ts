@@ -27,7 +27,14 @@ export async function forward(
   let text: string;
   try {
     const body = request.body === undefined ? undefined : stringifyJson(request.body as JsonValue);
-    ({ status, text } = await callParent(node.parentUrl!, request.method, request.raw.url ?? '/', headers, body, FORWARD_TIMEOUT_MS));
+    ({ status, text } = await callParent(
+      node.parentUrl!,
+      request.method,
+      request.raw.url ?? '/',
+      headers,
+      body,
+      FORWARD_TIMEOUT_MS,
+    ));
   } catch (error) {
     request.log.warn({ err: error, parent: node.parentUrl }, 'kv write not forwarded');
     throw KvErrors.parentUnreachable();

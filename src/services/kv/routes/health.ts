@@ -24,9 +24,15 @@ export function registerHealthRoutes(app: ServiceApp, node: KvNode): void {
     return reply.send({ ok: true, node: node.name, role: roleOf(node) });
   };
 
-  app.get('/livez', { schema: healthSchema('Alive: the node can read its storage') }, async (_request, reply) => alive(reply));
+  app.get('/livez', { schema: healthSchema('Alive: the node can read its storage') }, async (_request, reply) =>
+    alive(reply),
+  );
   app.get('/healthz', { schema: healthSchema('Same as /livez') }, async (_request, reply) => alive(reply));
-  app.get('/startupz', { schema: healthSchema('Started: local state is loaded (it is before the node listens)') }, async (_request, reply) => alive(reply));
+  app.get(
+    '/startupz',
+    { schema: healthSchema('Started: local state is loaded (it is before the node listens)') },
+    async (_request, reply) => alive(reply),
+  );
 
   app.get('/readyz', { schema: readySchema }, async (_request, reply) => {
     const { ready, connected } = await parentLink(node);

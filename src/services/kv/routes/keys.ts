@@ -16,8 +16,17 @@ const listSchema = {
   summary: 'List keys in code-point order, a page at a time',
   description: `${presence} \`next\` is the last key returned when more follow (pass it as \`after\`), else null.`,
   params: colParams,
-  querystring: Type.Object({ prefix: Type.Optional(Type.String()), limit: Type.Optional(Type.String()), after: Type.Optional(Type.String()) }),
-  response: { 200: Type.Object({ items: Type.Array(entry), next: Type.Union([Type.String(), Type.Null()]) }), 400: errorBody, 403: errorBody, 404: errorBody },
+  querystring: Type.Object({
+    prefix: Type.Optional(Type.String()),
+    limit: Type.Optional(Type.String()),
+    after: Type.Optional(Type.String()),
+  }),
+  response: {
+    200: Type.Object({ items: Type.Array(entry), next: Type.Union([Type.String(), Type.Null()]) }),
+    400: errorBody,
+    403: errorBody,
+    404: errorBody,
+  },
 };
 
 const getSchema = {
@@ -61,7 +70,11 @@ export function registerKeyRoutes(app: ServiceApp, node: KvNode): void {
     const limit = limitText === undefined ? DEFAULT_LIST_LIMIT : /^[1-9]\d*$/.test(limitText) ? Number(limitText) : NaN;
     if (!Number.isSafeInteger(limit) || limit > MAX_LIST_LIMIT) throw KvErrors.invalidLimit(MAX_LIST_LIMIT);
     // One row more than the page tells whether another page follows.
-    const rows = await repository.list(project, request.params.col, { prefix, ...(after === undefined ? {} : { after }), limit: limit + 1 });
+    const rows = await repository.list(project, request.params.col, {
+      prefix,
+      ...(after === undefined ? {} : { after }),
+      limit: limit + 1,
+    });
     if (rows === null) throw KvErrors.collectionNotFound();
     const page = rows.slice(0, limit);
     const next = rows.length > limit ? page[page.length - 1]!.key : null;
@@ -86,7 +99,16 @@ export function registerKeyRoutes(app: ServiceApp, node: KvNode): void {
     const collection = request.params.col;
     if (node.lease) {
       if (!(await repository.hasCollection(project, collection))) throw KvErrors.missingCollection();
-      return forward(node, request, reply, project, (answer) => ({ type: 'SET', project, collection, key, value, seq: answer.seq, version: answer.version, timestamp: unixSeconds() }));
+      return forward(node, request, reply, project, (answer) => ({
+        type: 'SET',
+        project,
+        collection,
+        key,
+        value,
+        seq: answer.seq,
+        version: answer.version,
+        timestamp: unixSeconds(),
+      }));
     }
     const outcome = await repository.set(project, collection, key, value, unixSeconds());
     if (outcome === 'missing_collection') throw KvErrors.missingCollection();
@@ -103,7 +125,15 @@ export function registerKeyRoutes(app: ServiceApp, node: KvNode): void {
       const found = await repository.get(project, collection, key);
       if (found !== null && 'collection' in found) throw KvErrors.missingCollection();
       if (found === null) throw KvErrors.keyNotFound();
-      return forward(node, request, reply, project, (answer) => ({ type: 'DELETE', project, collection, key, seq: answer.seq, version: answer.version, timestamp: unixSeconds() }));
+      return forward(node, request, reply, project, (answer) => ({
+        type: 'DELETE',
+        project,
+        collection,
+        key,
+        seq: answer.seq,
+        version: answer.version,
+        timestamp: unixSeconds(),
+      }));
     }
     const outcome = await repository.delete(project, collection, key, unixSeconds());
     if (outcome === 'missing_collection') throw KvErrors.missingCollection();

@@ -23,7 +23,11 @@ export function registerStatusRoutes(app: ServiceApp, node: KvNode): void {
 
   app.get('/v1/status', { schema: statusSchema }, async (request) => {
     const project = projectOf(request);
-    const [collections, state, link] = await Promise.all([repository.collectionStats(project), repository.state(), parentLink(node)]);
+    const [collections, state, link] = await Promise.all([
+      repository.collectionStats(project),
+      repository.state(),
+      parentLink(node),
+    ]);
     return {
       node: node.name,
       role: roleOf(node),
@@ -32,7 +36,13 @@ export function registerStatusRoutes(app: ServiceApp, node: KvNode): void {
       children: feed.children,
       collections,
       // Enabled on a replica or on a node serving replicas.
-      replication: { enabled: node.parentUrl !== undefined || feed.children > 0, parent_connected: link.connected, connected_replicas: feed.children, last_seq: state.lastSeq, following: node.lease?.following ?? false },
+      replication: {
+        enabled: node.parentUrl !== undefined || feed.children > 0,
+        parent_connected: link.connected,
+        connected_replicas: feed.children,
+        last_seq: state.lastSeq,
+        following: node.lease?.following ?? false,
+      },
     };
   });
 

@@ -8,15 +8,33 @@ import type { RouteDeps } from './deps.ts';
 const tags = ['account'];
 const security = [{ gatewayIdentity: [] }];
 
-export const ongoingSchema = { tags, security, summary: "The caller's running invocations", response: { 200: Type.Array(ongoingItem), ...errors(401) } };
-export const meSchema = { tags, security, summary: "The caller's user record", response: { 200: meObject, ...errors(401) } };
+export const ongoingSchema = {
+  tags,
+  security,
+  summary: "The caller's running invocations",
+  response: { 200: Type.Array(ongoingItem), ...errors(401) },
+};
+export const meSchema = {
+  tags,
+  security,
+  summary: "The caller's user record",
+  response: { 200: meObject, ...errors(401) },
+};
 
 /** `/ongoing`, `/me` and `/openapi` with their `/api/v0` aliases (README: Routes). */
 export function registerAccount(app: ServiceApp, { invoker }: RouteDeps): void {
   const ongoing = async (request: FastifyRequest) => {
     const user = requireIdentity(request).user.id;
-    return [...invoker.ongoing.values()].filter((o) => o.owner === user)
-      .map(({ id, lambda_id, lambda_name, started_at, method, path }) => ({ id, lambda_id, lambda_name, started_at, method, path }));
+    return [...invoker.ongoing.values()]
+      .filter((o) => o.owner === user)
+      .map(({ id, lambda_id, lambda_name, started_at, method, path }) => ({
+        id,
+        lambda_id,
+        lambda_name,
+        started_at,
+        method,
+        path,
+      }));
   };
   app.get('/ongoing', { schema: ongoingSchema }, ongoing);
   app.get('/api/v0/ongoing', { schema: ongoingSchema }, ongoing);
@@ -24,7 +42,12 @@ export function registerAccount(app: ServiceApp, { invoker }: RouteDeps): void {
   // Only what the gateway's identity carries; members it does not know are left out.
   const me = async (request: FastifyRequest) => {
     const { user } = requireIdentity(request);
-    return { id: user.id, ...(user.email ? { email: user.email } : {}), ...(user.nick ? { nick: user.nick } : {}), ...(user.picture ? { picture: user.picture } : {}) };
+    return {
+      id: user.id,
+      ...(user.email ? { email: user.email } : {}),
+      ...(user.nick ? { nick: user.nick } : {}),
+      ...(user.picture ? { picture: user.picture } : {}),
+    };
   };
   app.get('/me', { schema: meSchema }, me);
   app.get('/api/v0/me', { schema: meSchema }, me);

@@ -188,18 +188,30 @@ export class LambdaRuntime {
       }, this.timeoutMs);
     });
     try {
-      const run = this.run(worker, key, code, request, options.contextKey, (c) => { context = c; });
+      const run = this.run(worker, key, code, request, options.contextKey, (c) => {
+        context = c;
+      });
       run.catch(() => undefined); // settled by the race below; avoid an unhandled rejection
       const raw = await Promise.race([run, deadline]);
       return decodeOutcome(raw, this.maxResponseBytes);
     } catch (err) {
       discard = true;
       if (timedOut || err instanceof TimeoutSignal || isTimeoutError(err)) {
-        return { kind: 'error', code: 'lambda_timeout', message: `wall-clock limit of ${this.timeoutMs} ms exceeded`, logs: [] };
+        return {
+          kind: 'error',
+          code: 'lambda_timeout',
+          message: `wall-clock limit of ${this.timeoutMs} ms exceeded`,
+          logs: [],
+        };
       }
       if (worker.isolate.isDisposed || isMemoryError(err)) {
         // Only a memory-limit kill disposes an isolate we did not dispose ourselves.
-        return { kind: 'error', code: 'lambda_memory', message: `memory limit of ${this.memoryLimitMiB} MiB exceeded`, logs: [] };
+        return {
+          kind: 'error',
+          code: 'lambda_memory',
+          message: `memory limit of ${this.memoryLimitMiB} MiB exceeded`,
+          logs: [],
+        };
       }
       // A compile or load failure, or a throw from a script or a module's top level: the isolate
       // is still healthy. The message is the user's, so it is bounded like any other output.
@@ -208,14 +220,24 @@ export class LambdaRuntime {
     } finally {
       clearTimeout(timer);
       if (context && !worker.isolate.isDisposed) {
-        try { context.release(); } catch { /* isolate went away meanwhile */ }
+        try {
+          context.release();
+        } catch {
+          /* isolate went away meanwhile */
+        }
       }
       this.release(worker, discard);
     }
   }
 
-  private async run(worker: Worker, key: string, code: string, request: LambdaRequest, contextKey: string | undefined,
-    onContext: (c: ivm.Context | undefined) => void): Promise<unknown> {
+  private async run(
+    worker: Worker,
+    key: string,
+    code: string,
+    request: LambdaRequest,
+    contextKey: string | undefined,
+    onContext: (c: ivm.Context | undefined) => void,
+  ): Promise<unknown> {
     const { isolate } = worker;
     const timeout = this.timeoutMs;
     const reqJson = JSON.stringify(request);
@@ -227,14 +249,17 @@ export class LambdaRuntime {
       // as in a warm container; the request, output buffers and logs are per call.
       worker.modules.delete(moduleKey);
       worker.modules.set(moduleKey, warm);
-      return await warm.evalClosure('return __stratus.callModule($0)', [reqJson], { timeout, result: { promise: true } });
+      return await warm.evalClosure('return __stratus.callModule($0)', [reqJson], {
+        timeout,
+        result: { promise: true },
+      });
     }
     const context = await isolate.createContext();
     onContext(context);
     await worker.prelude.run(context, { timeout });
     await context.evalClosure('__stratus.install($0)', [reqJson], { timeout });
 
-    const compiled = this.compiled.get(key) ?? await this.compile(isolate, key, code);
+    const compiled = this.compiled.get(key) ?? (await this.compile(isolate, key, code));
     if (compiled.form === 'module') {
       const mod = await isolate.compileModule(code, { cachedData: compiled.cachedData, filename: 'lambda.mjs' });
       try {
@@ -252,7 +277,10 @@ export class LambdaRuntime {
         onContext(undefined);
         if (worker.modules.size >= MODULE_CONTEXTS_PER_ISOLATE) {
           const oldest = worker.modules.keys().next().value;
-          if (oldest !== undefined) { worker.modules.get(oldest)?.release(); worker.modules.delete(oldest); }
+          if (oldest !== undefined) {
+            worker.modules.get(oldest)?.release();
+            worker.modules.delete(oldest);
+          }
         }
         worker.modules.set(moduleKey, context);
       }
@@ -263,14 +291,20 @@ export class LambdaRuntime {
       script = await isolate.compileScript(code, { cachedData: compiled.cachedData, filename: 'lambda.js' });
       if (worker.scripts.size >= SCRIPT_CACHE_PER_ISOLATE) {
         const oldest = worker.scripts.keys().next().value;
-        if (oldest !== undefined) { worker.scripts.get(oldest)?.release(); worker.scripts.delete(oldest); }
+        if (oldest !== undefined) {
+          worker.scripts.get(oldest)?.release();
+          worker.scripts.delete(oldest);
+        }
       }
       worker.scripts.set(key, script);
     }
     // The completion value stays in the isolate (a reference) and is finished there.
     const ref = await script.run(context, { timeout, reference: true });
     try {
-      return await context.evalClosure('return __stratus.finishScript($0)', [ref.derefInto()], { timeout, result: { promise: true } });
+      return await context.evalClosure('return __stratus.finishScript($0)', [ref.derefInto()], {
+        timeout,
+        result: { promise: true },
+      });
     } finally {
       ref.release();
     }
@@ -281,7 +315,10 @@ export class LambdaRuntime {
     let compiled: Compiled;
     try {
       // A source with `export`/`import` statements is not a valid script; that is the module form.
-      const script = await isolate.compileScript(code, { produceCachedData: true, filename: 'lambda.js' }) as ivm.Script & ivm.CachedDataResult;
+      const script = (await isolate.compileScript(code, {
+        produceCachedData: true,
+        filename: 'lambda.js',
+      })) as ivm.Script & ivm.CachedDataResult;
       compiled = { form: 'script', cachedData: script.cachedData };
       script.release();
     } catch (scriptErr) {
@@ -295,7 +332,10 @@ export class LambdaRuntime {
     }
     if (this.compiled.size >= COMPILE_CACHE_MAX) {
       const oldest = this.compiled.keys().next().value;
-      if (oldest !== undefined) { this.compiled.get(oldest)?.cachedData?.release(); this.compiled.delete(oldest); }
+      if (oldest !== undefined) {
+        this.compiled.get(oldest)?.cachedData?.release();
+        this.compiled.delete(oldest);
+      }
     }
     this.compiled.set(key, compiled);
     return compiled;
@@ -314,10 +354,12 @@ export class LambdaRuntime {
       ready.uses++;
       return ready;
     }
-    return new Promise((resolve) => this.waiting.push((w) => {
-      w.uses++;
-      resolve(w);
-    }));
+    return new Promise((resolve) =>
+      this.waiting.push((w) => {
+        w.uses++;
+        resolve(w);
+      }),
+    );
   }
 
   private release(w: Worker, discard: boolean): void {
@@ -353,10 +395,18 @@ export class LambdaRuntime {
  * `lambda_response_too_large`; console lines are capped again.
  */
 export function decodeOutcome(raw: unknown, maxResponseBytes: number): InvokeResult {
-  const invalid = (why: string, logs: LogLine[] = []): InvokeResult =>
-    ({ kind: 'error', code: 'lambda_error', message: `the lambda produced an invalid response: ${why}`, logs });
-  const tooLarge = (logs: LogLine[]): InvokeResult =>
-    ({ kind: 'error', code: 'lambda_response_too_large', message: `the response body exceeds the limit of ${maxResponseBytes} bytes`, logs });
+  const invalid = (why: string, logs: LogLine[] = []): InvokeResult => ({
+    kind: 'error',
+    code: 'lambda_error',
+    message: `the lambda produced an invalid response: ${why}`,
+    logs,
+  });
+  const tooLarge = (logs: LogLine[]): InvokeResult => ({
+    kind: 'error',
+    code: 'lambda_response_too_large',
+    message: `the response body exceeds the limit of ${maxResponseBytes} bytes`,
+    logs,
+  });
   if (typeof raw !== 'string') return invalid('not a string');
   if (raw.length > maxResponseBytes + MAX_META_CHARS + 16) return tooLarge([]);
   const newline = raw.indexOf('\n');
@@ -374,12 +424,14 @@ export function decodeOutcome(raw: unknown, maxResponseBytes: number): InvokeRes
   const m = meta as Record<string, unknown>;
   const logs = cleanLogs(m.logs);
   const body = raw.slice(metaEnd);
-  const textTooLarge = (text: string) => text.length > maxResponseBytes || Buffer.byteLength(text, 'utf8') > maxResponseBytes;
+  const textTooLarge = (text: string) =>
+    text.length > maxResponseBytes || Buffer.byteLength(text, 'utf8') > maxResponseBytes;
   switch (m.kind) {
     case 'too_large':
       return tooLarge(logs);
     case 'error': {
-      const message = typeof m.message === 'string' && m.message !== '' ? clip(m.message, MAX_MESSAGE_CHARS) : 'lambda failed';
+      const message =
+        typeof m.message === 'string' && m.message !== '' ? clip(m.message, MAX_MESSAGE_CHARS) : 'lambda failed';
       return { kind: 'error', code: 'lambda_error', message, logs };
     }
     case 'json':
@@ -388,7 +440,11 @@ export function decodeOutcome(raw: unknown, maxResponseBytes: number): InvokeRes
       return textTooLarge(body) ? tooLarge(logs) : { kind: 'text', text: body, logs };
     case 'response': {
       const status = m.status;
-      if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) return invalid(`status ${clip(JSON.stringify(status) ?? 'undefined', 40)} is not an integer from 200 to 599`, logs);
+      if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599)
+        return invalid(
+          `status ${clip(JSON.stringify(status) ?? 'undefined', 40)} is not an integer from 200 to 599`,
+          logs,
+        );
       const headers = checkHeaders(m.headers);
       if (typeof headers === 'string') return invalid(headers, logs);
       if (m.binary === true) {
@@ -411,10 +467,12 @@ function checkHeaders(value: unknown): [string, string][] | string {
   const out: [string, string][] = [];
   let chars = 0;
   for (const pair of value as unknown[]) {
-    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string') return 'a header is not a [name, value] pair of strings';
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string')
+      return 'a header is not a [name, value] pair of strings';
     const [name, text] = pair as [string, string];
     if (!HEADER_NAME.test(name)) return `header name ${clip(JSON.stringify(name), 100)} is not a token`;
-    if (BAD_HEADER_VALUE.test(text)) return `the value of header ${JSON.stringify(name)} holds CR, LF, NUL, a control character or a character beyond one byte`;
+    if (BAD_HEADER_VALUE.test(text))
+      return `the value of header ${JSON.stringify(name)} holds CR, LF, NUL, a control character or a character beyond one byte`;
     chars += name.length + text.length;
     if (chars > MAX_HEADER_CHARS) return `headers longer than ${MAX_HEADER_CHARS} characters`;
     out.push([name.toLowerCase(), text]);
@@ -445,7 +503,11 @@ function clip(text: string, max: number): string {
 
 function disposeQuietly(isolate: ivm.Isolate): void {
   if (isolate.isDisposed) return;
-  try { isolate.dispose(); } catch { /* already gone */ }
+  try {
+    isolate.dispose();
+  } catch {
+    /* already gone */
+  }
 }
 
 function errorMessage(err: unknown): string {

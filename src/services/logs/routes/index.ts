@@ -38,7 +38,11 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
   app.register(async (plain) => {
     const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: deps.limits.maxIngestBytes }, (_request, body, done) => done(null, body));
+    scope.addContentTypeParser(
+      '*',
+      { parseAs: 'buffer', bodyLimit: deps.limits.maxIngestBytes },
+      (_request, body, done) => done(null, body),
+    );
     registerIngestLines(scope, deps);
     registerIngestEvents(scope, deps);
   });

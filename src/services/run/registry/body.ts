@@ -4,8 +4,15 @@ import { readSource } from '../../../store/blob/types.ts';
 import { RegistryError, sizeInvalid } from './errors.ts';
 
 /** Aborts a push when the client goes away before the exchange is complete, so it stores nothing. */
-export function disconnectSignal(request: IncomingMessage, response: ServerResponse): { signal: AbortSignal; dispose(): void } {
-  return disconnectSignalOf(request, response, () => new RegistryError(400, 'BLOB_UPLOAD_INVALID', 'the client disconnected during the upload'));
+export function disconnectSignal(
+  request: IncomingMessage,
+  response: ServerResponse,
+): { signal: AbortSignal; dispose(): void } {
+  return disconnectSignalOf(
+    request,
+    response,
+    () => new RegistryError(400, 'BLOB_UPLOAD_INVALID', 'the client disconnected during the upload'),
+  );
 }
 
 /**
@@ -24,7 +31,10 @@ const COALESCE_BYTES = 1024 * 1024;
  * about 1 MiB, so the blob store hashes and writes in a few large calls instead of thousands of
  * small ones. Holds at most one group in memory.
  */
-export async function* coalesce(source: AsyncIterable<Uint8Array>, bytes = COALESCE_BYTES): AsyncGenerator<Uint8Array, void, undefined> {
+export async function* coalesce(
+  source: AsyncIterable<Uint8Array>,
+  bytes = COALESCE_BYTES,
+): AsyncGenerator<Uint8Array, void, undefined> {
   let held: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of source) {

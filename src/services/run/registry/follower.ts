@@ -29,7 +29,11 @@ export class UploadFollower {
     private readonly onIdle: () => void,
   ) {
     // A blob pushed in several chunks is taken to be large (the hint only picks where it is stored).
-    this.result = blobs.put(readAhead(coalesce(this.source())), { maxBytes, signal: this.controller.signal, sizeHint: Number.MAX_SAFE_INTEGER });
+    this.result = blobs.put(readAhead(coalesce(this.source())), {
+      maxBytes,
+      signal: this.controller.signal,
+      sizeHint: Number.MAX_SAFE_INTEGER,
+    });
     // Observed by `finish`; a follower that is dropped must not raise an unhandled rejection.
     this.result.catch(() => {});
     this.touch();
@@ -79,7 +83,9 @@ export class UploadFollower {
   /** True when the follower has been given exactly the upload's chunks, in order. */
   matches(upload: Upload): boolean {
     if (this.closed || this.pushed.length !== upload.parts.length) return false;
-    return upload.parts.every((part, i) => part.sha256 === this.pushed[i]!.sha256 && part.size === this.pushed[i]!.size);
+    return upload.parts.every(
+      (part, i) => part.sha256 === this.pushed[i]!.sha256 && part.size === this.pushed[i]!.size,
+    );
   }
 
   /** Ends the stream (after `final`, the finishing request's body, if any) and waits for the blob. */

@@ -30,11 +30,13 @@ function mediaTypeOf(header: string | undefined): string | undefined {
 }
 
 function descriptorDigest(value: unknown, where: string): string {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw manifestInvalid(`${where} must be a descriptor object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw manifestInvalid(`${where} must be a descriptor object`);
   const digest = (value as { digest?: unknown }).digest;
   if (typeof digest !== 'string' || !isDigest(digest)) throw manifestInvalid(`${where}.digest must be a sha256 digest`);
   const size = (value as { size?: unknown }).size;
-  if (size !== undefined && !(typeof size === 'number' && Number.isSafeInteger(size) && size >= 0)) throw manifestInvalid(`${where}.size must be a non-negative integer`);
+  if (size !== undefined && !(typeof size === 'number' && Number.isSafeInteger(size) && size >= 0))
+    throw manifestInvalid(`${where}.size must be a non-negative integer`);
   return digest;
 }
 
@@ -47,21 +49,25 @@ function descriptorDigest(value: unknown, where: string): string {
 export function parseManifest(body: Buffer, contentType: string | undefined): ParsedManifest {
   let json: unknown;
   const text = body.toString('utf8');
-  if (jsonTextDeeperThan(text, MAX_BODY_NESTING)) throw manifestInvalid(`manifest is nested more than ${MAX_BODY_NESTING} levels deep`);
+  if (jsonTextDeeperThan(text, MAX_BODY_NESTING))
+    throw manifestInvalid(`manifest is nested more than ${MAX_BODY_NESTING} levels deep`);
   try {
     json = JSON.parse(text);
   } catch {
     throw manifestInvalid('manifest is not valid JSON');
   }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw manifestInvalid('manifest must be a JSON object');
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw manifestInvalid('manifest must be a JSON object');
   const doc = json as Record<string, unknown>;
   const declared = mediaTypeOf(contentType);
   const inner = doc.mediaType;
   if (inner !== undefined && typeof inner !== 'string') throw manifestInvalid('mediaType must be a string');
   const mediaType = declared ?? inner;
   if (mediaType === undefined) throw manifestInvalid('manifest media type missing: send a Content-Type');
-  if (!IMAGE_TYPES.has(mediaType) && !INDEX_TYPES.has(mediaType)) throw manifestInvalid(`unsupported manifest media type '${mediaType}'`);
-  if (inner !== undefined && inner !== mediaType) throw manifestInvalid(`mediaType '${inner}' differs from Content-Type '${mediaType}'`);
+  if (!IMAGE_TYPES.has(mediaType) && !INDEX_TYPES.has(mediaType))
+    throw manifestInvalid(`unsupported manifest media type '${mediaType}'`);
+  if (inner !== undefined && inner !== mediaType)
+    throw manifestInvalid(`mediaType '${inner}' differs from Content-Type '${mediaType}'`);
   if (doc.schemaVersion !== 2) throw manifestInvalid('schemaVersion must be 2');
 
   if (IMAGE_TYPES.has(mediaType)) {

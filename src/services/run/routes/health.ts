@@ -5,22 +5,39 @@ import type { RouteDeps } from './deps.ts';
 
 /** `GET /version` (text), `/healthz` and `/readyz`: public. */
 export function registerHealthRoutes(app: ServiceApp, { version, repository, driver }: RouteDeps): void {
-  app.get('/version', { schema: { summary: 'Service version (plain text)', produces: ['text/plain'] } }, async (_request, reply) =>
-    reply.type('text/plain; charset=utf-8').send(version),
+  app.get(
+    '/version',
+    { schema: { summary: 'Service version (plain text)', produces: ['text/plain'] } },
+    async (_request, reply) => reply.type('text/plain; charset=utf-8').send(version),
   );
-  app.get('/healthz', { schema: { summary: 'Liveness: ok while the process serves', produces: ['text/plain'] } }, async (_request, reply) =>
-    reply.type('text/plain; charset=utf-8').send('ok'),
+  app.get(
+    '/healthz',
+    { schema: { summary: 'Liveness: ok while the process serves', produces: ['text/plain'] } },
+    async (_request, reply) => reply.type('text/plain; charset=utf-8').send('ok'),
   );
-  app.get('/readyz', { schema: { summary: 'Readiness: ok once storage is reachable and the driver is ready; 503 not_ready otherwise', produces: ['text/plain'] } }, async (_request, reply) => {
-    let problem: HttpError | null = null;
-    try {
-      await repository.reachable();
-      if (driver.ready && !(await driver.ready())) problem = RunErrors.driverNotReady(driver.name);
-    } catch {
-      problem = RunErrors.storageUnreachable();
-    }
-    // Sent here rather than thrown: the answer is typed application/json exactly, as it always was.
-    if (problem) return reply.code(problem.status).type('application/json').send(envelope(problem.status, problem.code, problem.message));
-    return reply.type('text/plain; charset=utf-8').send('ok');
-  });
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        summary: 'Readiness: ok once storage is reachable and the driver is ready; 503 not_ready otherwise',
+        produces: ['text/plain'],
+      },
+    },
+    async (_request, reply) => {
+      let problem: HttpError | null = null;
+      try {
+        await repository.reachable();
+        if (driver.ready && !(await driver.ready())) problem = RunErrors.driverNotReady(driver.name);
+      } catch {
+        problem = RunErrors.storageUnreachable();
+      }
+      // Sent here rather than thrown: the answer is typed application/json exactly, as it always was.
+      if (problem)
+        return reply
+          .code(problem.status)
+          .type('application/json')
+          .send(envelope(problem.status, problem.code, problem.message));
+      return reply.type('text/plain; charset=utf-8').send('ok');
+    },
+  );
 }

@@ -42,9 +42,20 @@ describe('applyDefaults', () => {
   });
 
   it('copies plain defaults as they are, deeply', () => {
-    const defaults = { status: 'active', n: 0, on: false, tags: ['a'], meta: { v: [1, { w: null }] }, big: 12345678901234567890n, str: 'uuid' };
+    const defaults = {
+      status: 'active',
+      n: 0,
+      on: false,
+      tags: ['a'],
+      meta: { v: [1, { w: null }] },
+      big: 12345678901234567890n,
+      str: 'uuid',
+    };
     const result = applyDefaults({}, defaults, sources().next);
-    assert.equal(stringifyJson(result), '{"status":"active","n":0,"on":false,"tags":["a"],"meta":{"v":[1,{"w":null}]},"big":12345678901234567890,"str":"uuid"}');
+    assert.equal(
+      stringifyJson(result),
+      '{"status":"active","n":0,"on":false,"tags":["a"],"meta":{"v":[1,{"w":null}]},"big":12345678901234567890,"str":"uuid"}',
+    );
     assert.notEqual(result.tags, defaults.tags);
     assert.notEqual(result.meta, defaults.meta);
     (result.tags as JsonValue[]).push('b');

@@ -9,7 +9,8 @@
 
 import type { JsonObject, JsonValue } from '../../../../src/core/json.ts';
 
-const isObject = (v: JsonValue | undefined): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = (v: JsonValue | undefined): v is JsonObject =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 const isNumber = (v: JsonValue): v is number | bigint => typeof v === 'number' || typeof v === 'bigint';
 
 // ---------------------------------------------------------------------------------------------
@@ -100,7 +101,12 @@ export function referenceEquals(a: JsonValue, b: JsonValue): boolean {
       const names = Object.keys(x).sort();
       const others = Object.keys(y).sort();
       if (names.length !== others.length || names.some((name, i) => name !== others[i])) return false;
-      return names.every((name) => referenceEquals(Object.getOwnPropertyDescriptor(x, name)?.value as JsonValue, Object.getOwnPropertyDescriptor(y, name)?.value as JsonValue));
+      return names.every((name) =>
+        referenceEquals(
+          Object.getOwnPropertyDescriptor(x, name)?.value as JsonValue,
+          Object.getOwnPropertyDescriptor(y, name)?.value as JsonValue,
+        ),
+      );
     }
   }
 }
@@ -140,7 +146,10 @@ export function referenceLookup(value: JsonValue, path: string): JsonValue | typ
 export function reference(condition: JsonValue, value: JsonValue): boolean {
   if (!isObject(condition)) {
     // Implicit equality: the value itself, or one element of an array value.
-    return referenceEquals(condition, value) || (Array.isArray(value) && value.some((element) => referenceEquals(condition, element)));
+    return (
+      referenceEquals(condition, value) ||
+      (Array.isArray(value) && value.some((element) => referenceEquals(condition, element)))
+    );
   }
   for (const key of Object.keys(condition)) {
     const operand = Object.getOwnPropertyDescriptor(condition, key)?.value as JsonValue;
@@ -154,7 +163,11 @@ export function reference(condition: JsonValue, value: JsonValue): boolean {
       const found = referenceLookup(object, key);
       return reference(operand, found === MISSING ? null : found);
     };
-    const holds = isObject(value) ? at(value) : Array.isArray(value) ? value.some((element) => isObject(element) && at(element)) : false;
+    const holds = isObject(value)
+      ? at(value)
+      : Array.isArray(value)
+        ? value.some((element) => isObject(element) && at(element))
+        : false;
     if (!holds) return false;
   }
   return true;

@@ -4,9 +4,22 @@ import { compileFilter, InvalidFilterError } from '../../../../src/services/docd
 import { parseJson, type JsonObject, type JsonValue } from '../../../../src/core/json.ts';
 // The oracle has its own equality, number and string comparison and path lookup: it imports none
 // of the product's (jsonEquals, compareValues, valueAtPath), so their bugs cannot hide in it.
-import { MISSING, reference, referenceCompareNumbers, referenceCompareStrings, referenceEquals, referenceLookup } from './filter-reference.ts';
+import {
+  MISSING,
+  reference,
+  referenceCompareNumbers,
+  referenceCompareStrings,
+  referenceEquals,
+  referenceLookup,
+} from './filter-reference.ts';
 import { int, pick, randomValue, seeded, type Random } from './random.ts';
-import { COMPARISON_EXAMPLES, EXAMPLE_DOCUMENTS, FILTER_EXAMPLES, FURTHER_EXAMPLES, INVALID_FILTER_EXAMPLE } from './filter-examples.ts';
+import {
+  COMPARISON_EXAMPLES,
+  EXAMPLE_DOCUMENTS,
+  FILTER_EXAMPLES,
+  FURTHER_EXAMPLES,
+  INVALID_FILTER_EXAMPLE,
+} from './filter-examples.ts';
 
 // The three documents of spec §9.3.
 const [a, b, c] = EXAMPLE_DOCUMENTS;
@@ -217,8 +230,14 @@ describe('compileFilter: operators', () => {
     assert.deepEqual(ids({ n: { $or: [1, 3] } }), ['a', 'c']);
     assert.deepEqual(ids({ n: { $or: [] } }), []);
     assert.deepEqual(ids({ n: { $and: [] } }), ['a', 'b', 'c']);
-    assert.deepEqual(ids({ $or: [{ $and: [{ n: { $ge: 2 } }, { tags: 'green' }] }, { 'address.city': 'Madrid' }] }), ['a', 'b']);
-    assert.deepEqual(ids({ $and: [{ $or: [{ n: 1 }, { n: 3 }] }, { $or: [{ name: { $contains: 'o' } }, { tags: 'red' }] }] }), ['a', 'c']);
+    assert.deepEqual(ids({ $or: [{ $and: [{ n: { $ge: 2 } }, { tags: 'green' }] }, { 'address.city': 'Madrid' }] }), [
+      'a',
+      'b',
+    ]);
+    assert.deepEqual(
+      ids({ $and: [{ $or: [{ n: 1 }, { n: 3 }] }, { $or: [{ name: { $contains: 'o' } }, { tags: 'red' }] }] }),
+      ['a', 'c'],
+    );
     assert.deepEqual(ids({ address: { $or: [{ city: 'Paris' }, { zip: { $contains: '28' } }] } }), ['a', 'b']);
     assert.deepEqual(ids({ n: { $gt: 1 }, $or: [{ name: 'Bob' }, { name: 'Carol' }], tags: { $ne: 'x' } }), ['b', 'c']);
   });
@@ -253,12 +272,15 @@ describe('compileFilter: validation', () => {
 
   it('rejects a bad operand type, naming the operator', () => {
     for (const op of ['$gt', '$lt', '$ge', '$gte', '$le', '$lte']) {
-      for (const operand of [null, true, [], [1], {}, { a: 1 }]) rejects({ n: { [op]: operand } }, `operator '${op}' expects a string or a number`);
+      for (const operand of [null, true, [], [1], {}, { a: 1 }])
+        rejects({ n: { [op]: operand } }, `operator '${op}' expects a string or a number`);
     }
     for (const op of ['$in', '$nin', '$and', '$or']) {
-      for (const operand of [null, 1, 'x', {}, { 0: 1 }]) rejects({ n: { [op]: operand } }, `operator '${op}' expects an array`);
+      for (const operand of [null, 1, 'x', {}, { 0: 1 }])
+        rejects({ n: { [op]: operand } }, `operator '${op}' expects an array`);
     }
-    for (const operand of [null, 1, [], ['x'], {}]) rejects({ n: { $contains: operand } }, "operator '$contains' expects a string");
+    for (const operand of [null, 1, [], ['x'], {}])
+      rejects({ n: { $contains: operand } }, "operator '$contains' expects a string");
     rejects({ $or: [{ n: { $in: 1 } }] }, "operator '$in' expects an array");
     rejects({ n: { $in: [{ $gt: null }] } }, "operator '$gt' expects a string or a number");
   });
@@ -286,7 +308,29 @@ describe('compileFilter: validation', () => {
   });
 });
 
-const SCALARS: JsonValue[] = [null, true, false, 0, -0, 1, 1n, 2, 2.5, -1, 2n ** 60n, 2n ** 60n + 1n, 2 ** 60, '', 'x', 'xy', 'y', 'é', '\u{1F600}', '\uFFFF', '\uD800'];
+const SCALARS: JsonValue[] = [
+  null,
+  true,
+  false,
+  0,
+  -0,
+  1,
+  1n,
+  2,
+  2.5,
+  -1,
+  2n ** 60n,
+  2n ** 60n + 1n,
+  2 ** 60,
+  '',
+  'x',
+  'xy',
+  'y',
+  'é',
+  '\u{1F600}',
+  '\uFFFF',
+  '\uD800',
+];
 const COMMON: JsonValue[] = [null, 1, 'x', 2n ** 60n];
 const scalar = (random: Random) => pick(random, random() < 0.6 ? COMMON : SCALARS);
 const FIELDS = ['a', 'b', 'c', 'a.b', 'a.0', 'b.a', 'a.1.b', 'a.01'];
@@ -309,14 +353,33 @@ function randomCondition(random: Random, depth: number): JsonValue {
     const kind = int(random, 10);
     if (kind < 3) condition[pick(random, FIELDS)] = randomCondition(random, depth + 1);
     else if (kind === 3) condition[pick(random, ['$eq', '$ne'])] = randomCondition(random, depth + 1);
-    else if (kind === 4) condition[pick(random, ['$gt', '$lt', '$ge', '$gte', '$le', '$lte'])] = pick(random, [0, 1, 2, 1n, 2.5, 2 ** 60, 2n ** 60n + 1n, '', 'x', 'xy', '\uFFFF', '\u{1F600}']);
-    else if (kind === 5) condition[pick(random, ['$in', '$nin'])] = Array.from({ length: int(random, 3) }, () => randomCondition(random, depth + 1));
+    else if (kind === 4)
+      condition[pick(random, ['$gt', '$lt', '$ge', '$gte', '$le', '$lte'])] = pick(random, [
+        0,
+        1,
+        2,
+        1n,
+        2.5,
+        2 ** 60,
+        2n ** 60n + 1n,
+        '',
+        'x',
+        'xy',
+        '\uFFFF',
+        '\u{1F600}',
+      ]);
+    else if (kind === 5)
+      condition[pick(random, ['$in', '$nin'])] = Array.from({ length: int(random, 3) }, () =>
+        randomCondition(random, depth + 1),
+      );
     else if (kind === 6) condition.$contains = pick(random, ['', 'x', 'y', 'é']);
     else if (kind === 7) {
       if (random() < 0.5) condition.$ne = scalar(random);
       else condition.$nin = [scalar(random)];
-    }
-    else condition[pick(random, ['$and', '$or'])] = Array.from({ length: int(random, 3) }, () => randomCondition(random, depth + 1));
+    } else
+      condition[pick(random, ['$and', '$or'])] = Array.from({ length: int(random, 3) }, () =>
+        randomCondition(random, depth + 1),
+      );
   }
   return condition;
 }
@@ -324,7 +387,11 @@ function randomCondition(random: Random, depth: number): JsonValue {
 describe('the reference implementation (filter-reference.ts) itself', () => {
   it('gives the results of spec §9.3 on its three documents', () => {
     for (const [filter, expected] of [...FILTER_EXAMPLES, ...FURTHER_EXAMPLES]) {
-      assert.deepEqual(abc.filter((doc) => reference(filter, doc)).map((doc) => doc.id), expected, show(filter));
+      assert.deepEqual(
+        abc.filter((doc) => reference(filter, doc)).map((doc) => doc.id),
+        expected,
+        show(filter),
+      );
     }
   });
 
@@ -396,7 +463,8 @@ describe('compileFilter: evaluation', () => {
     let total = 0;
     for (let i = 0; i < 3000; i++) {
       const filter: JsonObject = {};
-      for (let k = random() < 0.7 ? 1 : 2; k > 0; k--) filter[pick(random, [...FIELDS, '$or', '$and'])] = randomCondition(random, 1);
+      for (let k = random() < 0.7 ? 1 : 2; k > 0; k--)
+        filter[pick(random, [...FIELDS, '$or', '$and'])] = randomCondition(random, 1);
       if (Array.isArray(filter.$or) === false && '$or' in filter) filter.$or = [filter.$or as JsonValue];
       if (Array.isArray(filter.$and) === false && '$and' in filter) filter.$and = [filter.$and as JsonValue];
       const predicate = compileFilter(filter);
@@ -413,14 +481,39 @@ describe('compileFilter: evaluation', () => {
 
   it('never throws, whatever the document', () => {
     const filters = [
-      {}, { a: 1 }, { a: { b: { c: null } } }, { 'a.0.b': { $gt: 1 } }, { a: { $contains: 'x' } }, { a: { $in: [null, [1], { b: 1 }] } },
-      { $or: [{ a: { $ne: [1, { b: 2 }] } }, { 'a.b': { $lte: 'z' } }] }, { a: [{ b: 1 }] }, { $eq: null }, { $gt: 0 },
+      {},
+      { a: 1 },
+      { a: { b: { c: null } } },
+      { 'a.0.b': { $gt: 1 } },
+      { a: { $contains: 'x' } },
+      { a: { $in: [null, [1], { b: 1 }] } },
+      { $or: [{ a: { $ne: [1, { b: 2 }] } }, { 'a.b': { $lte: 'z' } }] },
+      { a: [{ b: 1 }] },
+      { $eq: null },
+      { $gt: 0 },
     ].map((f) => compileFilter(f));
     const random = seeded(77);
     let deep: JsonValue = 1;
     for (let i = 0; i < 100000; i++) deep = i % 2 === 0 ? [deep] : { a: deep, b: deep };
     const huge = Array.from({ length: 1_000_000 }, (_, i) => i);
-    const odd: JsonValue[] = [null, true, false, 0, -0, 1n, '', 'x', [], {}, [null], deep, { a: deep }, { a: huge }, huge, parseJson('{"__proto__":{"a":1},"a":{"__proto__":null}}')];
+    const odd: JsonValue[] = [
+      null,
+      true,
+      false,
+      0,
+      -0,
+      1n,
+      '',
+      'x',
+      [],
+      {},
+      [null],
+      deep,
+      { a: deep },
+      { a: huge },
+      huge,
+      parseJson('{"__proto__":{"a":1},"a":{"__proto__":null}}'),
+    ];
     for (let i = 0; i < 2000; i++) odd.push(randomValue(random));
     for (const predicate of filters) for (const doc of odd) assert.equal(typeof predicate(doc), 'boolean');
     assert.equal(compileFilter({ a: 999_999 })({ a: huge }), true);
@@ -440,6 +533,9 @@ describe('compileFilter: evaluation', () => {
     const filter = { n: { $in: [1, 3] } };
     const predicate = compileFilter(filter);
     filter.n.$in.push(2);
-    assert.deepEqual(abc.filter((doc) => predicate(doc)).map((doc) => doc.id), ['a', 'c']);
+    assert.deepEqual(
+      abc.filter((doc) => predicate(doc)).map((doc) => doc.id),
+      ['a', 'c'],
+    );
   });
 });

@@ -1,6 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { cloneJson, isJsonObject, parseJson, stringifyJson, type JsonObject, type JsonValue } from '../../../../src/core/json.ts';
+import {
+  cloneJson,
+  isJsonObject,
+  parseJson,
+  stringifyJson,
+  type JsonObject,
+  type JsonValue,
+} from '../../../../src/core/json.ts';
 import { int, pick, randomValue, seeded, type Random } from './random.ts';
 
 /** Rounds bigints to doubles: what JSON.parse would have produced. */
@@ -9,7 +16,13 @@ function asDoubles(value: JsonValue): unknown {
   if (Array.isArray(value)) return value.map(asDoubles);
   if (isJsonObject(value)) {
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) Object.defineProperty(out, key, { value: asDoubles(value[key] as JsonValue), enumerable: true, writable: true, configurable: true });
+    for (const key of Object.keys(value))
+      Object.defineProperty(out, key, {
+        value: asDoubles(value[key] as JsonValue),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     return out;
   }
   return value;
@@ -29,9 +42,12 @@ const LONG = '12345678901234567890'; // forces the exact parser
 function randomText(random: Random, depth = 0): string {
   const ws = () => pick(random, ['', '', ' ', '\n', '\t', '\r\n ']);
   switch (int(random, depth > 3 ? 6 : 8)) {
-    case 0: return pick(random, ['null', 'true', 'false']);
+    case 0:
+      return pick(random, ['null', 'true', 'false']);
     case 1: {
-      const digits = Array.from({ length: 1 + int(random, 25) }, (_, i) => (i === 0 ? String(1 + int(random, 9)) : String(int(random, 10)))).join('');
+      const digits = Array.from({ length: 1 + int(random, 25) }, (_, i) =>
+        i === 0 ? String(1 + int(random, 9)) : String(int(random, 10)),
+      ).join('');
       return (random() < 0.3 ? '-' : '') + pick(random, [digits, '0', digits, digits]);
     }
     case 2: {
@@ -39,17 +55,52 @@ function randomText(random: Random, depth = 0): string {
       return base + pick(random, ['.5', '.0', 'e3', 'E-2', 'e+400', '.25e-3', '0', '']);
     }
     case 3:
-      return pick(random, ['"', '"a', '"\\u00e9', '"\\ud83d\\ude00', '"\\ud800', '"\\n\\t\\"\\\\\\/\\b\\f\\r', '"' + LONG, '"é😀', '"\u2028']) + '"';
-    case 4: return pick(random, ['0', '-0', '0.0', '-0.0', '9007199254740991', '9007199254740992', '-9007199254740993', '1e16', '0e0']);
-    case 5: return `"${'x'.repeat(int(random, 3))}"`;
+      return (
+        pick(random, [
+          '"',
+          '"a',
+          '"\\u00e9',
+          '"\\ud83d\\ude00',
+          '"\\ud800',
+          '"\\n\\t\\"\\\\\\/\\b\\f\\r',
+          '"' + LONG,
+          '"é😀',
+          '"\u2028',
+        ]) + '"'
+      );
+    case 4:
+      return pick(random, [
+        '0',
+        '-0',
+        '0.0',
+        '-0.0',
+        '9007199254740991',
+        '9007199254740992',
+        '-9007199254740993',
+        '1e16',
+        '0e0',
+      ]);
+    case 5:
+      return `"${'x'.repeat(int(random, 3))}"`;
     case 6: {
       const n = int(random, 4);
-      return '[' + ws() + Array.from({ length: n }, () => ws() + randomText(random, depth + 1) + ws()).join(',') + ws() + ']';
+      return (
+        '[' + ws() + Array.from({ length: n }, () => ws() + randomText(random, depth + 1) + ws()).join(',') + ws() + ']'
+      );
     }
     default: {
       const n = int(random, 4);
       const keys = ['a', 'b', '__proto__', 'constructor', '1', '', 'é'];
-      return '{' + ws() + Array.from({ length: n }, () => `${ws()}"${pick(random, keys)}"${ws()}:${ws()}${randomText(random, depth + 1)}${ws()}`).join(',') + ws() + '}';
+      return (
+        '{' +
+        ws() +
+        Array.from(
+          { length: n },
+          () => `${ws()}"${pick(random, keys)}"${ws()}:${ws()}${randomText(random, depth + 1)}${ws()}`,
+        ).join(',') +
+        ws() +
+        '}'
+      );
     }
   }
 }
@@ -62,7 +113,10 @@ describe('parseJson', () => {
     assert.equal(parseJson('9007199254740992'), 9007199254740992n);
     assert.equal(parseJson('-9007199254740992'), -9007199254740992n);
     assert.equal(parseJson('1' + '0'.repeat(400)), 10n ** 400n);
-    assert.deepEqual(parseJson('{"t":1750000000123456789,"n":[1,2.5,-3]}'), { t: 1750000000123456789n, n: [1, 2.5, -3] });
+    assert.deepEqual(parseJson('{"t":1750000000123456789,"n":[1,2.5,-3]}'), {
+      t: 1750000000123456789n,
+      n: [1, 2.5, -3],
+    });
   });
 
   it('keeps safe integers and non-integer literals as numbers', () => {
@@ -106,10 +160,64 @@ describe('parseJson', () => {
 
   it('rejects everything JSON.parse rejects, with a SyntaxError', () => {
     const bad = [
-      '', ' ', '[', ']', '{', '}', '[1,]', '{"a":1,}', '[,1]', '{,}', '{a:1}', "{'a':1}", "'x'", '[1 2]', '{"a" 1}', '{"a":}', '{"a"}',
-      '[1]]', '1 2', '01', '-01', '00', '1.', '.5', '+1', '-', '--1', '1e', '1e+', '1E-', '0x10', '1.e5', 'NaN', 'Infinity', '-Infinity',
-      'tru', 'nul', 'fals', 'True', 'undefined', '"abc', '"\\x"', '"\\u12G4"', '"\\u12"', '"\\', '"a\u0000"', '"a\nb"', '"\t"',
-      '\ufeff1', '\u00a01', '1\u00a0', '/*c*/1', '[1,2', '{"a":1', '{"a":1}x', '"\\U0041"', '[1,,2]', '{"a":1 "b":2}',
+      '',
+      ' ',
+      '[',
+      ']',
+      '{',
+      '}',
+      '[1,]',
+      '{"a":1,}',
+      '[,1]',
+      '{,}',
+      '{a:1}',
+      "{'a':1}",
+      "'x'",
+      '[1 2]',
+      '{"a" 1}',
+      '{"a":}',
+      '{"a"}',
+      '[1]]',
+      '1 2',
+      '01',
+      '-01',
+      '00',
+      '1.',
+      '.5',
+      '+1',
+      '-',
+      '--1',
+      '1e',
+      '1e+',
+      '1E-',
+      '0x10',
+      '1.e5',
+      'NaN',
+      'Infinity',
+      '-Infinity',
+      'tru',
+      'nul',
+      'fals',
+      'True',
+      'undefined',
+      '"abc',
+      '"\\x"',
+      '"\\u12G4"',
+      '"\\u12"',
+      '"\\',
+      '"a\u0000"',
+      '"a\nb"',
+      '"\t"',
+      '\ufeff1',
+      '\u00a01',
+      '1\u00a0',
+      '/*c*/1',
+      '[1,2',
+      '{"a":1',
+      '{"a":1}x',
+      '"\\U0041"',
+      '[1,,2]',
+      '{"a":1 "b":2}',
     ];
     for (const fragment of bad) {
       for (const text of [`{"n":${LONG},"v":${fragment}}`, `[${fragment},${LONG}]`, fragment + LONG, LONG + fragment]) {
@@ -135,7 +243,28 @@ describe('parseJson', () => {
 
   it('accepts and rejects mutated random texts exactly as JSON.parse does', () => {
     const random = seeded(4);
-    const alphabet = ['', '"', ',', ':', '[', ']', '{', '}', '\\', '0', '5', '-', '+', '.', 'e', ' ', 'x', 'u', '\u0001', 'n'];
+    const alphabet = [
+      '',
+      '"',
+      ',',
+      ':',
+      '[',
+      ']',
+      '{',
+      '}',
+      '\\',
+      '0',
+      '5',
+      '-',
+      '+',
+      '.',
+      'e',
+      ' ',
+      'x',
+      'u',
+      '\u0001',
+      'n',
+    ];
     let checked = 0;
     for (let i = 0; i < 8000; i++) {
       let text = `{"n":${LONG},"v":${randomText(random)}}`;
@@ -177,7 +306,10 @@ describe('parseJson', () => {
 describe('stringifyJson', () => {
   it('writes bigints as exact integer literals', () => {
     assert.equal(stringifyJson(12345678901234567890n), '12345678901234567890');
-    assert.equal(stringifyJson({ t: 1750000000123456789n, a: [1, -(10n ** 30n)], s: 'x"\n' }), '{"t":1750000000123456789,"a":[1,-1000000000000000000000000000000],"s":"x\\"\\n"}');
+    assert.equal(
+      stringifyJson({ t: 1750000000123456789n, a: [1, -(10n ** 30n)], s: 'x"\n' }),
+      '{"t":1750000000123456789,"a":[1,-1000000000000000000000000000000],"s":"x\\"\\n"}',
+    );
   });
 
   it('is compact, keeps key order and writes -0 as 0', () => {
@@ -205,7 +337,14 @@ describe('stringifyJson', () => {
       const value = randomValue(random);
       const text = stringifyJson(value);
       // Infinity has no JSON form (it is written as null, as JSON.stringify does); skip those.
-      if (/Infinity/.test(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? 0 : v === Infinity || v === -Infinity ? 'Infinity' : v)))) continue;
+      if (
+        /Infinity/.test(
+          JSON.stringify(value, (_k, v: unknown) =>
+            typeof v === 'bigint' ? 0 : v === Infinity || v === -Infinity ? 'Infinity' : v,
+          ),
+        )
+      )
+        continue;
       const again = parseJson(text);
       assert.equal(stringifyJson(again), text);
       assert.deepEqual(asDoubles(again), JSON.parse(text));
@@ -217,7 +356,8 @@ describe('helpers', () => {
   it('isJsonObject accepts plain objects only', () => {
     assert.equal(isJsonObject({}), true);
     assert.equal(isJsonObject({ a: 1 }), true);
-    for (const v of [null, undefined, [], [1], 'x', 1, 1n, true]) assert.equal(isJsonObject(v as JsonValue | undefined), false);
+    for (const v of [null, undefined, [], [1], 'x', 1, 1n, true])
+      assert.equal(isJsonObject(v as JsonValue | undefined), false);
   });
 
   it('cloneJson copies deeply, keeping order and __proto__ members', () => {

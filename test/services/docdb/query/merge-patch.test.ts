@@ -29,7 +29,8 @@ describe('mergePatch', () => {
     ['{"a":"b"}', '{}', '{"a":"b"}'],
   ];
   for (const [target, patch, expected] of rfc) {
-    it(`${target} + ${patch} → ${expected}`, () => same(mergePatch(JSON.parse(target), JSON.parse(patch)), JSON.parse(expected)));
+    it(`${target} + ${patch} → ${expected}`, () =>
+      same(mergePatch(JSON.parse(target), JSON.parse(patch)), JSON.parse(expected)));
   }
 
   it('keeps positions of existing keys and appends new ones in the patch order', () => {
@@ -46,7 +47,10 @@ describe('mergePatch', () => {
   });
 
   it('replaces arrays and scalars entirely, keeps nulls inside arrays', () => {
-    same(mergePatch({ a: [1, 2, 3], b: { c: 1 } }, { a: [null, { x: null }], b: 'flat' }), { a: [null, { x: null }], b: 'flat' });
+    same(mergePatch({ a: [1, 2, 3], b: { c: 1 } }, { a: [null, { x: null }], b: 'flat' }), {
+      a: [null, { x: null }],
+      b: 'flat',
+    });
     same(mergePatch({ n: 1 }, { n: 12345678901234567890n }), { n: 12345678901234567890n });
   });
 
@@ -79,7 +83,10 @@ describe('mergePatch', () => {
     assert.equal(stringifyJson(again), '{"a":1,"__proto__":{"polluted":true,"more":1},"b":2}');
     assert.equal(stringifyJson(mergePatch(again, parseJson('{"__proto__":null}') as JsonObject)), '{"a":1,"b":2}');
     // A target without a __proto__ member must not merge into Object.prototype.
-    assert.equal(stringifyJson(mergePatch({}, parseJson('{"__proto__":{"x":null,"y":1}}') as JsonObject)), '{"__proto__":{"y":1}}');
+    assert.equal(
+      stringifyJson(mergePatch({}, parseJson('{"__proto__":{"x":null,"y":1}}') as JsonObject)),
+      '{"__proto__":{"y":1}}',
+    );
   });
 });
 

@@ -21,7 +21,8 @@ function compareTuples(a: readonly JsonValue[], b: readonly JsonValue[], descend
 function referenceStringOrder(a: string, b: string): number {
   const x = [...a].map((c) => c.codePointAt(0) as number);
   const y = [...b].map((c) => c.codePointAt(0) as number);
-  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return (x[i] as number) < (y[i] as number) ? -1 : 1;
+  for (let i = 0; i < Math.min(x.length, y.length); i++)
+    if (x[i] !== y[i]) return (x[i] as number) < (y[i] as number) ? -1 : 1;
   return sign(x.length - y.length);
 }
 
@@ -98,7 +99,10 @@ const ASCENDING: JsonValue[][] = [
   [[null]],
   [[null, null]],
   [[false]],
-  [[1, 'a'], [1n, 'a']],
+  [
+    [1, 'a'],
+    [1n, 'a'],
+  ],
   [[1, 'a', null]],
   [[1, 'b']],
   [[2]],
@@ -112,7 +116,10 @@ const ASCENDING: JsonValue[][] = [
   [{ '': null }],
   [{ a: null }],
   [{ a: 1 }, { a: 1n }],
-  [{ a: 1, b: 1 }, { b: 1, a: 1 }],
+  [
+    { a: 1, b: 1 },
+    { b: 1, a: 1 },
+  ],
   [{ a: 1, b: 1, c: null }],
   [{ a: 1, c: null }],
   [{ a: 2 }],
@@ -129,7 +136,11 @@ describe('compareValues', () => {
     const flat = ASCENDING.flatMap((group, rank) => group.map((value) => ({ value, rank })));
     for (const a of flat) {
       for (const b of flat) {
-        assert.equal(sign(compareValues(a.value, b.value)), sign(a.rank - b.rank), `${show(a.value)} vs ${show(b.value)}`);
+        assert.equal(
+          sign(compareValues(a.value, b.value)),
+          sign(a.rank - b.rank),
+          `${show(a.value)} vs ${show(b.value)}`,
+        );
       }
     }
   });
@@ -170,7 +181,8 @@ describe('compareValues', () => {
       }
     }
     const sorted = [...values].sort(compareValues);
-    for (let i = 1; i < sorted.length; i++) assert.ok(compareValues(sorted[i - 1] as JsonValue, sorted[i] as JsonValue) <= 0);
+    for (let i = 1; i < sorted.length; i++)
+      assert.ok(compareValues(sorted[i - 1] as JsonValue, sorted[i] as JsonValue) <= 0);
   });
 });
 
@@ -180,8 +192,16 @@ describe('encodeKey', () => {
     for (const a of flat) {
       for (const b of flat) {
         const expected = sign(a.rank - b.rank);
-        assert.equal(sign(Buffer.compare(key(a.value), key(b.value))), expected, `${show(a.value)} vs ${show(b.value)}`);
-        assert.equal(sign(Buffer.compare(key(a.value, true), key(b.value, true))), flip(expected), `desc ${show(a.value)} vs ${show(b.value)}`);
+        assert.equal(
+          sign(Buffer.compare(key(a.value), key(b.value))),
+          expected,
+          `${show(a.value)} vs ${show(b.value)}`,
+        );
+        assert.equal(
+          sign(Buffer.compare(key(a.value, true), key(b.value, true))),
+          flip(expected),
+          `desc ${show(a.value)} vs ${show(b.value)}`,
+        );
       }
     }
   });
@@ -198,7 +218,11 @@ describe('encodeKey', () => {
 
   it('handles string prefixes and escaped bytes, ascending and descending', () => {
     const lt = (a: JsonValue[], b: JsonValue[], descending: boolean[]) =>
-      assert.equal(sign(Buffer.compare(encodeKey(a, descending), encodeKey(b, descending))), -1, `${show(a)} < ${show(b)} with ${show(descending)}`);
+      assert.equal(
+        sign(Buffer.compare(encodeKey(a, descending), encodeKey(b, descending))),
+        -1,
+        `${show(a)} < ${show(b)} with ${show(descending)}`,
+      );
     lt(['ab'], ['abc'], [false]);
     lt(['abc'], ['ab'], [true]);
     lt(['a'], ['a\u0000'], [false]);
@@ -245,7 +269,11 @@ describe('encodeKey', () => {
     assert.deepEqual(order([false, true]), ['2', '3', '1', '4']);
     // A pivot with a missing member counts as null, which sorts first when ascending.
     const from = encodeKey(['fruit', null], [false, false]);
-    assert.ok(docs.filter((d) => d.category === 'fruit').every((d) => Buffer.compare(encodeKey([d.category, d.product], [false, false]), from) > 0));
+    assert.ok(
+      docs
+        .filter((d) => d.category === 'fruit')
+        .every((d) => Buffer.compare(encodeKey([d.category, d.product], [false, false]), from) > 0),
+    );
   });
 
   it('returns an independent buffer each call', () => {
@@ -280,7 +308,11 @@ describe('encodeKey', () => {
     for (let i = 0; i < values.length; i++) {
       for (let j = i; j < values.length; j++) {
         const expected = sign(compareValues(values[i] as JsonValue, values[j] as JsonValue));
-        assert.equal(sign(Buffer.compare(keys[i] as Buffer, keys[j] as Buffer)), expected, `${show(values[i])} vs ${show(values[j])}`);
+        assert.equal(
+          sign(Buffer.compare(keys[i] as Buffer, keys[j] as Buffer)),
+          expected,
+          `${show(values[i])} vs ${show(values[j])}`,
+        );
         assert.equal(sign(Buffer.compare(desc[i] as Buffer, desc[j] as Buffer)), flip(expected));
       }
     }

@@ -11,7 +11,10 @@ const doc: JsonObject = {
   tags: ['red', 'blue'],
   address: { city: 'Madrid', zip: '28001', geo: { lat: 40.4 } },
   items: [{ sku: 'x', qty: 2 }, { sku: 'y' }],
-  matrix: [[1, 2], [3, 4]],
+  matrix: [
+    [1, 2],
+    [3, 4],
+  ],
   '': { '': 'empty names' },
   '12': 'twelve',
 };
@@ -39,8 +42,27 @@ describe('valueAtPath', () => {
   });
 
   it('is missing for absent members, out-of-range or non-canonical indexes and scalars', () => {
-    for (const path of ['missing', 'address.country', 'tags.2', 'tags.-1', 'tags.01', 'tags.00', 'tags.+1', 'tags.1.0', 'tags.1e0', 'tags. 1', 'tags.1.5',
-      'tags.99999999999999999999', 'tags.length', 'id.length', 'id.0', 'n.x', 'nothing.x', 'address.city.x', 'matrix.2.0']) {
+    for (const path of [
+      'missing',
+      'address.country',
+      'tags.2',
+      'tags.-1',
+      'tags.01',
+      'tags.00',
+      'tags.+1',
+      'tags.1.0',
+      'tags.1e0',
+      'tags. 1',
+      'tags.1.5',
+      'tags.99999999999999999999',
+      'tags.length',
+      'id.length',
+      'id.0',
+      'n.x',
+      'nothing.x',
+      'address.city.x',
+      'matrix.2.0',
+    ]) {
       assert.equal(valueAtPath(doc, path), undefined, path);
     }
   });

@@ -10,11 +10,23 @@ const GENERATED_SLUG_ATTEMPTS = 8;
 
 /** A project as the routes answer it: with its host, `<slug>.<domain>`, computed when it is read. */
 export function projectView({ domain }: RouteDeps, p: Project): ProjectBody {
-  return { id: p.id, name: p.name, slug: p.slug, host: `${p.slug}.${domain}`, owners: p.owners, created_at: p.created_at };
+  return {
+    id: p.id,
+    name: p.name,
+    slug: p.slug,
+    host: `${p.slug}.${domain}`,
+    owners: p.owners,
+    created_at: p.created_at,
+  };
 }
 
 /** Stores the project under the given slug, or under the first free generated one (README: Slugs). */
-export async function insertProject({ repository }: RouteDeps, owner: string, name: string, slug: string | undefined): Promise<Project> {
+export async function insertProject(
+  { repository }: RouteDeps,
+  owner: string,
+  name: string,
+  slug: string | undefined,
+): Promise<Project> {
   const base = { id: newId('project'), name, owners: [owner], created_at: rfc3339() };
   if (slug !== undefined) {
     if (isReservedSlug(slug)) throw ApikeysErrors.slugReserved(slug);

@@ -24,7 +24,11 @@ export async function registerLogout(app: ServiceApp, { connection, settings }: 
     scope.post('/v0/logout', { schema: logoutSchema }, async (request, reply) => {
       const sessionId = identityOf(request)?.session?.id;
       if (typeof sessionId === 'string' && sessionId !== '') await deleteSession(connection, sessionId);
-      return reply.code(204).header('set-cookie', clearSessionCookie(settings)).header('cache-control', 'no-store').send(null);
+      return reply
+        .code(204)
+        .header('set-cookie', clearSessionCookie(settings))
+        .header('cache-control', 'no-store')
+        .send(null);
     });
   });
 }

@@ -9,7 +9,8 @@ import type { RouteDeps } from '../deps.ts';
 export const sessionTokenSchema = {
   tags: ['sessions'],
   security: [{ gatewayIdentity: [] }],
-  summary: "Trade the single sign-on's one-time code (body {code, code_verifier}), or the current session (cookie or bearer), for a new bearer session token",
+  summary:
+    "Trade the single sign-on's one-time code (body {code, code_verifier}), or the current session (cookie or bearer), for a new bearer session token",
   description:
     'Body: none (trade the current session: a stratus_session cookie or Authorization: Bearer <session token>) or {"code": "<sso_code from the sign-on redirect>", "code_verifier": "<the verifier whose S256 challenge was sent to /v0/sso/{provider}/login>"}. A code works once, for 60 s, and only with its verifier; a wrong or missing verifier burns it.',
   response: { 200: sessionToken, 400: errorResponse, 401: errorResponse, 403: errorResponse },
@@ -31,7 +32,11 @@ export function registerSessionToken(app: ServiceApp, { connection }: RouteDeps)
     if (
       body !== undefined &&
       body !== null &&
-      (typeof body !== 'object' || Array.isArray(body) || typeof code !== 'string' || code === '' || Object.keys(body).some((k) => k !== 'code' && k !== 'code_verifier'))
+      (typeof body !== 'object' ||
+        Array.isArray(body) ||
+        typeof code !== 'string' ||
+        code === '' ||
+        Object.keys(body).some((k) => k !== 'code' && k !== 'code_verifier'))
     ) {
       throw AuthErrors.sessionTokenBodyInvalid();
     }
@@ -61,6 +66,8 @@ export function registerSessionToken(app: ServiceApp, { connection }: RouteDeps)
       userId = identity.user.id;
     }
     const { token, session } = await createSession(connection, userId);
-    return reply.header('cache-control', 'no-store').send({ token, expires_at: new Date(session.expiresAt).toISOString() });
+    return reply
+      .header('cache-control', 'no-store')
+      .send({ token, expires_at: new Date(session.expiresAt).toISOString() });
   });
 }

@@ -8,7 +8,8 @@ import { callbackUri, httpError, providerNamed, userFor } from './common.ts';
 
 export const ssoCallbackSchema = {
   tags: ['single sign-on'],
-  summary: 'Where the provider sends the browser back: validates state and ID token, starts a session, 302 to the redirect target',
+  summary:
+    'Where the provider sends the browser back: validates state and ID token, starts a session, 302 to the redirect target',
   params: providerParams,
   querystring: ssoCallbackQuery,
   response: {
@@ -40,12 +41,17 @@ export function registerSsoCallback(app: ServiceApp, deps: RouteDeps): void {
       if (!stored || stored.provider !== provider.name) throw AuthErrors.invalidState();
       if (error !== undefined) throw AuthErrors.providerDeclined(error);
       const iss = request.query.iss;
-      if (iss !== undefined && iss.replace(/\/$/, '') !== provider.issuer.replace(/\/$/, '')) throw AuthErrors.issuerMismatch();
+      if (iss !== undefined && iss.replace(/\/$/, '') !== provider.issuer.replace(/\/$/, ''))
+        throw AuthErrors.issuerMismatch();
       if (!code) throw AuthErrors.callbackWithoutCode();
 
       let user: User;
       try {
-        const { idToken } = await providers.exchangeCode(provider.name, { code, redirectUri: callbackUri(request, provider.name, domain), verifier: stored.verifier });
+        const { idToken } = await providers.exchangeCode(provider.name, {
+          code,
+          redirectUri: callbackUri(request, provider.name, domain),
+          verifier: stored.verifier,
+        });
         const { claims } = await providers.verifyIdToken(idToken, { provider: provider.name, nonce: stored.nonce });
         user = await userFor(deps, provider, claims);
       } catch (caught) {
@@ -57,7 +63,8 @@ export function registerSsoCallback(app: ServiceApp, deps: RouteDeps): void {
       // redirect, which only the matching verifier trades for a bearer session at
       // POST /v0/session/token. Without a challenge there is nothing to bind a code to: none is issued.
       const target = new URL(stored.redirect);
-      if (stored.codeChallenge) target.searchParams.set('sso_code', await createSsoCode(connection, user.id, stored.codeChallenge));
+      if (stored.codeChallenge)
+        target.searchParams.set('sso_code', await createSsoCode(connection, user.id, stored.codeChallenge));
       return reply
         .header('set-cookie', sessionCookie(token, settings))
         .header('cache-control', 'no-store')

@@ -1,6 +1,12 @@
 import type { FastifyRequest } from 'fastify';
 import { AuthErrors } from '../../errors.ts';
-import { InvalidTokenError, ProviderError, UnknownProviderError, linkOrCreateUser, type ProviderSettings } from '../../oidc.ts';
+import {
+  InvalidTokenError,
+  ProviderError,
+  UnknownProviderError,
+  linkOrCreateUser,
+  type ProviderSettings,
+} from '../../oidc.ts';
 import type { User } from '../../repository.ts';
 import type { RouteDeps } from '../deps.ts';
 
@@ -68,14 +74,24 @@ export function providerNamed({ providers }: RouteDeps, name: string): ProviderS
 }
 
 /** Finds or creates the user of a verified token; 403 when none may be used. */
-export async function userFor({ connection, settings, logger }: RouteDeps, provider: ProviderSettings, claims: Parameters<typeof linkOrCreateUser>[2]): Promise<User> {
+export async function userFor(
+  { connection, settings, logger }: RouteDeps,
+  provider: ProviderSettings,
+  claims: Parameters<typeof linkOrCreateUser>[2],
+): Promise<User> {
   const outcome = await linkOrCreateUser(connection, provider, claims, settings);
   if (!outcome.user) {
-    logger.info({ provider: provider.name, reason: outcome.reason }, 'single sign-on refused: no account for the identity');
+    logger.info(
+      { provider: provider.name, reason: outcome.reason },
+      'single sign-on refused: no account for the identity',
+    );
     throw AuthErrors.noAccount(outcome.message);
   }
   if (outcome.created || outcome.linked) {
-    logger.info({ provider: provider.name, userId: outcome.user.id, created: outcome.created }, 'single sign-on identity linked');
+    logger.info(
+      { provider: provider.name, userId: outcome.user.id, created: outcome.created },
+      'single sign-on identity linked',
+    );
   }
   return outcome.user;
 }

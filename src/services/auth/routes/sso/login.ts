@@ -9,11 +9,14 @@ import { SSO_STATE_TTL_MS, b64url, callbackUri, httpError, platformOrigin, provi
 
 export const ssoLoginSchema = {
   tags: ['single sign-on'],
-  summary: 'Start signing in with a provider: 302 to its authorization endpoint (code flow with state, nonce and PKCE S256)',
+  summary:
+    'Start signing in with a provider: 302 to its authorization endpoint (code flow with state, nonce and PKCE S256)',
   params: providerParams,
   querystring: ssoLoginQuery,
   response: {
-    302: redirectResponse('Redirect to the provider; Location carries response_type=code, client_id, redirect_uri, scope, state, nonce, code_challenge, code_challenge_method=S256'),
+    302: redirectResponse(
+      'Redirect to the provider; Location carries response_type=code, client_id, redirect_uri, scope, state, nonce, code_challenge, code_challenge_method=S256',
+    ),
     400: errorResponse,
     404: errorResponse,
     502: errorResponse,
@@ -33,9 +36,14 @@ export function registerSsoLogin(app: ServiceApp, deps: RouteDeps): void {
     { exposeHeadRoute: false, schema: ssoLoginSchema },
     async (request, reply) => {
       const provider = providerNamed(deps, request.params.provider);
-      const redirect = redirectTarget(request.query.redirect, platformOrigin(request, 'console', domain), allowedOrigins);
+      const redirect = redirectTarget(
+        request.query.redirect,
+        platformOrigin(request, 'console', domain),
+        allowedOrigins,
+      );
       const codeChallenge = request.query.code_challenge ?? null;
-      if (request.query.code_challenge_method !== undefined && codeChallenge === null) throw AuthErrors.challengeMethodWithoutChallenge();
+      if (request.query.code_challenge_method !== undefined && codeChallenge === null)
+        throw AuthErrors.challengeMethodWithoutChallenge();
       let authorizationEndpoint: string;
       try {
         authorizationEndpoint = (await providers.discover(provider.name)).authorization_endpoint;
@@ -45,7 +53,15 @@ export function registerSsoLogin(app: ServiceApp, deps: RouteDeps): void {
       const state = b64url(randomBytes(32));
       const nonce = b64url(randomBytes(32));
       const verifier = b64url(randomBytes(32));
-      await saveSsoState(connection, { state, provider: provider.name, nonce, verifier, redirect, codeChallenge, expiresAt: Date.now() + SSO_STATE_TTL_MS });
+      await saveSsoState(connection, {
+        state,
+        provider: provider.name,
+        nonce,
+        verifier,
+        redirect,
+        codeChallenge,
+        expiresAt: Date.now() + SSO_STATE_TTL_MS,
+      });
       const location = new URL(authorizationEndpoint);
       const query: Record<string, string> = {
         response_type: 'code',

@@ -10,7 +10,14 @@ export const ssoTokenSchema = {
   summary: 'Sign in with an ID token the caller obtained from the provider itself; sets the stratus_session cookie',
   params: providerParams,
   body: ssoTokenBody,
-  response: { 200: loginResponseSchema, 400: errorResponse, 401: errorResponse, 403: errorResponse, 404: errorResponse, 502: errorResponse },
+  response: {
+    200: loginResponseSchema,
+    400: errorResponse,
+    401: errorResponse,
+    403: errorResponse,
+    404: errorResponse,
+    502: errorResponse,
+  },
 };
 
 /** `POST /v0/sso/{provider}/token {id_token}` (README: Single sign-on): for a console that ran the flow itself. */

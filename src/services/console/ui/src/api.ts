@@ -29,7 +29,13 @@ export const DEMO_UNAVAILABLE = 'Not available in demo mode.';
 export const DEMO_READ_ONLY = 'Demo mode is read-only: changes are disabled.';
 /** Fired on window when a call made with the session token is refused with 401 (the session may have ended). */
 export const UNAUTHORIZED_EVENT = 'stratus:unauthorized';
-let current: ConsoleConfig = { demo: false, domain: location.hostname.replace(/^console\./, ''), providers: [], signup: false, version: '' };
+let current: ConsoleConfig = {
+  demo: false,
+  domain: location.hostname.replace(/^console\./, ''),
+  providers: [],
+  signup: false,
+  version: '',
+};
 
 export function config(): ConsoleConfig {
   return current;
@@ -68,12 +74,20 @@ export async function errorOf(res: Response): Promise<ApiError> {
   try {
     const body = JSON.parse(text) as { error?: { status?: number; code?: string; message?: string } };
     if (body.error && typeof body.error.message === 'string') {
-      return new ApiError(body.error.status ?? res.status, body.error.code ?? 'error', body.error.message || `${res.status} ${body.error.code ?? ''}`);
+      return new ApiError(
+        body.error.status ?? res.status,
+        body.error.code ?? 'error',
+        body.error.message || `${res.status} ${body.error.code ?? ''}`,
+      );
     }
   } catch {
     // not JSON: fall through
   }
-  return new ApiError(res.status, 'http_error', `${res.status} ${res.statusText || 'request failed'}${text ? `: ${text.slice(0, 200)}` : ''}`);
+  return new ApiError(
+    res.status,
+    'http_error',
+    `${res.status} ${res.statusText || 'request failed'}${text ? `: ${text.slice(0, 200)}` : ''}`,
+  );
 }
 
 // Demo mode: the seven read-only mock routes on the console's own origin.
@@ -132,10 +146,20 @@ export async function call(service: Service, path: string, options: CallOptions 
   }
   let res: Response;
   try {
-    res = await fetch(baseUrl(service) + path, { method, headers, body, credentials: 'include', signal: options.signal });
+    res = await fetch(baseUrl(service) + path, {
+      method,
+      headers,
+      body,
+      credentials: 'include',
+      signal: options.signal,
+    });
   } catch (err) {
     if (err instanceof DOMException && err.name === 'AbortError') throw err;
-    throw new ApiError(0, 'network_error', `Could not reach ${service}.${current.domain}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ApiError(
+      0,
+      'network_error',
+      `Could not reach ${service}.${current.domain}: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   if (!res.ok) {
     // The scheduler answers 401 for a missing scheduler key: that says nothing about the session.
@@ -162,7 +186,15 @@ export async function ndjson<T>(service: Service, path: string, options: CallOpt
   for (const line of text.split('\n')) {
     if (line.trim() === '') continue;
     const value = JSON.parse(line) as T | { error?: { message?: string; code?: string; status?: number } };
-    if (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 1 && 'error' in value && value.error && typeof value.error === 'object') {
+    if (
+      value !== null &&
+      typeof value === 'object' &&
+      !Array.isArray(value) &&
+      Object.keys(value).length === 1 &&
+      'error' in value &&
+      value.error &&
+      typeof value.error === 'object'
+    ) {
       const e = value.error as { message?: string; code?: string; status?: number };
       if (typeof e.message === 'string') throw new ApiError(e.status ?? 500, e.code ?? 'error', e.message);
     }
@@ -172,7 +204,12 @@ export async function ndjson<T>(service: Service, path: string, options: CallOpt
 }
 
 /** Reads a streamed answer chunk by chunk as text until it ends or `signal` aborts. */
-export async function stream(service: Service, path: string, onText: (text: string) => void, options: CallOptions = {}): Promise<void> {
+export async function stream(
+  service: Service,
+  path: string,
+  onText: (text: string) => void,
+  options: CallOptions = {},
+): Promise<void> {
   const res = await call(service, path, options);
   if (!res.body) return;
   const reader = res.body.getReader();
@@ -191,7 +228,12 @@ export async function stream(service: Service, path: string, onText: (text: stri
 }
 
 /** Uploads a body with XMLHttpRequest so that progress can be shown. Resolves with the parsed JSON answer. */
-export function upload<T>(service: Service, path: string, body: Blob, onProgress: (loaded: number, total: number) => void): Promise<T> {
+export function upload<T>(
+  service: Service,
+  path: string,
+  body: Blob,
+  onProgress: (loaded: number, total: number) => void,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     if (current.demo) return reject(new ApiError(0, 'demo', DEMO_READ_ONLY));
     const xhr = new XMLHttpRequest();

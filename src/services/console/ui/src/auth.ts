@@ -16,15 +16,20 @@ interface LoginAnswer {
 
 export async function login(email: string, password: string): Promise<User> {
   const answer = await json<LoginAnswer>('auth', '/v0/login', { method: 'POST', body: { email, password } });
-  if (!answer || typeof answer.token !== 'string') throw new ApiError(500, 'bad_answer', 'The sign-in answer carried no session token.');
+  if (!answer || typeof answer.token !== 'string')
+    throw new ApiError(500, 'bad_answer', 'The sign-in answer carried no session token.');
   setToken(answer.token);
   return answer.user;
 }
 
 /** Creates an account (only when sign-up is open) and signs in with it. */
 export async function signup(email: string, password: string, nick: string): Promise<User> {
-  const answer = await json<LoginAnswer>('auth', '/v0/signup', { method: 'POST', body: nick === '' ? { email, password } : { email, password, nick } });
-  if (!answer || typeof answer.token !== 'string') throw new ApiError(500, 'bad_answer', 'The sign-up answer carried no session token.');
+  const answer = await json<LoginAnswer>('auth', '/v0/signup', {
+    method: 'POST',
+    body: nick === '' ? { email, password } : { email, password, nick },
+  });
+  if (!answer || typeof answer.token !== 'string')
+    throw new ApiError(500, 'bad_answer', 'The sign-up answer carried no session token.');
   setToken(answer.token);
   return answer.user;
 }
@@ -74,11 +79,14 @@ function base64url(bytes: Uint8Array): string {
 // SHA-256 (FIPS 180-4) of a byte string, synchronously: the sign-in links are rendered
 // synchronously, and crypto.subtle is missing on plain-HTTP origins other than localhost.
 const K = Uint32Array.from([
-  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-  0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-  0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-  0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+  0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+  0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+  0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+  0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+  0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+  0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+  0xc67178f2,
 ]);
 
 function sha256(message: Uint8Array): Uint8Array {
@@ -88,7 +96,9 @@ function sha256(message: Uint8Array): Uint8Array {
   const data = new DataView(blocks.buffer);
   data.setUint32(blocks.length - 8, Math.floor(message.length / 0x20000000));
   data.setUint32(blocks.length - 4, (message.length << 3) >>> 0);
-  const h = Uint32Array.from([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
+  const h = Uint32Array.from([
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+  ]);
   const w = new Uint32Array(64);
   const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n));
   for (let offset = 0; offset < blocks.length; offset += 64) {
@@ -135,7 +145,11 @@ function codeChallenge(verifier: string): string {
 
 /** Where an SSO button sends the browser: back to this console, with the challenge that binds the hand-over code to it. */
 export function ssoLoginUrl(provider: string): string {
-  const query = new URLSearchParams({ redirect: location.origin + '/', code_challenge: codeChallenge(ssoVerifier()), code_challenge_method: 'S256' });
+  const query = new URLSearchParams({
+    redirect: location.origin + '/',
+    code_challenge: codeChallenge(ssoVerifier()),
+    code_challenge_method: 'S256',
+  });
   return `${baseUrl('auth')}/v0/sso/${encodeURIComponent(provider)}/login?${query.toString()}`;
 }
 
@@ -157,10 +171,15 @@ export async function finishSso(): Promise<boolean> {
   // One verifier per sign-in: the next sign-in gets a fresh one.
   localStorage.removeItem(SSO_VERIFIER_KEY);
   const body = verifier !== null && VERIFIER_PATTERN.test(verifier) ? { code, code_verifier: verifier } : { code };
-  const res = await fetch(`${baseUrl('auth')}/v0/session/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${baseUrl('auth')}/v0/session/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (!res.ok) throw await errorOf(res);
   const answer = (await res.json()) as { token?: unknown };
-  if (typeof answer.token !== 'string') throw new ApiError(500, 'bad_answer', 'The single sign-on answer carried no session token.');
+  if (typeof answer.token !== 'string')
+    throw new ApiError(500, 'bad_answer', 'The single sign-on answer carried no session token.');
   setToken(answer.token);
   return true;
 }

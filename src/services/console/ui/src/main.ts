@@ -126,7 +126,8 @@ function App(): VNode {
   }, [phase]);
 
   if (phase === 'loading') return html`<p class="splash">Loading…</p>`;
-  if (phase === 'failed') return html`<main class="login"><div class="card"><h1>Stratus console</h1><div class="error" role="alert">The console could not start: ${error}</div></div></main>`;
+  if (phase === 'failed')
+    return html`<main class="login"><div class="card"><h1>Stratus console</h1><div class="error" role="alert">The console could not start: ${error}</div></div></main>`;
   if (phase === 'signed-out' || !user) {
     return html`<${LoginPage}
       initialError=${error}

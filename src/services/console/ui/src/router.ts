@@ -3,7 +3,10 @@ import { useEffect, useState } from 'preact/hooks';
 
 export function parseHash(hash: string): string[] {
   const path = hash.replace(/^#\/?/, '').split('?')[0] ?? '';
-  return path.split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
+  return path
+    .split('/')
+    .filter((s) => s !== '')
+    .map((s) => decodeURIComponent(s));
 }
 
 /** The current route's segments; re-renders on every hash change. */

@@ -13,7 +13,11 @@ import { collectionSegment, type ActionContext } from './common.ts';
 import { createIndex, dropIndex, getIndex, listIndexes } from './indexes.ts';
 
 /** The generic action route; routes/action-docs.ts describes each action as its own path. */
-export const collectionActionsSchema = { tags: ['collections'], summary: 'Collection actions ({collection}:{action}); see the per-action paths', params: collectionParams };
+export const collectionActionsSchema = {
+  tags: ['collections'],
+  summary: 'Collection actions ({collection}:{action}); see the per-action paths',
+  params: collectionParams,
+};
 
 /**
  * The colon actions of a collection (`POST …/collections/{collection}:{action}`): one POST route,
@@ -26,16 +30,28 @@ export function registerCollectionActions(app: ServiceApp, { documents, access, 
     actions.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
     // Action answers (defaults, index records, sizes) may hold integers above 2^53.
     actions.setReplySerializer((payload) => stringifyJson(payload as JsonValue));
-    actions.post('/v1/databases/:databaseId/collections/:collection', { schema: collectionActionsSchema }, async (request, reply) => {
-      const stream = (request.body as Readable | undefined) ?? request.raw;
-      const target = splitAction(collectionSegment(request), COLLECTION_ACTIONS);
-      if (!target || !target.action) {
-        stream.resume();
-        throw DocdbErrors.collectionNeedsAction();
-      }
-      const database = await access.authorize(request, request.params.databaseId);
-      return runAction(target.action, { request, reply, stream, databaseId: database.id, name: target.name, documents, filters });
-    });
+    actions.post(
+      '/v1/databases/:databaseId/collections/:collection',
+      { schema: collectionActionsSchema },
+      async (request, reply) => {
+        const stream = (request.body as Readable | undefined) ?? request.raw;
+        const target = splitAction(collectionSegment(request), COLLECTION_ACTIONS);
+        if (!target || !target.action) {
+          stream.resume();
+          throw DocdbErrors.collectionNeedsAction();
+        }
+        const database = await access.authorize(request, request.params.databaseId);
+        return runAction(target.action, {
+          request,
+          reply,
+          stream,
+          databaseId: database.id,
+          name: target.name,
+          documents,
+          filters,
+        });
+      },
+    );
   });
 }
 

@@ -13,7 +13,10 @@ export async function dropCollection({ reply, documents, databaseId, name }: Act
 }
 
 /** `:setDefaults`: merges the body into the defaults (null deletes a key), creating the collection when missing. */
-export async function setDefaults({ reply, documents, databaseId, name }: ActionContext, body: JsonValue | undefined): Promise<FastifyReply> {
+export async function setDefaults(
+  { reply, documents, databaseId, name }: ActionContext,
+  body: JsonValue | undefined,
+): Promise<FastifyReply> {
   checkCollectionName(name);
   const patch = requireObject(body);
   // Defaults become members of documents, which may nest MAX_NESTING levels.

@@ -25,7 +25,10 @@ export function checkCollectionName(name: string): void {
  * above 2^53 (bigint), which the default serializer refuses (README: Responses).
  */
 export function sendJson(reply: FastifyReply, value: unknown, status = 200): FastifyReply {
-  return reply.code(status).type('application/json').send(stringifyJson(value as JsonValue));
+  return reply
+    .code(status)
+    .type('application/json')
+    .send(stringifyJson(value as JsonValue));
 }
 
 /** The collection segment of `/v1/databases/{db}/collections/{segment}…`, raw. */

@@ -11,7 +11,13 @@ export const createCollectionSchema = {
   tags: ['collections'],
   summary: 'Create a collection',
   params: databaseParams,
-  body: Type.Object({ name: Type.String(), defaults: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])) }, { additionalProperties: true }),
+  body: Type.Object(
+    {
+      name: Type.String(),
+      defaults: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
+    },
+    { additionalProperties: true },
+  ),
 };
 
 /** `POST /v1/databases/:databaseId/collections`: 201 with the record; missing or null defaults are `{"id":"uuid()"}`. */

@@ -9,12 +9,16 @@ export const getCollectionSchema = { tags: ['collections'], summary: 'Get a coll
 
 /** `GET /v1/databases/:databaseId/collections/:collection`: the record; an action there is 405 (use POST). */
 export function registerGetCollection(app: ServiceApp, { documents, access }: RouteDeps): void {
-  app.get('/v1/databases/:databaseId/collections/:collection', { schema: getCollectionSchema }, async (request, reply) => {
-    const target = splitAction(collectionSegment(request), COLLECTION_ACTIONS);
-    if (target?.action) throw DocdbErrors.actionNeedsPost(target.action);
-    const database = await access.authorize(request, request.params.databaseId);
-    const record = target ? await documents.collectionRecord(database.id, target.name) : null;
-    if (!record) throw DocdbErrors.collectionNotFound();
-    return sendJson(reply, record);
-  });
+  app.get(
+    '/v1/databases/:databaseId/collections/:collection',
+    { schema: getCollectionSchema },
+    async (request, reply) => {
+      const target = splitAction(collectionSegment(request), COLLECTION_ACTIONS);
+      if (target?.action) throw DocdbErrors.actionNeedsPost(target.action);
+      const database = await access.authorize(request, request.params.databaseId);
+      const record = target ? await documents.collectionRecord(database.id, target.name) : null;
+      if (!record) throw DocdbErrors.collectionNotFound();
+      return sendJson(reply, record);
+    },
+  );
 }

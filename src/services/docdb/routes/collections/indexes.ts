@@ -25,7 +25,8 @@ export async function getIndex(context: ActionContext, body: JsonValue | undefin
 export async function dropIndex(context: ActionContext, body: JsonValue | undefined): Promise<FastifyReply> {
   const indexName = fields.string(requireObject(body), 'name', { required: true })!;
   const collection = await existing(context);
-  if (!(await context.documents.dropIndex(collection, indexName))) throw DocdbErrors.indexNotFound(indexName, context.name);
+  if (!(await context.documents.dropIndex(collection, indexName)))
+    throw DocdbErrors.indexNotFound(indexName, context.name);
   return context.reply.code(204).send();
 }
 
@@ -42,10 +43,17 @@ export async function createIndex(context: ActionContext, body: JsonValue | unde
   return reply.code(201).send(indexRecord(index));
 }
 
-function indexDefinition(body: JsonObject): { name: string; type: 'map' | 'btree'; fields: string[]; sparse: boolean; unique: boolean } {
+function indexDefinition(body: JsonObject): {
+  name: string;
+  type: 'map' | 'btree';
+  fields: string[];
+  sparse: boolean;
+  unique: boolean;
+} {
   const name = fields.string(body, 'name', { required: true, nonEmpty: true })!;
   const type = body.type;
-  if (type !== 'map' && type !== 'btree') throw DocdbErrors.indexTypeInvalid(typeof type === 'string' ? type : stringifyJson(type ?? null));
+  if (type !== 'map' && type !== 'btree')
+    throw DocdbErrors.indexTypeInvalid(typeof type === 'string' ? type : stringifyJson(type ?? null));
   const sparse = fields.boolean(body, 'sparse', false);
   const unique = fields.boolean(body, 'unique', type === 'map');
   const field = fields.string(body, 'field');
@@ -55,7 +63,8 @@ function indexDefinition(body: JsonObject): { name: string; type: 'map' | 'btree
   }
   let list: string[];
   if (body.fields !== undefined && body.fields !== null) {
-    if (!Array.isArray(body.fields) || !body.fields.every((f) => typeof f === 'string')) throw DocdbErrors.fieldType('fields', 'an array of strings');
+    if (!Array.isArray(body.fields) || !body.fields.every((f) => typeof f === 'string'))
+      throw DocdbErrors.fieldType('fields', 'an array of strings');
     list = body.fields as string[];
   } else if (field !== undefined) {
     list = [field];

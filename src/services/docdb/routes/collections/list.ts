@@ -3,7 +3,11 @@ import { databaseParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { sendJson } from './common.ts';
 
-export const listCollectionsSchema = { tags: ['collections'], summary: 'List collections in creation order', params: databaseParams };
+export const listCollectionsSchema = {
+  tags: ['collections'],
+  summary: 'List collections in creation order',
+  params: databaseParams,
+};
 
 /** `GET /v1/databases/:databaseId/collections`: the collection records in creation order. */
 export function registerListCollections(app: ServiceApp, { documents, access }: RouteDeps): void {

@@ -13,20 +13,24 @@ export const databaseActionsSchema = { hide: true, params: databaseParams };
  * checks its body before access, as every database route does.
  */
 export function registerDatabaseActions(app: ServiceApp, deps: RouteDeps): void {
-  app.post('/v1/databases/:databaseId', { schema: databaseActionsSchema, onRequest: requireAction }, async (request, reply) => {
-    const target = targetOf(request);
-    switch (target.action) {
-      case 'createApiKey':
-        return createApiKey(deps, request, reply, target.name);
-      case 'deleteApiKey':
-        return deleteApiKey(deps, request, reply, target.name);
-      case 'addOwner':
-        return addOwner(deps, request, reply, target.name);
-      case 'deleteOwner':
-        return deleteOwner(deps, request, reply, target.name);
-      case null:
-        break;
-    }
-    throw methodNotAllowed(request, 'GET, PATCH, DELETE');
-  });
+  app.post(
+    '/v1/databases/:databaseId',
+    { schema: databaseActionsSchema, onRequest: requireAction },
+    async (request, reply) => {
+      const target = targetOf(request);
+      switch (target.action) {
+        case 'createApiKey':
+          return createApiKey(deps, request, reply, target.name);
+        case 'deleteApiKey':
+          return deleteApiKey(deps, request, reply, target.name);
+        case 'addOwner':
+          return addOwner(deps, request, reply, target.name);
+        case 'deleteOwner':
+          return deleteOwner(deps, request, reply, target.name);
+        case null:
+          break;
+      }
+      throw methodNotAllowed(request, 'GET, PATCH, DELETE');
+    },
+  );
 }

@@ -13,7 +13,12 @@ const checkCreateKey = bodyCheck(createKeyBody);
 const checkDeleteKey = bodyCheck(deleteKeyBody);
 
 /** `:createApiKey`: 201 `{name,key,secret,creation_date}`; only the secret's bcrypt hash is stored. */
-export async function createApiKey({ databases, access }: RouteDeps, request: FastifyRequest, reply: FastifyReply, databaseName: string): Promise<FastifyReply> {
+export async function createApiKey(
+  { databases, access }: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  databaseName: string,
+): Promise<FastifyReply> {
   const name = noNul('name', checkCreateKey(request.body).name);
   const database = await access.authorize(request, databaseName);
   const key = newId();
@@ -27,10 +32,19 @@ export async function createApiKey({ databases, access }: RouteDeps, request: Fa
 }
 
 /** `:deleteApiKey`: 204; the key stops working at once on every instance. */
-export async function deleteApiKey({ databases, access }: RouteDeps, request: FastifyRequest, reply: FastifyReply, databaseName: string): Promise<FastifyReply> {
+export async function deleteApiKey(
+  { databases, access }: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  databaseName: string,
+): Promise<FastifyReply> {
   const { key } = checkDeleteKey(request.body);
   const database = await access.authorize(request, databaseName);
   if (!(await databases.deleteKey(database.id, key))) throw DocdbErrors.apiKeyNotFound();
-  await access.revokeKey(key).catch((err: unknown) => request.log.error({ err, databaseId: database.id }, 'could not publish docdb key revocation'));
+  await access
+    .revokeKey(key)
+    .catch((err: unknown) =>
+      request.log.error({ err, databaseId: database.id }, 'could not publish docdb key revocation'),
+    );
   return reply.code(204).send();
 }

@@ -15,7 +15,13 @@ export const identity = [{ gatewayIdentity: [] }];
 
 // Action bodies are checked here rather than by a route schema (one POST route serves them all),
 // with the app's rules: exact types, no coercion, unknown fields ignored (README: Requests).
-const ajv = new Ajv({ strict: false, allErrors: false, coerceTypes: false, removeAdditional: false, useDefaults: true });
+const ajv = new Ajv({
+  strict: false,
+  allErrors: false,
+  coerceTypes: false,
+  removeAdditional: false,
+  useDefaults: true,
+});
 
 /** A checker of an action body against `schema`: the body, typed, or 400 naming the first problem. */
 export function bodyCheck<S extends TSchema>(schema: S): (body: unknown) => Static<S> {
@@ -24,7 +30,9 @@ export function bodyCheck<S extends TSchema>(schema: S): (body: unknown) => Stat
     requireBody(body);
     if (!validate(body)) {
       const first = validate.errors?.[0];
-      throw first ? DocdbErrors.bodyInvalid(first.instancePath.replace(/\//g, '.'), first.message ?? 'is invalid') : DocdbErrors.bodyInvalid('', 'is invalid');
+      throw first
+        ? DocdbErrors.bodyInvalid(first.instancePath.replace(/\//g, '.'), first.message ?? 'is invalid')
+        : DocdbErrors.bodyInvalid('', 'is invalid');
     }
     return body as Static<S>;
   };

@@ -14,11 +14,19 @@ export const deleteDatabaseSchema = {
 
 /** `DELETE /v1/databases/:databaseId`: `{id,name,creation_date}`; its keys stop working on every instance. */
 export function registerDeleteDatabase(app: ServiceApp, { databases, access }: RouteDeps): void {
-  app.delete('/v1/databases/:databaseId', { schema: deleteDatabaseSchema, onRequest: refuseAction }, async (request) => {
-    const database = await access.authorize(request, targetOf(request).name);
-    const deleted = await databases.delete(database.id);
-    if (!deleted) throw DocdbErrors.databaseNotFound();
-    await access.revokeDatabase(deleted.id).catch((err: unknown) => request.log.error({ err, databaseId: deleted.id }, 'could not publish docdb key revocation'));
-    return deleted;
-  });
+  app.delete(
+    '/v1/databases/:databaseId',
+    { schema: deleteDatabaseSchema, onRequest: refuseAction },
+    async (request) => {
+      const database = await access.authorize(request, targetOf(request).name);
+      const deleted = await databases.delete(database.id);
+      if (!deleted) throw DocdbErrors.databaseNotFound();
+      await access
+        .revokeDatabase(deleted.id)
+        .catch((err: unknown) =>
+          request.log.error({ err, databaseId: deleted.id }, 'could not publish docdb key revocation'),
+        );
+      return deleted;
+    },
+  );
 }

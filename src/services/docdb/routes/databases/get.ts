@@ -13,5 +13,7 @@ export const getDatabaseSchema = {
 
 /** `GET /v1/databases/:databaseId`: the full record. */
 export function registerGetDatabase(app: ServiceApp, { access }: RouteDeps): void {
-  app.get('/v1/databases/:databaseId', { schema: getDatabaseSchema, onRequest: refuseAction }, async (request) => access.authorize(request, targetOf(request).name));
+  app.get('/v1/databases/:databaseId', { schema: getDatabaseSchema, onRequest: refuseAction }, async (request) =>
+    access.authorize(request, targetOf(request).name),
+  );
 }

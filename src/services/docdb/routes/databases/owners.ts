@@ -7,7 +7,12 @@ import { bodyCheck, noNul } from './common.ts';
 const checkOwner = bodyCheck(ownerBody);
 
 /** `:addOwner`: 200 with the owners after the change; an existing owner is no change. */
-export async function addOwner({ databases, access }: RouteDeps, request: FastifyRequest, reply: FastifyReply, databaseName: string): Promise<FastifyReply> {
+export async function addOwner(
+  { databases, access }: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  databaseName: string,
+): Promise<FastifyReply> {
   const owner = noNul('owner_id', checkOwner(request.body).owner_id);
   const database = await access.authorize(request, databaseName);
   const owners = await databases.addOwner(database.id, owner);
@@ -16,7 +21,12 @@ export async function addOwner({ databases, access }: RouteDeps, request: Fastif
 }
 
 /** `:deleteOwner`: 200 with the owners after the change; never yourself, never the last owner. */
-export async function deleteOwner({ databases, access }: RouteDeps, request: FastifyRequest, reply: FastifyReply, databaseName: string): Promise<FastifyReply> {
+export async function deleteOwner(
+  { databases, access }: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  databaseName: string,
+): Promise<FastifyReply> {
   const owner = noNul('owner_id', checkOwner(request.body).owner_id);
   const database = await access.authorize(request, databaseName);
   if (access.userOf(request) === owner) throw DocdbErrors.ownerRemovesSelf();

@@ -15,11 +15,15 @@ export const renameDatabaseSchema = {
 
 /** `PATCH /v1/databases/:databaseId`: the full record after the change. */
 export function registerRenameDatabase(app: ServiceApp, { databases, access }: RouteDeps): void {
-  app.patch('/v1/databases/:databaseId', { schema: renameDatabaseSchema, onRequest: refuseAction, preValidation: bodyRequired }, async (request) => {
-    const name = noNul('name', request.body.name);
-    const database = await access.authorize(request, targetOf(request).name);
-    const renamed = await databases.rename(database.id, name);
-    if (!renamed) throw DocdbErrors.databaseNotFound();
-    return renamed;
-  });
+  app.patch(
+    '/v1/databases/:databaseId',
+    { schema: renameDatabaseSchema, onRequest: refuseAction, preValidation: bodyRequired },
+    async (request) => {
+      const name = noNul('name', request.body.name);
+      const database = await access.authorize(request, targetOf(request).name);
+      const renamed = await databases.rename(database.id, name);
+      if (!renamed) throw DocdbErrors.databaseNotFound();
+      return renamed;
+    },
+  );
 }

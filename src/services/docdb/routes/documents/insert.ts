@@ -20,13 +20,20 @@ const STREAM_HEADERS = {
  * transaction, and its lines are written once it committed. A missing collection is created first
  * (`insert`: with the default defaults; the other two: without defaults).
  */
-export async function insertAction(context: ActionContext, kind: 'insert' | 'insertFullduplex' | 'insertStream'): Promise<void> {
+export async function insertAction(
+  context: ActionContext,
+  kind: 'insert' | 'insertFullduplex' | 'insertStream',
+): Promise<void> {
   const { reply, documents, databaseId, name, stream } = context;
   checkCollectionName(name);
   const collection = await documents.ensureCollection(databaseId, name, kind === 'insert' ? DEFAULT_DEFAULTS : null);
   reply.hijack();
   const streaming = kind === 'insertStream';
-  const out = new LineResponse(reply.raw, streaming ? 202 : kind === 'insert' ? 201 : 200, streaming ? STREAM_HEADERS : undefined);
+  const out = new LineResponse(
+    reply.raw,
+    streaming ? 202 : kind === 'insert' ? 201 : 200,
+    streaming ? STREAM_HEADERS : undefined,
+  );
   if (streaming) await out.flush(true);
   let sawValue = false;
   const values = jsonValues(readChunks(stream), { maxValueBytes: BODY_LIMIT });
@@ -84,5 +91,7 @@ export async function insertAction(context: ActionContext, kind: 'insert' | 'ins
 
 /** The answer for a body the splitter gave up on: malformed, or a value over the per-document limit. */
 function streamError(error: JsonStreamError): HttpError {
-  return error.code === 'payload_too_large' ? DocdbErrors.valueTooLarge(error.message) : DocdbErrors.malformedValue(error.message);
+  return error.code === 'payload_too_large'
+    ? DocdbErrors.valueTooLarge(error.message)
+    : DocdbErrors.malformedValue(error.message);
 }

@@ -109,7 +109,11 @@ export async function traverse(
         work += candidate.body.length * weight + 1024;
         if (options.upToSeq !== undefined && candidate.seq > options.upToSeq) continue;
         if (options.skipSeqs?.has(candidate.seq)) continue;
-        if (filter !== null && !(filters.inline(filter, candidate.body) ?? (await filters.inWorker(filter, candidate.body)))) continue;
+        if (
+          filter !== null &&
+          !(filters.inline(filter, candidate.body) ?? (await filters.inWorker(filter, candidate.body)))
+        )
+          continue;
         if (skip > 0) {
           skip--;
           continue;

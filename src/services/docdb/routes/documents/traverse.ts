@@ -63,7 +63,10 @@ export async function traversalAction(action: 'find' | 'patch' | 'remove', conte
         traversal,
         async (selected) => {
           const seqs = selected.map((document) => document.seq);
-          const outcomes: WriteOutcome[] = action === 'patch' ? await documents.patch(collection, seqs, change) : await documents.remove(collection, seqs);
+          const outcomes: WriteOutcome[] =
+            action === 'patch'
+              ? await documents.patch(collection, seqs, change)
+              : await documents.remove(collection, seqs);
           for (const outcome of outcomes) {
             if (!outcome.ok) {
               out.fail(outcome.error);

@@ -1,7 +1,11 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import type { RouteDeps } from '../deps.ts';
 
-export const debugDatabasesSchema = { tags: ['service'], summary: "The caller's databases with their collections and document counts", security: [{ gatewayIdentity: [] }] };
+export const debugDatabasesSchema = {
+  tags: ['service'],
+  summary: "The caller's databases with their collections and document counts",
+  security: [{ gatewayIdentity: [] }],
+};
 
 /** `GET /v1/debug/dbs`: identity required; the caller's databases with their collections (name, total, indexes). */
 export function registerDebugDatabases(app: ServiceApp, { databases, documents, access }: RouteDeps): void {
@@ -12,7 +16,11 @@ export function registerDebugDatabases(app: ServiceApp, { databases, documents, 
       owned.map(async (database) => ({
         id: database.id,
         name: database.name,
-        collections: (await documents.listCollections(database.id)).map((collection) => ({ name: collection.name, total: collection.total, indexes: collection.indexes })),
+        collections: (await documents.listCollections(database.id)).map((collection) => ({
+          name: collection.name,
+          total: collection.total,
+          indexes: collection.indexes,
+        })),
       })),
     );
   });

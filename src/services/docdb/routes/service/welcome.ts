@@ -2,7 +2,11 @@ import { Type } from 'typebox';
 import type { ServiceApp } from '../../../../core/app.ts';
 import type { RouteDeps } from '../deps.ts';
 
-export const welcomeSchema = { tags: ['service'], summary: 'Welcome', response: { 200: Type.Object({ service: Type.String(), version: Type.String() }) } };
+export const welcomeSchema = {
+  tags: ['service'],
+  summary: 'Welcome',
+  response: { 200: Type.Object({ service: Type.String(), version: Type.String() }) },
+};
 
 /** `GET /v1`: `{"service":"docdb","version":"…"}` (README: Service endpoints). */
 export function registerWelcome(app: ServiceApp, { version }: RouteDeps): void {

@@ -16,7 +16,12 @@ export const invocationErrors = errors(400, 404, 413, 429, 500);
  * Runs the lambda of the `lambda_id` path parameter for the request: only the owner's when
  * `owner` is given, and on a project host only one of that project; 404 otherwise.
  */
-export async function runById({ repository, invoker }: RouteDeps, request: FastifyRequest, reply: FastifyReply, owner: string | null): Promise<FastifyReply> {
+export async function runById(
+  { repository, invoker }: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  owner: string | null,
+): Promise<FastifyReply> {
   const { lambda_id } = request.params as { lambda_id: string };
   const lambda = await repository.get(lambda_id);
   const project = projectOf(request);

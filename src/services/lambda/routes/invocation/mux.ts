@@ -17,8 +17,18 @@ function muxPath(url: string): string {
   }
 }
 
-export const ownerMuxRootSchema = { tags, summary: "Owner router (the route path '/')", params: ownerParams, response: invocationErrors };
-export const ownerMuxSchema = { tags, summary: 'Owner router: owner, then method, then path', params: ownerPathParams, response: invocationErrors };
+export const ownerMuxRootSchema = {
+  tags,
+  summary: "Owner router (the route path '/')",
+  params: ownerParams,
+  response: invocationErrors,
+};
+export const ownerMuxSchema = {
+  tags,
+  summary: 'Owner router: owner, then method, then path',
+  params: ownerPathParams,
+  response: invocationErrors,
+};
 
 /** `/mux/{owner_id}` and `/mux/{owner_id}/*`, any method: the owner's lambda for the method and path (README: Invocation, mux). */
 export function registerOwnerMux(app: ServiceApp, { repository, invoker }: RouteDeps): void {

@@ -12,7 +12,12 @@ export const runOwnLambdaSchema = {
   response: { ...invocationErrors, ...errors(401) },
 };
 
-export const runLambdaSchema = { tags, summary: 'Run a lambda publicly (any method)', params: lambdaParams, response: invocationErrors };
+export const runLambdaSchema = {
+  tags,
+  summary: 'Run a lambda publicly (any method)',
+  params: lambdaParams,
+  response: invocationErrors,
+};
 
 /** `/api/v0/run/{lambda_id}` (the owner's) and `/run/{lambda_id}` (anyone's), any method (README: Invocation). */
 export function registerRunById(app: ServiceApp, deps: RouteDeps): void {

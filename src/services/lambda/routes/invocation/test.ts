@@ -11,7 +11,7 @@ export const testInvocationSchema = {
   security: [{ gatewayIdentity: [] }],
   summary: "Test-run one of the caller's lambdas and get its response and console lines as data",
   description:
-    'The console\'s Invoke: runs the lambda exactly as a request would (same limits, listed in /ongoing) with the given request, and answers the status, headers and body it produced together with the `console.log`/`warn`/`error` lines of that run. Defaults: the lambda\'s method and path, no query, no headers, no body.',
+    "The console's Invoke: runs the lambda exactly as a request would (same limits, listed in /ongoing) with the given request, and answers the status, headers and body it produced together with the `console.log`/`warn`/`error` lines of that run. Defaults: the lambda's method and path, no query, no headers, no body.",
   params: lambdaParams,
   body: testInvocationBody,
   response: { 200: testInvocationResult, ...errors(400, 401, 404, 429) },
@@ -23,9 +23,16 @@ export function registerTestInvocation(app: ServiceApp, { repository, invoker }:
     const owner = requireIdentity(request).user.id;
     const lambda = await repository.get(request.params.lambda_id);
     const project = projectOf(request);
-    if (!lambda || lambda.owner !== owner || (project !== null && lambda.project_id !== project)) throw LambdaErrors.lambdaNotFound(request.params.lambda_id);
+    if (!lambda || lambda.owner !== owner || (project !== null && lambda.project_id !== project))
+      throw LambdaErrors.lambdaNotFound(request.params.lambda_id);
     const input = request.body;
     const headers = Object.fromEntries(Object.entries(input.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-    return invoker.test(lambda, { method: (input.method ?? (lambda.method === 'ANY' ? 'GET' : lambda.method)).toUpperCase(), path: input.path ?? lambda.path, query: input.query ?? {}, headers, body: input.body });
+    return invoker.test(lambda, {
+      method: (input.method ?? (lambda.method === 'ANY' ? 'GET' : lambda.method)).toUpperCase(),
+      path: input.path ?? lambda.path,
+      query: input.query ?? {},
+      headers,
+      body: input.body,
+    });
   });
 }

@@ -27,7 +27,11 @@ export async function ownLambda({ repository }: RouteDeps, request: FastifyReque
 }
 
 /** On a project host, changes need an owner of the project (403 otherwise). */
-export async function assertMayManage({ repository }: RouteDeps, request: FastifyRequest, userId: string): Promise<void> {
+export async function assertMayManage(
+  { repository }: RouteDeps,
+  request: FastifyRequest,
+  userId: string,
+): Promise<void> {
   const project = projectOf(request);
   if (project !== null && !(await repository.ownsProject(userId, project))) throw LambdaErrors.notProjectOwner();
 }

@@ -8,7 +8,13 @@ import { createBody, errors, lambdaObject } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { assertMayManage, checkSyntax, security, tags } from './common.ts';
 
-export const createLambdaSchema = { tags, security, summary: 'Create a lambda', body: createBody, response: { 201: lambdaObject, ...errors(400, 401, 403, 409, 413) } };
+export const createLambdaSchema = {
+  tags,
+  security,
+  summary: 'Create a lambda',
+  body: createBody,
+  response: { 201: lambdaObject, ...errors(400, 401, 403, 409, 413) },
+};
 
 /** `POST /api/v0/lambdas` (README: Create / patch): 201 with the stored lambda. */
 export function registerCreateLambda(app: ServiceApp, deps: RouteDeps): void {

@@ -4,7 +4,13 @@ import { deletedLambda, errors, lambdaParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { assertMayManage, ownLambda, security, tags } from './common.ts';
 
-export const deleteLambdaSchema = { tags, security, summary: 'Delete a lambda', params: lambdaParams, response: { 200: deletedLambda, ...errors(401, 403, 404) } };
+export const deleteLambdaSchema = {
+  tags,
+  security,
+  summary: 'Delete a lambda',
+  params: lambdaParams,
+  response: { 200: deletedLambda, ...errors(401, 403, 404) },
+};
 
 /** `DELETE /api/v0/lambdas/{lambda_id}`: answers the deleted lambda's id. */
 export function registerDeleteLambda(app: ServiceApp, deps: RouteDeps): void {

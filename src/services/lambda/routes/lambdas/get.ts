@@ -3,9 +3,17 @@ import { errors, lambdaObject, lambdaParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ownLambda, security, tags } from './common.ts';
 
-export const getLambdaSchema = { tags, security, summary: 'Get a lambda', params: lambdaParams, response: { 200: lambdaObject, ...errors(401, 404) } };
+export const getLambdaSchema = {
+  tags,
+  security,
+  summary: 'Get a lambda',
+  params: lambdaParams,
+  response: { 200: lambdaObject, ...errors(401, 404) },
+};
 
 /** `GET /api/v0/lambdas/{lambda_id}`: one of the caller's lambdas. */
 export function registerGetLambda(app: ServiceApp, deps: RouteDeps): void {
-  app.get('/api/v0/lambdas/:lambda_id', { schema: getLambdaSchema }, async (request) => ownLambda(deps, request, request.params.lambda_id));
+  app.get('/api/v0/lambdas/:lambda_id', { schema: getLambdaSchema }, async (request) =>
+    ownLambda(deps, request, request.params.lambda_id),
+  );
 }

@@ -5,9 +5,16 @@ import { errors, lambdaList } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { security, tags } from './common.ts';
 
-export const listLambdasSchema = { tags, security, summary: 'List lambdas', response: { 200: lambdaList, ...errors(401) } };
+export const listLambdasSchema = {
+  tags,
+  security,
+  summary: 'List lambdas',
+  response: { 200: lambdaList, ...errors(401) },
+};
 
 /** `GET /api/v0/lambdas`: the caller's lambdas (on a project host, those of the project). */
 export function registerListLambdas(app: ServiceApp, { repository }: RouteDeps): void {
-  app.get('/api/v0/lambdas', { schema: listLambdasSchema }, async (request) => repository.list(requireIdentity(request).user.id, projectOf(request)));
+  app.get('/api/v0/lambdas', { schema: listLambdasSchema }, async (request) =>
+    repository.list(requireIdentity(request).user.id, projectOf(request)),
+  );
 }

@@ -20,9 +20,13 @@ export function registerUpdateLambda(app: ServiceApp, deps: RouteDeps): void {
     const lambda = await ownLambda(deps, request, request.params.lambda_id);
     await assertMayManage(deps, request, lambda.owner);
     const { method, ...rest } = request.body;
-    if (rest.code !== undefined || rest.language !== undefined) await checkSyntax(deps, rest.language ?? lambda.language, rest.code ?? lambda.code);
+    if (rest.code !== undefined || rest.language !== undefined)
+      await checkSyntax(deps, rest.language ?? lambda.language, rest.code ?? lambda.code);
     try {
-      const updated = await deps.repository.update(lambda.id, method === undefined ? rest : { ...rest, method: method.toUpperCase() });
+      const updated = await deps.repository.update(
+        lambda.id,
+        method === undefined ? rest : { ...rest, method: method.toUpperCase() },
+      );
       if (!updated) throw LambdaErrors.lambdaNotFound(lambda.id);
       return updated;
     } catch (err) {

@@ -15,7 +15,8 @@ export async function asLines(body: Buffer): Promise<{ data: Buffer; lines: numb
   for (let at = body.indexOf(10); at !== -1; at = body.indexOf(10, at + 1)) {
     if (++lines % LINES_PER_LOOK === 0) await pacer.pace();
   }
-  if (body.length > 0 && body[body.length - 1] !== 10) return { data: Buffer.concat([body, Buffer.from('\n')]), lines: lines + 1 };
+  if (body.length > 0 && body[body.length - 1] !== 10)
+    return { data: Buffer.concat([body, Buffer.from('\n')]), lines: lines + 1 };
   return { data: body, lines };
 }
 

@@ -11,7 +11,10 @@ export const ingestEventsSchema = {
 };
 
 /** `POST /v1/ingest/events` (in the raw-body scope): a logger key's events, all or nothing (README: events). */
-export function registerIngestEvents(scope: ServiceApp, { loggers, access, hub, stats, filters, limits }: RouteDeps): void {
+export function registerIngestEvents(
+  scope: ServiceApp,
+  { loggers, access, hub, stats, filters, limits }: RouteDeps,
+): void {
   scope.post('/v1/ingest/events', { schema: ingestEventsSchema }, async (request) => {
     const loggerId = await access.keyLogger(request);
     const body = rawBody(request);
@@ -23,11 +26,14 @@ export function registerIngestEvents(scope: ServiceApp, { loggers, access, hub, 
     if (count === 0) return { events: 0, bytes: body.length };
     counters.concurrentIngests++;
     try {
-      if ((await loggers.append(loggerId, 'event', data, count, limits.maxBytes)) === null) throw LogsErrors.loggerNotFound();
+      if ((await loggers.append(loggerId, 'event', data, count, limits.maxBytes)) === null)
+        throw LogsErrors.loggerNotFound();
     } finally {
       counters.concurrentIngests--;
     }
-    await hub.announce(loggerId).catch((error: unknown) => request.log.warn({ err: error }, 'logs append not announced'));
+    await hub
+      .announce(loggerId)
+      .catch((error: unknown) => request.log.warn({ err: error }, 'logs append not announced'));
     return { events: count, bytes: body.length };
   });
 }

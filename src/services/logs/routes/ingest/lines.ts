@@ -24,11 +24,14 @@ export function registerIngestLines(scope: ServiceApp, { loggers, access, hub, s
     counters.concurrentIngests++;
     try {
       const { data, lines } = await asLines(body);
-      if ((await loggers.append(loggerId, 'raw', data, lines, limits.maxBytes)) === null) throw LogsErrors.loggerNotFound();
+      if ((await loggers.append(loggerId, 'raw', data, lines, limits.maxBytes)) === null)
+        throw LogsErrors.loggerNotFound();
     } finally {
       counters.concurrentIngests--;
     }
-    await hub.announce(loggerId).catch((error: unknown) => request.log.warn({ err: error }, 'logs append not announced'));
+    await hub
+      .announce(loggerId)
+      .catch((error: unknown) => request.log.warn({ err: error }, 'logs append not announced'));
     return { n: body.length };
   });
 }

@@ -3,7 +3,13 @@ import { LogsErrors } from '../../errors.ts';
 import { keyParams, noContent, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 
-export const deleteKeySchema = { tags: ['loggers'], summary: 'Delete a logger API key (by its id); it stops working at once', description: scoped, params: keyParams, response: { 204: noContent, ...scopedErrors } };
+export const deleteKeySchema = {
+  tags: ['loggers'],
+  summary: 'Delete a logger API key (by its id); it stops working at once',
+  description: scoped,
+  params: keyParams,
+  response: { 204: noContent, ...scopedErrors },
+};
 
 /** `DELETE /v1/loggers/:id/apiKeys/:apiKey`: 204; the revocation reaches every instance. */
 export function registerDeleteKey(app: ServiceApp, { loggers, access }: RouteDeps): void {
@@ -11,7 +17,9 @@ export function registerDeleteKey(app: ServiceApp, { loggers, access }: RouteDep
     const { loggerId } = await access.authorize(request, request.params.id);
     const key = await loggers.deleteKey(loggerId, request.params.apiKey);
     if (key === null) throw LogsErrors.keyNotFound();
-    await access.revoke({ key }).catch((error: unknown) => request.log.warn({ err: error }, 'logs key revocation not published'));
+    await access
+      .revoke({ key })
+      .catch((error: unknown) => request.log.warn({ err: error }, 'logs key revocation not published'));
     return reply.code(204).send(null);
   });
 }

@@ -2,7 +2,12 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { errorBody, loggerRecord, nameBody } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 
-export const createLoggerSchema = { tags: ['loggers'], summary: 'Create a logger owned by the caller', body: nameBody, response: { 201: loggerRecord, 400: errorBody, 401: errorBody } };
+export const createLoggerSchema = {
+  tags: ['loggers'],
+  summary: 'Create a logger owned by the caller',
+  body: nameBody,
+  response: { 201: loggerRecord, 400: errorBody, 401: errorBody },
+};
 
 /** `POST /v1/loggers`: 201 with the new logger, the caller its sole owner. */
 export function registerCreateLogger(app: ServiceApp, { loggers, access }: RouteDeps): void {

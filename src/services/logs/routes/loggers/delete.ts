@@ -3,7 +3,13 @@ import { LogsErrors } from '../../errors.ts';
 import { idParams, noContent, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 
-export const deleteLoggerSchema = { tags: ['loggers'], summary: 'Delete a logger, its data and its keys', description: scoped, params: idParams, response: { 204: noContent, ...scopedErrors } };
+export const deleteLoggerSchema = {
+  tags: ['loggers'],
+  summary: 'Delete a logger, its data and its keys',
+  description: scoped,
+  params: idParams,
+  response: { 204: noContent, ...scopedErrors },
+};
 
 /** `DELETE /v1/loggers/:id`: 204; its streams end and its keys stop working on every instance. */
 export function registerDeleteLogger(app: ServiceApp, { loggers, access, hub, stats }: RouteDeps): void {

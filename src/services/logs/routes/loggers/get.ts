@@ -3,7 +3,13 @@ import { LogsErrors } from '../../errors.ts';
 import { idParams, loggerRecord, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 
-export const getLoggerSchema = { tags: ['loggers'], summary: 'Get a logger', description: scoped, params: idParams, response: { 200: loggerRecord, ...scopedErrors } };
+export const getLoggerSchema = {
+  tags: ['loggers'],
+  summary: 'Get a logger',
+  description: scoped,
+  params: idParams,
+  response: { 200: loggerRecord, ...scopedErrors },
+};
 
 /** `GET /v1/loggers/:id`: the logger object. */
 export function registerGetLogger(app: ServiceApp, { loggers, access }: RouteDeps): void {

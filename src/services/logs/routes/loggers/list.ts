@@ -3,9 +3,15 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { errorBody, loggerRecord } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 
-export const listLoggersSchema = { tags: ['loggers'], summary: "List the caller's loggers in creation order", response: { 200: Type.Array(loggerRecord), 401: errorBody } };
+export const listLoggersSchema = {
+  tags: ['loggers'],
+  summary: "List the caller's loggers in creation order",
+  response: { 200: Type.Array(loggerRecord), 401: errorBody },
+};
 
 /** `GET /v1/loggers`: the loggers the caller's identity owns. */
 export function registerListLoggers(app: ServiceApp, { loggers, access }: RouteDeps): void {
-  app.get('/v1/loggers', { schema: listLoggersSchema }, async (request) => loggers.listOwnedBy(access.requireUser(request)));
+  app.get('/v1/loggers', { schema: listLoggersSchema }, async (request) =>
+    loggers.listOwnedBy(access.requireUser(request)),
+  );
 }

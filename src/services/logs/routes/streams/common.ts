@@ -8,7 +8,14 @@ import type { RouteDeps } from '../deps.ts';
 
 /** The schema of both streams; only the summary differs. */
 export function streamSchema(summary: string) {
-  return { tags: ['streams'], summary, description: scoped, params: idParams, querystring: streamQuery, response: { 200: Type.String(), ...scopedErrors } };
+  return {
+    tags: ['streams'],
+    summary,
+    description: scoped,
+    params: idParams,
+    querystring: streamQuery,
+    response: { 200: Type.String(), ...scopedErrors },
+  };
 }
 
 /**
@@ -26,9 +33,15 @@ export async function serveStream(
   const patterns = compilePatterns(query.regex);
   const follow = query.follow !== undefined;
   reply.hijack();
-  await runStream(reply.raw, { loggerId, kind, patterns, follow }, { loggers, hub, stats, filters }).catch((error: unknown) => {
-    if (error instanceof FilterTimeLimitError) request.log.warn({ loggerId, patterns: patterns.map((p) => p.source) }, `logs stream cut off: ${error.message}`);
-    else request.log.error({ err: error }, 'logs stream failed');
-    reply.raw.destroy();
-  });
+  await runStream(reply.raw, { loggerId, kind, patterns, follow }, { loggers, hub, stats, filters }).catch(
+    (error: unknown) => {
+      if (error instanceof FilterTimeLimitError)
+        request.log.warn(
+          { loggerId, patterns: patterns.map((p) => p.source) },
+          `logs stream cut off: ${error.message}`,
+        );
+      else request.log.error({ err: error }, 'logs stream failed');
+      reply.raw.destroy();
+    },
+  );
 }

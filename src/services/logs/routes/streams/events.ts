@@ -6,5 +6,7 @@ export const eventStreamSchema = streamSchema('Stream matching events (NDJSON); 
 
 /** `GET /v1/loggers/:id/events`: the logger's events whose message matches every `regex`, as NDJSON. */
 export function registerEventStream(app: ServiceApp, deps: RouteDeps): void {
-  app.get('/v1/loggers/:id/events', { schema: eventStreamSchema }, async (request, reply) => serveStream(request, reply, { id: request.params.id, kind: 'event', query: request.query }, deps));
+  app.get('/v1/loggers/:id/events', { schema: eventStreamSchema }, async (request, reply) =>
+    serveStream(request, reply, { id: request.params.id, kind: 'event', query: request.query }, deps),
+  );
 }

@@ -33,13 +33,20 @@ export async function apply(app: ServiceApp, { driver }: RouteDeps, row: Reposit
   try {
     await driver.apply(row.name, { ...row.desired, env: row.env, volumes: row.volumes });
   } catch (error) {
-    app.log.warn({ err: error, repository: row.name, driver: driver.name }, 'runtime driver failed to apply the desired state');
+    app.log.warn(
+      { err: error, repository: row.name, driver: driver.name },
+      'runtime driver failed to apply the desired state',
+    );
     throw RunErrors.driverFailed(driver.name, (error as Error).message ?? 'unknown error');
   }
 }
 
 /** Resolves `reference` (a tag, to the digest it points at now) or `digest` (a manifest of this repository). */
-export async function target({ repository }: RouteDeps, row: RepositoryRow, body: { reference?: string | undefined; digest?: string | undefined }): Promise<DesiredState> {
+export async function target(
+  { repository }: RouteDeps,
+  row: RepositoryRow,
+  body: { reference?: string | undefined; digest?: string | undefined },
+): Promise<DesiredState> {
   const { reference, digest } = body;
   if ((reference === undefined) === (digest === undefined)) throw RunErrors.targetNotOne();
   if (reference !== undefined) {
@@ -55,7 +62,14 @@ export async function target({ repository }: RouteDeps, row: RepositoryRow, body
 }
 
 /** Saving env or volumes re-applies a running repository, so a container driver can restart it. */
-export async function saveConfig(app: ServiceApp, deps: RouteDeps, name: string, user: string, column: 'env' | 'volumes', value: EnvVar[] | Volume[]) {
+export async function saveConfig(
+  app: ServiceApp,
+  deps: RouteDeps,
+  name: string,
+  user: string,
+  column: 'env' | 'volumes',
+  value: EnvVar[] | Volume[],
+) {
   const row = await owned(deps, name, user);
   const saved = await deps.repository.setConfig(row.name, column, value);
   if (!saved) throw RunErrors.repositoryNotFound(row.name);

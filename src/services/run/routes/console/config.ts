@@ -17,7 +17,8 @@ export function registerConfigRoutes(app: ServiceApp, deps: RouteDeps): void {
         tags: consoleTags,
         security: consoleSecurity,
         summary: 'Replace the environment variables',
-        description: 'Each key matches ^[A-Za-z_][A-Za-z0-9_]*$ and appears once; [] clears the list. Answers the console data.',
+        description:
+          'Each key matches ^[A-Za-z_][A-Za-z0-9_]*$ and appears once; [] clears the list. Answers the console data.',
         body: envBody,
         response: { 200: consoleData, ...consoleErrors },
       },
@@ -42,7 +43,8 @@ export function registerConfigRoutes(app: ServiceApp, deps: RouteDeps): void {
         tags: consoleTags,
         security: consoleSecurity,
         summary: 'Replace the volumes',
-        description: 'name non-empty and unique; target an absolute path; mode rw (default) or ro. Answers the console data.',
+        description:
+          'name non-empty and unique; target an absolute path; mode rw (default) or ro. Answers the console data.',
         body: volumesBody,
         response: { 200: consoleData, ...consoleErrors },
       },

@@ -8,7 +8,15 @@ import { answer, consoleErrors, consoleSecurity, consoleTags, owned } from './co
 export function registerGetConsole(app: ServiceApp, deps: RouteDeps): void {
   app.get(
     '/api/console',
-    { schema: { tags: consoleTags, security: consoleSecurity, summary: 'Console data of a repository', querystring: repositoryQuery, response: { 200: consoleData, ...consoleErrors } } },
+    {
+      schema: {
+        tags: consoleTags,
+        security: consoleSecurity,
+        summary: 'Console data of a repository',
+        querystring: repositoryQuery,
+        response: { 200: consoleData, ...consoleErrors },
+      },
+    },
     async (request) => {
       const user = requireIdentity(request).user.id;
       return answer(deps, await owned(deps, request.query.repository, user));

@@ -10,7 +10,15 @@ import { answer, apply, consoleErrors, consoleSecurity, consoleTags, owned } fro
 export function registerStop(app: ServiceApp, deps: RouteDeps): void {
   app.post(
     '/api/console/stop',
-    { schema: { tags: consoleTags, security: consoleSecurity, summary: 'Stop a repository (reference and digest are kept)', body: repositoryBody, response: { 200: consoleData, ...consoleErrors } } },
+    {
+      schema: {
+        tags: consoleTags,
+        security: consoleSecurity,
+        summary: 'Stop a repository (reference and digest are kept)',
+        body: repositoryBody,
+        response: { 200: consoleData, ...consoleErrors },
+      },
+    },
     async (request) => {
       const user = requireIdentity(request).user.id;
       const row = await owned(deps, request.body.repository, user);

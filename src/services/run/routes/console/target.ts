@@ -18,8 +18,12 @@ export function registerTargetRoutes(app: ServiceApp, deps: RouteDeps): void {
         schema: {
           tags: consoleTags,
           security: consoleSecurity,
-          summary: action === 'start' ? 'Start a repository at a reference or digest' : 'Roll back a repository to a reference or digest',
-          description: 'Exactly one of `reference` (a tag) or `digest`. Any reference or manifest of the repository is accepted.',
+          summary:
+            action === 'start'
+              ? 'Start a repository at a reference or digest'
+              : 'Roll back a repository to a reference or digest',
+          description:
+            'Exactly one of `reference` (a tag) or `digest`. Any reference or manifest of the repository is accepted.',
           body: targetBody,
           response: { 200: consoleData, ...consoleErrors },
         },

@@ -5,7 +5,16 @@ import { BlobDigestMismatchError, BlobTooLargeError, type BlobInfo } from '../..
 import { digestHex, isRepositoryName } from '../../names.ts';
 import type { Upload } from '../../repository.ts';
 import { declaredLength, disconnectSignal, parseContentRange } from '../../registry/body.ts';
-import { denied, digestInvalid, nameInvalid, sizeInvalid, unavailable, uploadInvalid, uploadUnknown, type RegistryError } from '../../registry/errors.ts';
+import {
+  denied,
+  digestInvalid,
+  nameInvalid,
+  sizeInvalid,
+  unavailable,
+  uploadInvalid,
+  uploadUnknown,
+  type RegistryError,
+} from '../../registry/errors.ts';
 import type { RouteDeps } from '../deps.ts';
 
 /** What the registry's endpoints share: access checks, blob storage, upload state and its headers. */
@@ -18,7 +27,11 @@ export function drain(request: FastifyRequest): void {
 /** Maps blob store failures to registry errors. */
 export function storeError(error: unknown): unknown {
   if (error instanceof BlobTooLargeError) return sizeInvalid(`blob exceeds the limit of ${error.maxBytes} bytes`);
-  if (error instanceof BlobDigestMismatchError) return digestInvalid('the uploaded content does not match the digest', { expected: `sha256:${error.expected}`, actual: `sha256:${error.actual}` });
+  if (error instanceof BlobDigestMismatchError)
+    return digestInvalid('the uploaded content does not match the digest', {
+      expected: `sha256:${error.expected}`,
+      actual: `sha256:${error.actual}`,
+    });
   if (error instanceof BlobGoneError) return unavailable('storage changed during the upload; retry');
   return error;
 }
@@ -39,12 +52,19 @@ export async function liveUpload(deps: RouteDeps, name: string, uuid: string): P
   const upload = await deps.repository.upload(uuid);
   // An upload is addressed under the name it was started with; an idle one has expired even
   // before the sweeper removes it.
-  if (!upload || upload.repository !== name || upload.updatedAt < deps.now() - deps.uploadExpiryMs) throw uploadUnknown();
+  if (!upload || upload.repository !== name || upload.updatedAt < deps.now() - deps.uploadExpiryMs)
+    throw uploadUnknown();
   return upload;
 }
 
 /** Streams `source` into the blob store under the size limit, verifying `digest` when given. */
-export async function storeBlob(deps: RouteDeps, source: AsyncIterable<Uint8Array>, request: FastifyRequest, reply: FastifyReply, digest?: string): Promise<BlobInfo> {
+export async function storeBlob(
+  deps: RouteDeps,
+  source: AsyncIterable<Uint8Array>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  digest?: string,
+): Promise<BlobInfo> {
   const disconnect = disconnectSignal(request.raw, reply.raw);
   try {
     return await deps.blobs.put(source, {
@@ -87,11 +107,16 @@ export function outOfOrder(name: string, upload: Upload, message: string): Regis
 }
 
 /** The `Content-Range` of a chunk, checked against the upload before a byte is read. */
-export function checkRange(request: FastifyRequest, name: string, upload: Upload): { start: number; end: number } | null {
+export function checkRange(
+  request: FastifyRequest,
+  name: string,
+  upload: Upload,
+): { start: number; end: number } | null {
   const header = request.headers['content-range'];
   if (header === undefined) return null;
   const range = parseContentRange(header);
   if (!range) throw outOfOrder(name, upload, `malformed Content-Range '${header}'`);
-  if (range.start !== upload.size) throw outOfOrder(name, upload, `chunk starts at ${range.start} but the upload has ${upload.size} bytes`);
+  if (range.start !== upload.size)
+    throw outOfOrder(name, upload, `chunk starts at ${range.start} but the upload has ${upload.size} bytes`);
   return range;
 }

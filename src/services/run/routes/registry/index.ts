@@ -2,7 +2,14 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceApp } from '../../../../core/app.ts';
 import { HttpError } from '../../../../core/errors.ts';
 import { identityOf } from '../../../../core/identity.ts';
-import { RegistryError, noEndpoint, pathNotDecodable, registryErrorBody, unauthorizedRegistry, unsupported } from '../../registry/errors.ts';
+import {
+  RegistryError,
+  noEndpoint,
+  pathNotDecodable,
+  registryErrorBody,
+  unauthorizedRegistry,
+  unsupported,
+} from '../../registry/errors.ts';
 import { parseRegistryPath, registryPathOf } from '../../registry/paths.ts';
 import type { RouteDeps } from '../deps.ts';
 import { headBlob } from './blobs.ts';
@@ -30,13 +37,29 @@ export async function registerRegistry(app: ServiceApp, deps: RouteDeps): Promis
     scope.addHook('onRequest', async (_request, reply) => {
       reply.header('docker-distribution-api-version', API_VERSION);
     });
-    scope.setErrorHandler((error: FastifyError | RegistryError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
-      if (error instanceof RegistryError) return sendError(request, reply, error.status, error.code, error.message, error.detail, error.headers);
-      if (error instanceof HttpError) return sendError(request, reply, error.status, error.status === 405 ? 'UNSUPPORTED' : 'UNKNOWN', error.message, null, error.headers);
-      if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendError(request, reply, 413, 'SIZE_INVALID', 'request body is too large', null, {});
-      request.log.error({ err: error, reqId: request.id, method: request.method, url: request.url.split('?')[0] }, 'unhandled registry error');
-      return sendError(request, reply, 500, 'UNKNOWN', 'internal error', null, {});
-    });
+    scope.setErrorHandler(
+      (error: FastifyError | RegistryError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
+        if (error instanceof RegistryError)
+          return sendError(request, reply, error.status, error.code, error.message, error.detail, error.headers);
+        if (error instanceof HttpError)
+          return sendError(
+            request,
+            reply,
+            error.status,
+            error.status === 405 ? 'UNSUPPORTED' : 'UNKNOWN',
+            error.message,
+            null,
+            error.headers,
+          );
+        if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+          return sendError(request, reply, 413, 'SIZE_INVALID', 'request body is too large', null, {});
+        request.log.error(
+          { err: error, reqId: request.id, method: request.method, url: request.url.split('?')[0] },
+          'unhandled registry error',
+        );
+        return sendError(request, reply, 500, 'UNKNOWN', 'internal error', null, {});
+      },
+    );
 
     const handler = (request: FastifyRequest, reply: FastifyReply) => handle(deps, request, reply);
     for (const method of ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE'] as const) {
@@ -92,7 +115,15 @@ async function handle(deps: RouteDeps, request: FastifyRequest, reply: FastifyRe
   throw noEndpoint(method, path);
 }
 
-function sendError(request: FastifyRequest, reply: FastifyReply, status: number, code: string, message: string, detail: unknown, headers: Readonly<Record<string, string>>): FastifyReply {
+function sendError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  code: string,
+  message: string,
+  detail: unknown,
+  headers: Readonly<Record<string, string>>,
+): FastifyReply {
   // A body left half read (too large, wrong digest) is discarded so the connection can carry the
   // next request; Node only does that itself for bodies nobody started reading.
   drain(request);

@@ -18,7 +18,8 @@ export function registerCreateScheduler(app: ServiceApp, deps: RouteDeps): void 
   const { repository, requireKey, now } = deps;
   app.post('/schedulers', { onRequest: requireKey, schema: createSchedulerSchema }, async (request, reply) => {
     const { id = newId('sched'), display_name, description } = request.body;
-    if (!(await repository.createScheduler(id, display_name, description ?? null, now()))) throw SchedulerErrors.schedulerExists(id);
+    if (!(await repository.createScheduler(id, display_name, description ?? null, now())))
+      throw SchedulerErrors.schedulerExists(id);
     return reply.code(201).send({ scheduler: schedulerObject(await loadScheduler(deps, id)) });
   });
 }

@@ -3,9 +3,16 @@ import { publicErrors, scheduler, schedulerParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { loadScheduler, schedulerObject } from './object.ts';
 
-export const getSchedulerSchema = { tags: ['schedulers'], summary: 'Get a scheduler', params: schedulerParams, response: { 200: scheduler, ...publicErrors } };
+export const getSchedulerSchema = {
+  tags: ['schedulers'],
+  summary: 'Get a scheduler',
+  params: schedulerParams,
+  response: { 200: scheduler, ...publicErrors },
+};
 
 /** `GET /schedulers/:id`. */
 export function registerGetScheduler(app: ServiceApp, deps: RouteDeps): void {
-  app.get('/schedulers/:id', { schema: getSchedulerSchema }, async (request) => schedulerObject(await loadScheduler(deps, request.params.id)));
+  app.get('/schedulers/:id', { schema: getSchedulerSchema }, async (request) =>
+    schedulerObject(await loadScheduler(deps, request.params.id)),
+  );
 }

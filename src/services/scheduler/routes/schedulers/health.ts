@@ -3,7 +3,12 @@ import { health, publicErrors, schedulerParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { loadScheduler, schedulerObject } from './object.ts';
 
-export const schedulerHealthSchema = { tags: ['schedulers'], summary: 'Scheduler health and counts', params: schedulerParams, response: { 200: health, ...publicErrors } };
+export const schedulerHealthSchema = {
+  tags: ['schedulers'],
+  summary: 'Scheduler health and counts',
+  params: schedulerParams,
+  response: { 200: health, ...publicErrors },
+};
 
 /** `GET /schedulers/:id/health`. */
 export function registerSchedulerHealth(app: ServiceApp, deps: RouteDeps): void {

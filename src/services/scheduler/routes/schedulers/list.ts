@@ -7,7 +7,8 @@ import { schedulerObject } from './object.ts';
 export const listSchedulersSchema = {
   tags: ['schedulers'],
   summary: 'List schedulers in creation order',
-  description: '`search` keeps schedulers whose display_name contains the text (case-insensitive); the legacy `q` does the same and also matches the id.',
+  description:
+    '`search` keeps schedulers whose display_name contains the text (case-insensitive); the legacy `q` does the same and also matches the id.',
   querystring: searchQuery,
   response: { 200: Type.Object({ schedulers: Type.Array(scheduler), total: Type.Integer() }), ...publicErrors },
 };
@@ -18,7 +19,9 @@ export function registerListSchedulers(app: ServiceApp, { repository, now }: Rou
     const search = request.query.search?.toLowerCase();
     const q = request.query.q?.toLowerCase();
     const rows = (await repository.listSchedulers(now())).filter(
-      (row) => (!search || row.display_name.toLowerCase().includes(search)) && (!q || row.display_name.toLowerCase().includes(q) || row.id.toLowerCase().includes(q)),
+      (row) =>
+        (!search || row.display_name.toLowerCase().includes(search)) &&
+        (!q || row.display_name.toLowerCase().includes(q) || row.id.toLowerCase().includes(q)),
     );
     return { schedulers: rows.map(schedulerObject), total: rows.length };
   });

@@ -1,6 +1,13 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { SchedulerErrors } from '../../errors.ts';
-import { ID_REGEX, patchSchedulerBody, privateErrors, putSchedulerBody, scheduler, schedulerParams } from '../../schemas.ts';
+import {
+  ID_REGEX,
+  patchSchedulerBody,
+  privateErrors,
+  putSchedulerBody,
+  scheduler,
+  schedulerParams,
+} from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { loadScheduler, schedulerObject } from './object.ts';
 
@@ -18,11 +25,16 @@ export const updateSchedulerSchemas = { put: updateSchema('put'), patch: updateS
 export function registerUpdateScheduler(app: ServiceApp, deps: RouteDeps): void {
   const { repository, requireKey, now } = deps;
   for (const method of ['put', 'patch'] as const) {
-    app[method]('/schedulers/:id', { onRequest: requireKey, schema: updateSchedulerSchemas[method] }, async (request) => {
-      const { id } = request.params;
-      const change = request.body as { display_name?: string; description?: string };
-      if (!ID_REGEX.test(id) || !(await repository.updateScheduler(id, change, method === 'patch', now()))) throw SchedulerErrors.schedulerNotFound(id);
-      return schedulerObject(await loadScheduler(deps, id));
-    });
+    app[method](
+      '/schedulers/:id',
+      { onRequest: requireKey, schema: updateSchedulerSchemas[method] },
+      async (request) => {
+        const { id } = request.params;
+        const change = request.body as { display_name?: string; description?: string };
+        if (!ID_REGEX.test(id) || !(await repository.updateScheduler(id, change, method === 'patch', now())))
+          throw SchedulerErrors.schedulerNotFound(id);
+        return schedulerObject(await loadScheduler(deps, id));
+      },
+    );
   }
 }

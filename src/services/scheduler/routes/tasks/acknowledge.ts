@@ -20,17 +20,25 @@ export const acknowledgeTaskSchema = {
 
 /** `DELETE /schedulers/:id/tasks/:task`: removes the task; with a `lease_id`, only under that lease. */
 export function registerAcknowledgeTask(app: ServiceApp, { repository, events, requireKey, now }: RouteDeps): void {
-  app.delete('/schedulers/:id/tasks/:task', { onRequest: requireKey, schema: acknowledgeTaskSchema }, async (request, reply) => {
-    const body = request.body;
-    if (body !== undefined && !ackBodyCheckFn(body)) throw SchedulerErrors.acknowledgeBodyInvalid();
-    const leaseId = leaseIdOf(request);
-    const { id, task } = request.params;
-    if (!ID_REGEX.test(id)) throw SchedulerErrors.schedulerNotFound(id);
-    const outcome = ID_REGEX.test(task) ? await repository.acknowledge(id, task, leaseId, now()) : (await repository.exists(id)) ? 'task_not_found' : 'not_found';
-    if (outcome === 'not_found') throw SchedulerErrors.schedulerNotFound(id);
-    if (outcome === 'task_not_found') throw SchedulerErrors.taskNotFound(task);
-    if (outcome === 'lease_mismatch') throw SchedulerErrors.leaseMismatch();
-    events.changed(id);
-    return reply.code(204).send(null);
-  });
+  app.delete(
+    '/schedulers/:id/tasks/:task',
+    { onRequest: requireKey, schema: acknowledgeTaskSchema },
+    async (request, reply) => {
+      const body = request.body;
+      if (body !== undefined && !ackBodyCheckFn(body)) throw SchedulerErrors.acknowledgeBodyInvalid();
+      const leaseId = leaseIdOf(request);
+      const { id, task } = request.params;
+      if (!ID_REGEX.test(id)) throw SchedulerErrors.schedulerNotFound(id);
+      const outcome = ID_REGEX.test(task)
+        ? await repository.acknowledge(id, task, leaseId, now())
+        : (await repository.exists(id))
+          ? 'task_not_found'
+          : 'not_found';
+      if (outcome === 'not_found') throw SchedulerErrors.schedulerNotFound(id);
+      if (outcome === 'task_not_found') throw SchedulerErrors.taskNotFound(task);
+      if (outcome === 'lease_mismatch') throw SchedulerErrors.leaseMismatch();
+      events.changed(id);
+      return reply.code(204).send(null);
+    },
+  );
 }

@@ -20,7 +20,12 @@ export interface ListQuery {
   label?: string[];
 }
 
-const pageMeta = (total: number, page: Page) => ({ total, page: page.page, per_page: page.perPage, total_pages: Math.ceil(total / page.perPage) });
+const pageMeta = (total: number, page: Page) => ({
+  total,
+  page: page.page,
+  per_page: page.perPage,
+  total_pages: Math.ceil(total / page.perPage),
+});
 const labelsOf = (text: string) => JSON.parse(text) as string[];
 
 /** One page of scheduled and one of in-flight tasks, as the task list and the stream's snapshots show them. */
@@ -31,8 +36,16 @@ export async function listing({ repository, now }: RouteDeps, schedulerId: strin
   const ip = { page: query.inflight_page, perPage: query.inflight_per_page };
   const pages = await repository.listTasks(schedulerId, filter, sp, ip, now());
   return {
-    scheduled: pages.scheduled.map((t: ListedTask) => ({ id: t.id, future: formatTime(Number(t.due_ms)), labels: labelsOf(t.labels) })),
-    inflight: pages.inflight.map((t: ListedTask) => ({ id: t.id, lease_expires_at: formatTime(Number(t.due_ms)), labels: labelsOf(t.labels) })),
+    scheduled: pages.scheduled.map((t: ListedTask) => ({
+      id: t.id,
+      future: formatTime(Number(t.due_ms)),
+      labels: labelsOf(t.labels),
+    })),
+    inflight: pages.inflight.map((t: ListedTask) => ({
+      id: t.id,
+      lease_expires_at: formatTime(Number(t.due_ms)),
+      labels: labelsOf(t.labels),
+    })),
     scheduled_meta: pageMeta(pages.scheduledTotal, sp),
     inflight_meta: pageMeta(pages.inflightTotal, ip),
   };
@@ -42,6 +55,7 @@ export async function listing({ repository, now }: RouteDeps, schedulerId: strin
 export function leaseIdOf(request: FastifyRequest): string | undefined {
   const fromQuery = (request.query as { lease_id?: string }).lease_id;
   const fromBody = (request.body as { lease_id?: string } | undefined)?.lease_id;
-  if (fromQuery !== undefined && fromBody !== undefined && fromQuery !== fromBody) throw SchedulerErrors.leaseIdDiffers();
+  if (fromQuery !== undefined && fromBody !== undefined && fromQuery !== fromBody)
+    throw SchedulerErrors.leaseIdDiffers();
   return fromQuery ?? fromBody;
 }

@@ -5,7 +5,13 @@ import { enqueueBody, enqueued, ID_REGEX, privateErrors, schedulerParams } from 
 import { dueTime, formatTime } from '../../time.ts';
 import type { RouteDeps } from '../deps.ts';
 
-export const enqueueTaskSchema = { tags: ['tasks'], summary: 'Enqueue a task', params: schedulerParams, body: enqueueBody, response: { 202: enqueued, ...privateErrors } };
+export const enqueueTaskSchema = {
+  tags: ['tasks'],
+  summary: 'Enqueue a task',
+  params: schedulerParams,
+  body: enqueueBody,
+  response: { 202: enqueued, ...privateErrors },
+};
 
 /** `POST /schedulers/:id/tasks`: due now unless `delay` or `future` says otherwise. */
 export function registerEnqueueTask(app: ServiceApp, { repository, events, requireKey, now }: RouteDeps): void {

@@ -21,25 +21,34 @@ export const reserveTaskSchema = {
 
 /** `POST /schedulers/:id/tasks/reserve`: the earliest due task under a new lease of `worktime`. */
 export function registerReserveTask(app: ServiceApp, deps: RouteDeps): void {
-  app.post('/schedulers/:id/tasks/reserve', { onRequest: deps.requireKey, schema: reserveTaskSchema }, async (request, reply) => {
-    const worktime = parseDuration('worktime', request.body.worktime);
-    if (worktime <= 0) throw SchedulerErrors.worktimeNotPositive();
-    if (worktime > MAX_WORKTIME_MS) throw SchedulerErrors.worktimeTooLong();
-    const schedulerId = request.params.id;
-    await requireScheduler(deps, schedulerId);
-    const claimed = await reserveWaiting(deps, reply.raw, schedulerId, worktime);
-    if (!claimed) return reply.code(204).send(null);
-    // The payload is stored as JSON text and goes out verbatim, without a parse/serialise round.
-    const json = `{"id":${JSON.stringify(claimed.id)},"payload":${claimed.payload},"lease_expires_at":"${formatTime(Number(claimed.due_ms))}","labels":${claimed.labels},"lease_id":"${claimed.lease_id}"}`;
-    return reply.type('application/json; charset=utf-8').send(json as never);
-  });
+  app.post(
+    '/schedulers/:id/tasks/reserve',
+    { onRequest: deps.requireKey, schema: reserveTaskSchema },
+    async (request, reply) => {
+      const worktime = parseDuration('worktime', request.body.worktime);
+      if (worktime <= 0) throw SchedulerErrors.worktimeNotPositive();
+      if (worktime > MAX_WORKTIME_MS) throw SchedulerErrors.worktimeTooLong();
+      const schedulerId = request.params.id;
+      await requireScheduler(deps, schedulerId);
+      const claimed = await reserveWaiting(deps, reply.raw, schedulerId, worktime);
+      if (!claimed) return reply.code(204).send(null);
+      // The payload is stored as JSON text and goes out verbatim, without a parse/serialise round.
+      const json = `{"id":${JSON.stringify(claimed.id)},"payload":${claimed.payload},"lease_expires_at":"${formatTime(Number(claimed.due_ms))}","labels":${claimed.labels},"lease_id":"${claimed.lease_id}"}`;
+      return reply.type('application/json; charset=utf-8').send(json as never);
+    },
+  );
 }
 
 /**
  * Claims at once if a task is due; otherwise waits for a change (from any instance, through
  * the notifier) or for the next due time or lease expiry (a timer), then tries again.
  */
-async function reserveWaiting({ repository, events, now }: RouteDeps, response: ServerResponse, schedulerId: string, worktime: number): Promise<Claimed | undefined> {
+async function reserveWaiting(
+  { repository, events, now }: RouteDeps,
+  response: ServerResponse,
+  schedulerId: string,
+  worktime: number,
+): Promise<Claimed | undefined> {
   const deadline = now() + Math.min(worktime, MAX_WAIT_MS);
   let poke: (() => void) | undefined;
   let woken = false;

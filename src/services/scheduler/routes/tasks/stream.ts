@@ -14,7 +14,13 @@ export const taskStreamSchema = {
   params: schedulerParams,
   querystring: listQuery,
   produces: ['text/event-stream'],
-  response: { 200: { description: 'text/event-stream of `event: snapshot` frames', content: { 'text/event-stream': { schema: snapshot } } }, ...publicErrors },
+  response: {
+    200: {
+      description: 'text/event-stream of `event: snapshot` frames',
+      content: { 'text/event-stream': { schema: snapshot } },
+    },
+    ...publicErrors,
+  },
 };
 
 /** `GET /schedulers/:id/tasks/stream`: the task list and health as a snapshot on connect and after every change. */
@@ -31,7 +37,13 @@ export function registerTaskStream(app: ServiceApp, deps: RouteDeps): void {
         scheduler_id: schedulerId,
         generated_at: formatTime(now()),
         ...list,
-        health: { status: 'ok', ready: true, scheduled: counts.scheduled, inflight: counts.inflight, scheduler_id: schedulerId },
+        health: {
+          status: 'ok',
+          ready: true,
+          scheduled: counts.scheduled,
+          inflight: counts.inflight,
+          scheduler_id: schedulerId,
+        },
       };
     };
     const first = await build();
@@ -47,7 +59,8 @@ export function registerTaskStream(app: ServiceApp, deps: RouteDeps): void {
       clearTimeout(expiryTimer);
       const next = await repository.nextExpiry(schedulerId, now());
       // Expiry needs no write, so no notification announces it: the stream sets its own timer.
-      if (next !== undefined && !writer.closed) expiryTimer = setTimeout(() => requestSnapshot(), Math.min(next - now() + 5, 2_147_000_000));
+      if (next !== undefined && !writer.closed)
+        expiryTimer = setTimeout(() => requestSnapshot(), Math.min(next - now() + 5, 2_147_000_000));
     };
     const send = async () => {
       timer = undefined;

@@ -37,7 +37,8 @@ export function ApiKeysPage(): VNode {
   const create = useAction();
   const revoke = useAction();
 
-  const updateScope = (i: number, change: Partial<ScopeDraft>) => setScopes(scopes.map((s, j) => (i === j ? { ...s, ...change } : s)));
+  const updateScope = (i: number, change: Partial<ScopeDraft>) =>
+    setScopes(scopes.map((s, j) => (i === j ? { ...s, ...change } : s)));
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
@@ -72,15 +73,17 @@ export function ApiKeysPage(): VNode {
   return html`<div>
     <h1>API keys</h1>
     <p class="muted">An API key acts as you. Send it as <code>Api-Key</code> and <code>Api-Secret</code> headers.</p>
-    ${created &&
-    html`<${SecretPanel}
+    ${
+      created &&
+      html`<${SecretPanel}
       title=${`Key "${created.name}" created`}
       entries=${[
         ['Key', created.key],
         ['Secret', created.secret],
       ]}
       onClose=${() => setCreated(null)}
-    />`}
+    />`
+    }
     <${Section} title="New API key">
       <form onSubmit=${submit} aria-label="New API key">
         <label>Name<input name="name" required maxLength=${200} value=${name} onInput=${(e: Event) => setName(valueOf(e))} /></label>
@@ -107,9 +110,10 @@ export function ApiKeysPage(): VNode {
       <${ErrorBox} error=${keys.error ?? revoke.error} />
       <${Loading} loading=${keys.loading && !keys.data} />
       ${keys.data && keys.data.length === 0 && html`<p class="muted">No keys yet.</p>`}
-      ${keys.data &&
-      keys.data.length > 0 &&
-      html`<table data-testid="apikeys-table">
+      ${
+        keys.data &&
+        keys.data.length > 0 &&
+        html`<table data-testid="apikeys-table">
         <thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th></th></tr></thead>
         <tbody>
           ${keys.data.map(
@@ -120,7 +124,8 @@ export function ApiKeysPage(): VNode {
             </tr>`,
           )}
         </tbody>
-      </table>`}
+      </table>`
+      }
     <//>
   </div>`;
 }

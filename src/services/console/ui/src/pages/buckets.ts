@@ -52,12 +52,14 @@ export function BucketsPage(): VNode {
       <${ErrorBox} error=${list.error} />
       <${Loading} loading=${list.loading && !list.data} />
       ${list.data && list.data.length === 0 && html`<p class="muted">No buckets yet.</p>`}
-      ${list.data &&
-      list.data.length > 0 &&
-      html`<table data-testid="buckets-table">
+      ${
+        list.data &&
+        list.data.length > 0 &&
+        html`<table data-testid="buckets-table">
         <thead><tr><th>Name</th><th>Description</th><th>Created</th><th>Id</th></tr></thead>
         <tbody>${list.data.map((b) => html`<tr><td><a href=${href('buckets', b.id)}>${b.name}</a></td><td>${b.description}</td><td>${b.created_h ?? ''}</td><td><code>${b.id}</code></td></tr>`)}</tbody>
-      </table>`}
+      </table>`
+      }
     <//>
   </div>`;
 }
@@ -80,7 +82,9 @@ export function BucketPage({ id }: { id: string }): VNode {
     setUploaded(null);
     setProgress({ loaded: 0, total: file.size });
     void up.run(async () => {
-      await upload('files', `${bucketPath(id)}/files/${encodePath(target)}`, file, (loaded, total) => setProgress({ loaded, total }));
+      await upload('files', `${bucketPath(id)}/files/${encodePath(target)}`, file, (loaded, total) =>
+        setProgress({ loaded, total }),
+      );
       setUploaded(target);
       setPath('');
       if (input.current) input.current.value = '';
@@ -115,7 +119,8 @@ export function BucketPage({ id }: { id: string }): VNode {
       navigate('buckets');
     });
   };
-  const percent = progress && progress.total > 0 ? Math.round((progress.loaded / progress.total) * 100) : progress ? 100 : 0;
+  const percent =
+    progress && progress.total > 0 ? Math.round((progress.loaded / progress.total) * 100) : progress ? 100 : 0;
   return html`<div>
     <p><a href=${href('buckets')}>← Buckets</a></p>
     <h1>Bucket ${bucket.data?.name ?? ''}</h1>
@@ -127,12 +132,14 @@ export function BucketPage({ id }: { id: string }): VNode {
         <label>Path in the bucket (optional)<input name="path" placeholder="notes/readme.txt" value=${path} onInput=${(e: Event) => setPath(valueOf(e))} /></label>
         <button type="submit" class="primary" disabled=${up.busy || readOnly()}>Upload</button>
       </form>
-      ${progress &&
-      html`<div class="progress">
+      ${
+        progress &&
+        html`<div class="progress">
         <progress max="100" value=${percent} data-testid="upload-progress"></progress>
         <span data-testid="upload-percent">${percent} %</span>
         <span class="muted">${formatBytes(progress.loaded)} of ${formatBytes(progress.total)}</span>
-      </div>`}
+      </div>`
+      }
       ${uploaded && html`<p class="ok-text" data-testid="upload-done">Uploaded ${uploaded}.</p>`}
       <${ErrorBox} error=${up.error} />
     <//>
@@ -140,9 +147,10 @@ export function BucketPage({ id }: { id: string }): VNode {
       <${ErrorBox} error=${files.error ?? act.error} />
       <${Loading} loading=${files.loading && !files.data} />
       ${files.data && files.data.length === 0 && html`<p class="muted">No files yet.</p>`}
-      ${files.data &&
-      files.data.length > 0 &&
-      html`<table data-testid="files-table">
+      ${
+        files.data &&
+        files.data.length > 0 &&
+        html`<table data-testid="files-table">
         <thead><tr><th>Path</th><th>Size</th><th>Type</th><th>Updated</th><th></th></tr></thead>
         <tbody>
           ${files.data.map(
@@ -155,7 +163,8 @@ export function BucketPage({ id }: { id: string }): VNode {
             </tr>`,
           )}
         </tbody>
-      </table>`}
+      </table>`
+      }
     <//>
     <div class="buttons"><button type="button" class="danger" disabled=${readOnly()} onClick=${deleteBucket}>Delete bucket</button></div>
   </div>`;

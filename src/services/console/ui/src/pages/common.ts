@@ -41,7 +41,12 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
 }
 
 /** Runs an action, keeping its error and busy state for a form. */
-export function useAction(): { busy: boolean; error: string | null; run: (action: () => Promise<void>) => Promise<boolean>; clear: () => void } {
+export function useAction(): {
+  busy: boolean;
+  error: string | null;
+  run: (action: () => Promise<void>) => Promise<boolean>;
+  clear: () => void;
+} {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const run = useCallback(async (action: () => Promise<void>) => {
@@ -75,7 +80,15 @@ export function Section({ title, children }: { title: string; children?: Compone
 }
 
 /** A secret shown once, right after it was created. */
-export function SecretPanel({ title, entries, onClose }: { title: string; entries: [string, string][]; onClose: () => void }): VNode {
+export function SecretPanel({
+  title,
+  entries,
+  onClose,
+}: {
+  title: string;
+  entries: [string, string][];
+  onClose: () => void;
+}): VNode {
   return html`<div class="secret" data-testid="secret-panel">
     <strong>${title}</strong>
     <p>Copy the secret now: it is shown only once and cannot be recovered.</p>

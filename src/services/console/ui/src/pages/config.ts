@@ -46,11 +46,13 @@ export function ConfigPage(): VNode {
       <${ErrorBox} error=${entries.error} />
       <${Loading} loading=${entries.loading && !entries.data} />
       ${entries.data && list.length === 0 && html`<p class="muted">No entries yet.</p>`}
-      ${list.length > 0 &&
-      html`<table data-testid="config-table">
+      ${
+        list.length > 0 &&
+        html`<table data-testid="config-table">
         <thead><tr><th>Key</th><th>Value</th><th></th></tr></thead>
         <tbody>${list.map(([k, v]) => html`<tr><td><code>${k}</code></td><td><code>${JSON.stringify(v)}</code></td><td class="actions"><button type="button" onClick=${() => edit(k, v)}>Edit</button> <button type="button" class="danger small" disabled=${readOnly()} onClick=${() => del(k)}>Delete</button></td></tr>`)}</tbody>
-      </table>`}
+      </table>`
+      }
     <//>
     <${Section} title="Set an entry">
       <form class="inline" onSubmit=${submit} aria-label="Set an entry">

@@ -4,7 +4,18 @@ import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { json, ndjson } from '../api.ts';
 import { href, navigate } from '../router.ts';
-import { ErrorBox, Loading, SecretPanel, Section, checkedOf, pretty, readOnly, useAction, useLoad, valueOf } from './common.ts';
+import {
+  ErrorBox,
+  Loading,
+  SecretPanel,
+  Section,
+  checkedOf,
+  pretty,
+  readOnly,
+  useAction,
+  useLoad,
+  valueOf,
+} from './common.ts';
 
 interface DatabaseItem {
   id: string;
@@ -46,7 +57,8 @@ function parseObject(text: string, what: string): Record<string, unknown> {
   } catch (err) {
     throw new Error(`${what} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error(`${what} must be a JSON object.`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new Error(`${what} must be a JSON object.`);
   return value as Record<string, unknown>;
 }
 
@@ -74,12 +86,14 @@ export function DatabasesPage(): VNode {
       <${ErrorBox} error=${list.error} />
       <${Loading} loading=${list.loading && !list.data} />
       ${list.data && list.data.length === 0 && html`<p class="muted">No databases yet.</p>`}
-      ${list.data &&
-      list.data.length > 0 &&
-      html`<table data-testid="databases-table">
+      ${
+        list.data &&
+        list.data.length > 0 &&
+        html`<table data-testid="databases-table">
         <thead><tr><th>Name</th><th>Id</th><th>Owners</th><th>Created</th></tr></thead>
         <tbody>${list.data.map((d) => html`<tr><td><a href=${href('databases', d.id)}>${d.name}</a></td><td><code>${d.id}</code></td><td>${d.owners_length ?? ''}</td><td>${d.creation_date ?? ''}</td></tr>`)}</tbody>
-      </table>`}
+      </table>`
+      }
     <//>
   </div>`;
 }
@@ -104,7 +118,12 @@ export function DatabasePage({ id }: { id: string }): VNode {
   const addKey = (e: Event) => {
     e.preventDefault();
     void keys.run(async () => {
-      setSecret(await json<{ name: string; key: string; secret: string }>('docdb', `${db(id)}:createApiKey`, { method: 'POST', body: { name: keyName } }));
+      setSecret(
+        await json<{ name: string; key: string; secret: string }>('docdb', `${db(id)}:createApiKey`, {
+          method: 'POST',
+          body: { name: keyName },
+        }),
+      );
       setKeyName('');
       record.reload();
     });
@@ -132,38 +151,53 @@ export function DatabasePage({ id }: { id: string }): VNode {
       <${ErrorBox} error=${collections.error} />
       <${Loading} loading=${collections.loading && !collections.data} />
       ${collections.data && collections.data.length === 0 && html`<p class="muted">No collections yet. Inserting a document creates its collection.</p>`}
-      ${collections.data &&
-      collections.data.length > 0 &&
-      html`<table data-testid="collections-table">
+      ${
+        collections.data &&
+        collections.data.length > 0 &&
+        html`<table data-testid="collections-table">
         <thead><tr><th>Name</th><th>Documents</th><th>Indexes</th><th>Defaults</th></tr></thead>
         <tbody>${collections.data.map((c) => html`<tr><td><a href=${href('databases', id, c.name)}>${c.name}</a></td><td>${c.total}</td><td>${c.indexes}</td><td><code>${c.defaults ? JSON.stringify(c.defaults) : '—'}</code></td></tr>`)}</tbody>
-      </table>`}
+      </table>`
+      }
       <form class="inline" onSubmit=${addCollection} aria-label="New collection">
         <label>New collection<input name="collection" required value=${colName} onInput=${(e: Event) => setColName(valueOf(e))} /></label>
         <button type="submit" class="primary" disabled=${createCol.busy || readOnly()}>Create collection</button>
       </form>
       <${ErrorBox} error=${createCol.error} />
     <//>
-    ${!readOnly() &&
-    html`<${Section} title="Database API keys">
+    ${
+      !readOnly() &&
+      html`<${Section} title="Database API keys">
       <p class="muted">Keys of this database only, sent as <code>Api-Key</code> and <code>Api-Secret</code>.</p>
-      ${secret && html`<${SecretPanel} title=${`Database key "${secret.name}" created`} entries=${[['Key', secret.key], ['Secret', secret.secret]]} onClose=${() => setSecret(null)} />`}
+      ${
+        secret &&
+        html`<${SecretPanel} title=${`Database key "${secret.name}" created`} entries=${[
+          ['Key', secret.key],
+          ['Secret', secret.secret],
+        ]} onClose=${() => setSecret(null)} />`
+      }
       ${record.data && record.data.api_keys.length === 0 && html`<p class="muted">No keys.</p>`}
-      ${record.data &&
-      record.data.api_keys.length > 0 &&
-      html`<ul class="plain">${record.data.api_keys.map((k) => html`<li><code>${k}</code> <button type="button" class="danger small" onClick=${() => deleteKey(k)}>Delete</button></li>`)}</ul>`}
+      ${
+        record.data &&
+        record.data.api_keys.length > 0 &&
+        html`<ul class="plain">${record.data.api_keys.map((k) => html`<li><code>${k}</code> <button type="button" class="danger small" onClick=${() => deleteKey(k)}>Delete</button></li>`)}</ul>`
+      }
       <form class="inline" onSubmit=${addKey} aria-label="New database key">
         <label>Key name<input name="key-name" required value=${keyName} onInput=${(e: Event) => setKeyName(valueOf(e))} /></label>
         <button type="submit" disabled=${keys.busy}>Create key</button>
       </form>
       <${ErrorBox} error=${keys.error} />
     <//>
-    <div class="buttons"><button type="button" class="danger" onClick=${deleteDb}>Delete database</button></div>`}
+    <div class="buttons"><button type="button" class="danger" onClick=${deleteDb}>Delete database</button></div>`
+    }
   </div>`;
 }
 
 function Indexes({ databaseId, collection }: { databaseId: string; collection: string }): VNode {
-  const list = useLoad(() => json<Index[]>('docdb', `${col(databaseId, collection)}:listIndexes`, { method: 'POST' }).then((l) => l ?? []), [databaseId, collection]);
+  const list = useLoad(
+    () => json<Index[]>('docdb', `${col(databaseId, collection)}:listIndexes`, { method: 'POST' }).then((l) => l ?? []),
+    [databaseId, collection],
+  );
   const [name, setName] = useState('');
   const [type, setType] = useState<'map' | 'btree'>('map');
   const [fields, setFields] = useState('');
@@ -173,8 +207,14 @@ function Indexes({ databaseId, collection }: { databaseId: string; collection: s
   const submit = (e: Event) => {
     e.preventDefault();
     void action.run(async () => {
-      const names = fields.split(',').map((f) => f.trim()).filter((f) => f !== '');
-      const body = type === 'map' ? { name, type, field: names[0] ?? '', unique, sparse } : { name, type, fields: names, unique, sparse };
+      const names = fields
+        .split(',')
+        .map((f) => f.trim())
+        .filter((f) => f !== '');
+      const body =
+        type === 'map'
+          ? { name, type, field: names[0] ?? '', unique, sparse }
+          : { name, type, fields: names, unique, sparse };
       await json('docdb', `${col(databaseId, collection)}:createIndex`, { method: 'POST', body });
       setName('');
       setFields('');
@@ -191,12 +231,14 @@ function Indexes({ databaseId, collection }: { databaseId: string; collection: s
   return html`<${Section} title="Indexes">
     <${ErrorBox} error=${list.error} />
     ${list.data && list.data.length === 0 && html`<p class="muted">No indexes.</p>`}
-    ${list.data &&
-    list.data.length > 0 &&
-    html`<table data-testid="indexes-table">
+    ${
+      list.data &&
+      list.data.length > 0 &&
+      html`<table data-testid="indexes-table">
       <thead><tr><th>Name</th><th>Type</th><th>Fields</th><th>Unique</th><th>Sparse</th><th></th></tr></thead>
       <tbody>${list.data.map((i) => html`<tr><td>${i.name}</td><td>${i.type}</td><td><code>${i.field ?? (i.fields ?? []).join(', ')}</code></td><td>${i.unique ? 'yes' : 'no'}</td><td>${i.sparse ? 'yes' : 'no'}</td><td class="actions"><button type="button" class="danger small" onClick=${() => drop(i.name)}>Drop</button></td></tr>`)}</tbody>
-    </table>`}
+    </table>`
+    }
     <form class="inline" onSubmit=${submit} aria-label="New index">
       <label>Name<input name="index-name" required value=${name} onInput=${(e: Event) => setName(valueOf(e))} /></label>
       <label>Type<select name="index-type" value=${type} onChange=${(e: Event) => {
@@ -225,7 +267,11 @@ export function CollectionPage({ databaseId, collection }: { databaseId: string;
   const runFind = (e?: Event) => {
     e?.preventDefault();
     void find.run(async () => {
-      const body = { filter: parseObject(filter, 'The filter'), limit: Number.parseInt(limit, 10) || 0, skip: Number.parseInt(skip, 10) || 0 };
+      const body = {
+        filter: parseObject(filter, 'The filter'),
+        limit: Number.parseInt(limit, 10) || 0,
+        skip: Number.parseInt(skip, 10) || 0,
+      };
       setDocs(await ndjson<Doc>('docdb', `${col(databaseId, collection)}:find`, { method: 'POST', body }));
     });
   };
@@ -235,14 +281,20 @@ export function CollectionPage({ databaseId, collection }: { databaseId: string;
     e.preventDefault();
     setInserted(null);
     void insert.run(async () => {
-      const stored = await ndjson<Doc>('docdb', `${col(databaseId, collection)}:insert`, { method: 'POST', body: parseObject(doc, 'The document') });
+      const stored = await ndjson<Doc>('docdb', `${col(databaseId, collection)}:insert`, {
+        method: 'POST',
+        body: parseObject(doc, 'The document'),
+      });
       setInserted(stored.map((d) => JSON.stringify(d)).join('\n'));
     });
   };
   const removeDoc = (d: Doc) => {
     if (!confirm('Remove this document?')) return;
     void find.run(async () => {
-      await ndjson('docdb', `${col(databaseId, collection)}:remove`, { method: 'POST', body: { filter: 'id' in d ? { id: d.id } : d, limit: 1 } });
+      await ndjson('docdb', `${col(databaseId, collection)}:remove`, {
+        method: 'POST',
+        body: { filter: 'id' in d ? { id: d.id } : d, limit: 1 },
+      });
       setDocs((docs ?? []).filter((x) => x !== d));
     });
   };
@@ -260,10 +312,12 @@ export function CollectionPage({ databaseId, collection }: { databaseId: string;
       </form>
       <${ErrorBox} error=${find.error} />
       ${docs && html`<p class="muted" data-testid="find-count">${docs.length} document${docs.length === 1 ? '' : 's'}</p>`}
-      ${docs &&
-      html`<ul class="docs" data-testid="find-results">
+      ${
+        docs &&
+        html`<ul class="docs" data-testid="find-results">
         ${docs.map((d) => html`<li><pre>${pretty(d)}</pre><button type="button" class="danger small" disabled=${readOnly()} onClick=${() => removeDoc(d)}>Remove</button></li>`)}
-      </ul>`}
+      </ul>`
+      }
     <//>
     <${Section} title="Insert a document">
       <form onSubmit=${runInsert} aria-label="Insert a document">

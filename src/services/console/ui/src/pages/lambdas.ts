@@ -53,7 +53,13 @@ function bodyOf(d: Draft): Record<string, string> {
 
 export function LambdasPage(): VNode {
   const lambdas = useLoad(() => json<Lambda[]>('lambda', '/api/v0/lambdas').then((l) => l ?? []), []);
-  const [draft, setDraft] = useState<Draft>({ name: '', language: 'javascript', method: 'ANY', path: '', code: SAMPLE });
+  const [draft, setDraft] = useState<Draft>({
+    name: '',
+    language: 'javascript',
+    method: 'ANY',
+    path: '',
+    code: SAMPLE,
+  });
   const create = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
@@ -68,9 +74,10 @@ export function LambdasPage(): VNode {
       <${ErrorBox} error=${lambdas.error} />
       <${Loading} loading=${lambdas.loading && !lambdas.data} />
       ${lambdas.data && lambdas.data.length === 0 && html`<p class="muted">No lambdas yet.</p>`}
-      ${lambdas.data &&
-      lambdas.data.length > 0 &&
-      html`<table data-testid="lambdas-table">
+      ${
+        lambdas.data &&
+        lambdas.data.length > 0 &&
+        html`<table data-testid="lambdas-table">
         <thead><tr><th>Name</th><th>Method</th><th>Path</th><th>Id</th></tr></thead>
         <tbody>
           ${lambdas.data.map(
@@ -79,7 +86,8 @@ export function LambdasPage(): VNode {
             </tr>`,
           )}
         </tbody>
-      </table>`}
+      </table>`
+      }
     <//>
     <${Section} title="New lambda">
       <form onSubmit=${submit} aria-label="New lambda">
@@ -140,8 +148,19 @@ function Invoke({ lambda }: { lambda: Lambda }): VNode {
         method: 'POST',
         body: { method, query: queryObject, headers, ...(hasBody ? { body: sent } : {}) },
       });
-      const out = (await res.json()) as { status: number; headers: Record<string, string>; body: string; logs: LogLine[]; duration_ms: number };
-      setResult({ status: out.status, contentType: out.headers['content-type'] ?? '', body: out.body, ms: out.duration_ms });
+      const out = (await res.json()) as {
+        status: number;
+        headers: Record<string, string>;
+        body: string;
+        logs: LogLine[];
+        duration_ms: number;
+      };
+      setResult({
+        status: out.status,
+        contentType: out.headers['content-type'] ?? '',
+        body: out.body,
+        ms: out.duration_ms,
+      });
       setLogs(out.logs);
     } catch (err) {
       setError(messageOf(err));
@@ -165,16 +184,20 @@ function Invoke({ lambda }: { lambda: Lambda }): VNode {
       <button type="submit" class="primary" disabled=${busy || readOnly()}>${busy ? 'Running…' : 'Invoke'}</button>
     </form>
     <${ErrorBox} error=${error} />
-    ${result &&
-    html`<div class="result" data-testid="invoke-result">
+    ${
+      result &&
+      html`<div class="result" data-testid="invoke-result">
       <p><span class=${result.status < 400 ? 'badge ok' : 'badge bad'}>${result.status}</span> <code>${result.contentType}</code> <span class="muted">${result.ms.toFixed(0)} ms</span></p>
       <h3>Output</h3>
       <pre data-testid="invoke-output">${shown}</pre>
       <h3>Console</h3>
-      ${logs.length === 0
-        ? html`<p class="muted" data-testid="invoke-logs">No console output.</p>`
-        : html`<pre data-testid="invoke-logs">${logs.map((line) => `[${line.level}] ${line.message}`).join('\n')}</pre>`}
-    </div>`}
+      ${
+        logs.length === 0
+          ? html`<p class="muted" data-testid="invoke-logs">No console output.</p>`
+          : html`<pre data-testid="invoke-logs">${logs.map((line) => `[${line.level}] ${line.message}`).join('\n')}</pre>`
+      }
+    </div>`
+    }
     <p class="muted">Public URL: <code>/run/${lambda.id}</code> on the lambda host. Console lines also go to the server log.</p>
   <//>`;
 }
@@ -187,14 +210,24 @@ export function LambdaPage({ id }: { id: string }): VNode {
   const remove = useAction();
   useEffect(() => {
     const l = lambda.data;
-    if (l) setDraft({ name: l.name, language: l.language ?? 'javascript', method: l.method, path: l.path, code: l.code ?? '' });
+    if (l)
+      setDraft({
+        name: l.name,
+        language: l.language ?? 'javascript',
+        method: l.method,
+        path: l.path,
+        code: l.code ?? '',
+      });
   }, [lambda.data]);
   const submit = (e: Event) => {
     e.preventDefault();
     if (!draft) return;
     setSaved(false);
     void save.run(async () => {
-      await json<Lambda>('lambda', `/api/v0/lambdas/${encodeURIComponent(id)}`, { method: 'PATCH', body: bodyOf(draft) });
+      await json<Lambda>('lambda', `/api/v0/lambdas/${encodeURIComponent(id)}`, {
+        method: 'PATCH',
+        body: bodyOf(draft),
+      });
       setSaved(true);
       lambda.reload();
     });
@@ -213,8 +246,9 @@ export function LambdaPage({ id }: { id: string }): VNode {
     <${Loading} loading=${lambda.loading && !lambda.data} />
     ${lambda.data && html`<p class="muted">Id <code>${lambda.data.id}</code></p>`}
     ${lambda.data && html`<${Invoke} lambda=${lambda.data} />`}
-    ${draft &&
-    html`<${Section} title="Code and settings">
+    ${
+      draft &&
+      html`<${Section} title="Code and settings">
       <form onSubmit=${submit} aria-label="Edit lambda">
         <${LambdaForm} draft=${draft} onChange=${(d: Draft) => {
           setSaved(false);
@@ -227,6 +261,7 @@ export function LambdaPage({ id }: { id: string }): VNode {
         </div>
       </form>
       <${ErrorBox} error=${save.error} />
-    <//>`}
+    <//>`
+    }
   </div>`;
 }

@@ -42,12 +42,14 @@ export function LoggersPage(): VNode {
       <${ErrorBox} error=${list.error} />
       <${Loading} loading=${list.loading && !list.data} />
       ${list.data && list.data.length === 0 && html`<p class="muted">No loggers yet.</p>`}
-      ${list.data &&
-      list.data.length > 0 &&
-      html`<table data-testid="loggers-table">
+      ${
+        list.data &&
+        list.data.length > 0 &&
+        html`<table data-testid="loggers-table">
         <thead><tr><th>Name</th><th>Lines</th><th>Size</th><th>Created</th></tr></thead>
         <tbody>${list.data.map((l) => html`<tr><td><a href=${href('loggers', l.id)}>${l.name}</a></td><td>${l.usage.lines}</td><td>${formatBytes(l.usage.bytes)}</td><td>${l.created_at}</td></tr>`)}</tbody>
-      </table>`}
+      </table>`
+      }
     <//>
   </div>`;
 }
@@ -84,7 +86,11 @@ export function LoggerPage({ id }: { id: string }): VNode {
     setStreamError(null);
     setState(follow ? 'following' : 'searching');
     const query = new URLSearchParams();
-    for (const pattern of regex.split('\n').map((r) => r.trim()).filter((r) => r !== '')) query.append('regex', pattern);
+    for (const pattern of regex
+      .split('\n')
+      .map((r) => r.trim())
+      .filter((r) => r !== ''))
+      query.append('regex', pattern);
     if (follow) query.set('follow', '1');
     let rest = '';
     const qs = query.toString();
@@ -117,7 +123,11 @@ export function LoggerPage({ id }: { id: string }): VNode {
     setIngested(null);
     void ingest.run(async () => {
       const text = ingestText.endsWith('\n') ? ingestText : ingestText + '\n';
-      const answer = await json<{ n: number }>('logs', `${loggerPath(id)}/ingest`, { method: 'POST', body: text, headers: { 'content-type': 'text/plain' } });
+      const answer = await json<{ n: number }>('logs', `${loggerPath(id)}/ingest`, {
+        method: 'POST',
+        body: text,
+        headers: { 'content-type': 'text/plain' },
+      });
       setIngested(`Ingested ${answer?.n ?? 0} bytes.`);
       logger.reload();
     });

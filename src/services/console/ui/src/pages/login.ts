@@ -7,7 +7,13 @@ import { config } from '../api.ts';
 import { login, signup, ssoLoginUrl, type User } from '../auth.ts';
 import { ErrorBox, useAction, valueOf } from './common.ts';
 
-export function LoginPage({ onSignedIn, initialError }: { onSignedIn: (user: User) => void; initialError?: string | null }): VNode {
+export function LoginPage({
+  onSignedIn,
+  initialError,
+}: {
+  onSignedIn: (user: User) => void;
+  initialError?: string | null;
+}): VNode {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [nick, setNick] = useState('');
@@ -16,7 +22,9 @@ export function LoginPage({ onSignedIn, initialError }: { onSignedIn: (user: Use
   const providers = config().providers;
   const submit = (e: Event) => {
     e.preventDefault();
-    void action.run(async () => onSignedIn(creating ? await signup(email, password, nick.trim()) : await login(email, password)));
+    void action.run(async () =>
+      onSignedIn(creating ? await signup(email, password, nick.trim()) : await login(email, password)),
+    );
   };
   if (creating) {
     return html`<main class="login">
@@ -39,11 +47,13 @@ export function LoginPage({ onSignedIn, initialError }: { onSignedIn: (user: Use
       <label>Email<input name="email" type="email" autocomplete="username" required value=${email} onInput=${(e: Event) => setEmail(valueOf(e))} /></label>
       <label>Password<input name="password" type="password" autocomplete="current-password" required value=${password} onInput=${(e: Event) => setPassword(valueOf(e))} /></label>
       <button type="submit" class="primary" disabled=${action.busy}>${action.busy ? 'Signing in…' : 'Sign in'}</button>
-      ${providers.length > 0 &&
-      html`<div class="sso">
+      ${
+        providers.length > 0 &&
+        html`<div class="sso">
         <p class="muted">or continue with</p>
         ${providers.map((p) => html`<a class="button" href=${ssoLoginUrl(p.name)} data-provider=${p.name}>Sign in with ${p.name}</a>`)}
-      </div>`}
+      </div>`
+      }
       ${config().signup && html`<p class="muted">New here? <a href="#" onClick=${(e: Event) => (e.preventDefault(), setCreating(true))}>Create an account</a></p>`}
     </form>
   </main>`;

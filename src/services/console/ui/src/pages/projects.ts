@@ -27,7 +27,10 @@ export function ProjectsPage(): VNode {
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
-      await json('apikeys', '/v0/projects', { method: 'POST', body: slug.trim() ? { name, slug: slug.trim() } : { name } });
+      await json('apikeys', '/v0/projects', {
+        method: 'POST',
+        body: slug.trim() ? { name, slug: slug.trim() } : { name },
+      });
       setName('');
       setSlug('');
       projects.reload();
@@ -54,9 +57,10 @@ export function ProjectsPage(): VNode {
       <${ErrorBox} error=${projects.error ?? remove.error} />
       <${Loading} loading=${projects.loading && !projects.data} />
       ${projects.data && projects.data.length === 0 && html`<p class="muted">No projects yet.</p>`}
-      ${projects.data &&
-      projects.data.length > 0 &&
-      html`<table>
+      ${
+        projects.data &&
+        projects.data.length > 0 &&
+        html`<table>
         <thead><tr><th>Name</th><th>Host</th><th>Id</th><th></th></tr></thead>
         <tbody>
           ${projects.data.map(
@@ -66,7 +70,8 @@ export function ProjectsPage(): VNode {
             </tr>`,
           )}
         </tbody>
-      </table>`}
+      </table>`
+      }
     <//>
   </div>`;
 }

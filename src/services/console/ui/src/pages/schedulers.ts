@@ -53,14 +53,21 @@ function KeyField({ value, onChange }: { value: string; onChange: (k: string) =>
 }
 
 export function SchedulersPage(): VNode {
-  const list = useLoad(() => json<{ schedulers: Scheduler[] }>('scheduler', '/schedulers').then((r) => r?.schedulers ?? []), []);
+  const list = useLoad(
+    () => json<{ schedulers: Scheduler[] }>('scheduler', '/schedulers').then((r) => r?.schedulers ?? []),
+    [],
+  );
   const [key, setKey] = useSchedulerKey();
   const [name, setName] = useState('');
   const create = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
-      const answer = await json<{ scheduler: Scheduler }>('scheduler', '/schedulers', { method: 'POST', body: { display_name: name }, headers: { 'x-api-key': key } });
+      const answer = await json<{ scheduler: Scheduler }>('scheduler', '/schedulers', {
+        method: 'POST',
+        body: { display_name: name },
+        headers: { 'x-api-key': key },
+      });
       navigate('schedulers', answer.scheduler.id);
     });
   };
@@ -70,12 +77,14 @@ export function SchedulersPage(): VNode {
       <${ErrorBox} error=${list.error} />
       <${Loading} loading=${list.loading && !list.data} />
       ${list.data && list.data.length === 0 && html`<p class="muted">No schedulers yet.</p>`}
-      ${list.data &&
-      list.data.length > 0 &&
-      html`<table data-testid="schedulers-table">
+      ${
+        list.data &&
+        list.data.length > 0 &&
+        html`<table data-testid="schedulers-table">
         <thead><tr><th>Name</th><th>Id</th><th>Scheduled</th><th>In flight</th><th>Created</th></tr></thead>
         <tbody>${list.data.map((s) => html`<tr><td><a href=${href('schedulers', s.id)}>${s.display_name}</a></td><td><code>${s.id}</code></td><td>${s.scheduled}</td><td>${s.inflight}</td><td>${s.created_at}</td></tr>`)}</tbody>
-      </table>`}
+      </table>`
+      }
     <//>
     <${Section} title="New scheduler">
       <form class="inline" onSubmit=${submit} aria-label="New scheduler">
@@ -170,14 +179,20 @@ export function SchedulerPage({ id }: { id: string }): VNode {
       }
       const body: Record<string, unknown> = { payload: parsed };
       if (delay.trim()) body.delay = delay.trim();
-      const l = labels.split(',').map((s) => s.trim()).filter((s) => s !== '');
+      const l = labels
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
       if (l.length) body.labels = l;
       await json('scheduler', `${schedulerPath(id)}/tasks`, { method: 'POST', body, headers: { 'x-api-key': key } });
     });
   };
   const cancel = (task: string) => {
     void action.run(async () => {
-      await call('scheduler', `${schedulerPath(id)}/tasks/${encodeURIComponent(task)}`, { method: 'DELETE', headers: { 'x-api-key': key } });
+      await call('scheduler', `${schedulerPath(id)}/tasks/${encodeURIComponent(task)}`, {
+        method: 'DELETE',
+        headers: { 'x-api-key': key },
+      });
     });
   };
   const deleteScheduler = () => {
@@ -194,25 +209,31 @@ export function SchedulerPage({ id }: { id: string }): VNode {
     <p><span class=${live ? 'badge ok' : 'badge'} data-testid="live">${live ? '● live' : 'disconnected'}</span>
       ${snapshot && html` <span class="muted">updated ${snapshot.generated_at}</span>`}</p>
     <${ErrorBox} error=${error} />
-    ${snapshot &&
-    html`<div class="stats">
+    ${
+      snapshot &&
+      html`<div class="stats">
       <div class="stat"><strong>${snapshot.health.scheduled}</strong><span>scheduled</span></div>
       <div class="stat"><strong>${snapshot.health.inflight}</strong><span>in flight</span></div>
-    </div>`}
+    </div>`
+    }
     <${Section} title="Scheduled (waiting or due)">
       ${snapshot && snapshot.scheduled.length === 0 && html`<p class="muted">None.</p>`}
-      ${snapshot &&
-      snapshot.scheduled.length > 0 &&
-      html`<table data-testid="scheduled-table"><thead><tr><th>Task</th><th>Due</th><th>Labels</th><th></th></tr></thead>
-        <tbody>${snapshot.scheduled.map((t) => html`<tr><td><code>${t.id}</code></td><td>${t.future}</td><td>${t.labels.join(', ')}</td><td class="actions"><button type="button" class="danger small" disabled=${readOnly()} onClick=${() => cancel(t.id)}>Cancel</button></td></tr>`)}</tbody></table>`}
+      ${
+        snapshot &&
+        snapshot.scheduled.length > 0 &&
+        html`<table data-testid="scheduled-table"><thead><tr><th>Task</th><th>Due</th><th>Labels</th><th></th></tr></thead>
+        <tbody>${snapshot.scheduled.map((t) => html`<tr><td><code>${t.id}</code></td><td>${t.future}</td><td>${t.labels.join(', ')}</td><td class="actions"><button type="button" class="danger small" disabled=${readOnly()} onClick=${() => cancel(t.id)}>Cancel</button></td></tr>`)}</tbody></table>`
+      }
       ${snapshot && snapshot.scheduled_meta.total > snapshot.scheduled.length && html`<p class="muted">Showing ${snapshot.scheduled.length} of ${snapshot.scheduled_meta.total}.</p>`}
     <//>
     <${Section} title="In flight (leased)">
       ${snapshot && snapshot.inflight.length === 0 && html`<p class="muted">None.</p>`}
-      ${snapshot &&
-      snapshot.inflight.length > 0 &&
-      html`<table data-testid="inflight-table"><thead><tr><th>Task</th><th>Lease expires</th><th>Labels</th></tr></thead>
-        <tbody>${snapshot.inflight.map((t) => html`<tr><td><code>${t.id}</code></td><td>${t.lease_expires_at}</td><td>${t.labels.join(', ')}</td></tr>`)}</tbody></table>`}
+      ${
+        snapshot &&
+        snapshot.inflight.length > 0 &&
+        html`<table data-testid="inflight-table"><thead><tr><th>Task</th><th>Lease expires</th><th>Labels</th></tr></thead>
+        <tbody>${snapshot.inflight.map((t) => html`<tr><td><code>${t.id}</code></td><td>${t.lease_expires_at}</td><td>${t.labels.join(', ')}</td></tr>`)}</tbody></table>`
+      }
       ${snapshot && snapshot.inflight_meta.total > snapshot.inflight.length && html`<p class="muted">Showing ${snapshot.inflight.length} of ${snapshot.inflight_meta.total}.</p>`}
     <//>
     <${Section} title="Enqueue a task">

@@ -16,10 +16,23 @@ async function resolveReference(deps: RouteDeps, name: string, reference: string
 }
 
 /** `HEAD /v2/<name>/manifests/<reference>`: size, media type and digest of a tag's or digest's manifest. */
-export async function headManifest(deps: RouteDeps, reply: FastifyReply, user: string, name: string, reference: string): Promise<FastifyReply> {
+export async function headManifest(
+  deps: RouteDeps,
+  reply: FastifyReply,
+  user: string,
+  name: string,
+  reference: string,
+): Promise<FastifyReply> {
   const owner = await access(deps, name, user);
   const digest = await resolveReference(deps, name, reference);
   const manifest = owner === null || digest === null ? null : await deps.repository.manifest(name, digest);
   if (!manifest || digest === null) throw manifestUnknown(reference);
-  return reply.code(200).headers({ 'content-length': String(manifest.size), 'content-type': manifest.mediaType, 'docker-content-digest': digest }).send();
+  return reply
+    .code(200)
+    .headers({
+      'content-length': String(manifest.size),
+      'content-type': manifest.mediaType,
+      'docker-content-digest': digest,
+    })
+    .send();
 }

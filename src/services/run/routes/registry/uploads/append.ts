@@ -4,13 +4,30 @@ import type { Upload } from '../../../repository.ts';
 import { bodyChunks, coalesce, declaredLength, disconnectSignal, hasBody } from '../../../registry/body.ts';
 import { uploadUnknown } from '../../../registry/errors.ts';
 import type { RouteDeps } from '../../deps.ts';
-import { access, checkDeclaredSize, checkRange, drain, liveUpload, outOfOrder, pinBlob, storeError, uploadHeaders } from '../common.ts';
+import {
+  access,
+  checkDeclaredSize,
+  checkRange,
+  drain,
+  liveUpload,
+  outOfOrder,
+  pinBlob,
+  storeError,
+  uploadHeaders,
+} from '../common.ts';
 
 /**
  * `PATCH /v2/<name>/blobs/uploads/<uuid>`: stores the chunk as a blob of its own and appends it to
  * the upload if no other chunk landed meanwhile (416 otherwise); 202 with the new `Range`.
  */
-export async function appendChunk(deps: RouteDeps, request: FastifyRequest, reply: FastifyReply, user: string, name: string, uuid: string): Promise<FastifyReply> {
+export async function appendChunk(
+  deps: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: string,
+  name: string,
+  uuid: string,
+): Promise<FastifyReply> {
   let upload: Upload;
   let range: { start: number; end: number } | null;
   try {
@@ -30,7 +47,11 @@ export async function appendChunk(deps: RouteDeps, request: FastifyRequest, repl
     try {
       const remaining = deps.maxBlobBytes - upload.size;
       const sizeHint = declaredLength(request.raw);
-      part = await blobs.put(coalesce(bodyChunks(request.raw)), { maxBytes: remaining, signal: disconnect.signal, ...(sizeHint === undefined ? {} : { sizeHint }) });
+      part = await blobs.put(coalesce(bodyChunks(request.raw)), {
+        maxBytes: remaining,
+        signal: disconnect.signal,
+        ...(sizeHint === undefined ? {} : { sizeHint }),
+      });
     } catch (error) {
       throw storeError(error);
     } finally {
@@ -45,7 +66,11 @@ export async function appendChunk(deps: RouteDeps, request: FastifyRequest, repl
   }
   if (range && part.size !== range.end - range.start + 1) {
     // The pin stays behind as a deletion candidate: the chunk's blob goes with the sweeper.
-    throw outOfOrder(name, upload, `Content-Range announces ${range.end - range.start + 1} bytes but the chunk has ${part.size}`);
+    throw outOfOrder(
+      name,
+      upload,
+      `Content-Range announces ${range.end - range.start + 1} bytes but the chunk has ${part.size}`,
+    );
   }
   const outcome = await repository.appendPart(uuid, upload.size, part, pin, deps.now()).catch((error: unknown) => {
     throw storeError(error);
@@ -57,5 +82,8 @@ export async function appendChunk(deps: RouteDeps, request: FastifyRequest, repl
     throw outOfOrder(name, current, 'another chunk was appended to this upload meanwhile');
   }
   deps.followers.appended(upload, part);
-  return reply.code(202).headers({ ...uploadHeaders(name, uuid, upload.size + part.size), 'content-length': '0' }).send();
+  return reply
+    .code(202)
+    .headers({ ...uploadHeaders(name, uuid, upload.size + part.size), 'content-length': '0' })
+    .send();
 }

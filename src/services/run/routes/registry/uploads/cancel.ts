@@ -4,7 +4,13 @@ import type { RouteDeps } from '../../deps.ts';
 import { access, liveUpload } from '../common.ts';
 
 /** `DELETE /v2/<name>/blobs/uploads/<uuid>`: cancels the upload (204) and releases its chunks. */
-export async function cancelUpload(deps: RouteDeps, reply: FastifyReply, user: string, name: string, uuid: string): Promise<FastifyReply> {
+export async function cancelUpload(
+  deps: RouteDeps,
+  reply: FastifyReply,
+  user: string,
+  name: string,
+  uuid: string,
+): Promise<FastifyReply> {
   await access(deps, name, user);
   await liveUpload(deps, name, uuid);
   deps.followers.drop(uuid);

@@ -6,13 +6,30 @@ import type { Upload } from '../../../repository.ts';
 import { bodyChunks, coalesce, hasBody } from '../../../registry/body.ts';
 import { RegistryError, digestInvalid, unavailable, uploadUnknown } from '../../../registry/errors.ts';
 import type { RouteDeps } from '../../deps.ts';
-import { access, checkDeclaredSize, checkRange, drain, liveUpload, outOfOrder, pinBlob, storeBlob, storeError } from '../common.ts';
+import {
+  access,
+  checkDeclaredSize,
+  checkRange,
+  drain,
+  liveUpload,
+  outOfOrder,
+  pinBlob,
+  storeBlob,
+  storeError,
+} from '../common.ts';
 
 /**
  * `PUT /v2/<name>/blobs/uploads/<uuid>?digest=`: ends the upload (with an optional final chunk):
  * the blob is the chunks in order, verified against the digest, then linked to the repository (201).
  */
-export async function finishUpload(deps: RouteDeps, request: FastifyRequest, reply: FastifyReply, user: string, name: string, uuid: string): Promise<FastifyReply> {
+export async function finishUpload(
+  deps: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: string,
+  name: string,
+  uuid: string,
+): Promise<FastifyReply> {
   const query = request.query as Record<string, unknown>;
   const digest = typeof query.digest === 'string' ? query.digest : undefined;
   let upload: Upload;
@@ -49,7 +66,10 @@ export async function finishUpload(deps: RouteDeps, request: FastifyRequest, rep
       // Stored under the hash the bytes have; nothing refers to it, so the sweeper removes it.
       await deps.refs.markCandidate(info.sha256);
       await repository.discardUpload(uuid);
-      throw digestInvalid('the uploaded content does not match the digest', { expected: verified, actual: toDigest(info.sha256) });
+      throw digestInvalid('the uploaded content does not match the digest', {
+        expected: verified,
+        actual: toDigest(info.sha256),
+      });
     }
   } else {
     follower?.abort();
@@ -80,5 +100,8 @@ export async function finishUpload(deps: RouteDeps, request: FastifyRequest, rep
     const current = await liveUpload(deps, name, uuid);
     throw outOfOrder(name, current, 'a chunk was appended to this upload while it was being finished');
   }
-  return reply.code(201).headers({ location: `/v2/${name}/blobs/${verified}`, 'docker-content-digest': verified, 'content-length': '0' }).send();
+  return reply
+    .code(201)
+    .headers({ location: `/v2/${name}/blobs/${verified}`, 'docker-content-digest': verified, 'content-length': '0' })
+    .send();
 }

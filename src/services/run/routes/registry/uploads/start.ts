@@ -10,7 +10,13 @@ import { access, checkDeclaredSize, drain, pinBlob, storeBlob, storeError } from
  * `POST /v2/<name>/blobs/uploads/`: with `?digest=` a monolithic upload (the whole blob in this
  * request, 201); otherwise a new upload (202). A first push creates the repository.
  */
-export async function startUpload(deps: RouteDeps, request: FastifyRequest, reply: FastifyReply, user: string, name: string): Promise<FastifyReply> {
+export async function startUpload(
+  deps: RouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: string,
+  name: string,
+): Promise<FastifyReply> {
   const query = request.query as Record<string, unknown>;
   const digest = typeof query.digest === 'string' ? query.digest : undefined;
   await access(deps, name, user).catch((error: unknown) => {
@@ -31,7 +37,10 @@ export async function startUpload(deps: RouteDeps, request: FastifyRequest, repl
       throw storeError(error);
     });
     if (linked === 'denied') throw denied(name);
-    return reply.code(201).headers({ location: `/v2/${name}/blobs/${digest}`, 'docker-content-digest': digest, 'content-length': '0' }).send();
+    return reply
+      .code(201)
+      .headers({ location: `/v2/${name}/blobs/${digest}`, 'docker-content-digest': digest, 'content-length': '0' })
+      .send();
   }
   // `mount`/`from` are ignored: a normal upload starts. A body without a digest has nowhere to go.
   drain(request);
@@ -39,6 +48,11 @@ export async function startUpload(deps: RouteDeps, request: FastifyRequest, repl
   if ((await deps.repository.startUpload(uuid, name, user, deps.now())) === 'denied') throw denied(name);
   return reply
     .code(202)
-    .headers({ location: `/v2/${name}/blobs/uploads/${uuid}`, 'docker-upload-uuid': uuid, range: '0-0', 'content-length': '0' })
+    .headers({
+      location: `/v2/${name}/blobs/uploads/${uuid}`,
+      'docker-upload-uuid': uuid,
+      range: '0-0',
+      'content-length': '0',
+    })
     .send();
 }
