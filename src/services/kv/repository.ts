@@ -88,6 +88,9 @@ export function prefixUpperBound(prefix: string): string | null {
 const COLLECTION_EXISTS = 'select 1 as present from kv_collections where project = ? and name = ?';
 
 export class KvRepository {
+  /** `has_baseline` never goes back to 0: once this process saw it set, writes skip setting it. */
+  private baselineKnown = false;
+
   constructor(private readonly database: SqlDatabase) {}
 
   // ---- reads -------------------------------------------------------------------------------
@@ -258,7 +261,10 @@ export class KvRepository {
     const row = yield* first<{ value: number }>(
       "update kv_meta set value = value + 1 where name = 'last_seq' returning value",
     );
-    yield* run("update kv_meta set value = 1 where name = 'has_baseline' and value = 0");
+    if (!this.baselineKnown) {
+      yield* run("update kv_meta set value = 1 where name = 'has_baseline' and value = 0");
+      this.baselineKnown = true;
+    }
     return Number(row!.value);
   }
 
@@ -320,7 +326,7 @@ export class KvRepository {
           version: Number(row?.version ?? 0) + 1,
           timestamp,
         };
-        yield* applyState(command);
+        yield* applyState(command, true);
         yield* this.append(lastId, command);
         return { seq, version: command.version, command };
       }.bind(this),
@@ -354,7 +360,7 @@ export class KvRepository {
           version: Number(row.version) + 1,
           timestamp,
         };
-        yield* applyState(command);
+        yield* applyState(command, true);
         yield* this.append(lastId, command);
         return { seq, version: command.version, command };
       }.bind(this),
@@ -675,8 +681,8 @@ export class KvRepository {
   }
 }
 
-/** Applies a command to collections and keys (no log, no counters). */
-function* applyState(command: Command): Work<void> {
+/** Applies a command to collections and keys (no log, no counters); `collectionChecked`: the write already found the collection under the log lock. */
+function* applyState(command: Command, collectionChecked = false): Work<void> {
   const { project, collection } = command;
   switch (command.type) {
     case 'CREATE_COLLECTION':
@@ -692,7 +698,7 @@ function* applyState(command: Command): Work<void> {
       return;
     case 'SET':
     case 'DELETE': {
-      if ((yield* first(COLLECTION_EXISTS, project, collection)) === undefined) return;
+      if (!collectionChecked && (yield* first(COLLECTION_EXISTS, project, collection)) === undefined) return;
       const value = command.type === 'SET' ? command.value : null;
       // Only a newer write (higher seq) changes a key; replays and late duplicates change nothing.
       yield* run(
