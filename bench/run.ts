@@ -10,6 +10,7 @@ const BENCHMARKS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   kv: () => import('./kv.ts'),
   scheduler: () => import('./scheduler.ts'),
   run: () => import('./run-service.ts'),
+  cluster: () => import('./cluster.ts'),
 };
 
 const name = process.argv[2];

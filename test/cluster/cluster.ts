@@ -1,0 +1,446 @@
+import { type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import { freePort, haproxyStats, installHaproxy, startHaproxy, stopHaproxy, type ServerStats } from './haproxy.ts';
+
+export { freePort, type ServerStats } from './haproxy.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { serve, type ServedProcess } from '../helpers/serve.ts';
+
+/**
+ * A Stratus cluster on one machine, as deploy/ runs it: N `stratus serve` instances on one shared
+ * PostgreSQL schema (a test database of its own), each with its own DATA_DIR and its own loopback
+ * ports, behind HAProxy (Debian's, installed when missing) in round-robin mode with HTTP health
+ * checks, configured from deploy/haproxy.cfg with only its ports templated. Everything listens on
+ * 127.0.0.1 and every process is stopped by its process id.
+ *
+ * Built for fault tests as well as the end-to-end suite: an instance can be stopped (SIGTERM),
+ * killed (SIGKILL), started and restarted by index on the same ports (HAProxy's `server` line keeps
+ * pointing at it), `waitForBalancer` waits until HAProxy's health check sees it UP or DOWN, and
+ * `startLoad` drives writes through the balancer counting the acknowledged and the failed ones.
+ */
+
+/** The settings every instance of a test cluster gets (besides DATABASE_URL and its DATA_DIR). */
+export const CLUSTER_ADMIN = { email: 'admin@cluster.test', password: 'cluster admin password' };
+export const SCHEDULER_KEY = 'sk-cluster-test';
+
+export interface ClusterOptions {
+  /** How many Stratus instances (default 3). */
+  instances?: number;
+  /** Extra environment for every instance. */
+  env?: Record<string, string | undefined>;
+  /** Extra `stratus serve` arguments for every instance. */
+  args?: string[];
+}
+
+export interface ClusterInstance {
+  readonly index: number;
+  /** HAProxy's name for it (`stratus1`, …), also the `X-Stratus-Instance` answer header. */
+  readonly name: string;
+  readonly publicPort: number;
+  readonly internalPort: number;
+  readonly running: boolean;
+  /** What the current (or last) process printed. */
+  output(): string;
+}
+
+export interface ClusterResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  /** The instance HAProxy sent the request to (`X-Stratus-Instance`), when it went through it. */
+  servedBy: string | undefined;
+  json<T = unknown>(): T;
+}
+
+export interface RequestOptions {
+  method?: string;
+  path?: string;
+  host?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  /** Default 10 s. */
+  timeoutMs?: number;
+  agent?: http.Agent;
+}
+
+/** Sends one HTTP/1.1 request to a loopback port (Host chosen freely, as the gateway routes by it). */
+export function send(port: number, options: RequestOptions): Promise<ClusterResponse> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { ...(options.headers ?? {}) };
+    if (options.host) headers.host = options.host;
+    if (options.body !== undefined) headers['content-length'] = String(Buffer.byteLength(options.body));
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: options.method ?? 'GET',
+        path: options.path ?? '/',
+        headers,
+        agent: options.agent ?? false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const servedBy = res.headers['x-stratus-instance'];
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            text,
+            servedBy: typeof servedBy === 'string' ? servedBy : undefined,
+            json: <T>() => JSON.parse(text) as T,
+          });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.setTimeout(options.timeoutMs ?? 10_000, () => req.destroy(new Error('request timed out')));
+    if (options.body !== undefined) req.write(options.body);
+    req.end();
+  });
+}
+
+interface InstanceSlot {
+  index: number;
+  name: string;
+  publicPort: number;
+  internalPort: number;
+  dataDir: string;
+  process: ServedProcess | undefined;
+  lastOutput: string;
+}
+
+export class Cluster {
+  readonly instances: ClusterInstance[];
+  private haproxy: ChildProcess | undefined;
+  private haproxyLog = '';
+
+  private constructor(
+    readonly database: TestDatabase,
+    readonly balancerPort: number,
+    readonly statsPort: number,
+    private readonly slots: InstanceSlot[],
+    private readonly env: Record<string, string | undefined>,
+    private readonly args: string[],
+  ) {
+    this.instances = slots.map((slot) => ({
+      index: slot.index,
+      name: slot.name,
+      publicPort: slot.publicPort,
+      internalPort: slot.internalPort,
+      get running() {
+        return slot.process !== undefined;
+      },
+      output: () => slot.process?.output() ?? slot.lastOutput,
+    }));
+  }
+
+  /**
+   * Starts the cluster: a fresh PostgreSQL schema (DATABASE_URL must be set), the first instance
+   * (it applies the migrations and creates the admin user), the others together, then HAProxy,
+   * and waits until HAProxy's health checks see every instance UP. On a failure everything already
+   * started is stopped.
+   */
+  static async start(options: ClusterOptions = {}): Promise<Cluster> {
+    if (!process.env.DATABASE_URL) throw new Error('the cluster harness needs DATABASE_URL (PostgreSQL)');
+    const count = options.instances ?? 3;
+    await installHaproxy();
+    const database = await createTestDatabase();
+    if (!database.databaseUrl) throw new Error('the cluster harness needs a PostgreSQL test database');
+    const slots: InstanceSlot[] = [];
+    for (let index = 0; index < count; index++) {
+      const dataDir = join(database.dataDir, `instance-${index + 1}`);
+      mkdirSync(dataDir, { recursive: true });
+      slots.push({
+        index,
+        name: `stratus${index + 1}`,
+        publicPort: await freePort(),
+        internalPort: await freePort(),
+        dataDir,
+        process: undefined,
+        lastOutput: '',
+      });
+    }
+    const env = {
+      DATABASE_URL: database.databaseUrl,
+      ADMIN_EMAIL: CLUSTER_ADMIN.email,
+      ADMIN_PASSWORD: CLUSTER_ADMIN.password,
+      SCHEDULER_API_KEYS: SCHEDULER_KEY,
+      // Every connection through HAProxy comes from 127.0.0.1 (deploy/stratus.env.example).
+      MAX_CONNECTIONS_PER_ADDRESS: '100000',
+      COOKIE_SECURE: 'false',
+      ...options.env,
+    };
+    const cluster = new Cluster(database, await freePort(), await freePort(), slots, env, options.args ?? []);
+    try {
+      await cluster.startInstance(0);
+      await Promise.all(slots.slice(1).map((slot) => cluster.startInstance(slot.index)));
+      await cluster.startHaproxy();
+      await Promise.all(slots.map((slot) => cluster.waitForBalancer(slot.index, 'UP')));
+    } catch (error) {
+      await cluster.close();
+      throw error;
+    }
+    return cluster;
+  }
+
+  private slot(index: number): InstanceSlot {
+    const slot = this.slots[index];
+    if (!slot) throw new Error(`no instance ${index} (the cluster has ${this.slots.length})`);
+    return slot;
+  }
+
+  /** Starts instance `index` on its ports (after a stop or kill). Resolves once it printed its ready line. */
+  async startInstance(index: number): Promise<void> {
+    const slot = this.slot(index);
+    if (slot.process) throw new Error(`${slot.name} is running`);
+    slot.process = await serve(
+      ['--port', String(slot.publicPort), '--internal-port', String(slot.internalPort), ...this.args],
+      { ...this.env, DATA_DIR: slot.dataDir },
+    );
+  }
+
+  /** SIGTERM (SIGKILL after 5 s, see test/helpers/serve.ts); resolves with the exit code. */
+  async stopInstance(index: number): Promise<number | null> {
+    const slot = this.slot(index);
+    const running = slot.process;
+    if (!running) return null;
+    const code = await running.stop();
+    slot.lastOutput = running.output();
+    slot.process = undefined;
+    return code;
+  }
+
+  /** SIGKILL at once (`kill -9`), as a crash would. */
+  async killInstance(index: number): Promise<void> {
+    const slot = this.slot(index);
+    const running = slot.process;
+    if (!running) return;
+    await running.kill();
+    slot.lastOutput = running.output();
+    slot.process = undefined;
+  }
+
+  /**
+   * Stops (or kills) instance `index`, starts it again on the same ports, and waits until HAProxy
+   * has it UP again.
+   */
+  async restartInstance(index: number, how: 'stop' | 'kill' = 'stop'): Promise<void> {
+    if (how === 'kill') await this.killInstance(index);
+    else await this.stopInstance(index);
+    await this.startInstance(index);
+    await this.waitForBalancer(index, 'UP');
+  }
+
+  private async startHaproxy(): Promise<void> {
+    const haproxy = startHaproxy({
+      configPath: join(this.database.dataDir, 'haproxy.cfg'),
+      balancer: this.balancerPort,
+      stats: this.statsPort,
+      servers: this.slots.map((slot) => ({ name: slot.name, port: slot.publicPort })),
+      onOutput: (text) => (this.haproxyLog = (this.haproxyLog + text).slice(-1_000_000)),
+    });
+    this.haproxy = haproxy;
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      if (haproxy.exitCode !== null) throw new Error(`haproxy exited with ${haproxy.exitCode}:\n${this.haproxyLog}`);
+      try {
+        await this.stats();
+        return;
+      } catch (error) {
+        if (Date.now() > deadline)
+          throw new Error(`haproxy did not start in 15 s (${String(error)}):\n${this.haproxyLog}`);
+        await sleep(50);
+      }
+    }
+  }
+
+  /** What HAProxy printed so far (its access log: one line per request, with the instance). */
+  haproxyOutput(): string {
+    return this.haproxyLog;
+  }
+
+  /** HAProxy's view of each instance: health state and counters. */
+  stats(): Promise<ServerStats[]> {
+    return haproxyStats(this.statsPort);
+  }
+
+  /** Waits until HAProxy's health check has instance `index` in `state` (default within 30 s). */
+  async waitForBalancer(index: number, state: 'UP' | 'DOWN', timeoutMs = 30_000): Promise<void> {
+    const { name } = this.slot(index);
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    while (Date.now() < deadline) {
+      last = (await this.stats()).find((row) => row.name === name)?.status ?? 'missing';
+      if (last === state) return;
+      await sleep(100);
+    }
+    throw new Error(`haproxy still has ${name} ${last} after ${timeoutMs} ms, not ${state}`);
+  }
+
+  /** A request through the balancer. */
+  request(options: RequestOptions): Promise<ClusterResponse> {
+    return send(this.balancerPort, options);
+  }
+
+  /** A request to one instance's public port directly, past the balancer. */
+  requestTo(index: number, options: RequestOptions): Promise<ClusterResponse> {
+    return send(this.slot(index).publicPort, options);
+  }
+
+  /** Stops HAProxy and every instance by process id and drops the test database. */
+  async close(): Promise<void> {
+    if (this.haproxy) await stopHaproxy(this.haproxy);
+    await Promise.all(this.slots.map((slot) => this.stopInstance(slot.index)));
+    await this.database.cleanup();
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** One write the load generator sends: `key` names what an acknowledged answer promises is stored. */
+export interface WriteOp {
+  key: string;
+  send(agent: http.Agent): Promise<ClusterResponse>;
+}
+
+export interface LoadReport {
+  /** Keys of the writes answered 2xx: each must be found afterwards. */
+  acknowledged: string[];
+  /** Writes answered otherwise, or not at all (transport error, timeout). */
+  failed: { key: string; reason: string; servedBy?: string }[];
+  /** Acknowledged writes per instance that answered them. */
+  byInstance: Record<string, number>;
+  durationMs: number;
+}
+
+export interface Load {
+  /** Counts so far. */
+  progress(): { acknowledged: number; failed: number };
+  /** Stops sending, waits for the writes in flight, and reports. */
+  stop(): Promise<LoadReport>;
+}
+
+/**
+ * Sends writes through `concurrency` parallel clients (keep-alive connections) until stopped;
+ * `next(n)` makes the n-th write. Counts each write as acknowledged (2xx) or failed.
+ */
+export function startLoad(options: { concurrency: number; next: (n: number) => WriteOp }): Load {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: options.concurrency });
+  const report: LoadReport = { acknowledged: [], failed: [], byInstance: {}, durationMs: 0 };
+  const started = Date.now();
+  let stopping = false;
+  let n = 0;
+  const client = async () => {
+    while (!stopping) {
+      const op = options.next(n++);
+      try {
+        const res = await op.send(agent);
+        if (res.status >= 200 && res.status < 300) {
+          report.acknowledged.push(op.key);
+          const by = res.servedBy ?? 'direct';
+          report.byInstance[by] = (report.byInstance[by] ?? 0) + 1;
+        } else {
+          report.failed.push({
+            key: op.key,
+            reason: `${res.status} ${res.text.slice(0, 200)}`,
+            ...(res.servedBy ? { servedBy: res.servedBy } : {}),
+          });
+        }
+      } catch (error) {
+        report.failed.push({ key: op.key, reason: error instanceof Error ? error.message : String(error) });
+      }
+    }
+  };
+  const clients = Array.from({ length: options.concurrency }, client);
+  return {
+    progress: () => ({ acknowledged: report.acknowledged.length, failed: report.failed.length }),
+    async stop() {
+      stopping = true;
+      await Promise.all(clients);
+      agent.destroy();
+      report.durationMs = Date.now() - started;
+      return report;
+    },
+  };
+}
+
+/**
+ * Writes for the load generator, each with a check that finds it afterwards: v0 config objects
+ * (public, no credentials), and key-value writes (with an API key's headers).
+ */
+export const writes = {
+  config(cluster: Cluster, prefix: string) {
+    return {
+      next: (n: number): WriteOp => {
+        const id = `${prefix}-${n}`;
+        return {
+          key: id,
+          send: (agent) =>
+            send(cluster.balancerPort, {
+              method: 'POST',
+              path: '/v0/configs',
+              host: 'config.localhost',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ id, entries: { n } }),
+              agent,
+            }),
+        };
+      },
+      /** The acknowledged ids that cannot be read back. */
+      missing: (keys: string[]) =>
+        missingOf(
+          keys,
+          async (id) => (await cluster.request({ path: `/v0/configs/${id}`, host: 'config.localhost' })).status === 200,
+        ),
+    };
+  },
+  kv(cluster: Cluster, collection: string, auth: Record<string, string>) {
+    return {
+      next: (n: number): WriteOp => {
+        const key = `k${n}`;
+        return {
+          key,
+          send: (agent) =>
+            send(cluster.balancerPort, {
+              method: 'POST',
+              path: `/v1/collections/${collection}/keys/${key}`,
+              host: 'kv.localhost',
+              headers: { ...auth, 'content-type': 'application/json' },
+              body: JSON.stringify({ value: n }),
+              agent,
+            }),
+        };
+      },
+      missing: (keys: string[]) =>
+        missingOf(keys, async (key) => {
+          const res = await cluster.request({
+            path: `/v1/collections/${collection}/keys/${key}`,
+            host: 'kv.localhost',
+            headers: auth,
+          });
+          return res.status === 200;
+        }),
+    };
+  },
+};
+
+async function missingOf(keys: string[], present: (key: string) => Promise<boolean>): Promise<string[]> {
+  const missing: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < keys.length) {
+        const key = keys[next++]!;
+        if (!(await present(key))) missing.push(key);
+      }
+    }),
+  );
+  return missing;
+}
