@@ -11,7 +11,7 @@ import {
   type OidcProviders,
   type User,
 } from '../services/auth/index.ts';
-import { CredentialGuard } from './guard.ts';
+import { CredentialGuard, DEFAULT_GUARD, SharedFailureCounts } from './guard.ts';
 import { ApiKeyVerifier, matchScopes, type VerifiedKey } from './keys.ts';
 import { cookieAllowed } from './origins.ts';
 
@@ -76,7 +76,12 @@ export class Authenticator {
     private readonly keys: ApiKeyVerifier,
     private readonly providers: OidcProviders,
     private readonly settings: Pick<Settings, 'domain' | 'cookieSecure' | 'signup'>,
-    private readonly guard: CredentialGuard = new CredentialGuard(),
+    // Failure counts in the database, shared by every instance (guard.ts).
+    private readonly guard: CredentialGuard = new CredentialGuard(
+      DEFAULT_GUARD,
+      Date.now,
+      new SharedFailureCounts(connection),
+    ),
   ) {}
 
   /** Cheap test for the common anonymous request: no header that could carry a credential. */
@@ -182,17 +187,25 @@ export class Authenticator {
     // A burst of one pair shares one verification (keys.ts): joining it needs no admission.
     let check = await this.keys.pending(hash);
     if (check === undefined) {
-      const admission = this.guard.admit(address, key);
-      if (!admission.ok) return { kind: 'limited', retryAfterSeconds: admission.retryAfterSeconds };
-      try {
-        check = await this.keys.check(key, secret, hash);
-      } finally {
-        admission.release();
+      // Failures counted by every instance first (a shared read); then this instance's cap.
+      const limited = await this.guard.limitedEverywhere(address, key);
+      if (limited !== undefined) return { kind: 'limited', retryAfterSeconds: limited };
+      // The same pair may have started its check meanwhile: joining it needs no admission.
+      const started = this.keys.pending(hash);
+      if (started !== undefined) check = await started;
+      else {
+        const admission = this.guard.admit(address, key);
+        if (!admission.ok) return { kind: 'limited', retryAfterSeconds: admission.retryAfterSeconds };
+        try {
+          check = await this.keys.check(key, secret, hash);
+        } finally {
+          admission.release();
+        }
       }
     }
     if (check.status === 'unknown') return null;
     if (check.status === 'wrong_secret') {
-      this.guard.fail(address, key);
+      await this.guard.fail(address, key);
       return { kind: 'rejected', message: INVALID_KEY_MESSAGE };
     }
     return this.keyOutcome(check.key, scope, credential);

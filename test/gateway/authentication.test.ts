@@ -1,7 +1,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { extendSession, findSessionByToken, type User } from '../../src/services/auth/repository.ts';
-import { CredentialGuard } from '../../src/gateway/guard.ts';
+import { CredentialGuard, SharedFailureCounts } from '../../src/gateway/guard.ts';
+import { authService } from '../../src/services/auth/index.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { all } from '../../src/store/sql-work.ts';
+import { createTestDatabase } from '../helpers/database.ts';
 import { startHarness, type Harness } from './harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -705,29 +709,33 @@ describe('gateway: bounded bcrypt work for failed credential checks (issue 17, i
 });
 
 describe('CredentialGuard', () => {
-  it('counts failures in a fixed window per key and per address, and releases concurrency slots once', () => {
+  it('counts failures in a fixed window per key and per address, and releases concurrency slots once', async () => {
     let now = 1_000;
     const guard = new CredentialGuard(
       { maxFailuresPerKey: 2, maxFailuresPerAddress: 3, windowMs: 10_000, maxConcurrentPerAddress: 1 },
       () => now,
     );
-    const first = guard.admit('a', 'k');
+    const first = await guard.admit('a', 'k');
     assert.ok(first.ok);
-    assert.deepEqual(guard.admit('a', 'k'), { ok: false, retryAfterSeconds: 1 }, 'one check at a time per address');
-    assert.ok(guard.admit('b', 'k').ok, 'another address has its own slot');
+    assert.deepEqual(
+      await guard.admit('a', 'k'),
+      { ok: false, retryAfterSeconds: 1 },
+      'one check at a time per address',
+    );
+    assert.ok((await guard.admit('b', 'k')).ok, 'another address has its own slot');
     if (first.ok) {
       first.release();
       first.release();
     }
-    guard.fail('a', 'k');
-    guard.fail('b', 'k');
-    const limited = guard.admit('c', 'k');
+    await guard.fail('a', 'k');
+    await guard.fail('b', 'k');
+    const limited = await guard.admit('c', 'k');
     assert.deepEqual(limited, { ok: false, retryAfterSeconds: 10 }, 'the key is limited for every address');
     now += 10_000;
-    assert.ok(guard.admit('c', 'k').ok, 'the window ends');
+    assert.ok((await guard.admit('c', 'k')).ok, 'the window ends');
   });
 
-  it('keeps at most maxEntries counters', () => {
+  it('keeps at most maxEntries counters', async () => {
     const guard = new CredentialGuard({
       maxFailuresPerKey: 1,
       maxFailuresPerAddress: 1_000,
@@ -735,8 +743,49 @@ describe('CredentialGuard', () => {
       maxConcurrentPerAddress: 1,
       maxEntries: 10,
     });
-    for (let i = 0; i < 100; i++) guard.fail('a', `k${i}`);
-    assert.ok(!guard.admit('z', 'k0').ok === false, 'the oldest counters were dropped');
-    assert.equal(guard.admit('z', 'k99').ok, false, 'the newest is kept');
+    for (let i = 0; i < 100; i++) await guard.fail('a', `k${i}`);
+    assert.equal((await guard.admit('z', 'k0')).ok, true, 'the oldest counters were dropped');
+    assert.equal((await guard.admit('z', 'k99')).ok, false, 'the newest is kept');
+  });
+
+  it('shares failure counts through the database: failures counted by two instances add up (README: What instances share)', async () => {
+    const database = await createTestDatabase();
+    const connections = [await database.connect(), await database.connect()];
+    try {
+      await migrate(connections[0]!.database, [authService.migrations]);
+      let now = 1_000_000;
+      const limits = { maxFailuresPerKey: 4, maxFailuresPerAddress: 100, windowMs: 10_000, maxConcurrentPerAddress: 4 };
+      const [a, b] = connections.map(
+        (connection) => new CredentialGuard(limits, () => now, new SharedFailureCounts(connection)),
+      ) as [CredentialGuard, CredentialGuard];
+      // Two failures through each instance, each from its own address: the key is spent on both.
+      await a.fail('10.0.0.1', 'k');
+      await a.fail('10.0.0.1', 'k');
+      await b.fail('10.0.0.2', 'k');
+      assert.equal(await a.limitedEverywhere('10.0.0.3', 'k'), undefined, 'three failures are under the limit');
+      await b.fail('10.0.0.2', 'k');
+      assert.equal(await a.limitedEverywhere('10.0.0.3', 'k'), 10);
+      assert.deepEqual(a.admit('10.0.0.3', 'k'), { ok: false, retryAfterSeconds: 10 }, 'remembered here');
+      assert.equal(await b.limitedEverywhere('10.0.0.4', 'k'), 10);
+      assert.equal(await a.limitedEverywhere('10.0.0.3', 'other'), undefined, 'another key is not limited');
+      now += 10_000;
+      assert.equal(await b.limitedEverywhere('10.0.0.4', 'k'), undefined, 'the shared window ends');
+      assert.ok(b.admit('10.0.0.4', 'k').ok);
+      // The next failure starts a new window and deletes the expired counters.
+      await a.fail('10.0.0.9', 'fresh');
+      const rows = await connections[0]!.database.read(() =>
+        all<{ name: string; failures: number }>('select name, failures from auth_credential_failures order by name'),
+      );
+      assert.deepEqual(
+        rows.map((row) => [row.name, Number(row.failures)]),
+        [
+          ['a:10.0.0.9', 1],
+          ['k:fresh', 1],
+        ],
+      );
+    } finally {
+      for (const connection of connections) await connection.close();
+      await database.cleanup();
+    }
   });
 });

@@ -85,5 +85,18 @@ export const authMigrations: MigrationSet = {
         `delete from auth_sso_codes`,
       ],
     },
+    {
+      // The gateway's failed API-key checks per key and per address (src/gateway/guard.ts), shared
+      // by every instance; `name` is `k:<key>` or `a:<address>`.
+      name: '004_credential_failures',
+      statements: ({ types }) => [
+        `create table auth_credential_failures (
+          name text primary key,
+          failures integer not null,
+          window_started_at ${types.bigint} not null
+        )`,
+        `create index auth_credential_failures_window on auth_credential_failures (window_started_at)`,
+      ],
+    },
   ],
 };

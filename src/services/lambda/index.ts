@@ -2,6 +2,7 @@ import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { Invoker } from './invoke.ts';
 import { lambdaMigrations } from './migrations.ts';
+import { OngoingInvocations, type OngoingOptions } from './ongoing.ts';
 import { LambdaRepository } from './repository.ts';
 import type { RouteDeps } from './routes/deps.ts';
 import { registerRoutes } from './routes/index.ts';
@@ -10,9 +11,10 @@ import { LambdaRuntime, type RuntimeOptions } from './runtime/sandbox.ts';
 /**
  * Builds the lambda service; `limits` overrides what the settings `lambdaTimeoutSeconds`,
  * `lambdaMemoryMib` and `lambdaMaxResponseBytes` give the runtime, and sets the pool's size
- * (tests shorten and shrink them).
+ * (tests shorten and shrink them); `ongoingOptions` the lease and publication delay of the
+ * ongoing invocations (tests shorten them).
  */
-export function lambdaServiceWith(limits: RuntimeOptions = {}): ServiceDefinition {
+export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: OngoingOptions = {}): ServiceDefinition {
   return {
     name: 'lambda',
     migrations: lambdaMigrations,
@@ -34,12 +36,27 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}): ServiceDefinitio
         openapiPath: null,
       });
       const runtime = new LambdaRuntime(options);
-      app.addHook('onClose', async () => runtime.close());
-      // Captured console output and failures go to the server log with the invocation id.
-      const invoker = new Invoker(runtime, (entry) => logger.info(entry, 'lambda invocation'), {
-        domain: settings.domain,
-        ownerConcurrency: settings.lambdaOwnerConcurrency,
+      // Running invocations, shared with every instance through the database (ongoing.ts).
+      const ongoing = new OngoingInvocations(
+        store.sql,
+        (err) => logger.warn({ err }, 'could not publish the ongoing lambda invocations'),
+        ongoingOptions,
+      );
+      app.addHook('onClose', async () => {
+        runtime.close();
+        try {
+          await ongoing.close();
+        } catch (err) {
+          logger.warn({ err }, 'could not remove the ongoing lambda invocations of this instance');
+        }
       });
+      // Captured console output and failures go to the server log with the invocation id.
+      const invoker = new Invoker(
+        runtime,
+        (entry) => logger.info(entry, 'lambda invocation'),
+        { domain: settings.domain, ownerConcurrency: settings.lambdaOwnerConcurrency },
+        ongoing,
+      );
       const repository = new LambdaRepository(store.sql);
       const deps: RouteDeps = { repository, runtime, invoker };
       registerRoutes(app, deps);

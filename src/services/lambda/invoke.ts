@@ -4,18 +4,9 @@ import { LambdaErrors } from './errors.ts';
 import { OwnerLimiter } from './fairness.ts';
 import { allowedHeaders, isProjectHost, securityHeaders, visitorHeaders } from './output.ts';
 import { projectOf } from './project.ts';
+import type { OngoingInvocations } from './ongoing.ts';
 import type { Lambda } from './repository.ts';
 import type { InvokeResult, LambdaRequest, LambdaRuntime, LogLine } from './runtime/sandbox.ts';
-
-export interface Ongoing {
-  id: string;
-  owner: string;
-  lambda_id: string;
-  lambda_name: string;
-  started_at: string;
-  method: string;
-  path: string;
-}
 
 export interface InvokerOptions {
   /** The platform domain (settings.domain): decides platform hosts from project hosts. */
@@ -53,13 +44,14 @@ export interface TestInvocation {
 
 /** Runs a lambda for a request and writes the mapped response (README: Invocation, Output rules). */
 export class Invoker {
-  readonly ongoing = new Map<string, Ongoing>();
   private readonly limiter: OwnerLimiter;
 
+  /** `ongoing`: the running invocations, listed by `/ongoing` on every instance (ongoing.ts). */
   constructor(
     private readonly runtime: LambdaRuntime,
     private readonly log: (entry: Record<string, unknown>) => void,
     private readonly options: InvokerOptions,
+    readonly ongoing: OngoingInvocations,
   ) {
     this.limiter = new OwnerLimiter(options.ownerConcurrency);
   }
@@ -73,7 +65,7 @@ export class Invoker {
     const id = newId();
     let result: InvokeResult;
     try {
-      this.ongoing.set(id, {
+      this.ongoing.start({
         id,
         owner: lambda.owner,
         lambda_id: lambda.id,
@@ -84,7 +76,7 @@ export class Invoker {
       });
       result = await this.runtime.invoke(lambda.code, req, { contextKey: lambda.id });
     } finally {
-      this.ongoing.delete(id);
+      this.ongoing.end(id);
       this.limiter.release(lambda.owner);
     }
     if (result.logs.length > 0 || result.kind === 'error') {

@@ -23,5 +23,26 @@ export const lambdaMigrations: MigrationSet = {
         'create index lambda_functions_project on lambda_functions (project_id, seq)',
       ],
     },
+    {
+      name: '002_lambda_ongoing',
+      // Running invocations of every instance (ongoing.ts): a row per invocation, its instance's
+      // lease renewed while it runs; rows whose lease ended are not listed and are deleted.
+      statements: ({ types }) => [
+        `create table lambda_ongoing (
+          id text primary key,
+          instance text not null,
+          owner text not null,
+          lambda_id text not null,
+          lambda_name text not null,
+          started_at text not null,
+          method text not null,
+          path text not null,
+          lease_until ${types.bigint} not null
+        )`,
+        'create index lambda_ongoing_owner on lambda_ongoing (owner)',
+        'create index lambda_ongoing_instance on lambda_ongoing (instance)',
+        'create index lambda_ongoing_lease on lambda_ongoing (lease_until)',
+      ],
+    },
   ],
 };

@@ -23,19 +23,8 @@ export const meSchema = {
 
 /** `/ongoing`, `/me` and `/openapi` with their `/api/v0` aliases (README: Routes). */
 export function registerAccount(app: ServiceApp, { invoker }: RouteDeps): void {
-  const ongoing = async (request: FastifyRequest) => {
-    const user = requireIdentity(request).user.id;
-    return [...invoker.ongoing.values()]
-      .filter((o) => o.owner === user)
-      .map(({ id, lambda_id, lambda_name, started_at, method, path }) => ({
-        id,
-        lambda_id,
-        lambda_name,
-        started_at,
-        method,
-        path,
-      }));
-  };
+  // Every instance's running invocations of the caller's lambdas (README: Ongoing invocations).
+  const ongoing = async (request: FastifyRequest) => invoker.ongoing.list(requireIdentity(request).user.id);
   app.get('/ongoing', { schema: ongoingSchema }, ongoing);
   app.get('/api/v0/ongoing', { schema: ongoingSchema }, ongoing);
 
