@@ -85,6 +85,11 @@ export function prefixUpperBound(prefix: string): string | null {
   return null;
 }
 
+type KeyCommand = Extract<Command, { type: 'SET' | 'DELETE' }>;
+/** A key command before it has its seq. */
+type KeyCommandDraft =
+  Omit<Extract<Command, { type: 'SET' }>, 'seq'> | Omit<Extract<Command, { type: 'DELETE' }>, 'seq'>;
+
 const COLLECTION_EXISTS = 'select 1 as present from kv_collections where project = ? and name = ?';
 
 export class KvRepository {
@@ -305,32 +310,15 @@ export class KvRepository {
     value: string,
     timestamp: number,
   ): Promise<WriteOutcome | 'missing_collection'> {
-    return this.database.write(
-      function* (this: KvRepository) {
-        const lastId = yield* this.lockLog();
-        if ((yield* first(COLLECTION_EXISTS, project, collection)) === undefined) return 'missing_collection' as const;
-        const row = yield* first<{ version: number }>(
-          'select version from kv_keys where project = ? and collection = ? and key = ?',
-          project,
-          collection,
-          key,
-        );
-        const seq = yield* this.nextSeq();
-        const command: Command = {
-          type: 'SET',
-          project,
-          collection,
-          seq,
-          key,
-          value,
-          version: Number(row?.version ?? 0) + 1,
-          timestamp,
-        };
-        yield* applyState(command, true);
-        yield* this.append(lastId, command);
-        return { seq, version: command.version, command };
-      }.bind(this),
-    );
+    return this.keyWrite(project, collection, key, (current) => ({
+      type: 'SET',
+      project,
+      collection,
+      key,
+      value,
+      version: (current?.version ?? 0) + 1,
+      timestamp,
+    })) as Promise<WriteOutcome | 'missing_collection'>; // a set is never refused as not_found
   }
 
   delete(
@@ -338,6 +326,24 @@ export class KvRepository {
     collection: string,
     key: string,
     timestamp: number,
+  ): Promise<WriteOutcome | 'missing_collection' | 'not_found'> {
+    return this.keyWrite(project, collection, key, (current) =>
+      current === null || !current.live
+        ? 'not_found'
+        : { type: 'DELETE', project, collection, key, version: current.version + 1, timestamp },
+    );
+  }
+
+  /**
+   * A key write as the primary, under the log lock: the collection must exist; `make` builds the
+   * command from the key's current row (null when it never existed), or refuses; the command then
+   * takes the next seq (a refused write takes none).
+   */
+  private keyWrite(
+    project: string,
+    collection: string,
+    key: string,
+    make: (current: { version: number; live: boolean } | null) => KeyCommandDraft | 'not_found',
   ): Promise<WriteOutcome | 'missing_collection' | 'not_found'> {
     return this.database.write(
       function* (this: KvRepository) {
@@ -349,17 +355,11 @@ export class KvRepository {
           collection,
           key,
         );
-        if (!row || row.value === null) return 'not_found' as const;
+        const current = row ? { version: Number(row.version), live: row.value !== null } : null;
+        const draft = make(current);
+        if (draft === 'not_found') return draft;
         const seq = yield* this.nextSeq();
-        const command: Command = {
-          type: 'DELETE',
-          project,
-          collection,
-          seq,
-          key,
-          version: Number(row.version) + 1,
-          timestamp,
-        };
+        const command = { ...draft, seq } as KeyCommand;
         yield* applyState(command, true);
         yield* this.append(lastId, command);
         return { seq, version: command.version, command };
