@@ -17,5 +17,7 @@ if (!node) {
 }
 // --no-node-snapshot: isolated-vm's README requires it on Node 20 and later (see DESIGN.md §5).
 const child = spawn(node, ['--no-node-snapshot', '--import', tsx, cli, ...process.argv.slice(2)], { stdio: 'inherit' });
+// The child drains on the first SIGINT/SIGTERM and ignores later ones (a terminal's Ctrl-C reaches
+// both processes), then exits 0 (README.md: Rolling restarts); its exit code is ours.
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(signal ? 1 : (code ?? 1)));

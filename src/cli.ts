@@ -25,6 +25,8 @@ Options (each also settable by environment variable or stratus.config.json):
   --log-level LEVEL     fatal|error|warn|info|debug|trace|silent   LOG_LEVEL (info)
   --kv-parent URL       make the key-value node a replica of URL   KV_PARENT_URL
   --kv-node-name NAME   the key-value node's name                  KV_NODE_NAME (host name)
+  --shutdown-timeout S  on SIGTERM/SIGINT, seconds in-flight requests SHUTDOWN_TIMEOUT (10)
+                        get before their connections are cut
   --config PATH         JSON config file (default ./stratus.config.json)
 `;
 
@@ -40,6 +42,7 @@ const FLAG_NAMES = {
   'log-level': 'logLevel',
   'kv-parent': 'kvParentUrl',
   'kv-node-name': 'kvNodeName',
+  'shutdown-timeout': 'shutdownTimeout',
   config: 'config',
 } as const;
 
@@ -95,22 +98,30 @@ async function main(argv: string[]): Promise<number> {
   }
   const logger = createLogger(settings);
   const platform = await startPlatform(settings, logger);
-  const where = settings.databaseUrl ? 'PostgreSQL' : `SQLite in ${settings.dataDir}`;
-  process.stdout.write(
-    `stratus ${VERSION} ready: public port ${platform.publicPort} (${settings.host}), internal port ${platform.internalPort} (${settings.internalHost}); ` +
-      `services ${platform.services.join(',')}; store ${where}; Node ${process.version}\n`,
-  );
-  await new Promise<void>((resolve) => {
+  // The first SIGTERM or SIGINT drains (README.md: Rolling restarts): readiness answers 503, the
+  // ports stop accepting, streams end resumably, in-flight requests get SHUTDOWN_TIMEOUT seconds.
+  // Later signals are ignored (bin/stratus.js forwards a terminal's Ctrl-C the child also got).
+  // Installed before the ready line, so a signal sent as soon as it appears is a graceful one.
+  const stopped = new Promise<void>((resolve) => {
+    let stopping = false;
     const stop = (signal: string) => {
-      logger.info({ signal }, 'shutting down');
+      if (stopping) return void logger.info({ signal }, 'already shutting down');
+      stopping = true;
+      logger.info({ signal, timeoutSeconds: settings.shutdownTimeout }, 'shutting down');
       platform.close().then(resolve, (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
         resolve();
       });
     };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
   });
+  const where = settings.databaseUrl ? 'PostgreSQL' : `SQLite in ${settings.dataDir}`;
+  process.stdout.write(
+    `stratus ${VERSION} ready: public port ${platform.publicPort} (${settings.host}), internal port ${platform.internalPort} (${settings.internalHost}); ` +
+      `services ${platform.services.join(',')}; store ${where}; Node ${process.version}\n`,
+  );
+  await stopped;
   await new Promise<void>((resolve) => logger.flush(() => resolve()));
   return 0;
 }

@@ -103,6 +103,15 @@ export interface Settings {
    * its one-time hand-over code to (`SSO_REDIRECT_ORIGINS`, comma-separated); see the auth README.
    */
   ssoRedirectOrigins: string[];
+  /**
+   * On SIGTERM/SIGINT: seconds in-flight requests may take to finish before their connections are
+   * cut (README.md: Rolling restarts); 0 cuts them at once.
+   */
+  shutdownTimeout: number;
+  /** An instance whose heartbeat is older than this drops out of the platform's figures (src/instances/README.md). */
+  instanceTimeoutSeconds: number;
+  /** How often an instance writes its changed statistics counters (src/instances/README.md). */
+  statsFlushSeconds: number;
 }
 
 export class SettingsError extends Error {
@@ -169,6 +178,9 @@ const SETTINGS: {
     fallback: 256,
   },
   ssoRedirectOrigins: { env: 'SSO_REDIRECT_ORIGINS', parse: (t, f) => origins(t, f), fallback: [] },
+  shutdownTimeout: { env: 'SHUTDOWN_TIMEOUT', parse: (t, f) => nonNegativeNumber(t, f), fallback: 10 },
+  instanceTimeoutSeconds: { env: 'INSTANCE_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 15 },
+  statsFlushSeconds: { env: 'STATS_FLUSH_INTERVAL', parse: (t, f) => positiveNumber(t, f), fallback: 2 },
 };
 
 /**

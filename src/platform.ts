@@ -11,8 +11,10 @@ import { ApiKeyVerifier } from './gateway/keys.ts';
 import { createPolicy } from './gateway/policy.ts';
 import { ProjectDirectory } from './gateway/projects.ts';
 import { createUpstreamProxy, type UpstreamProxy } from './gateway/proxy.ts';
+import { Readiness } from './gateway/readiness.ts';
 import { createGatewayHandler, listen, type Listener } from './gateway/server.ts';
 import { GatewayStats } from './gateway/stats.ts';
+import { InstanceRegistry, instancesMigrations } from './instances/index.ts';
 import { AVAILABLE_SERVICES } from './services/index.ts';
 import { apikeysService } from './services/apikeys/index.ts';
 import { authService } from './services/auth/index.ts';
@@ -27,11 +29,15 @@ export interface RunningPlatform {
   readonly remote: readonly ServiceName[];
   readonly store: Store;
   readonly keys: ApiKeyVerifier;
+  /**
+   * Drains and stops (README.md: Rolling restarts): readiness 503, no new connections, in-flight
+   * requests get `shutdownTimeout` seconds, then everything closes. Calls after the first share it.
+   */
   close(): Promise<void>;
 }
 
 /** The gateway reads keys, projects, sessions and users, so their tables exist wherever it runs. */
-const GATEWAY_MIGRATIONS = [apikeysService.migrations, authService.migrations];
+const GATEWAY_MIGRATIONS = [instancesMigrations, apikeysService.migrations, authService.migrations];
 
 /** The service definitions a process runs: `--services`, or every available one. */
 export function selectServices(settings: Pick<Settings, 'services'>): ServiceDefinition[] {
@@ -84,22 +90,57 @@ export async function startPlatform(
   const listeners: Listener[] = [];
   const closers: (() => void)[] = [];
   let gateway: ServiceApp | null = null;
-  const close = async () => {
-    await Promise.all(listeners.map((l) => l.close()));
+  let instance: InstanceRegistry | null = null;
+  const readiness = new Readiness(store.sql.database, settings.domain);
+  let closing: Promise<void> | undefined;
+  // The shutdown sequence (README.md: Rolling restarts): readiness 503 and both ports drain at once
+  // (no new connections, Connection: close, streams and waiting reserves end resumably), in-flight
+  // requests get shutdownTimeout seconds, the rest is cut; then the apps, proxies and store close.
+  const close = () =>
+    (closing ??= (async () => {
+      readiness.drain();
+      for (const listener of listeners) listener.drain();
+      // One grace for the whole instance: a port keeps its open connections while the other one
+      // still has requests in flight (a health check or a last request on a kept-alive connection).
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(listeners.map((l) => l.settled())),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, settings.shutdownTimeout * 1000))),
+      ]);
+      clearTimeout(timer);
+      const cut = await Promise.all(listeners.map((l) => l.cut()));
+      const total = cut.reduce((a, b) => a + b, 0);
+      if (total > 0)
+        logger.warn(
+          { requests: total, timeoutSeconds: settings.shutdownTimeout },
+          'shutdown timeout: cut requests still in flight',
+        );
+      await closeRest();
+    })());
+  const closeRest = async () => {
     await Promise.all([...apps.values(), ...(gateway ? [gateway] : [])].map((app) => app.close()));
     await Promise.all([...upstreams.values()].map((proxy) => proxy.close()));
     for (const stop of closers) stop();
+    await instance?.close();
     await store.close();
   };
   try {
     const sets = [...GATEWAY_MIGRATIONS, ...definitions.map((d) => d.migrations)];
     await migrateStore(store, [...new Set(sets)]);
+    instance = await InstanceRegistry.start(store.sql.database, {
+      version: VERSION,
+      services: definitions.map((d) => d.name),
+      timeoutMs: settings.instanceTimeoutSeconds * 1000,
+      flushMs: settings.statsFlushSeconds * 1000,
+      logger,
+    });
     for (const definition of definitions) {
       const app = await definition.build({
         settings,
         store,
         logger: logger.child({ service: definition.name }),
         version: VERSION,
+        instance,
       });
       await app.ready();
       apps.set(definition.name, app);
@@ -111,7 +152,7 @@ export async function startPlatform(
       upstreamUrls[name] = url;
       upstreams.set(name, createUpstreamProxy(url, { headersTimeoutMs: settings.upstreamTimeoutSeconds * 1000 }));
     }
-    const stats = new GatewayStats();
+    const stats = new GatewayStats(instance);
     gateway = await buildGatewayApp({
       version: VERSION,
       logger: logger.child({ service: 'gateway' }),
@@ -120,6 +161,7 @@ export async function startPlatform(
       stats,
       services: apps,
       upstreamUrls,
+      readiness,
     });
     await gateway.ready();
 
@@ -144,6 +186,7 @@ export async function startPlatform(
       await listen(createGatewayHandler({ ...options, authenticator }, false), settings.port, settings.host, {
         bodyIdleTimeoutMs: settings.bodyIdleTimeoutSeconds * 1000,
         maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
+        readiness,
       }),
     );
     listeners.push(
@@ -151,6 +194,7 @@ export async function startPlatform(
         createGatewayHandler({ ...options, authenticator: null }, true),
         settings.internalPort,
         settings.internalHost,
+        { readiness },
       ),
     );
     return {

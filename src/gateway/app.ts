@@ -7,6 +7,7 @@ import { createServiceApp, type ServiceApp } from '../core/app.ts';
 import { identityOf, requireIdentity } from '../core/identity.ts';
 import type { SqlConnection } from '../store/db.ts';
 import { listAllProjects, type Project } from '../services/apikeys/index.ts';
+import { Readiness, registerReadiness } from './readiness.ts';
 import { PLATFORM_HOSTS } from './routing.ts';
 import type { GatewayStats } from './stats.ts';
 
@@ -20,6 +21,8 @@ export interface GatewayAppOptions {
   services: ReadonlyMap<ServiceName, ServiceApp>;
   /** Base URLs of services in other processes. */
   upstreamUrls: Readonly<Partial<Record<ServiceName, string>>>;
+  /** This instance's readiness (`GET /readyz`, readiness.ts); by default one on `connection`. */
+  readiness?: Readiness;
 }
 
 const PROBE_TIMEOUT_MS = 2_000;
@@ -40,6 +43,19 @@ const statsRow = Type.Object({
   latency_avg: Type.String({ description: 'Go duration' }),
   uptime: Type.String({ description: 'Go duration' }),
   start_timestamp: Type.String({ description: 'RFC 3339 UTC' }),
+});
+const instanceRow = Type.Object({
+  id: Type.String(),
+  host: Type.String({ description: "The machine's host name" }),
+  pid: Type.Integer(),
+  version: Type.String(),
+  services: Type.Array(Type.String(), {
+    description: 'The services the instance runs (the gateway runs in every one)',
+  }),
+  started_at: Type.String({ description: 'RFC 3339 UTC' }),
+  last_seen: Type.String({ description: 'Its last heartbeat, RFC 3339 UTC' }),
+  served_requests: Type.Integer({ description: 'Its * count since it started' }),
+  answering: Type.Boolean({ description: 'True for the instance that answered this request' }),
 });
 const errorBody = Type.Object({
   error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
@@ -106,19 +122,34 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     '/v0/stats',
     {
       schema: {
-        summary: 'Traffic statistics of this gateway instance',
-        description: `${projectNote} The * row counts every request, project hosts included.`,
+        summary: 'Traffic statistics of the whole platform: the sum over its live instances',
+        description: `${projectNote} The * row counts every request, project hosts included. Each instance counts a request when its response has finished (so an answer never counts itself) and publishes its counters every STATS_FLUSH_INTERVAL seconds; the answer adds the answering instance's current counters to the figures the other live instances published. An instance that closes, or misses its heartbeats for INSTANCE_TIMEOUT seconds, leaves the sum. uptime and start_timestamp are those of the longest-running live instance. GET /v0/instances lists the instances.`,
         response: {
           200: Type.Array(statsRow, { description: 'Rows *, -noroute-, then each host in order of first request' }),
         },
       },
     },
     async (request) => {
-      const rows = stats.rows();
-      const { others } = await projectsOf(request);
+      const [rows, { others }] = await Promise.all([stats.platformRows(), projectsOf(request)]);
       if (others.length === 0) return rows;
       const hidden = new Set(others.map((p) => `${p.slug}.${domain}`));
       return rows.filter((row) => !hidden.has(row.host));
+    },
+  );
+
+  app.get(
+    '/v0/instances',
+    {
+      schema: {
+        summary: 'The live instances of the platform, oldest first (signed-in callers)',
+        description:
+          'Every Stratus process of the platform that has heartbeated within INSTANCE_TIMEOUT seconds, with the services it runs and its own * count (as it last published it; the answering instance now). Machine host names are shown to authenticated callers only.',
+        response: { 200: Type.Object({ instances: Type.Array(instanceRow) }), 401: errorBody },
+      },
+    },
+    async (request) => {
+      requireIdentity(request);
+      return { instances: await stats.instances() };
     },
   );
 
@@ -161,18 +192,29 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     '/v0/status',
     {
       schema: {
-        summary: "Health of every backend service, then of the caller's project hosts",
-        description: `${projectNote} Each service is probed with GET of its OpenAPI document (/openapi.json; /openapi for lambda) (${PROBE_TIMEOUT_MS} ms timeout, all in parallel); a project host's status is that of the lambda service that serves it. 503 = not running anywhere known, 502 = unreachable, 504 = no answer in time.`,
-        response: { 200: Type.Array(statusRow, { description: 'One row per service, then one per project' }) },
+        summary:
+          "Health of every backend service, then of the caller's project hosts, then of the platform's live instances",
+        description: `${projectNote} Each service is probed with GET of its OpenAPI document (/openapi.json; /openapi for lambda) (${PROBE_TIMEOUT_MS} ms timeout, all in parallel); a project host's status is that of the lambda service that serves it. 503 = not running anywhere known, 502 = unreachable, 504 = no answer in time. A signed-in caller also gets one row per live instance (id instance-…, name "instance <pid>@<host>", host its machine's host name, status 200: it heartbeated within INSTANCE_TIMEOUT seconds).`,
+        response: {
+          200: Type.Array(statusRow, {
+            description: 'One row per service, then one per project, then one per live instance',
+          }),
+        },
       },
     },
     async (request) => {
       const names = SERVICE_NAMES;
-      const [statuses, { mine: projects }] = await Promise.all([Promise.all(names.map(probe)), projectsOf(request)]);
+      const signedIn = identityOf(request) !== null;
+      const [statuses, { mine: projects }, instances] = await Promise.all([
+        Promise.all(names.map(probe)),
+        projectsOf(request),
+        signedIn ? stats.instances() : [],
+      ]);
       const lambda = statuses[names.indexOf('lambda')] ?? 503;
       return [
         ...names.map((name, i) => row(name, name, `${name}.${domain}`, statuses[i] ?? 503)),
         ...projects.map((p) => row(p.id, p.name, `${p.slug}.${domain}`, lambda)),
+        ...instances.map((i) => row(i.id, `instance ${i.pid}@${i.host}`, i.host, 200)),
       ];
     },
   );
@@ -191,6 +233,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
       return reply.type('text/plain; charset=utf-8').send('OK');
     },
   );
+
+  registerReadiness(app, options.readiness ?? new Readiness(connection.database, domain));
 
   // Listed in its own document (README: The gateway's own OpenAPI document).
   app.get(

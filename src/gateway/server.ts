@@ -1,8 +1,10 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { attachDrainNotice, DrainNotice } from '../core/drain.ts';
 import { envelope } from '../core/errors.ts';
 import { Exchange, type GatewayContext, type GatewayOptions } from './exchange.ts';
 import { INTERNAL_STEPS, PUBLIC_STEPS, runSteps } from './pipeline.ts';
+import { answerReadinessRequest, type Readiness } from './readiness.ts';
 import { finish } from './steps/finish.ts';
 
 export type { GatewayOptions } from './exchange.ts';
@@ -35,10 +37,23 @@ export function createGatewayHandler(options: GatewayOptions, trusted: boolean) 
 export interface Listener {
   readonly server: http.Server;
   readonly port: number;
-  close(): Promise<void>;
+  /**
+   * Starts the drain (README: Shutdown and readiness): the port stops accepting connections, idle keep-alive
+   * connections close, every response from now on (and every in-flight one not yet answered) says
+   * `Connection: close`, and long-lived responses are told to end (`core/drain.ts`). Idempotent.
+   */
+  drain(): void;
+  /** Resolves once no request is in flight on this port (checked again after each one ends). */
+  settled(): Promise<void>;
+  /** Cuts every connection left and stops. Resolves with the number of requests that were cut. */
+  cut(): Promise<number>;
+  /** `drain()`, then up to `graceMs` for `settled()`, then `cut()`. */
+  close(graceMs?: number): Promise<number>;
 }
 
 const IDLE_TIMEOUT_MS = 5 * 60_000;
+/** The grace `close()` gives in-flight requests when the caller names none. */
+const DEFAULT_GRACE_MS = 2_000;
 
 export interface ListenOptions {
   /**
@@ -49,11 +64,13 @@ export interface ListenOptions {
   bodyIdleTimeoutMs?: number;
   /** Open connections one client address may hold; a connection beyond it is closed at once. */
   maxConnectionsPerAddress?: number;
+  /** Answers `GET /readyz` before the handler (readiness.ts `isCheck`: not on service or project hosts). */
+  readiness?: Readiness;
 }
 
 /**
  * Starts a listener. No request timeout (long uploads and streams), idle timeouts instead;
- * `close()` waits briefly for in-flight requests, then cuts what is left (open streams).
+ * `close()` drains: in-flight requests get a bounded grace, then what is left is cut.
  */
 export async function listen(
   handler: http.RequestListener,
@@ -62,9 +79,28 @@ export async function listen(
   options: ListenOptions = {},
 ): Promise<Listener> {
   const bodyIdleMs = options.bodyIdleTimeoutMs ?? 0;
-  const guarded: http.RequestListener =
-    bodyIdleMs > 0 ? (req, res) => (watchBody(req, res, bodyIdleMs), handler(req, res)) : handler;
-  const server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, guarded);
+  const readiness = options.readiness;
+  const notice = new DrainNotice();
+  const inFlight = new Set<ServerResponse>();
+  let settle: (() => void) | undefined;
+  const server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 });
+  const done = (res: ServerResponse) => {
+    inFlight.delete(res);
+    if (!notice.draining) return;
+    // The connection may now be idle: close it rather than keep it alive for nothing.
+    setImmediate(() => server.closeIdleConnections());
+    if (inFlight.size === 0) settle?.();
+  };
+  const guarded: http.RequestListener = (req, res) => {
+    inFlight.add(res);
+    res.once('close', () => done(res));
+    attachDrainNotice(req, notice);
+    if (notice.draining) res.setHeader('connection', 'close');
+    if (readiness?.isCheck(req)) return answerReadinessRequest(readiness, req, res);
+    if (bodyIdleMs > 0) watchBody(req, res, bodyIdleMs);
+    handler(req, res);
+  };
+  server.on('request', guarded);
   // A connection with no traffic either way for this long is closed; streams send heartbeats.
   server.timeout = IDLE_TIMEOUT_MS;
   if (options.maxConnectionsPerAddress !== undefined) limitConnections(server, options.maxConnectionsPerAddress);
@@ -75,15 +111,42 @@ export async function listen(
       resolve();
     });
   });
+  let closed: Promise<void> | undefined;
+  const drain = () => {
+    if (notice.draining) return;
+    // Stops accepting at once; Node also closes the idle keep-alive connections here.
+    closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
+    notice.start();
+  };
+  const settled = new Promise<void>((resolve) => (settle = resolve));
+  let cutting: Promise<number> | undefined;
+  const cut = () =>
+    (cutting ??= (async () => {
+      drain();
+      const count = inFlight.size;
+      server.closeAllConnections();
+      await closed;
+      return count;
+    })());
   return {
     server,
     port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), 2_000).unref();
-      }),
+    drain,
+    settled: () => {
+      if (inFlight.size === 0) settle?.();
+      return settled;
+    },
+    cut,
+    close: async (graceMs = DEFAULT_GRACE_MS) => {
+      drain();
+      let timer: NodeJS.Timeout | undefined;
+      // Not unref'd: the grace is what the process waits for.
+      const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+      await Promise.race([settled, grace, ...(inFlight.size === 0 ? [Promise.resolve()] : [])]);
+      clearTimeout(timer);
+      return cut();
+    },
   };
 }
 

@@ -134,6 +134,24 @@ describe('gateway endpoints (gateway.md §4)', () => {
     assert.equal(project?.name, 'zeta');
   });
 
+  it('lists this instance at /v0/instances for a signed-in caller, 401 otherwise', async () => {
+    const anonymous = await h.call({ path: '/v0/instances', host: 'gateway.localhost' });
+    assert.equal(anonymous.status, 401);
+    assert.equal(anonymous.json<{ error: { status: number; code: string } }>().error.code, 'unauthorized');
+    const res = await h.call({
+      path: '/v0/instances',
+      host: 'api.localhost',
+      headers: { authorization: `Bearer ${await h.session(ada)}` },
+    });
+    assert.equal(res.status, 200);
+    const { instances } = res.json<{ instances: { id: string; answering: boolean; served_requests: number }[] }>();
+    assert.equal(instances.length, 1);
+    assert.equal(instances[0]!.id, h.instance.id);
+    assert.equal(instances[0]!.answering, true);
+    const stats = (await h.call({ path: '/v0/stats', host: 'api.localhost' })).json<{ served_requests: number }[]>();
+    assert.equal(instances[0]!.served_requests, stats[0]!.served_requests - 1, 'its * count (the stats call since)');
+  });
+
   it('protects /v0/secret', async () => {
     assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost' })).status, 401);
     const ada = await h.user('secret@example.com');
@@ -155,7 +173,15 @@ describe('gateway endpoints (gateway.md §4)', () => {
     }>();
     assert.equal(doc.openapi, '3.0.3');
     assert.equal(doc.info.title, 'Stratus API Gateway');
-    for (const path of ['/version', '/v0/virtualhosts', '/v0/stats', '/v0/status', '/v0/secret', '/openapi.json']) {
+    for (const path of [
+      '/version',
+      '/v0/virtualhosts',
+      '/v0/stats',
+      '/v0/instances',
+      '/v0/status',
+      '/v0/secret',
+      '/openapi.json',
+    ]) {
       const get = doc.paths[path]?.get;
       assert.ok(get, path);
       assert.ok(get.summary, `${path} summary`);

@@ -11,6 +11,7 @@ import { createPolicy } from '../../src/gateway/policy.ts';
 import { ProjectDirectory } from '../../src/gateway/projects.ts';
 import { createGatewayHandler, listen, type Listener } from '../../src/gateway/server.ts';
 import { GatewayStats } from '../../src/gateway/stats.ts';
+import { InstanceRegistry, instancesMigrations } from '../../src/instances/index.ts';
 import { apikeysService } from '../../src/services/apikeys/index.ts';
 import { authService } from '../../src/services/auth/index.ts';
 import { OidcProviders } from '../../src/services/auth/oidc.ts';
@@ -51,6 +52,7 @@ export interface Harness {
   readonly store: Store;
   readonly keys: ApiKeyVerifier;
   readonly stats: GatewayStats;
+  readonly instance: InstanceRegistry;
   /** Access-log lines written so far (parsed JSON). */
   readonly accessLog: Record<string, unknown>[];
   apikeys: ServiceApp;
@@ -91,7 +93,7 @@ export async function startHarness(
   const database: TestDatabase = await createTestDatabase();
   const settings = testSettings(database, overrides);
   const store = await openStore(settings);
-  await migrateStore(store, [apikeysService.migrations, authService.migrations]);
+  await migrateStore(store, [instancesMigrations, apikeysService.migrations, authService.migrations]);
   const silent = pino({ level: 'silent' });
   const apikeys = await apikeysService.build({ settings, store, logger: silent, version: VERSION });
   const auth = await authService.build({ settings, store, logger: silent, version: VERSION });
@@ -116,7 +118,14 @@ export async function startHarness(
     },
   });
   const logger = pino({ level: 'info' }, sink);
-  const stats = new GatewayStats();
+  const instance = await InstanceRegistry.start(store.sql.database, {
+    version: VERSION,
+    services: [...services.keys()],
+    timeoutMs: settings.instanceTimeoutSeconds * 1000,
+    flushMs: settings.statsFlushSeconds * 1000,
+    logger: silent,
+  });
+  const stats = new GatewayStats(instance);
   const gateway = await buildGatewayApp({
     version: VERSION,
     logger: silent,
@@ -158,6 +167,7 @@ export async function startHarness(
     store,
     keys,
     stats,
+    instance,
     accessLog,
     apikeys,
     call: (o) => request(publicListener.port, { host: 'config.localhost', ...o }),
@@ -190,6 +200,7 @@ export async function startHarness(
       keys.close();
       projects.close();
       await Promise.all([apikeys, auth, echo, gateway].map((a) => a.close()));
+      await instance.close();
       await store.close();
       await database.cleanup();
     },

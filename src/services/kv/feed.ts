@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
+import { onDrain } from '../../core/drain.ts';
 import { writeLines } from '../../core/stream.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
 import { coalesced } from './coalesce.ts';
@@ -114,6 +115,12 @@ export class ReplicationFeed {
       },
     };
     res.once('close', () => controller.abort());
+    // A draining instance ends the stream cleanly between lines; the child resumes with ?since (README: Reconnecting).
+    let drained = false;
+    const stopDrain = onDrain(res.req, () => {
+      drained = true;
+      controller.abort();
+    });
     this.subscribers.add(subscriber);
     try {
       const resumeAfter = since === undefined ? null : await repository.resumePoint(since, isReplica);
@@ -159,8 +166,13 @@ export class ReplicationFeed {
         await write(text);
       }
     } finally {
+      stopDrain();
       this.subscribers.delete(subscriber);
-      if (!res.destroyed) res.end();
+      // Drained before the stream began: no half answer, the child simply subscribes again.
+      if (!res.destroyed) {
+        if (drained && !res.headersSent) res.destroy();
+        else res.end();
+      }
     }
   }
 

@@ -19,7 +19,7 @@ export function createLogsService(overrides: Partial<LogsLimits> = {}): ServiceD
   return {
     name: 'logs',
     migrations: logsMigrations,
-    async build({ settings, store, logger, version }) {
+    async build({ settings, store, logger, version, instance }) {
       const limits: LogsLimits = {
         maxBytes: settings.logsMaxBytes,
         maxIngestBytes: settings.logsMaxIngestBytes,
@@ -37,7 +37,7 @@ export function createLogsService(overrides: Partial<LogsLimits> = {}): ServiceD
       const loggers = new LoggerRepository(store.sql);
       const access = new LogsAccess(loggers, store.notifier);
       const hub = new FollowHub(store.notifier);
-      const stats = new LogStats();
+      const stats = new LogStats(instance);
       const filters = new LogFilters();
       app.addHook('onClose', async () => {
         hub.close();

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { onDrain } from '../../core/drain.ts';
 import { writeLines } from '../../core/stream.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
 import { Pacer } from '../../core/pacer.ts';
@@ -16,12 +17,16 @@ const CHUNKS_PER_READ = 2;
 const FOLLOW_POLL_MS = 1_000;
 /** Matching jobs of one stream under way at once: the next slice is matched while one is written. */
 const JOBS_AHEAD = 2;
+/** The trailer that ends a stream with its resume cursor (README: Reconnecting). */
+export const CURSOR_TRAILER = 'x-logs-cursor';
 
 export interface StreamOptions {
   loggerId: string;
   kind: 'raw' | 'event';
   patterns: Pattern[];
   follow: boolean;
+  /** Resume cursor: only chunks after this id are read (0 = from the first retained one). */
+  after: number;
 }
 
 /**
@@ -91,11 +96,13 @@ function* slices(data: Buffer): Generator<Buffer> {
 
 /**
  * Streams a logger's matching lines on a hijacked response: catch-up from the first retained
- * chunk, then (with follow) every new chunk, by chunk id, so nothing is lost or repeated at the
- * boundary. Chunks are matched in slices (`filters.ts`: inline between yields when cheap, in a
- * worker thread otherwise), a couple of slices ahead of the writes. Writes wait for 'drain'; the
- * client leaving aborts everything, including the wait. A follower behind retention simply
- * continues from the oldest chunk still there.
+ * chunk (or the one after `after`), then (with follow) every new chunk, by chunk id, so nothing
+ * is lost or repeated at the boundary. Chunks are matched in slices (`filters.ts`: inline between
+ * yields when cheap, in a worker thread otherwise), a couple of slices ahead of the writes. Writes
+ * wait for 'drain'; the client leaving aborts everything, including the wait. A follower behind
+ * retention simply continues from the oldest chunk still there. A stream that ends normally (end
+ * of catch-up, logger deleted, instance draining) ends at a chunk boundary with the trailer
+ * `x-logs-cursor: <last chunk id>`, which `?after=` resumes from (README: Reconnecting).
  */
 export async function runStream(
   res: ServerResponse,
@@ -106,11 +113,22 @@ export async function runStream(
   const controller = new AbortController();
   const onClose = () => controller.abort();
   res.once('close', onClose);
+  // A draining instance ends the stream at the next chunk boundary, and stops a follower's wait.
+  let draining = false;
+  const drained = new AbortController();
+  const stopDrain = onDrain(res.req, () => {
+    draining = true;
+    drained.abort();
+  });
+  const waitSignal = AbortSignal.any([controller.signal, drained.signal]);
   const counters = deps.stats.of(loggerId);
   counters.openStream(patterns.map((p) => p.source));
+  // Trailers need chunked encoding (an HTTP/1.1 client, or one that sent `TE: chunked`).
+  const trailer = res.useChunkedEncodingByDefault;
   res.writeHead(200, {
     'content-type': kind === 'raw' ? 'text/plain; charset=utf-8' : 'application/x-ndjson',
     'cache-control': 'no-store',
+    ...(trailer ? { trailer: CURSOR_TRAILER } : {}),
   });
   res.flushHeaders();
   const pacer = new Pacer();
@@ -121,13 +139,14 @@ export async function runStream(
     counters.bytesSent += piece.length;
     await writeLines(res, piece, controller.signal);
   };
-  let lastId = 0;
+  let lastId = options.after;
   let failed = false;
   try {
-    while (!controller.signal.aborted) {
+    while (!controller.signal.aborted && !draining) {
       const chunks = await deps.loggers.chunksAfter(loggerId, kind, lastId, CHUNKS_PER_READ);
       for (const chunk of chunks) {
-        if (controller.signal.aborted) break;
+        // Drained between chunks only, so `lastId` is exactly what the client has been sent.
+        if (controller.signal.aborted || draining) break;
         lastId = chunk.id;
         counters.bytesFiltered += chunk.bytes;
         for (const slice of patterns.length === 0 ? [chunk.data] : slices(chunk.data)) {
@@ -140,11 +159,11 @@ export async function runStream(
         }
       }
       // More to read: the slice under way carries on while the next chunks are read.
-      if (chunks.length === CHUNKS_PER_READ) continue;
+      if (chunks.length === CHUNKS_PER_READ && !draining) continue;
       while (ahead.length > 0 && !controller.signal.aborted) await writeNext();
-      if (!follow) break;
+      if (!follow || draining) break;
       // Register before re-checking, so an append between the check and the wait is not missed.
-      const woken = deps.hub.wait(loggerId, FOLLOW_POLL_MS, controller.signal);
+      const woken = deps.hub.wait(loggerId, FOLLOW_POLL_MS, waitSignal);
       if ((await deps.loggers.chunksAfter(loggerId, kind, lastId, 1)).length > 0) continue;
       if ((await deps.loggers.owners(loggerId)) === null) break;
       await woken;
@@ -153,12 +172,16 @@ export async function runStream(
     failed = true;
     throw error;
   } finally {
+    stopDrain();
     res.off('close', onClose);
     counters.closeStream();
     // A stream that failed midway is cut off (no final chunk), so the client cannot take it for complete.
     if (!res.destroyed) {
       if (failed) res.destroy();
-      else res.end();
+      else {
+        if (trailer && !controller.signal.aborted) res.addTrailers({ [CURSOR_TRAILER]: String(lastId) });
+        res.end();
+      }
     }
   }
 }

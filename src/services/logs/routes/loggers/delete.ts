@@ -16,7 +16,7 @@ export function registerDeleteLogger(app: ServiceApp, { loggers, access, hub, st
   app.delete('/v1/loggers/:id', { schema: deleteLoggerSchema }, async (request, reply) => {
     const { loggerId } = await access.authorize(request, request.params.id);
     if (!(await loggers.delete(loggerId))) throw LogsErrors.loggerNotFound();
-    stats.forget(loggerId);
+    await stats.forget(loggerId);
     // Open streams notice the deletion on their next wake-up; keys stop everywhere.
     await Promise.allSettled([access.revoke({ logger: loggerId }), hub.announce(loggerId)]);
     return reply.code(204).send(null);

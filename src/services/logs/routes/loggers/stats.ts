@@ -4,27 +4,19 @@ import type { RouteDeps } from '../deps.ts';
 
 export const loggerStatsSchema = {
   tags: ['loggers'],
-  summary: "This instance's counters for the logger since it started, and its retained data",
-  description: scoped,
+  summary: "The logger's counters over the platform's live instances, and its retained data",
+  description: `${scoped} Each instance counts what it serves from its start and publishes its counters every STATS_FLUSH_INTERVAL seconds; the answer sums the other live instances' published counters with the answering instance's current ones (last_regexps: the 10 most recent over all of them). block is durable.`,
   params: idParams,
   response: { 200: loggerStats, ...scopedErrors },
 };
 
-/** `GET /v1/loggers/:id/stats`: counters of this instance (README: stats), `block` from the store. */
+/** `GET /v1/loggers/:id/stats`: counters summed over the live instances (README: stats), `block` from the store. */
 export function registerLoggerStats(app: ServiceApp, { loggers, access, stats, limits }: RouteDeps): void {
   app.get('/v1/loggers/:id/stats', { schema: loggerStatsSchema }, async (request) => {
     const { loggerId } = await access.authorize(request, request.params.id);
-    const c = stats.of(loggerId);
-    const usage = await loggers.usageByKind(loggerId);
+    const [figures, usage] = await Promise.all([stats.platform(loggerId), loggers.usageByKind(loggerId)]);
     return {
-      total_bytes_sent: c.bytesSent,
-      total_bytes_received: c.bytesReceived,
-      total_bytes_filtered: c.bytesFiltered,
-      last_regexps: [...c.lastRegexps],
-      concurrent_filters: c.concurrentFilters,
-      concurrent_ingests: c.concurrentIngests,
-      total_filters: c.totalFilters,
-      total_ingests: c.totalIngests,
+      ...figures,
       block: { bytes: usage.bytes, lines: usage.rawLines, events: usage.events, max_bytes: limits.maxBytes },
     };
   });

@@ -6,14 +6,26 @@ import { idParams, scoped, scopedErrors, streamQuery } from '../../schemas.ts';
 import { runStream } from '../../streams.ts';
 import type { RouteDeps } from '../deps.ts';
 
+/** The stream query plus `after`, the resume cursor a stream's `x-logs-cursor` trailer gives (README: Reconnecting). */
+export const resumableStreamQuery = Type.Object({
+  ...streamQuery.properties,
+  after: Type.Optional(
+    Type.String({
+      pattern: '^[0-9]{1,15}$',
+      description:
+        'Resume cursor: the x-logs-cursor trailer of an earlier stream; only what was stored after it is sent',
+    }),
+  ),
+});
+
 /** The schema of both streams; only the summary differs. */
 export function streamSchema(summary: string) {
   return {
     tags: ['streams'],
     summary,
-    description: scoped,
+    description: `${scoped} A stream that ends by itself (catch-up done, logger deleted, instance shutting down) ends with the trailer \`x-logs-cursor\` (HTTP/1.1 chunked); pass it as \`after\` to resume without loss or repetition.`,
     params: idParams,
-    querystring: streamQuery,
+    querystring: resumableStreamQuery,
     response: { 200: Type.String(), ...scopedErrors },
   };
 }
@@ -25,15 +37,16 @@ export function streamSchema(summary: string) {
 export async function serveStream(
   request: FastifyRequest,
   reply: FastifyReply,
-  target: { id: string; kind: 'raw' | 'event'; query: Static<typeof streamQuery> },
+  target: { id: string; kind: 'raw' | 'event'; query: Static<typeof resumableStreamQuery> },
   { loggers, access, hub, stats, filters }: RouteDeps,
 ): Promise<void> {
   const { kind, query } = target;
   const { loggerId } = await access.authorize(request, target.id);
   const patterns = compilePatterns(query.regex);
   const follow = query.follow !== undefined;
+  const after = query.after === undefined ? 0 : Number(query.after);
   reply.hijack();
-  await runStream(reply.raw, { loggerId, kind, patterns, follow }, { loggers, hub, stats, filters }).catch(
+  await runStream(reply.raw, { loggerId, kind, patterns, follow, after }, { loggers, hub, stats, filters }).catch(
     (error: unknown) => {
       if (error instanceof FilterTimeLimitError)
         request.log.warn(

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { Type } from 'typebox';
 import type { ServiceApp } from '../../../../core/app.ts';
+import { onDrain } from '../../../../core/drain.ts';
 import { SchedulerErrors } from '../../errors.ts';
 import type { Claimed } from '../../repository.ts';
 import { privateErrors, reservation, reserveBody, schedulerParams } from '../../schemas.ts';
@@ -41,7 +42,9 @@ export function registerReserveTask(app: ServiceApp, deps: RouteDeps): void {
 
 /**
  * Claims at once if a task is due; otherwise waits for a change (from any instance, through
- * the notifier) or for the next due time or lease expiry (a timer), then tries again.
+ * the notifier) or for the next due time or lease expiry (a timer), then tries again. A wait ends
+ * without claiming when the client leaves or the instance starts draining (README: Reconnecting):
+ * the drained reserve answers 204 and the worker asks again, on another instance.
  */
 async function reserveWaiting(
   { repository, events, now }: RouteDeps,
@@ -54,6 +57,7 @@ async function reserveWaiting(
   let woken = false;
   let deleted = false;
   let gone = false;
+  let draining = false;
   const wake = () => {
     woken = true;
     poke?.();
@@ -69,6 +73,10 @@ async function reserveWaiting(
   });
   // A client that goes away ends the wait; nothing is leased to it afterwards.
   response.once('close', onClose);
+  const stopDrain = onDrain(response.req, () => {
+    draining = true;
+    wake();
+  });
   try {
     for (;;) {
       woken = false;
@@ -79,8 +87,9 @@ async function reserveWaiting(
       }
       if (deleted) throw SchedulerErrors.schedulerNotFound(schedulerId);
       const at = now();
-      if (at >= deadline || gone) return undefined;
+      if (at >= deadline || gone || draining) return undefined;
       const next = await repository.nextDue(schedulerId, at);
+      if (gone || draining) return undefined;
       if (woken) continue;
       const until = Math.min(deadline, next ?? deadline) - now();
       await new Promise<void>((resolve) => {
@@ -92,10 +101,11 @@ async function reserveWaiting(
         if (woken) poke();
       });
       poke = undefined;
-      if (gone) return undefined;
+      if (gone || draining) return undefined;
       if (deleted && !(await repository.exists(schedulerId))) throw SchedulerErrors.schedulerNotFound(schedulerId);
     }
   } finally {
+    stopDrain();
     unlisten();
     response.off('close', onClose);
   }

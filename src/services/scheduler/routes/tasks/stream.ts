@@ -1,4 +1,5 @@
 import type { ServiceApp } from '../../../../core/app.ts';
+import { onDrain } from '../../../../core/drain.ts';
 import { openSse } from '../../../../core/stream.ts';
 import { listQuery, publicErrors, schedulerParams, snapshot } from '../../schemas.ts';
 import { formatTime } from '../../time.ts';
@@ -48,7 +49,8 @@ export function registerTaskStream(app: ServiceApp, deps: RouteDeps): void {
     };
     const first = await build();
     reply.hijack();
-    const writer = openSse(reply.raw, { headers: { Connection: 'keep-alive' } });
+    // Connection is left to Node (keep-alive by default, `close` once the instance drains).
+    const writer = openSse(reply.raw);
     let dirty = false;
     let sending = false;
     let lastSent = 0;
@@ -90,7 +92,11 @@ export function registerTaskStream(app: ServiceApp, deps: RouteDeps): void {
       if (change.deleted) writer.end();
       else requestSnapshot();
     });
+    // A draining instance ends the stream cleanly; the client reconnects (EventSource does so by
+    // itself) and its first frame is again the whole current snapshot (README: Reconnecting).
+    const stopDrain = onDrain(request.raw, () => writer.end());
     writer.signal.addEventListener('abort', () => {
+      stopDrain();
       unlisten();
       clearTimeout(timer);
       clearTimeout(expiryTimer);
