@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
+import { parseProxyEntry } from './core/addresses.ts';
 
 /** Every service a Stratus process can run; the gateway is always there. */
 export const SERVICE_NAMES = [
@@ -112,6 +113,12 @@ export interface Settings {
   instanceTimeoutSeconds: number;
   /** How often an instance writes its changed statistics counters (src/instances/README.md). */
   statsFlushSeconds: number;
+  /**
+   * Load balancers and reverse proxies in front of the public port (IP addresses or CIDR blocks,
+   * `TRUSTED_PROXIES`, comma-separated): requests they forward count as their `X-Forwarded-For`
+   * client (src/gateway/client-address.ts; README: Deployment).
+   */
+  trustedProxies: string[];
 }
 
 export class SettingsError extends Error {
@@ -181,6 +188,7 @@ const SETTINGS: {
   shutdownTimeout: { env: 'SHUTDOWN_TIMEOUT', parse: (t, f) => nonNegativeNumber(t, f), fallback: 10 },
   instanceTimeoutSeconds: { env: 'INSTANCE_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 15 },
   statsFlushSeconds: { env: 'STATS_FLUSH_INTERVAL', parse: (t, f) => positiveNumber(t, f), fallback: 2 },
+  trustedProxies: { env: 'TRUSTED_PROXIES', parse: (t, f) => proxyList(t, f), fallback: [] },
 };
 
 /**
@@ -442,6 +450,15 @@ function origins(text: string, from: string): string[] {
     return url.origin;
   };
   return [...new Set(list(text).map(origin))];
+}
+
+function proxyList(text: string, from: string): string[] {
+  const entries = list(text);
+  for (const entry of entries) {
+    if (!parseProxyEntry(entry))
+      throw new SettingsError(`${from}: "${entry}" is not an IP address or CIDR block (such as 10.0.0.0/8)`);
+  }
+  return entries;
 }
 
 function databaseUrl(text: string, from: string): string {

@@ -12,6 +12,7 @@ import { createPolicy } from './gateway/policy.ts';
 import { ProjectDirectory } from './gateway/projects.ts';
 import { createUpstreamProxy, type UpstreamProxy } from './gateway/proxy.ts';
 import { Readiness } from './gateway/readiness.ts';
+import { TrustedProxies } from './gateway/client-address.ts';
 import { createGatewayHandler, listen, type Listener } from './gateway/server.ts';
 import { GatewayStats } from './gateway/stats.ts';
 import { InstanceRegistry, instancesMigrations } from './instances/index.ts';
@@ -171,6 +172,7 @@ export async function startPlatform(
       () => keys.close(),
       () => projects.close(),
     );
+    const proxies = new TrustedProxies(settings.trustedProxies);
     const authenticator = new Authenticator(store.sql, keys, new OidcProviders(settings.authProviders), settings);
     const options = {
       domain: settings.domain,
@@ -181,11 +183,13 @@ export async function startPlatform(
       policy: createPolicy(settings.routePolicies),
       stats,
       logger,
+      proxies,
     };
     listeners.push(
       await listen(createGatewayHandler({ ...options, authenticator }, false), settings.port, settings.host, {
         bodyIdleTimeoutMs: settings.bodyIdleTimeoutSeconds * 1000,
         maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
+        trustedProxies: proxies,
         readiness,
       }),
     );

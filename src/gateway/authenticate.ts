@@ -11,6 +11,7 @@ import {
   type OidcProviders,
   type User,
 } from '../services/auth/index.ts';
+import { TrustedProxies } from './client-address.ts';
 import { CredentialGuard, DEFAULT_GUARD, SharedFailureCounts } from './guard.ts';
 import { ApiKeyVerifier, matchScopes, type VerifiedKey } from './keys.ts';
 import { cookieAllowed } from './origins.ts';
@@ -75,14 +76,21 @@ export class Authenticator {
     private readonly connection: SqlConnection,
     private readonly keys: ApiKeyVerifier,
     private readonly providers: OidcProviders,
-    private readonly settings: Pick<Settings, 'domain' | 'cookieSecure' | 'signup'>,
+    private readonly settings: Pick<Settings, 'domain' | 'cookieSecure' | 'signup'> & {
+      readonly trustedProxies?: readonly string[];
+    },
     // Failure counts in the database, shared by every instance (guard.ts).
     private readonly guard: CredentialGuard = new CredentialGuard(
       DEFAULT_GUARD,
       Date.now,
       new SharedFailureCounts(connection),
     ),
-  ) {}
+  ) {
+    this.proxies = new TrustedProxies(settings.trustedProxies);
+  }
+
+  /** Whose failures the guard counts: the client behind a trusted proxy, else the connection's address. */
+  private readonly proxies: TrustedProxies;
 
   /** Cheap test for the common anonymous request: no header that could carry a credential. */
   static hasCredentials(req: IncomingMessage): boolean {
@@ -123,7 +131,7 @@ export class Authenticator {
     hash: string | undefined,
   ): Promise<AuthOutcome> {
     const headers = req.headers;
-    const address = req.socket.remoteAddress ?? '';
+    const address = this.proxies.clientAddress(req);
     if (apiKey && apiSecret) {
       const outcome = await this.withKey(apiKey, apiSecret, scope, 'api_key', address, hash);
       if (outcome?.kind === 'authenticated' && headers.authorization !== undefined)

@@ -7,6 +7,7 @@ import type { Authenticator, AuthOutcome } from './authenticate.ts';
 import type { RoutePolicy } from './policy.ts';
 import type { ProjectRef } from './projects.ts';
 import type { UpstreamProxy } from './proxy.ts';
+import type { TrustedProxies } from './client-address.ts';
 import type { GatewayStats } from './stats.ts';
 
 export interface GatewayOptions {
@@ -22,6 +23,8 @@ export interface GatewayOptions {
   authenticator: Authenticator | null;
   stats: GatewayStats;
   logger: FastifyBaseLogger;
+  /** Public port: the proxies whose `X-Forwarded-For` names the client (client-address.ts); none when absent. */
+  proxies?: TrustedProxies;
 }
 
 /** What one listener serves with: the options, which port it is, and its access logger. */

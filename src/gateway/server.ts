@@ -1,6 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { attachDrainNotice, DrainNotice } from '../core/drain.ts';
+import type { TrustedProxies } from './client-address.ts';
 import { envelope } from '../core/errors.ts';
 import { Exchange, type GatewayContext, type GatewayOptions } from './exchange.ts';
 import { INTERNAL_STEPS, PUBLIC_STEPS, runSteps } from './pipeline.ts';
@@ -64,6 +65,8 @@ export interface ListenOptions {
   bodyIdleTimeoutMs?: number;
   /** Open connections one client address may hold; a connection beyond it is closed at once. */
   maxConnectionsPerAddress?: number;
+  /** Proxies exempt from `maxConnectionsPerAddress`: they hold the connections of all their clients. */
+  trustedProxies?: TrustedProxies;
   /** Answers `GET /readyz` before the handler (readiness.ts `isCheck`: not on service or project hosts). */
   readiness?: Readiness;
 }
@@ -103,7 +106,8 @@ export async function listen(
   server.on('request', guarded);
   // A connection with no traffic either way for this long is closed; streams send heartbeats.
   server.timeout = IDLE_TIMEOUT_MS;
-  if (options.maxConnectionsPerAddress !== undefined) limitConnections(server, options.maxConnectionsPerAddress);
+  if (options.maxConnectionsPerAddress !== undefined)
+    limitConnections(server, options.maxConnectionsPerAddress, options.trustedProxies);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -151,10 +155,11 @@ export async function listen(
 }
 
 /** Closes a new connection at once when its address already holds `max` open ones. */
-function limitConnections(server: http.Server, max: number): void {
+function limitConnections(server: http.Server, max: number, proxies?: TrustedProxies): void {
   const open = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
+    if (proxies?.trusts(address)) return;
     const count = (open.get(address) ?? 0) + 1;
     if (count > max) {
       socket.destroy();

@@ -170,8 +170,8 @@ export class Cluster {
       ADMIN_EMAIL: CLUSTER_ADMIN.email,
       ADMIN_PASSWORD: CLUSTER_ADMIN.password,
       SCHEDULER_API_KEYS: SCHEDULER_KEY,
-      // Every connection through HAProxy comes from 127.0.0.1 (deploy/stratus.env.example).
-      MAX_CONNECTIONS_PER_ADDRESS: '100000',
+      // HAProxy connects from 127.0.0.1 and names the client in X-Forwarded-For (deploy/stratus.env.example).
+      TRUSTED_PROXIES: '127.0.0.1',
       COOKIE_SECURE: 'false',
       ...options.env,
     };

@@ -708,6 +708,37 @@ describe('gateway: bounded bcrypt work for failed credential checks (issue 17, i
   });
 });
 
+describe('gateway: failed-key limits per client behind a trusted load balancer', () => {
+  let h: Harness;
+  let ada: User;
+  const LIMITS = { maxFailuresPerKey: 100, maxFailuresPerAddress: 3, windowMs: 60_000, maxConcurrentPerAddress: 2 };
+
+  before(async () => {
+    // The test client connects from 127.0.0.1: it plays the balancer, naming clients in X-Forwarded-For.
+    h = await startHarness({ trustedProxies: ['127.0.0.1'] }, { guard: new CredentialGuard(LIMITS) });
+    ada = await h.user('balanced@example.com');
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  it('limits the client that fails, not every client of the balancer', async () => {
+    const [spent, fresh] = await Promise.all([
+      h.createKey(ada, { name: 'spent' }),
+      h.createKey(ada, { name: 'fresh' }),
+    ]);
+    const from = (client: string, credentials: { key: string; secret: string }) =>
+      h.call({
+        path: '/x',
+        headers: { 'x-forwarded-for': client, 'api-key': credentials.key, 'api-secret': credentials.secret },
+      });
+    for (let i = 0; i < LIMITS.maxFailuresPerAddress; i++)
+      assert.equal((await from('203.0.113.1', { key: spent.key, secret: `wrong-${i}` })).status, 401);
+    assert.equal((await from('203.0.113.1', fresh)).status, 429, 'the failing client is limited');
+    assert.equal((await from('203.0.113.2', fresh)).status, 200, 'another client of the same balancer is not');
+  });
+});
+
 describe('CredentialGuard', () => {
   it('counts failures in a fixed window per key and per address, and releases concurrency slots once', async () => {
     let now = 1_000;

@@ -1,5 +1,5 @@
 import type { Exchange } from '../exchange.ts';
-import { hostName } from '../routing.ts';
+import { hostName } from '../../core/host.ts';
 
 /**
  * Runs when the response closes, however the exchange ended (answered, cut, or the client left):
@@ -16,7 +16,7 @@ export function finish(exchange: Exchange): void {
   // The query string is left out: it may carry tokens.
   ctx.accessLog.info({
     duration_ms: Math.round(servingNs / 1e4) / 100,
-    client: req.socket.remoteAddress,
+    client: ctx.proxies ? ctx.proxies.clientAddress(req) : req.socket.remoteAddress,
     method: req.method,
     host: exchange.host ?? hostName(req.headers.host),
     path: query >= 0 ? url.slice(0, query) : url,

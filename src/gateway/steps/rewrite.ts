@@ -63,9 +63,9 @@ export function rewriteHeaders(exchange: Exchange): Verdict {
     'x-request-id',
     requestId,
     'x-forwarded-for',
-    req.socket.remoteAddress ?? '',
+    exchange.ctx.proxies ? exchange.ctx.proxies.forwardedFor(req) : (req.socket.remoteAddress ?? ''),
     'x-forwarded-proto',
-    'http',
+    exchange.ctx.proxies ? exchange.ctx.proxies.forwardedProto(req) : 'http',
     'x-forwarded-host',
     req.headers.host ?? '',
   );
