@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { ServiceName } from '../config.ts';
+import { hostName } from '../core/host.ts';
 
 /** Platform host names in the order the gateway lists them (root README.md, Addressing: its host table, in this order). */
 export const PLATFORM_HOSTS = [
@@ -75,18 +76,6 @@ export function routeApiPath(path: string): ApiTarget | null {
       return target;
   }
   return null;
-}
-
-/** The host name without port, lower-cased; IPv6 literals keep their brackets off. */
-export function hostName(hostHeader: string | undefined): string {
-  if (!hostHeader) return '';
-  const host = hostHeader.trim().toLowerCase();
-  if (host.startsWith('[')) {
-    const end = host.indexOf(']');
-    return end > 0 ? host.slice(1, end) : host;
-  }
-  const colon = host.indexOf(':');
-  return (colon >= 0 ? host.slice(0, colon) : host).replace(/\.$/, '');
 }
 
 const SERVICE_HOSTS = new Set<string>(PLATFORM_HOSTS.filter((h) => h !== 'api' && h !== 'gateway'));

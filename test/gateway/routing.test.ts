@@ -1,15 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { hostName, resolveRoute, routeApiPath } from '../../src/gateway/routing.ts';
+import { resolveRoute, routeApiPath } from '../../src/gateway/routing.ts';
 
 describe('gateway routing', () => {
-  it('strips the port and lower-cases the host, IPv6 literals included', () => {
-    assert.equal(hostName('Config.LocalHost:8080'), 'config.localhost');
-    assert.equal(hostName('[::1]:8080'), '::1');
-    assert.equal(hostName('127.0.0.1'), '127.0.0.1');
-    assert.equal(hostName(undefined), '');
-  });
-
   it('routes api paths by longest prefix at segment boundaries', () => {
     const cases: [string, string | null][] = [
       ['/v0/apikeys', 'apikeys'],

@@ -1,5 +1,6 @@
+import { hostName } from '../../core/host.ts';
 import { NEXT, refuse, type Exchange, type Verdict } from '../exchange.ts';
-import { hostName, resolveRoute } from '../routing.ts';
+import { resolveRoute } from '../routing.ts';
 
 /**
  * Host + path → the service, the host counted in the stats and the label the route policy is

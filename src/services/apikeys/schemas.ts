@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { closedErrorBody as errorBody } from '../../core/schemas.ts';
 
 /**
  * Request and response schemas. Every object is closed (`additionalProperties: false`) so unknown
@@ -10,11 +11,6 @@ const closed = { additionalProperties: false } as const;
 
 /** A DNS label (README: Slugs). */
 export const SLUG_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
-
-const errorBody = Type.Object(
-  { error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }, closed) },
-  { ...closed, description: 'Error envelope' },
-);
 
 /** host → metadata string; a map, so its values (not its keys) are what the schema constrains. */
 const hostRules = Type.Object(

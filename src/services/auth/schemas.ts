@@ -8,10 +8,7 @@ import { CODE_CHALLENGE_PATTERN, REDIRECT_MAX_LENGTH } from './handover.ts';
  */
 const closed = { additionalProperties: false } as const;
 
-export const errorResponse = Type.Object(
-  { error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }, closed) },
-  { ...closed, description: 'Error envelope' },
-);
+export { closedErrorBody as errorResponse } from '../../core/schemas.ts';
 
 export const loginBody = Type.Object(
   {

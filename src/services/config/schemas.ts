@@ -1,8 +1,5 @@
 import { Type } from 'typebox';
-
-const errorBody = Type.Object({
-  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
-});
+import { errorBody } from '../../core/schemas.ts';
 
 export const entries = Type.Record(Type.String(), Type.Unknown(), {
   description: 'Entries map: string keys, any JSON values',

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { errorBody } from '../../core/schemas.ts';
 
 // The JSON schemas docdb's routes share. Colon-action bodies are described for the OpenAPI
 // document in routes/action-docs.ts; the database actions' bodies are also checked against the
@@ -9,9 +10,7 @@ export const MAX_NAME_LENGTH = 200;
 /** Longest user id accepted by `:addOwner` / `:deleteOwner`. */
 export const MAX_OWNER_ID_LENGTH = 256;
 
-export const errorBody = Type.Object({
-  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
-});
+export { errorBody };
 
 const databaseName = Type.String({
   minLength: 1,

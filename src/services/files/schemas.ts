@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { errorBody } from '../../core/schemas.ts';
 import { validationError } from '../../core/errors.ts';
 import type { JsonObject } from '../../core/json.ts';
 import type { BucketRecord, FileRecord } from './repository.ts';
@@ -16,9 +17,7 @@ const BUCKET_NAME = /^[A-Za-z0-9_-]*$/;
 export const security = [{ gatewayIdentity: [] }];
 export const pathDoc = 'The path after `/files/` is the file name, percent-decoded; it may contain `/`.';
 
-export const errorBody = Type.Object({
-  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
-});
+export { errorBody };
 
 export const bucketSchema = Type.Object({
   id: Type.String({ description: 'bucket-<uuid v4>' }),

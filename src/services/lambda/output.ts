@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
+import { hostName } from '../../core/host.ts';
 import { IDENTITY_HEADER, identityOf } from '../../core/identity.ts';
 
 /**
@@ -49,17 +50,6 @@ const HOP_BY_HOP = new Set([
 const NEVER = new Set(['clear-site-data', 'x-content-type-options']);
 /** Never from a lambda on a platform host: the platform's CSP, and HSTS, which would bind platform hosts. */
 const NEVER_ON_PLATFORM = new Set(['content-security-policy', 'strict-transport-security']);
-
-/** The host name of a Host header: lower case, no port, no brackets, no trailing dot. */
-function hostName(hostHeader: string | undefined): string {
-  const host = (hostHeader ?? '').trim().toLowerCase();
-  if (host.startsWith('[')) {
-    const end = host.indexOf(']');
-    return end > 0 ? host.slice(1, end) : host;
-  }
-  const colon = host.indexOf(':');
-  return (colon >= 0 ? host.slice(0, colon) : host).replace(/\.$/, '');
-}
 
 /**
  * Whether a request came in on a project's host: its Host is `<label>.<domain>` with one label that

@@ -1,9 +1,8 @@
 import { Type } from 'typebox';
+import { errorBody } from '../../core/schemas.ts';
 import { LANGUAGES } from './repository.ts';
 
-export const errorBody = Type.Object({
-  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
-});
+export { errorBody };
 
 export const MAX_NAME = 200;
 export const MAX_CODE = 1024 * 1024;

@@ -1,12 +1,11 @@
 import { Type } from 'typebox';
+import { errorBody } from '../../core/schemas.ts';
 
 /** Logger and key names (README: loggers, keys and owners; the decisions on names). */
 export const MAX_NAME_LENGTH = 200;
 export const MAX_OWNER_ID_LENGTH = 256;
 
-export const errorBody = Type.Object({
-  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
-});
+export { errorBody };
 /** The errors of every logger-scoped route: input, credentials, access, unknown logger. */
 export const scopedErrors = { 400: errorBody, 401: errorBody, 403: errorBody, 404: errorBody };
 /** The description of every logger-scoped route (README: access). */

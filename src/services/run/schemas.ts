@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
+import { errorBody } from '../../core/schemas.ts';
 
-export const errorBody = Type.Object({
-  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
-});
+export { errorBody };
 
 const nullableString = Type.Union([Type.String(), Type.Null()]);
 

@@ -1,8 +1,5 @@
 import { Type } from 'typebox';
-
-const errorBody = Type.Object({
-  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
-});
+import { errorBody } from '../../core/schemas.ts';
 
 export const ID_PATTERN = '^[A-Za-z0-9._-]{1,128}$';
 export const ID_REGEX = new RegExp(ID_PATTERN);

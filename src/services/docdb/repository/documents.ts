@@ -581,6 +581,35 @@ export class DocumentStore {
   }
 
   /**
+   * One write over the selected documents (by seq) that are still there, with the collection's
+   * indexes locked: `each` writes one and gives its outcome and the bytes it adds to the
+   * collection (a rejected outcome ends the batch); `total` then updates the collection's counters.
+   */
+  private async eachSelected(
+    collection: CollectionInfo,
+    seqs: readonly number[],
+    each: (this: DocumentStore, indexes: IndexInfo[], seq: number, body: string) => Work<[WriteOutcome, number]>,
+    total: (outcomes: WriteOutcome[], bytes: number) => Work<void>,
+  ): Promise<WriteOutcome[]> {
+    const work = function* (this: DocumentStore) {
+      const indexes = yield* this.lockedIndexes(collection);
+      const outcomes: WriteOutcome[] = [];
+      let bytes = 0;
+      for (const seq of seqs) {
+        const row = yield* this.documentRow(collection, seq);
+        if (!row) continue; // removed since it was selected
+        const [outcome, added] = yield* each.call(this, indexes, seq, row.body);
+        outcomes.push(outcome);
+        if (!outcome.ok) break;
+        bytes += added;
+      }
+      yield* total(outcomes, bytes);
+      return outcomes;
+    };
+    return this.sql.write(() => work.call(this));
+  }
+
+  /**
    * Applies `change` to each selected document (by seq), each atomically with its index entries;
    * the first rejected document ends the batch and is reported. `change` returns the new document
    * or null when it would not change.
@@ -590,71 +619,54 @@ export class DocumentStore {
     seqs: readonly number[],
     change: (document: JsonObject) => JsonObject | null,
   ): Promise<WriteOutcome[]> {
-    const work = function* (this: DocumentStore) {
-      const indexes = yield* this.lockedIndexes(collection);
-      const outcomes: WriteOutcome[] = [];
-      let bytes = 0;
-      for (const seq of seqs) {
-        const row = yield* this.documentRow(collection, seq);
-        if (!row) continue; // removed since it was selected
-        const before = parseJson(row.body) as JsonObject;
-        const after = change(before);
-        if (after === null) {
-          outcomes.push({ ok: true, text: row.body, seq, changed: false });
-          continue;
-        }
+    return this.eachSelected(
+      collection,
+      seqs,
+      function* (indexes, seq, body): Work<[WriteOutcome, number]> {
+        const after = change(parseJson(body) as JsonObject);
+        if (after === null) return [{ ok: true, text: body, seq, changed: false }, 0];
         const keys = yield* this.documentKeys(indexes, after, seq);
-        if (keys instanceof HttpError) {
-          outcomes.push({ ok: false, error: keys });
-          break;
-        }
+        if (keys instanceof HttpError) return [{ ok: false, error: keys }, 0];
         const text = stringifyJson(after);
         // The per-document limit of inserts holds for patched documents too.
-        if (Buffer.byteLength(text) > DOCUMENT_LIMIT) {
-          outcomes.push({ ok: false, error: DocdbErrors.documentTooLarge(DOCUMENT_LIMIT) });
-          break;
-        }
+        if (Buffer.byteLength(text) > DOCUMENT_LIMIT)
+          return [{ ok: false, error: DocdbErrors.documentTooLarge(DOCUMENT_LIMIT) }, 0];
         yield* run('update docdb_documents set body = ? where seq = ?', text, seq);
         yield* this.removeEntries(indexes, seq);
         yield* this.addEntries(indexes, keys, seq);
-        bytes += Buffer.byteLength(text) - Buffer.byteLength(row.body);
-        outcomes.push({ ok: true, text, seq, changed: true });
-      }
-      if (bytes !== 0)
-        yield* run(
-          'update docdb_collections set document_bytes = document_bytes + ? where id = ?',
-          bytes,
-          collection.id,
-        );
-      return outcomes;
-    };
-    return this.sql.write(() => work.call(this));
+        return [{ ok: true, text, seq, changed: true }, Buffer.byteLength(text) - Buffer.byteLength(body)];
+      },
+      function* (_outcomes, bytes) {
+        if (bytes !== 0)
+          yield* run(
+            'update docdb_collections set document_bytes = document_bytes + ? where id = ?',
+            bytes,
+            collection.id,
+          );
+      },
+    );
   }
 
   /** Removes the selected documents (by seq) with their index entries; returns what was removed. */
   async remove(collection: CollectionInfo, seqs: readonly number[]): Promise<WriteOutcome[]> {
-    const work = function* (this: DocumentStore) {
-      const indexes = yield* this.lockedIndexes(collection);
-      const outcomes: WriteOutcome[] = [];
-      let bytes = 0;
-      for (const seq of seqs) {
-        const row = yield* this.documentRow(collection, seq);
-        if (!row) continue;
+    return this.eachSelected(
+      collection,
+      seqs,
+      function* (indexes, seq, body): Work<[WriteOutcome, number]> {
         yield* this.removeEntries(indexes, seq);
         yield* run('delete from docdb_documents where seq = ?', seq);
-        bytes += Buffer.byteLength(row.body);
-        outcomes.push({ ok: true, text: row.body, seq, changed: true });
-      }
-      if (outcomes.length > 0)
-        yield* run(
-          'update docdb_collections set document_count = document_count - ?, document_bytes = document_bytes - ? where id = ?',
-          outcomes.length,
-          bytes,
-          collection.id,
-        );
-      return outcomes;
-    };
-    return this.sql.write(() => work.call(this));
+        return [{ ok: true, text: body, seq, changed: true }, Buffer.byteLength(body)];
+      },
+      function* (outcomes, bytes) {
+        if (outcomes.length > 0)
+          yield* run(
+            'update docdb_collections set document_count = document_count - ?, document_bytes = document_bytes - ? where id = ?',
+            outcomes.length,
+            bytes,
+            collection.id,
+          );
+      },
+    );
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -37,15 +37,17 @@ export const DATABASE_ACTION_DOCS: Record<
   },
 };
 
+/** An index's fields: `flag` is the schema of `sparse` and `unique` (always listed; optional when creating). */
+const indexFields = (flag: () => TSchema) => ({
+  name: Type.String(),
+  type: Type.Union([Type.Literal('map'), Type.Literal('btree')]),
+  field: Type.Optional(Type.String()),
+  fields: Type.Optional(Type.Array(Type.String())),
+  sparse: flag(),
+  unique: flag(),
+});
 const indexRecord = Type.Object(
-  {
-    name: Type.String(),
-    type: Type.Union([Type.Literal('map'), Type.Literal('btree')]),
-    field: Type.Optional(Type.String()),
-    fields: Type.Optional(Type.Array(Type.String())),
-    sparse: Type.Boolean(),
-    unique: Type.Boolean(),
-  },
+  indexFields(() => Type.Boolean()),
   { additionalProperties: false },
 );
 const traversal = {
@@ -140,14 +142,7 @@ export const COLLECTION_ACTION_DOCS: Record<
   createIndex: {
     summary: 'Create a map or btree index over the existing documents',
     body: Type.Object(
-      {
-        name: Type.String(),
-        type: Type.Union([Type.Literal('map'), Type.Literal('btree')]),
-        field: Type.Optional(Type.String()),
-        fields: Type.Optional(Type.Array(Type.String())),
-        sparse: Type.Optional(Type.Boolean()),
-        unique: Type.Optional(Type.Boolean()),
-      },
+      indexFields(() => Type.Optional(Type.Boolean())),
       { additionalProperties: true },
     ),
     status: 201,

@@ -1,8 +1,7 @@
 import type { ServiceApp } from '../../../../core/app.ts';
-import { LogsErrors } from '../../errors.ts';
 import { errorBody, idParams, ingested, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
-import { asLines, rawBody } from './common.ts';
+import { asLines, ingest, rawBody } from './common.ts';
 
 export const ingestLinesSchema = {
   tags: ['ingest'],
@@ -13,25 +12,16 @@ export const ingestLinesSchema = {
 };
 
 /** `POST /v1/loggers/:id/ingest` (in the raw-body scope): `n` counts the bytes received. */
-export function registerIngestLines(scope: ServiceApp, { loggers, access, hub, stats, limits }: RouteDeps): void {
+export function registerIngestLines(scope: ServiceApp, deps: RouteDeps): void {
+  const { access } = deps;
   scope.post('/v1/loggers/:id/ingest', { schema: ingestLinesSchema }, async (request) => {
     const { loggerId } = await access.authorize(request, request.params.id);
     const body = rawBody(request);
-    const counters = stats.of(loggerId);
-    counters.totalIngests++;
-    counters.bytesReceived += body.length;
-    if (body.length === 0) return { n: 0 };
-    counters.concurrentIngests++;
-    try {
+    const batch = async () => {
       const { data, lines } = await asLines(body);
-      if ((await loggers.append(loggerId, 'raw', data, lines, limits.maxBytes)) === null)
-        throw LogsErrors.loggerNotFound();
-    } finally {
-      counters.concurrentIngests--;
-    }
-    await hub
-      .announce(loggerId)
-      .catch((error: unknown) => request.log.warn({ err: error }, 'logs append not announced'));
+      return { data, count: lines };
+    };
+    await ingest(request, deps, loggerId, 'raw', body.length, body.length === 0 ? null : batch);
     return { n: body.length };
   });
 }

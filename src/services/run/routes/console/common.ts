@@ -1,8 +1,11 @@
+import type { FastifyRequest } from 'fastify';
 import type { ServiceApp } from '../../../../core/app.ts';
+import { requireIdentity } from '../../../../core/identity.ts';
+import { rfc3339 } from '../../../../core/ids.ts';
 import type { DesiredState, EnvVar, Volume } from '../../driver.ts';
 import { RunErrors } from '../../errors.ts';
 import { digestProblem, isRepositoryName, isTag } from '../../names.ts';
-import type { RepositoryRow } from '../../repository.ts';
+import type { HistoryEntry, RepositoryRow } from '../../repository.ts';
 import { errorBody } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 
@@ -39,6 +42,33 @@ export async function apply(app: ServiceApp, { driver }: RouteDeps, row: Reposit
     );
     throw RunErrors.driverFailed(driver.name, (error as Error).message ?? 'unknown error');
   }
+}
+
+/** What a stop, start or rollback makes of a repository: its new desired state, the history action. */
+interface Decision {
+  desired: DesiredState;
+  action: HistoryEntry['action'] | null;
+}
+
+/**
+ * Stop, start and rollback: the caller's repository `name` (`owned`) is given the desired state
+ * `decide` returns, recorded in its history as `action` (null: nothing recorded), then applied.
+ */
+export async function changeDesired(
+  app: ServiceApp,
+  deps: RouteDeps,
+  request: FastifyRequest,
+  name: string,
+  decide: (row: RepositoryRow) => Decision | Promise<Decision>,
+) {
+  const user = requireIdentity(request).user.id;
+  const row = await owned(deps, name, user);
+  const { desired, action } = await decide(row);
+  const entry = action === null ? null : { action, user, at: rfc3339() };
+  const saved = await deps.repository.setDesired(row.name, desired, entry);
+  if (!saved) throw RunErrors.repositoryNotFound(row.name);
+  await apply(app, deps, saved);
+  return answer(deps, saved);
 }
 
 /** Resolves `reference` (a tag, to the digest it points at now) or `digest` (a manifest of this repository). */

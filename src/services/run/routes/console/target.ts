@@ -1,10 +1,7 @@
 import type { ServiceApp } from '../../../../core/app.ts';
-import { requireIdentity } from '../../../../core/identity.ts';
-import { rfc3339 } from '../../../../core/ids.ts';
-import { RunErrors } from '../../errors.ts';
 import { consoleData, targetBody } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
-import { answer, apply, consoleErrors, consoleSecurity, consoleTags, owned, target } from './common.ts';
+import { changeDesired, consoleErrors, consoleSecurity, consoleTags, target } from './common.ts';
 
 /**
  * `POST /api/console/start` and `POST /api/console/rollback`: run the repository at a reference or
@@ -28,15 +25,11 @@ export function registerTargetRoutes(app: ServiceApp, deps: RouteDeps): void {
           response: { 200: consoleData, ...consoleErrors },
         },
       },
-      async (request) => {
-        const user = requireIdentity(request).user.id;
-        const row = await owned(deps, request.body.repository, user);
-        const desired = await target(deps, row, request.body);
-        const saved = await deps.repository.setDesired(row.name, desired, { action, user, at: rfc3339() });
-        if (!saved) throw RunErrors.repositoryNotFound(row.name);
-        await apply(app, deps, saved);
-        return answer(deps, saved);
-      },
+      async (request) =>
+        changeDesired(app, deps, request, request.body.repository, async (row) => ({
+          desired: await target(deps, row, request.body),
+          action,
+        })),
     );
   }
 }

@@ -59,3 +59,31 @@ export function leaseIdOf(request: FastifyRequest): string | undefined {
     throw SchedulerErrors.leaseIdDiffers();
   return fromQuery ?? fromBody;
 }
+
+/** What an acknowledge or extend answers when the scheduler, the task or its lease is not the one named. */
+type LeaseMiss = 'not_found' | 'task_not_found' | 'lease_mismatch';
+
+/**
+ * An acknowledge or extend of the request's `:task` of scheduler `:id` under its `lease_id`
+ * (`leaseIdOf`): 404 for a scheduler or task that is not there (an id outside the id character set
+ * names none), 409 `lease_mismatch` under another lease; any other outcome of `operation` is the
+ * caller's.
+ */
+export async function underLease<Outcome>(
+  { repository }: RouteDeps,
+  request: FastifyRequest,
+  operation: (id: string, task: string, leaseId: string | undefined) => Promise<Outcome | LeaseMiss>,
+): Promise<Exclude<Outcome, LeaseMiss>> {
+  const leaseId = leaseIdOf(request);
+  const { id, task } = request.params as { id: string; task: string };
+  if (!ID_REGEX.test(id)) throw SchedulerErrors.schedulerNotFound(id);
+  const outcome = ID_REGEX.test(task)
+    ? await operation(id, task, leaseId)
+    : (await repository.exists(id))
+      ? 'task_not_found'
+      : 'not_found';
+  if (outcome === 'not_found') throw SchedulerErrors.schedulerNotFound(id);
+  if (outcome === 'task_not_found') throw SchedulerErrors.taskNotFound(task);
+  if (outcome === 'lease_mismatch') throw SchedulerErrors.leaseMismatch();
+  return outcome as Exclude<Outcome, LeaseMiss>;
+}

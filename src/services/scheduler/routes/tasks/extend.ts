@@ -1,9 +1,9 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { SchedulerErrors } from '../../errors.ts';
-import { extendBody, extended, ID_REGEX, leaseQuery, privateErrors, taskParams } from '../../schemas.ts';
+import { extendBody, extended, leaseQuery, privateErrors, taskParams } from '../../schemas.ts';
 import { formatTime, parseDuration } from '../../time.ts';
 import type { RouteDeps } from '../deps.ts';
-import { leaseIdOf } from './common.ts';
+import { underLease } from './common.ts';
 
 export const extendLeaseSchema = {
   tags: ['tasks'],
@@ -15,26 +15,19 @@ export const extendLeaseSchema = {
 };
 
 /** `POST /schedulers/:id/tasks/:task/extend`: 409 `conflict` without a live lease, `lease_mismatch` under another. */
-export function registerExtendLease(app: ServiceApp, { repository, events, requireKey, now }: RouteDeps): void {
+export function registerExtendLease(app: ServiceApp, deps: RouteDeps): void {
+  const { repository, events, requireKey, now } = deps;
   app.post(
     '/schedulers/:id/tasks/:task/extend',
     { onRequest: requireKey, schema: extendLeaseSchema },
     async (request) => {
       const extension = parseDuration('extension', request.body.extension);
       if (extension <= 0) throw SchedulerErrors.extensionNotPositive();
-      const leaseId = leaseIdOf(request);
-      const { id, task } = request.params;
-      if (!ID_REGEX.test(id)) throw SchedulerErrors.schedulerNotFound(id);
-      const outcome = ID_REGEX.test(task)
-        ? await repository.extend(id, task, leaseId, extension, now())
-        : (await repository.exists(id))
-          ? 'task_not_found'
-          : 'not_found';
-      if (outcome === 'not_found') throw SchedulerErrors.schedulerNotFound(id);
-      if (outcome === 'task_not_found') throw SchedulerErrors.taskNotFound(task);
-      if (outcome === 'lease_mismatch') throw SchedulerErrors.leaseMismatch();
+      const outcome = await underLease(deps, request, (scheduler, task, leaseId) =>
+        repository.extend(scheduler, task, leaseId, extension, now()),
+      );
       if (outcome === 'conflict') throw SchedulerErrors.taskNotInFlight();
-      events.changed(id);
+      events.changed(request.params.id);
       return { lease_expires_at: formatTime(outcome.expires) };
     },
   );
