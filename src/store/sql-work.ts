@@ -12,8 +12,8 @@ export type Row = Record<string, unknown>;
 interface Statement {
   readonly text: string;
   readonly params: readonly unknown[];
-  /** 'all' returns rows, 'run' returns the number of changed rows. */
-  readonly kind: 'all' | 'run';
+  /** 'all' returns rows, 'first' the first row (or undefined), 'run' the number of changed rows. */
+  readonly kind: 'all' | 'first' | 'run';
 }
 
 export type Work<T> = Generator<Statement, T, unknown>;
@@ -23,8 +23,8 @@ export function* all<R = Row>(text: string, ...params: unknown[]): Generator<Sta
 }
 
 export function* first<R = Row>(text: string, ...params: unknown[]): Generator<Statement, R | undefined, unknown> {
-  const rows = (yield { text, params, kind: 'all' }) as R[];
-  return rows[0];
+  // SQLite stops at the first row (better-sqlite3 `get`) instead of stepping on to the end.
+  return (yield { text, params, kind: 'first' }) as R | undefined;
 }
 
 export function* run(text: string, ...params: unknown[]): Generator<Statement, number, unknown> {
@@ -32,8 +32,11 @@ export function* run(text: string, ...params: unknown[]): Generator<Statement, n
 }
 
 /** better-sqlite3 binds booleans as errors and undefined as missing; normalise the few we use. */
-function sqliteParams(params: readonly unknown[]): unknown[] {
-  return params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p));
+function sqliteParams(params: readonly unknown[]): readonly unknown[] {
+  // Most statements bind no boolean: no copy then.
+  return params.some((p) => typeof p === 'boolean')
+    ? params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p))
+    : params;
 }
 
 export function driveSqlite<T>(work: Work<T>, prepare: (sql: string) => Database.Statement): T {
@@ -43,7 +46,15 @@ export function driveSqlite<T>(work: Work<T>, prepare: (sql: string) => Database
     let result: unknown;
     try {
       const statement = prepare(text);
-      result = kind === 'all' ? statement.all(...sqliteParams(params)) : statement.run(...sqliteParams(params)).changes;
+      const bound = sqliteParams(params);
+      // A data-changing statement with RETURNING makes all its changes on the first step (SQLite's
+      // documentation of RETURNING), so `get` is as complete as `all` for it.
+      result =
+        kind === 'all'
+          ? statement.all(...bound)
+          : kind === 'first'
+            ? statement.get(...bound)
+            : statement.run(...bound).changes;
     } catch (error) {
       step = work.throw(error);
       continue;

@@ -40,7 +40,7 @@ async function drive<T>(work: Work<T>, client: pg.Pool | pg.PoolClient): Promise
     let result: unknown;
     try {
       const output = await client.query(numbered(text), params as unknown[]);
-      result = kind === 'all' ? output.rows : (output.rowCount ?? 0);
+      result = kind === 'all' ? output.rows : kind === 'first' ? output.rows[0] : (output.rowCount ?? 0);
     } catch (error) {
       step = work.throw(error);
       continue;
