@@ -5,9 +5,8 @@ import { open, readFile, unlink } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { flagFailures, spawnServer, stopper, storeOf, waitForPorts, type StoreKind } from './lib.ts';
+import { flagFailures, startStratus, type Child } from './lib.ts';
 
 // `npm run bench -- files`: 1 KiB uploads and downloads at 20 clients through the gateway (public
 // port, platform API key), then 1 GiB up and down, each beside the same bytes written to or read
@@ -19,49 +18,6 @@ const SMALL = 1024;
 const LARGE = Number(process.env.BENCH_FILES_LARGE ?? 1024 ** 3);
 const BLOCK = 1024 * 1024;
 const HOST = 'files.localhost';
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-
-interface Server {
-  port: number;
-  internalPort: number;
-  pid: number;
-  store: StoreKind;
-  stop(): Promise<void>;
-}
-
-/** `stratus serve` in its own process, like lib.ts `startStratus`, keeping the pid for its RSS. */
-async function startServer(env: Record<string, string | undefined>): Promise<Server> {
-  // BENCH_PROFILE=<dir> writes a CPU profile of the server there when it stops (as lib.ts does).
-  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawnServer(
-    [
-      '--no-node-snapshot',
-      ...profile,
-      '--import',
-      'tsx',
-      CLI,
-      'serve',
-      '--port',
-      '0',
-      '--internal-port',
-      '0',
-      '--host',
-      '127.0.0.1',
-    ],
-    {
-      env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  const match = await waitForPorts(child, /public port (\d+) .*internal port (\d+).*\n/);
-  return {
-    port: Number(match[1]),
-    internalPort: Number(match[2]),
-    pid: child.pid!,
-    store: storeOf(match[0]),
-    stop: stopper(child),
-  };
-}
 
 async function rssOf(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -258,9 +214,9 @@ async function cannon(
 
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'stratus-bench-files-'));
-  let server: Server | undefined;
+  let server: Child | undefined;
   try {
-    server = await startServer({
+    server = await startStratus([], {
       DATA_DIR: join(dir, 'data'),
       DATABASE_URL: undefined,
       FILES_MAX_UPLOAD_BYTES: String(2 * LARGE),
@@ -318,8 +274,8 @@ export async function run(): Promise<void> {
     const getBaseline = await baselineOps(dir, 'read', DURATION_S / 2);
 
     // 3 and 4. 1 GiB up and down, with the server's memory growth.
-    const up = await withPeakRss(server.pid, () => uploadLarge(server!.port, `${base}/large.bin`, auth, LARGE));
-    const down = await withPeakRss(server.pid, () => downloadLarge(server!.port, `${base}/large.bin`, auth, LARGE));
+    const up = await withPeakRss(server.pid!, () => uploadLarge(server!.port, `${base}/large.bin`, auth, LARGE));
+    const down = await withPeakRss(server.pid!, () => downloadLarge(server!.port, `${base}/large.bin`, auth, LARGE));
     const baselinePath = join(dir, 'baseline-large');
     const writeSeconds = await baselineWrite(baselinePath, LARGE);
     const readSeconds = await baselineRead(baselinePath);

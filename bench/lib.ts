@@ -183,6 +183,8 @@ export interface Child {
   readonly internalPort: number;
   /** For `stratus serve` (and the standalone service): the store it says it runs on. */
   readonly store?: StoreKind;
+  /** The server's process id (for its RSS). */
+  readonly pid?: number;
   stop(): Promise<void>;
 }
 
@@ -260,7 +262,13 @@ export async function startStratus(args: string[], env: Record<string, string | 
     },
   );
   const match = await waitForPorts(child, /public port (\d+) .*internal port (\d+).*\n/);
-  return { port: Number(match[1]), internalPort: Number(match[2]), store: storeOf(match[0]), stop: stopper(child) };
+  return {
+    port: Number(match[1]),
+    internalPort: Number(match[2]),
+    store: storeOf(match[0]),
+    pid: child.pid!,
+    stop: stopper(child),
+  };
 }
 
 /** The baseline: a bare `node:http` server answering a fixed JSON body, in its own process. */

@@ -13,3 +13,20 @@ export function hostName(hostHeader: string | undefined): string {
   const colon = host.indexOf(':');
   return (colon >= 0 ? host.slice(0, colon) : host).replace(/\.$/, '');
 }
+
+/** Platform host names in the order the gateway lists them (root README.md, Addressing: its host table, in this order); the gateway routes them and lambda output treats every other label as a project's host. */
+export const PLATFORM_HOSTS = [
+  'api',
+  'gateway',
+  'auth',
+  'apikeys',
+  'lambda',
+  'scheduler',
+  'docdb',
+  'logs',
+  'files',
+  'config',
+  'run',
+  'kv',
+  'console',
+] as const;

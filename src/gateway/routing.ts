@@ -1,23 +1,8 @@
 import { isIP } from 'node:net';
 import type { ServiceName } from '../config.ts';
-import { hostName } from '../core/host.ts';
+import { hostName, PLATFORM_HOSTS } from '../core/host.ts';
 
-/** Platform host names in the order the gateway lists them (root README.md, Addressing: its host table, in this order). */
-export const PLATFORM_HOSTS = [
-  'api',
-  'gateway',
-  'auth',
-  'apikeys',
-  'lambda',
-  'scheduler',
-  'docdb',
-  'logs',
-  'files',
-  'config',
-  'run',
-  'kv',
-  'console',
-] as const;
+export { PLATFORM_HOSTS } from '../core/host.ts';
 export type PlatformHost = (typeof PLATFORM_HOSTS)[number];
 
 /** Where a request goes. */

@@ -111,7 +111,7 @@ describe('graceful shutdown', () => {
     let server = await serve(['--services', 'scheduler,logs', '--shutdown-timeout', '10'], env);
     try {
       const internal = server.internalPort;
-      const ready = await request(server.publicPort, { path: '/readyz', host: '10.0.0.1:8080' });
+      const ready = await request(server.publicPort, { path: '/readyz', host: '127.0.0.1:8080' });
       assert.equal(ready.status, 200, ready.text);
       assert.deepEqual(ready.json(), { status: 'ready' });
 

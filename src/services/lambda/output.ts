@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
-import { hostName } from '../../core/host.ts';
+import { hostName, PLATFORM_HOSTS } from '../../core/host.ts';
 import { IDENTITY_HEADER, identityOf } from '../../core/identity.ts';
 
 /**
@@ -10,21 +10,7 @@ import { IDENTITY_HEADER, identityOf } from '../../core/identity.ts';
  */
 
 /** Host labels of the platform's own services (README: Output rules); any other label is a project's host. */
-export const PLATFORM_HOST_LABELS: ReadonlySet<string> = new Set([
-  'api',
-  'gateway',
-  'auth',
-  'apikeys',
-  'lambda',
-  'scheduler',
-  'docdb',
-  'logs',
-  'files',
-  'config',
-  'run',
-  'kv',
-  'console',
-]);
+export const PLATFORM_HOST_LABELS: ReadonlySet<string> = new Set<string>(PLATFORM_HOSTS);
 
 /**
  * The CSP of lambda output on platform hosts: the page runs in an opaque origin (no cookie or
