@@ -135,14 +135,25 @@ function groupCommit(
 export function sqliteDatabase(connection: Database.Database): SqlDatabase {
   const prepare = statementCache(connection);
   const commit = groupCommit(connection, prepare);
+  const readAfterTransaction = async <T>(make: () => Work<T>): Promise<T> => {
+    while (connection.inTransaction) await new Promise((resolve) => setImmediate(resolve));
+    return driveSqlite(make(), prepare);
+  };
   return {
     dialect: 'sqlite',
     syntax: sqliteSyntax,
     queriesBlockTheProcess: true,
     soleWriter: true,
-    async read<T>(make: () => Work<T>): Promise<T> {
-      while (connection.inTransaction) await new Promise((resolve) => setImmediate(resolve));
-      return driveSqlite(make(), prepare);
+    read<T>(make: () => Work<T>): Promise<T> {
+      // The common case settles at once, without an async function's extra promise and turn.
+      if (!connection.inTransaction) {
+        try {
+          return Promise.resolve(driveSqlite(make(), prepare));
+        } catch (error) {
+          return Promise.reject(error as Error);
+        }
+      }
+      return readAfterTransaction(make);
     },
     write<T>(make: () => Work<T>): Promise<T> {
       return commit((prepare) => driveSqlite(make(), prepare));
