@@ -43,6 +43,11 @@ export class TextCache {
     this.size -= old.value.length;
   }
 
+  clear(): void {
+    this.entries.clear();
+    this.size = 0;
+  }
+
   get chars(): number {
     return this.size;
   }

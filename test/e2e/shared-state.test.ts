@@ -62,6 +62,30 @@ describe(
         body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
       });
 
+    it('never answers a config object from a stale cache after a write on the other instance', async () => {
+      const config = (server: ServedProcess, method: string, path: string, body?: unknown) =>
+        request(server.publicPort, {
+          method,
+          path,
+          host: 'config.localhost',
+          headers: json,
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+      assert.equal((await config(a, 'POST', '/v0/configs', { id: 'cached', entries: { n: 0 } })).status, 201);
+      for (let n = 1; n <= 30; n++) {
+        // Read on A (now cached there), write on B, read on A again at once: the new value.
+        assert.equal((await config(a, 'GET', '/v0/configs/cached')).status, 200);
+        const writer = n % 2 === 0 ? a : b;
+        assert.equal((await config(writer, 'PATCH', '/v0/configs/cached', { n })).status, 200);
+        for (const reader of [a, b]) {
+          const read = await config(reader, 'GET', '/v0/configs/cached');
+          assert.deepEqual(read.json(), { id: 'cached', entries: { n } }, `after write ${n}`);
+        }
+      }
+      assert.equal((await config(b, 'DELETE', '/v0/configs/cached')).status, 204);
+      assert.equal((await config(a, 'GET', '/v0/configs/cached')).status, 404);
+    });
+
     it('counts failed API-key checks on every instance: guesses spread over both are refused on both', async () => {
       const created = await internal(a, 'apikeys.localhost', 'POST', '/v0/apikeys', 'user-guard', { name: 'target' });
       assert.equal(created.status, 201, created.text);

@@ -16,7 +16,9 @@ export const configService: ServiceDefinition = {
       logger,
       description: 'Config objects (v0, public) and per-user entries maps (v1).',
     });
-    const deps: RouteDeps = { repository: new ConfigRepository(store.sql), version };
+    const repository = new ConfigRepository(store.sql, store.notifier);
+    app.addHook('onClose', async () => repository.close());
+    const deps: RouteDeps = { repository, version };
     registerRoutes(app, deps);
     return app;
   },

@@ -16,44 +16,88 @@ function objectJson(id: string, entriesText: string): string {
 
 const READ_CACHE_CHARS = 64 * 1024 * 1024;
 
+/** The notifier topic a write publishes its object's id on, so other instances drop their copy. */
+export const CONFIG_CHANGED_TOPIC = 'config.objects';
+
+/** The part of the store's notifier the cache needs (the store's `Notifier` satisfies it). */
+export interface ChangeFeed {
+  publish(topic: string, message: string): Promise<void>;
+  subscribe(topic: string, handler: (message: string) => void): () => void;
+  onResync(handler: () => void): () => void;
+}
+
 /**
  * The config service's only door to storage.
  *
- * Where this process is the database's only writer (the embedded store), reads of single objects
- * are served from a bounded in-memory cache of their JSON text, updated after every committed
- * write. On PostgreSQL other instances write too and a write must be visible everywhere at once,
- * so every read goes to the database.
+ * Reads of single objects are served from a bounded in-memory cache of their JSON text (README:
+ * Caching). Where this process is the database's only writer (the embedded store) the cache is
+ * updated after every committed write. Where other instances write too (PostgreSQL), a write
+ * drops the local copy and, before it is answered, publishes the object's id on the notifier so
+ * every other instance drops its copy as well; a lost notifier connection clears the whole cache
+ * when it comes back (messages may have been missed).
  */
 export class ConfigRepository {
   private readonly database: SqlDatabase;
-  private readonly cache: TextCache | null;
-  /** Bumped by every write, so that a read that raced a write does not cache what it read. */
-  private writes = 0;
+  private readonly cache = new TextCache(READ_CACHE_CHARS);
+  /**
+   * Bumped by every write here and every change announced by another instance, so that a read
+   * that raced one does not cache what it read.
+   */
+  private changes = 0;
+  private readonly feed: ChangeFeed | null;
+  private readonly unsubscribe: (() => void)[] = [];
 
-  constructor(connection: SqlConnection) {
+  /** `feed` is required where the process is not the database's only writer. */
+  constructor(connection: SqlConnection, feed?: ChangeFeed) {
     this.database = connection.database;
-    this.cache = this.database.soleWriter ? new TextCache(READ_CACHE_CHARS) : null;
+    this.feed = this.database.soleWriter ? null : (feed ?? null);
+    if (!this.database.soleWriter && !feed)
+      throw new Error('a shared database needs a change feed for the config cache');
+    if (this.feed) {
+      this.unsubscribe.push(
+        this.feed.subscribe(CONFIG_CHANGED_TOPIC, (id) => {
+          this.changes++;
+          this.cache.delete(id);
+        }),
+        this.feed.onResync(() => {
+          this.changes++;
+          this.cache.clear();
+        }),
+      );
+    }
+  }
+
+  /** Stops listening for other instances' changes. */
+  close(): void {
+    for (const stop of this.unsubscribe.splice(0)) stop();
   }
 
   /** The object as JSON text (`{"id":…,"entries":…}`), or null when it does not exist. */
   async getJson(id: string): Promise<string | null> {
-    const cached = this.cache?.get(id);
+    const cached = this.cache.get(id);
     if (cached !== undefined) return cached;
-    const writesBefore = this.writes;
+    const changesBefore = this.changes;
     const row = await this.database.read(() =>
       first<{ entries: string }>('select entries from config_objects where id = ?', id),
     );
     if (!row) return null;
     const json = objectJson(id, row.entries);
-    if (this.cache && this.writes === writesBefore) this.cache.set(id, json);
+    if (this.changes === changesBefore) this.cache.set(id, json);
     return json;
   }
 
-  private written(id: string, entries: Entries | null): void {
-    this.writes++;
-    if (!this.cache) return;
-    if (entries === null) this.cache.delete(id);
-    else this.cache.set(id, objectJson(id, JSON.stringify(entries)));
+  /** After a committed write of `id` (entries null: deleted). */
+  private async written(id: string, entries: Entries | null): Promise<void> {
+    this.changes++;
+    if (!this.feed) {
+      if (entries === null) this.cache.delete(id);
+      else this.cache.set(id, objectJson(id, JSON.stringify(entries)));
+      return;
+    }
+    // Another instance's write of the same id may be announced before this one's promise settles,
+    // so the local copy is dropped rather than replaced: the next read fetches the newest.
+    this.cache.delete(id);
+    await this.feed.publish(CONFIG_CHANGED_TOPIC, id);
   }
 
   async list(): Promise<ConfigObject[]> {
@@ -70,13 +114,13 @@ export class ConfigRepository {
       (await this.database.write(() =>
         run('insert into config_objects (id, entries) values (?, ?) on conflict (id) do nothing', object.id, entries),
       )) > 0;
-    if (created) this.written(object.id, object.entries);
+    if (created) await this.written(object.id, object.entries);
     return created;
   }
 
   async delete(id: string): Promise<boolean> {
     const deleted = await this.database.write(() => run('delete from config_objects where id = ?', id));
-    this.written(id, null);
+    if (deleted > 0) await this.written(id, null);
     return deleted > 0;
   }
 
@@ -86,7 +130,8 @@ export class ConfigRepository {
    * the single writer serializes them) and stores the merge. Null when the object does not exist.
    */
   async patch(id: string, patch: Entries): Promise<ConfigObject | null> {
-    this.writes++;
+    // Before the write starts: a read racing it must not cache the old text after it commits.
+    this.changes++;
     const changes = Object.keys(patch).length > 0;
     const { forUpdate } = this.database.syntax;
     const entries = await this.database.write(function* () {
@@ -97,7 +142,7 @@ export class ConfigRepository {
       return merged;
     });
     if (!entries) return null;
-    if (changes) this.written(id, entries);
+    if (changes) await this.written(id, entries);
     return { id, entries };
   }
 
