@@ -1,37 +1,40 @@
 /**
- * A map of text values bounded by their total length, for read caches of serialized records.
- * Values are strings so that a hit can be sent without serializing again. Eviction is "second
- * chance" FIFO: a hit only sets a flag (no reordering on the read path, which runs on every
- * request); when space is needed, the oldest entry is dropped unless it was hit since it was last
- * considered, in which case it moves to the back once.
+ * A map bounded by the total size of its values (`sizeOf`, for instance a string's length), for
+ * read caches of records. Eviction is "second chance" FIFO: a hit only sets a flag (no reordering
+ * on the read path, which runs on every request); when space is needed, the oldest entry is
+ * dropped unless it was hit since it was last considered, in which case it moves to the back once.
  */
-export class TextCache {
-  private readonly entries = new Map<string, { value: string; hit: boolean }>();
+export class SizedCache<V> {
+  private readonly entries = new Map<string, { value: V; hit: boolean }>();
   private size = 0;
 
-  constructor(private readonly maxChars: number) {}
+  constructor(
+    private readonly maxSize: number,
+    private readonly sizeOf: (value: V) => number,
+  ) {}
 
-  get(key: string): string | undefined {
+  get(key: string): V | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
     entry.hit = true;
     return entry.value;
   }
 
-  set(key: string, value: string): void {
+  set(key: string, value: V): void {
     this.delete(key);
-    if (value.length > this.maxChars) return;
+    const size = this.sizeOf(value);
+    if (size > this.maxSize) return;
     this.entries.set(key, { value, hit: false });
-    this.size += value.length;
-    while (this.size > this.maxChars) {
-      const [oldestKey, oldest] = this.entries.entries().next().value as [string, { value: string; hit: boolean }];
+    this.size += size;
+    while (this.size > this.maxSize) {
+      const [oldestKey, oldest] = this.entries.entries().next().value as [string, { value: V; hit: boolean }];
       this.entries.delete(oldestKey);
       // The entry just set always stays; one read since it was last considered earns another round.
       if (oldest.hit || oldestKey === key) {
         oldest.hit = false;
         this.entries.set(oldestKey, oldest);
       } else {
-        this.size -= oldest.value.length;
+        this.size -= this.sizeOf(oldest.value);
       }
     }
   }
@@ -40,7 +43,7 @@ export class TextCache {
     const old = this.entries.get(key);
     if (old === undefined) return;
     this.entries.delete(key);
-    this.size -= old.value.length;
+    this.size -= this.sizeOf(old.value);
   }
 
   clear(): void {
@@ -48,11 +51,26 @@ export class TextCache {
     this.size = 0;
   }
 
-  get chars(): number {
+  /** The total size of the values held. */
+  get total(): number {
     return this.size;
   }
 
   get count(): number {
     return this.entries.size;
+  }
+}
+
+/**
+ * Text values bounded by their total length, for read caches of serialized records: a hit can be
+ * sent without serializing again.
+ */
+export class TextCache extends SizedCache<string> {
+  constructor(maxChars: number) {
+    super(maxChars, (value) => value.length);
+  }
+
+  get chars(): number {
+    return this.total;
   }
 }

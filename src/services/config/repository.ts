@@ -1,5 +1,6 @@
 import type { SqlConnection } from '../../store/db.ts';
 import { TextCache } from '../../store/cache.ts';
+import { SharedCache, type ChangeFeed } from '../../store/shared-cache.ts';
 import { all, first, run } from '../../store/sql-work.ts';
 import type { SqlDatabase } from '../../store/sql/types.ts';
 import { mergeEntries, parseEntries, type Entries } from './entries.ts';
@@ -19,85 +20,39 @@ const READ_CACHE_CHARS = 64 * 1024 * 1024;
 /** The notifier topic a write publishes its object's id on, so other instances drop their copy. */
 export const CONFIG_CHANGED_TOPIC = 'config.objects';
 
-/** The part of the store's notifier the cache needs (the store's `Notifier` satisfies it). */
-export interface ChangeFeed {
-  publish(topic: string, message: string): Promise<void>;
-  subscribe(topic: string, handler: (message: string) => void): () => void;
-  onResync(handler: () => void): () => void;
-}
-
 /**
- * The config service's only door to storage.
- *
- * Reads of single objects are served from a bounded in-memory cache of their JSON text (README:
- * Caching). Where this process is the database's only writer (the embedded store) the cache is
- * updated after every committed write. Where other instances write too (PostgreSQL), a write
- * drops the local copy and, before it is answered, publishes the object's id on the notifier so
- * every other instance drops its copy as well; a lost notifier connection clears the whole cache
- * when it comes back (messages may have been missed).
+ * The config service's only door to storage. Reads of single objects are served from a bounded
+ * in-memory cache of their JSON text (README: Caching), kept right across instances by the
+ * store's SharedCache.
  */
 export class ConfigRepository {
   private readonly database: SqlDatabase;
-  private readonly cache = new TextCache(READ_CACHE_CHARS);
-  /**
-   * Bumped by every write here and every change announced by another instance, so that a read
-   * that raced one does not cache what it read.
-   */
-  private changes = 0;
-  private readonly feed: ChangeFeed | null;
-  private readonly unsubscribe: (() => void)[] = [];
+  private readonly cache: SharedCache<string>;
 
   /** `feed` is required where the process is not the database's only writer. */
   constructor(connection: SqlConnection, feed?: ChangeFeed) {
     this.database = connection.database;
-    this.feed = this.database.soleWriter ? null : (feed ?? null);
-    if (!this.database.soleWriter && !feed)
-      throw new Error('a shared database needs a change feed for the config cache');
-    if (this.feed) {
-      this.unsubscribe.push(
-        this.feed.subscribe(CONFIG_CHANGED_TOPIC, (id) => {
-          this.changes++;
-          this.cache.delete(id);
-        }),
-        this.feed.onResync(() => {
-          this.changes++;
-          this.cache.clear();
-        }),
-      );
-    }
+    this.cache = new SharedCache(new TextCache(READ_CACHE_CHARS), CONFIG_CHANGED_TOPIC, this.database.soleWriter, feed);
   }
 
   /** Stops listening for other instances' changes. */
   close(): void {
-    for (const stop of this.unsubscribe.splice(0)) stop();
+    this.cache.close();
   }
 
   /** The object as JSON text (`{"id":…,"entries":…}`), or null when it does not exist. */
-  async getJson(id: string): Promise<string | null> {
-    const cached = this.cache.get(id);
-    if (cached !== undefined) return cached;
-    const changesBefore = this.changes;
-    const row = await this.database.read(() =>
-      first<{ entries: string }>('select entries from config_objects where id = ?', id),
-    );
-    if (!row) return null;
-    const json = objectJson(id, row.entries);
-    if (this.changes === changesBefore) this.cache.set(id, json);
-    return json;
+  getJson(id: string): Promise<string | null> {
+    return this.cache.read(id, async () => {
+      const row = await this.database.read(() =>
+        first<{ entries: string }>('select entries from config_objects where id = ?', id),
+      );
+      return row ? objectJson(id, row.entries) : null;
+    });
   }
 
   /** After a committed write of `id` (entries null: deleted). */
-  private async written(id: string, entries: Entries | null): Promise<void> {
-    this.changes++;
-    if (!this.feed) {
-      if (entries === null) this.cache.delete(id);
-      else this.cache.set(id, objectJson(id, JSON.stringify(entries)));
-      return;
-    }
-    // Another instance's write of the same id may be announced before this one's promise settles,
-    // so the local copy is dropped rather than replaced: the next read fetches the newest.
-    this.cache.delete(id);
-    await this.feed.publish(CONFIG_CHANGED_TOPIC, id);
+  private written(id: string, entries: Entries | null): Promise<void> {
+    return this.cache.written(id, entries === null ? null : objectJson(id, JSON.stringify(entries)));
   }
 
   async list(): Promise<ConfigObject[]> {
@@ -130,8 +85,7 @@ export class ConfigRepository {
    * the single writer serializes them) and stores the merge. Null when the object does not exist.
    */
   async patch(id: string, patch: Entries): Promise<ConfigObject | null> {
-    // Before the write starts: a read racing it must not cache the old text after it commits.
-    this.changes++;
+    this.cache.writing();
     const changes = Object.keys(patch).length > 0;
     const { forUpdate } = this.database.syntax;
     const entries = await this.database.write(function* () {

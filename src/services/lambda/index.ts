@@ -57,7 +57,8 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: O
         { domain: settings.domain, ownerConcurrency: settings.lambdaOwnerConcurrency },
         ongoing,
       );
-      const repository = new LambdaRepository(store.sql);
+      const repository = new LambdaRepository(store.sql, store.notifier);
+      app.addHook('onClose', async () => repository.close());
       const deps: RouteDeps = { repository, runtime, invoker };
       registerRoutes(app, deps);
       return app;

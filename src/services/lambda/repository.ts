@@ -1,4 +1,6 @@
+import { SizedCache } from '../../store/cache.ts';
 import type { SqlConnection } from '../../store/db.ts';
+import { SharedCache, type ChangeFeed } from '../../store/shared-cache.ts';
 import { all, first, run } from '../../store/sql-work.ts';
 import type { SqlDatabase } from '../../store/sql/types.ts';
 
@@ -34,12 +36,41 @@ export function routeKey(path: string): string {
   return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
 }
 
-/** The lambda service's only door to storage. Every read goes to the database (scale-out safe). */
+/** Notifier topics of the read caches: a lambda's id when it changes; any change of the routes. */
+export const LAMBDA_CHANGED_TOPIC = 'lambda.functions';
+export const LAMBDA_ROUTES_TOPIC = 'lambda.routes';
+
+const CACHE_BYTES = 32 * 1024 * 1024;
+const sizeOf = (lambda: Lambda): number => lambda.code.length + 256;
+
+/**
+ * The lambda service's only door to storage. The invocation path's lookups (by id, and the mux's
+ * route choice) are served from read caches kept right across instances by the store's
+ * SharedCache (README: Caching): an update is run by every instance from its next invocation on.
+ * Lambdas returned from the caches are shared: callers do not change them.
+ */
 export class LambdaRepository {
   private readonly database: SqlDatabase;
+  private readonly byId: SharedCache<Lambda>;
+  private readonly routes: SharedCache<Lambda>;
 
-  constructor(connection: SqlConnection) {
+  /** `feed` is required where the process is not the database's only writer. */
+  constructor(connection: SqlConnection, feed?: ChangeFeed) {
     this.database = connection.database;
+    const { soleWriter } = this.database;
+    this.byId = new SharedCache(new SizedCache(CACHE_BYTES, sizeOf), LAMBDA_CHANGED_TOPIC, soleWriter, feed);
+    this.routes = new SharedCache(new SizedCache(CACHE_BYTES, sizeOf), LAMBDA_ROUTES_TOPIC, soleWriter, feed);
+  }
+
+  /** Stops listening for other instances' changes. */
+  close(): void {
+    this.byId.close();
+    this.routes.close();
+  }
+
+  /** After a committed change of lambda `id`: its entry and every cached route choice go. */
+  private async changed(id: string): Promise<void> {
+    await Promise.all([this.byId.written(id), this.routes.written(undefined)]);
   }
 
   async create(lambda: Lambda): Promise<Lambda> {
@@ -63,6 +94,7 @@ export class LambdaRepository {
       if (this.database.isUniqueViolation(err)) throw new NameTaken(lambda.name);
       throw err;
     }
+    await this.changed(id);
     return lambda;
   }
 
@@ -79,9 +111,13 @@ export class LambdaRepository {
     return rows.map(row);
   }
 
-  async get(id: string): Promise<Lambda | null> {
-    const r = await this.database.read(() => first<Lambda>(`select ${COLUMNS} from lambda_functions where id = ?`, id));
-    return r ? row(r) : null;
+  get(id: string): Promise<Lambda | null> {
+    return this.byId.read(id, async () => {
+      const r = await this.database.read(() =>
+        first<Lambda>(`select ${COLUMNS} from lambda_functions where id = ?`, id),
+      );
+      return r ? row(r) : null;
+    });
   }
 
   async update(
@@ -92,18 +128,26 @@ export class LambdaRepository {
     if (columns.length > 0) {
       const assignments = columns.map((column) => `${column} = ?`).join(', ');
       const values = columns.map((column) => changes[column]);
+      this.byId.writing();
+      this.routes.writing();
       try {
         await this.database.write(() => run(`update lambda_functions set ${assignments} where id = ?`, ...values, id));
       } catch (err) {
         if (this.database.isUniqueViolation(err)) throw new NameTaken(changes.name ?? '');
         throw err;
+      } finally {
+        await this.changed(id);
       }
     }
     return this.get(id);
   }
 
   async delete(id: string): Promise<boolean> {
-    return (await this.database.write(() => run('delete from lambda_functions where id = ?', id))) > 0;
+    this.byId.writing();
+    this.routes.writing();
+    const deleted = (await this.database.write(() => run('delete from lambda_functions where id = ?', id))) > 0;
+    if (deleted) await this.changed(id);
+    return deleted;
   }
 
   /**
@@ -111,23 +155,25 @@ export class LambdaRepository {
    * (HEAD also matches GET) or ANY, path equal ignoring one trailing slash; an exact method beats
    * ANY, then the oldest wins.
    */
-  async route(scope: { owner: string } | { projectId: string }, method: string, path: string): Promise<Lambda | null> {
+  route(scope: { owner: string } | { projectId: string }, method: string, path: string): Promise<Lambda | null> {
     const key = routeKey(path);
     const methods = method === 'HEAD' ? ['HEAD', 'GET', 'ANY'] : [method, 'ANY'];
     const [scopeColumn, scopeValue] = 'owner' in scope ? ['owner', scope.owner] : ['project_id', scope.projectId];
-    const rows = await this.database.read(() =>
-      all<Lambda>(
-        `select ${COLUMNS} from lambda_functions where method in (${methods.map(() => '?').join(', ')}) and (path = ? or path = ?) and ${scopeColumn} = ? order by seq`,
-        ...methods,
-        key,
-        `${key}/`,
-        scopeValue,
-      ),
-    );
-    const exact = rows.find((r) => r.method !== 'ANY' && routeKey(r.path) === key);
-    const any = rows.find((r) => routeKey(r.path) === key);
-    const chosen = exact ?? any;
-    return chosen ? row(chosen) : null;
+    return this.routes.read(`${scopeColumn}\n${scopeValue}\n${method}\n${key}`, async () => {
+      const rows = await this.database.read(() =>
+        all<Lambda>(
+          `select ${COLUMNS} from lambda_functions where method in (${methods.map(() => '?').join(', ')}) and (path = ? or path = ?) and ${scopeColumn} = ? order by seq`,
+          ...methods,
+          key,
+          `${key}/`,
+          scopeValue,
+        ),
+      );
+      const exact = rows.find((r) => r.method !== 'ANY' && routeKey(r.path) === key);
+      const any = rows.find((r) => routeKey(r.path) === key);
+      const chosen = exact ?? any;
+      return chosen ? row(chosen) : null;
+    });
   }
 
   /** Whether the user owns the project (the apikeys service's table; absent → nobody owns it). */

@@ -1,0 +1,93 @@
+import type { Notifier } from './notifier/types.ts';
+
+/** Where a `SharedCache` keeps its entries (a `TextCache`, a bounded map…). */
+export interface CacheEntries<V> {
+  get(key: string): V | undefined;
+  set(key: string, value: V): void;
+  delete(key: string): void;
+  clear(): void;
+}
+
+/** The part of the store's notifier a shared cache needs. */
+export type ChangeFeed = Pick<Notifier, 'publish' | 'subscribe' | 'onResync'>;
+
+/** The message that drops every entry (keys are never empty). */
+const EVERYTHING = '';
+
+/**
+ * A read cache that stays right when other instances write the same database (root README: What
+ * instances share). Where this process is the database's only writer (the embedded store) a
+ * committed write updates the entry in place. Where other instances write too (PostgreSQL), a
+ * write drops the local entry and, before the write is answered, publishes its key on the
+ * notifier `topic`, so every instance drops its copy when the message arrives (normally before
+ * the writer's answer reaches its client); a notifier that lost its connection clears everything
+ * when it is back, as messages may have been missed. A read that raced a write or an announced
+ * change does not cache what it read.
+ */
+export class SharedCache<V> {
+  /** Bumped by every local write and every announced change. */
+  private changes = 0;
+  private readonly feed: ChangeFeed | null;
+  private readonly unsubscribe: (() => void)[] = [];
+
+  /** `feed` is required unless `soleWriter`. */
+  constructor(
+    private readonly entries: CacheEntries<V>,
+    private readonly topic: string,
+    soleWriter: boolean,
+    feed?: ChangeFeed,
+  ) {
+    if (!soleWriter && !feed) throw new Error(`a shared database needs a change feed for the ${topic} cache`);
+    this.feed = soleWriter ? null : feed!;
+    if (this.feed) {
+      this.unsubscribe.push(
+        this.feed.subscribe(topic, (key) => this.drop(key)),
+        this.feed.onResync(() => this.drop(EVERYTHING)),
+      );
+    }
+  }
+
+  private drop(key: string): void {
+    this.changes++;
+    if (key === EVERYTHING) this.entries.clear();
+    else this.entries.delete(key);
+  }
+
+  /** The cached value, or what `load` reads (null: nothing to cache), cached unless a change raced it. */
+  async read<T extends V>(key: string, load: () => Promise<T | null>): Promise<V | null> {
+    const cached = this.entries.get(key);
+    if (cached !== undefined) return cached;
+    const before = this.changes;
+    const value = await load();
+    if (value !== null && this.changes === before) this.entries.set(key, value);
+    return value;
+  }
+
+  /** Call before a write starts, so that a read racing it does not cache what it read before the commit. */
+  writing(): void {
+    this.changes++;
+  }
+
+  /**
+   * After a committed write of `key` (`value` null: deleted, or unknown; `key` undefined: any
+   * number of keys). Settles once other instances have been told.
+   */
+  async written(key: string | undefined, value: V | null = null): Promise<void> {
+    this.changes++;
+    if (!this.feed) {
+      if (key === undefined) this.entries.clear();
+      else if (value === null) this.entries.delete(key);
+      else this.entries.set(key, value);
+      return;
+    }
+    // Another instance's write of the same key may be announced before this one's promise
+    // settles, so the local entry is dropped, not replaced: the next read fetches the newest.
+    this.drop(key ?? EVERYTHING);
+    await this.feed.publish(this.topic, key ?? EVERYTHING);
+  }
+
+  /** Stops listening for other instances' changes. */
+  close(): void {
+    for (const stop of this.unsubscribe.splice(0)) stop();
+  }
+}

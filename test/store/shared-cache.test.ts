@@ -1,0 +1,116 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { SizedCache } from '../../src/store/cache.ts';
+import { createMemoryNotifier } from '../../src/store/notifier/memory.ts';
+import { SharedCache, type ChangeFeed } from '../../src/store/shared-cache.ts';
+
+const entries = () => new SizedCache<string>(1_000, (value) => value.length);
+
+/** A feed whose resync the test triggers, over the in-process notifier (one feed = all instances). */
+function sharedFeed(): ChangeFeed & { resync(): void; published: string[] } {
+  const notifier = createMemoryNotifier();
+  const resyncs = new Set<() => void>();
+  const published: string[] = [];
+  return {
+    published,
+    publish: async (topic, message) => {
+      published.push(message);
+      await notifier.publish(topic, message);
+    },
+    subscribe: (topic, handler) => notifier.subscribe(topic, handler),
+    onResync: (handler) => {
+      resyncs.add(handler);
+      return () => resyncs.delete(handler);
+    },
+    resync: () => resyncs.forEach((handler) => handler()),
+  };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 10));
+
+describe('SharedCache', () => {
+  it('as the only writer: serves hits without loading and takes written values in place', async () => {
+    const cache = new SharedCache(entries(), 'things', true);
+    let loads = 0;
+    const load = async () => (loads++, 'v1');
+    assert.equal(await cache.read('a', load), 'v1');
+    assert.equal(await cache.read('a', load), 'v1');
+    assert.equal(loads, 1);
+    await cache.written('a', 'v2');
+    assert.equal(await cache.read('a', load), 'v2');
+    await cache.written('a', null);
+    assert.equal(await cache.read('a', async () => null), null);
+    assert.equal(loads, 1);
+  });
+
+  it('needs a feed where other processes write too', () => {
+    assert.throws(() => new SharedCache(entries(), 'things', false), /change feed/);
+  });
+
+  it('shared: a write on one instance drops the entry on the others, and is published before it settles', async () => {
+    const feed = sharedFeed();
+    const one = new SharedCache(entries(), 'things', false, feed);
+    const two = new SharedCache(entries(), 'things', false, feed);
+    let stored = 'v1';
+    const load = async () => stored;
+    assert.equal(await two.read('a', load), 'v1');
+    stored = 'v2';
+    await one.written('a', 'v2');
+    assert.deepEqual(feed.published, ['a']);
+    await settle();
+    assert.equal(await two.read('a', load), 'v2');
+    // The writer dropped its own entry rather than trusting the value it wrote.
+    stored = 'v3';
+    assert.equal(await one.read('a', load), 'v3');
+    one.close();
+    two.close();
+  });
+
+  it('shared: a read that raced an announced change is not cached', async () => {
+    const feed = sharedFeed();
+    const reader = new SharedCache(entries(), 'things', false, feed);
+    const writer = new SharedCache(entries(), 'things', false, feed);
+    let release!: () => void;
+    const slowLoad = new Promise<void>((resolve) => (release = resolve));
+    const raced = reader.read('a', async () => {
+      await slowLoad;
+      return 'old';
+    });
+    await writer.written('a');
+    await settle();
+    release();
+    assert.equal(await raced, 'old');
+    assert.equal(await reader.read('a', async () => 'new'), 'new');
+    reader.close();
+    writer.close();
+  });
+
+  it('shared: a resync clears everything; a write of many keys clears everything everywhere', async () => {
+    const feed = sharedFeed();
+    const one = new SharedCache(entries(), 'things', false, feed);
+    const two = new SharedCache(entries(), 'things', false, feed);
+    await one.read('a', async () => 'a1');
+    await one.read('b', async () => 'b1');
+    feed.resync();
+    assert.equal(await one.read('a', async () => 'a2'), 'a2');
+    assert.equal(await one.read('b', async () => 'b2'), 'b2');
+    await two.written(undefined);
+    await settle();
+    assert.equal(await one.read('a', async () => 'a3'), 'a3');
+    assert.equal(await one.read('b', async () => 'b3'), 'b3');
+    one.close();
+    two.close();
+  });
+
+  it('stops listening once closed', async () => {
+    const feed = sharedFeed();
+    const closed = new SharedCache(entries(), 'things', false, feed);
+    const writer = new SharedCache(entries(), 'things', false, feed);
+    await closed.read('a', async () => 'kept');
+    closed.close();
+    await writer.written('a');
+    await settle();
+    assert.equal(await closed.read('a', async () => 'fresh'), 'kept');
+    writer.close();
+  });
+});
