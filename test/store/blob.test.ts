@@ -278,6 +278,35 @@ if (testDialect === 'postgres') {
       assert.deepEqual(blob, { size: 4500, chunk_size: 1000 });
     });
 
+    it('stores a blob that fits in one chunk (and an empty one) with one statement, deduplicated', async () => {
+      const statements: string[] = [];
+      const counting = new Proxy(pool, {
+        get(target, property, receiver) {
+          if (property !== 'query') return Reflect.get(target, property, receiver) as unknown;
+          return (text: string, params?: unknown[]) => {
+            statements.push(text);
+            return target.query(text, params);
+          };
+        },
+      });
+      const store = createPostgresBlobStore(counting, { chunkSize: 1000 });
+      await store.put(pieces(randomBytes(10))); // the first put also sweeps abandoned uploads
+      for (const content of [randomBytes(999), Buffer.alloc(0)]) {
+        statements.length = 0;
+        const [first, again] = await Promise.all([store.put(pieces(content, 100)), store.put(pieces(content, 7))]);
+        assert.deepEqual(first, { sha256: sha256Of(content), size: content.length });
+        assert.deepEqual(again, first);
+        assert.equal(statements.length, 2, statements.join('\n'));
+        assert.equal(
+          await count('select count(*) as n from stratus_blob_chunks where sha256 = $1', [first.sha256]),
+          content.length === 0 ? 0 : 1,
+        );
+        const stream = await store.get(first.sha256);
+        assert.ok(stream && (await readAll(stream)).bytes.equals(content));
+      }
+      assert.equal(await count('select count(*) as n from stratus_blob_uploads'), 0);
+    });
+
     it('reads blobs written with another chunk size', async () => {
       const content = randomBytes(10_000);
       const { sha256 } = await createPostgresBlobStore(pool, { chunkSize: 3000 }).put(pieces(content));

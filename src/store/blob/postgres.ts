@@ -33,7 +33,8 @@ const STALE_UPLOAD_MS = 24 * 60 * 60 * 1000;
  * Blobs in PostgreSQL (tables from `blobMigrations`), so that every instance sees every blob.
  * Content is written in fixed-size chunks as it streams in. The hash is known only at the end, so
  * chunks are first written under a temporary upload key and then, in one statement, either renamed
- * to the hash (new blob) or dropped (already stored). Each chunk is its own short query: a slow
+ * to the hash (new blob) or dropped (already stored); a blob that fits in one chunk skips the
+ * temporary key and is claimed and stored by one statement. Each chunk is its own short query: a slow
  * upload never holds a pooled connection or a transaction open while it waits on the network.
  */
 export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStoreOptions = {}): BlobStore {
@@ -53,10 +54,10 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
 
       const uploadId = randomUUID();
       const tempKey = UPLOAD_KEY_PREFIX + uploadId;
-      await pool.query('insert into stratus_blob_uploads (id, created_at) values ($1, $2)', [
-        uploadId,
-        new Date().toISOString(),
-      ]);
+      // The upload is registered (for the sweeper of abandoned ones) only when a first chunk must
+      // be written before the end is known: a blob that fits in one chunk is stored by one
+      // statement below, one commit instead of three.
+      let registered = false;
       let committed = false;
       try {
         const hash = createHash('sha256');
@@ -66,6 +67,13 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
         const buffer = Buffer.allocUnsafe(chunkSize);
         let filled = 0;
         const flush = async (bytes: Buffer) => {
+          if (!registered) {
+            await pool.query('insert into stratus_blob_uploads (id, created_at) values ($1, $2)', [
+              uploadId,
+              new Date().toISOString(),
+            ]);
+            registered = true;
+          }
           await pool.query('insert into stratus_blob_chunks (sha256, seq, data) values ($1, $2, $3)', [
             tempKey,
             seq,
@@ -89,6 +97,27 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
               filled = 0;
             }
           }
+        }
+        if (seq === 0) {
+          const sha256 = hash.digest('hex');
+          if (expectedSha256 !== undefined && sha256 !== expectedSha256) {
+            throw new BlobDigestMismatchError(expectedSha256, sha256);
+          }
+          signal?.throwIfAborted();
+          // One statement: claim the hash and, if it was free, store the one chunk under it
+          // (ON CONFLICT waits for a concurrent claim of the same hash, as below).
+          const claim =
+            'insert into stratus_blobs (sha256, size, chunk_size, created_at) values ($1, $2, $3, $4) on conflict (sha256) do nothing';
+          const at = new Date().toISOString();
+          if (filled === 0) await pool.query(claim, [sha256, size, chunkSize, at]);
+          else
+            await pool.query(
+              `with claimed as (${claim} returning sha256)
+               insert into stratus_blob_chunks (sha256, seq, data) select sha256, 0, $5 from claimed`,
+              [sha256, size, chunkSize, at, buffer.subarray(0, filled)],
+            );
+          committed = true;
+          return { sha256, size };
         }
         if (filled > 0) await flush(buffer.subarray(0, filled));
 
@@ -122,7 +151,7 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
         committed = true;
         return { sha256, size };
       } finally {
-        if (!committed) await discardUpload(pool, uploadId).catch(() => {});
+        if (!committed && registered) await discardUpload(pool, uploadId).catch(() => {});
       }
     },
 
