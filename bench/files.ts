@@ -6,12 +6,13 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { flagFailures, startStratus, type Child } from './lib.ts';
+import { benchDatabaseUrl, flagFailures, startStratus, type Child } from './lib.ts';
 
 // `npm run bench -- files`: 1 KiB uploads and downloads at 20 clients through the gateway (public
 // port, platform API key), then 1 GiB up and down, each beside the same bytes written to or read
-// from disk with node:fs in this process. The server always runs on the embedded store (SQLite and
-// the blob directory), DATABASE_URL or not; the printed label is the store its ready line names.
+// from disk with node:fs in this process. The server runs on the embedded store (SQLite and the
+// blob directory), or with DATABASE_URL on PostgreSQL (a schema of its own, dropped at the end);
+// the printed label is the store its ready line names.
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = 20;
 const SMALL = 1024;
@@ -215,10 +216,11 @@ async function cannon(
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'stratus-bench-files-'));
   let server: Child | undefined;
+  const database = await benchDatabaseUrl();
   try {
     server = await startStratus([], {
       DATA_DIR: join(dir, 'data'),
-      DATABASE_URL: undefined,
+      DATABASE_URL: database.url,
       FILES_MAX_UPLOAD_BYTES: String(2 * LARGE),
     });
     const identity = {
@@ -284,7 +286,7 @@ export async function run(): Promise<void> {
     const mb = (seconds: number) => LARGE / 1e6 / seconds;
     const store = server.store === 'SQLite' ? 'SQLite + blob directory' : server.store;
     console.log(
-      `\nfiles benchmark (store ${store}${process.env.DATABASE_URL ? ', DATABASE_URL not used by this bench' : ''}, ${CONNECTIONS} connections, ${DURATION_S} s per small scenario, through the gateway with an API key)`,
+      `\nfiles benchmark (store ${store}, ${CONNECTIONS} connections, ${DURATION_S} s per small scenario, through the gateway with an API key)`,
     );
     console.table([
       {
@@ -335,5 +337,6 @@ export async function run(): Promise<void> {
   } finally {
     await server?.stop();
     rmSync(dir, { recursive: true, force: true });
+    await database.drop();
   }
 }
