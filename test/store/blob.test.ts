@@ -278,7 +278,7 @@ if (testDialect === 'postgres') {
       assert.deepEqual(blob, { size: 4500, chunk_size: 1000 });
     });
 
-    it('stores a blob that fits in one chunk (and an empty one) with one statement, deduplicated', async () => {
+    it('stores and reads a blob that fits in one chunk (and an empty one) with one statement, deduplicated', async () => {
       const statements: string[] = [];
       const counting = new Proxy(pool, {
         get(target, property, receiver) {
@@ -301,8 +301,14 @@ if (testDialect === 'postgres') {
           await count('select count(*) as n from stratus_blob_chunks where sha256 = $1', [first.sha256]),
           content.length === 0 ? 0 : 1,
         );
+        statements.length = 0;
         const stream = await store.get(first.sha256);
         assert.ok(stream && (await readAll(stream)).bytes.equals(content));
+        assert.equal(statements.length, 1, 'a one-chunk blob is read with one statement');
+        if (content.length > 0) {
+          const part = await store.get(first.sha256, { start: 3, end: 500 });
+          assert.ok(part && (await readAll(part)).bytes.equals(content.subarray(3, 501)));
+        }
       }
       assert.equal(await count('select count(*) as n from stratus_blob_uploads'), 0);
     });

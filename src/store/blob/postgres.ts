@@ -166,14 +166,19 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
 
     async get(sha256, range?: BlobRange) {
       if (!isSha256(sha256)) return null;
-      const result = await pool.query<{ size: number | string; chunk_size: number }>(
-        'select size, chunk_size from stratus_blobs where sha256 = $1',
+      // A blob of one chunk comes with its row: one round trip for the whole read.
+      const result = await pool.query<{ size: number | string; chunk_size: number; data: Buffer | null }>(
+        `select b.size, b.chunk_size, c.data from stratus_blobs b
+         left join stratus_blob_chunks c on c.sha256 = b.sha256 and c.seq = 0 and b.size <= b.chunk_size
+         where b.sha256 = $1`,
         [sha256],
       );
       const row = result.rows[0];
       if (!row) return null;
       const bytes = resolveRange(range, Number(row.size));
       if (bytes === null) return Readable.from([]);
+      if (row.data !== null)
+        return Readable.from([row.data.subarray(bytes.start, bytes.end + 1)], { objectMode: false });
       // Bytes, not objects: the stream buffers about one chunk ahead of its reader.
       return Readable.from(readChunks(pool, sha256, row.chunk_size, bytes, readBatch), {
         objectMode: false,
