@@ -27,6 +27,8 @@ Options (each also settable by environment variable or stratus.config.json):
   --kv-node-name NAME   the key-value node's name                  KV_NODE_NAME (host name)
   --shutdown-timeout S  on SIGTERM/SIGINT, seconds in-flight requests SHUTDOWN_TIMEOUT (10)
                         get before their connections are cut
+  --shutdown-delay S    on SIGTERM/SIGINT, seconds to serve on while   SHUTDOWN_DELAY (0)
+                        readiness says 503, before draining
   --config PATH         JSON config file (default ./stratus.config.json)
 `;
 
@@ -43,6 +45,7 @@ const FLAG_NAMES = {
   'kv-parent': 'kvParentUrl',
   'kv-node-name': 'kvNodeName',
   'shutdown-timeout': 'shutdownTimeout',
+  'shutdown-delay': 'shutdownDelay',
   config: 'config',
 } as const;
 

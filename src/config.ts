@@ -109,6 +109,12 @@ export interface Settings {
    * cut (README.md: Rolling restarts); 0 cuts them at once.
    */
   shutdownTimeout: number;
+  /**
+   * On SIGTERM/SIGINT: seconds both ports keep serving as before while readiness already answers
+   * 503, so that a load balancer stops sending here before any connection closes (README.md:
+   * Rolling restarts); 0 drains at once.
+   */
+  shutdownDelay: number;
   /** An instance whose heartbeat is older than this drops out of the platform's figures (src/instances/README.md). */
   instanceTimeoutSeconds: number;
   /** How often an instance writes its changed statistics counters (src/instances/README.md). */
@@ -186,6 +192,7 @@ const SETTINGS: {
   },
   ssoRedirectOrigins: { env: 'SSO_REDIRECT_ORIGINS', parse: (t, f) => origins(t, f), fallback: [] },
   shutdownTimeout: { env: 'SHUTDOWN_TIMEOUT', parse: (t, f) => nonNegativeNumber(t, f), fallback: 10 },
+  shutdownDelay: { env: 'SHUTDOWN_DELAY', parse: (t, f) => nonNegativeNumber(t, f), fallback: 0 },
   instanceTimeoutSeconds: { env: 'INSTANCE_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 15 },
   statsFlushSeconds: { env: 'STATS_FLUSH_INTERVAL', parse: (t, f) => positiveNumber(t, f), fallback: 2 },
   trustedProxies: { env: 'TRUSTED_PROXIES', parse: (t, f) => proxyList(t, f), fallback: [] },

@@ -100,6 +100,12 @@ export async function startPlatform(
   const close = () =>
     (closing ??= (async () => {
       readiness.drain();
+      // Behind a balancer, serve on as before until its health check has seen the 503 and it has
+      // stopped sending here: a kept-alive connection closed now may be the one it is sending its
+      // next request on (it would drop that request's client without an answer), and a
+      // connection still in the accept queue would be reset.
+      if (settings.shutdownDelay > 0)
+        await new Promise((resolve) => setTimeout(resolve, settings.shutdownDelay * 1000));
       for (const listener of listeners) listener.drain();
       // One grace for the whole instance: a port keeps its open connections while the other one
       // still has requests in flight (a health check or a last request on a kept-alive connection).

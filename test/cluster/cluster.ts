@@ -7,6 +7,7 @@ import { freePort, haproxyStats, installHaproxy, startHaproxy, stopHaproxy, type
 export { freePort, type ServerStats } from './haproxy.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { serve, type ServedProcess } from '../helpers/serve.ts';
+import { launch } from './launch.ts';
 
 /**
  * A Stratus cluster on one machine, as deploy/ runs it: N `stratus serve` instances on one shared
@@ -32,6 +33,11 @@ export interface ClusterOptions {
   env?: Record<string, string | undefined>;
   /** Extra `stratus serve` arguments for every instance. */
   args?: string[];
+  /**
+   * The database to run on (default: a fresh schema of DATABASE_URL's database, createTestDatabase);
+   * the cluster's close() calls its cleanup().
+   */
+  database?: TestDatabase;
 }
 
 export interface ClusterInstance {
@@ -41,6 +47,8 @@ export interface ClusterInstance {
   readonly publicPort: number;
   readonly internalPort: number;
   readonly running: boolean;
+  /** The current process's id (undefined when stopped). */
+  readonly pid: number | undefined;
   /** What the current (or last) process printed. */
   output(): string;
 }
@@ -97,7 +105,20 @@ export function send(port: number, options: RequestOptions): Promise<ClusterResp
         res.on('error', reject);
       },
     );
-    req.on('error', reject);
+    let localPort: number | undefined;
+    req.on('socket', (socket) => {
+      const remember = () => (localPort = socket.localPort);
+      if (socket.localPort) remember();
+      else socket.once('connect', remember);
+    });
+    // Which connection failed, to find it in HAProxy's log: its client port, and whether it was kept alive.
+    req.on('error', (error) =>
+      reject(
+        Object.assign(error, {
+          message: `${error.message} (${req.reusedSocket ? 'kept-alive' : 'new'} connection from port ${localPort})`,
+        }),
+      ),
+    );
     req.setTimeout(options.timeoutMs ?? 10_000, () => req.destroy(new Error('request timed out')));
     if (options.body !== undefined) req.write(options.body);
     req.end();
@@ -118,6 +139,7 @@ export class Cluster {
   readonly instances: ClusterInstance[];
   private haproxy: ChildProcess | undefined;
   private haproxyLog = '';
+  private readonly extras = new Set<ServedProcess>();
 
   private constructor(
     readonly database: TestDatabase,
@@ -133,7 +155,12 @@ export class Cluster {
       publicPort: slot.publicPort,
       internalPort: slot.internalPort,
       get running() {
-        return slot.process !== undefined;
+        // A process that exited by itself (a crash) is not running, though the harness did not stop it.
+        const child = slot.process?.child;
+        return child !== undefined && child.exitCode === null && child.signalCode === null;
+      },
+      get pid() {
+        return slot.process?.child.pid;
       },
       output: () => slot.process?.output() ?? slot.lastOutput,
     }));
@@ -146,10 +173,11 @@ export class Cluster {
    * started is stopped.
    */
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
-    if (!process.env.DATABASE_URL) throw new Error('the cluster harness needs DATABASE_URL (PostgreSQL)');
+    if (!options.database && !process.env.DATABASE_URL)
+      throw new Error('the cluster harness needs DATABASE_URL (PostgreSQL)');
     const count = options.instances ?? 3;
     await installHaproxy();
-    const database = await createTestDatabase();
+    const database = options.database ?? (await createTestDatabase());
     if (!database.databaseUrl) throw new Error('the cluster harness needs a PostgreSQL test database');
     const slots: InstanceSlot[] = [];
     for (let index = 0; index < count; index++) {
@@ -173,6 +201,9 @@ export class Cluster {
       // HAProxy connects from 127.0.0.1 and names the client in X-Forwarded-For (deploy/stratus.env.example).
       TRUSTED_PROXIES: '127.0.0.1',
       COOKIE_SECURE: 'false',
+      // On SIGTERM, keep serving until HAProxy has taken the instance out (2 failed checks a second
+      // apart) before any connection closes: a rolling restart then fails no request (faults.test.ts).
+      SHUTDOWN_DELAY: '3',
       ...options.env,
     };
     const cluster = new Cluster(database, await freePort(), await freePort(), slots, env, options.args ?? []);
@@ -236,13 +267,32 @@ export class Cluster {
     await this.waitForBalancer(index, 'UP');
   }
 
+  /**
+   * Starts one more instance on the cluster's database from `entry`, a script that runs the CLI
+   * (test/cluster/newer-schema.ts), with the cluster's settings and a data directory of its own, on
+   * free ports: beside the balancer, not behind it. `stop()` it, or close() stops it.
+   */
+  async startExtra(entry: string, name: string): Promise<ServedProcess> {
+    const dataDir = join(this.database.dataDir, name);
+    mkdirSync(dataDir, { recursive: true });
+    const started = await launch(entry, this.args, { ...this.env, DATA_DIR: dataDir });
+    this.extras.add(started);
+    return {
+      ...started,
+      stop: async () => {
+        this.extras.delete(started);
+        return started.stop();
+      },
+    };
+  }
+
   private async startHaproxy(): Promise<void> {
     const haproxy = startHaproxy({
       configPath: join(this.database.dataDir, 'haproxy.cfg'),
       balancer: this.balancerPort,
       stats: this.statsPort,
       servers: this.slots.map((slot) => ({ name: slot.name, port: slot.publicPort })),
-      onOutput: (text) => (this.haproxyLog = (this.haproxyLog + text).slice(-1_000_000)),
+      onOutput: (text) => (this.haproxyLog = (this.haproxyLog + text).slice(-8_000_000)),
     });
     this.haproxy = haproxy;
     const deadline = Date.now() + 15_000;
@@ -295,7 +345,10 @@ export class Cluster {
   /** Stops HAProxy and every instance by process id and drops the test database. */
   async close(): Promise<void> {
     if (this.haproxy) await stopHaproxy(this.haproxy);
-    await Promise.all(this.slots.map((slot) => this.stopInstance(slot.index)));
+    await Promise.all([
+      ...this.slots.map((slot) => this.stopInstance(slot.index)),
+      ...[...this.extras].map((extra) => extra.stop()),
+    ]);
     await this.database.cleanup();
   }
 }
@@ -308,13 +361,26 @@ export function sleep(ms: number): Promise<void> {
 export interface WriteOp {
   key: string;
   send(agent: http.Agent): Promise<ClusterResponse>;
+  /** Whether the answer acknowledges the write (default: any 2xx). */
+  acknowledges?(res: ClusterResponse): boolean;
+}
+
+/** A write that was not acknowledged, with when it was sent and when it ended (Date.now()). */
+export interface FailedWrite {
+  key: string;
+  reason: string;
+  servedBy?: string;
+  startedAt: number;
+  endedAt: number;
 }
 
 export interface LoadReport {
   /** Keys of the writes answered 2xx: each must be found afterwards. */
   acknowledged: string[];
   /** Writes answered otherwise, or not at all (transport error, timeout). */
-  failed: { key: string; reason: string; servedBy?: string }[];
+  failed: FailedWrite[];
+  /** Requests sent (acknowledged + failed). */
+  sent: number;
   /** Acknowledged writes per instance that answered them. */
   byInstance: Record<string, number>;
   durationMs: number;
@@ -333,16 +399,18 @@ export interface Load {
  */
 export function startLoad(options: { concurrency: number; next: (n: number) => WriteOp }): Load {
   const agent = new http.Agent({ keepAlive: true, maxSockets: options.concurrency });
-  const report: LoadReport = { acknowledged: [], failed: [], byInstance: {}, durationMs: 0 };
+  const report: LoadReport = { acknowledged: [], failed: [], sent: 0, byInstance: {}, durationMs: 0 };
   const started = Date.now();
   let stopping = false;
   let n = 0;
   const client = async () => {
     while (!stopping) {
       const op = options.next(n++);
+      const startedAt = Date.now();
+      report.sent++;
       try {
         const res = await op.send(agent);
-        if (res.status >= 200 && res.status < 300) {
+        if (op.acknowledges ? op.acknowledges(res) : res.status >= 200 && res.status < 300) {
           report.acknowledged.push(op.key);
           const by = res.servedBy ?? 'direct';
           report.byInstance[by] = (report.byInstance[by] ?? 0) + 1;
@@ -351,10 +419,17 @@ export function startLoad(options: { concurrency: number; next: (n: number) => W
             key: op.key,
             reason: `${res.status} ${res.text.slice(0, 200)}`,
             ...(res.servedBy ? { servedBy: res.servedBy } : {}),
+            startedAt,
+            endedAt: Date.now(),
           });
         }
       } catch (error) {
-        report.failed.push({ key: op.key, reason: error instanceof Error ? error.message : String(error) });
+        report.failed.push({
+          key: op.key,
+          reason: error instanceof Error ? error.message : String(error),
+          startedAt,
+          endedAt: Date.now(),
+        });
       }
     }
   };
@@ -371,9 +446,17 @@ export function startLoad(options: { concurrency: number; next: (n: number) => W
   };
 }
 
+/** What the scheduler write needs from the workers that consume its tasks (scheduler-workers.ts). */
+export interface TaskConsumer {
+  /** The ids among `ids` that no worker has been handed, after waiting for them for a while. */
+  undelivered(ids: string[]): Promise<string[]>;
+}
+
 /**
- * Writes for the load generator, each with a check that finds it afterwards: v0 config objects
- * (public, no credentials), and key-value writes (with an API key's headers).
+ * Writes for the load generator, one per durable service, each with a `missing` check that reads
+ * its acknowledged writes back through the balancer: v0 config objects (public, no credentials),
+ * key-value keys, docdb documents, small files, log lines and scheduler tasks (with an API key's
+ * headers, or the scheduler key).
  */
 export const writes = {
   config(cluster: Cluster, prefix: string) {
@@ -427,6 +510,123 @@ export const writes = {
           });
           return res.status === 200;
         }),
+    };
+  },
+  docdb(cluster: Cluster, database: string, collection: string, auth: Record<string, string>) {
+    const path = `/v1/databases/${database}/collections/${collection}`;
+    return {
+      next: (n: number): WriteOp => {
+        const id = `d${n}`;
+        return {
+          key: id,
+          send: (agent) =>
+            send(cluster.balancerPort, {
+              method: 'POST',
+              path: `${path}:insert`,
+              host: 'docdb.localhost',
+              headers: auth,
+              body: JSON.stringify({ id, n }),
+              agent,
+            }),
+          // 201 then a line per document; an error after the status would be a line of its own.
+          acknowledges: (res) => res.status === 201 && !res.text.includes('"error"'),
+        };
+      },
+      async missing(keys: string[]): Promise<string[]> {
+        const res = await cluster.request({
+          method: 'POST',
+          path: `${path}:find`,
+          host: 'docdb.localhost',
+          headers: auth,
+          body: '{"limit":-1}',
+          timeoutMs: 30_000,
+        });
+        if (res.status !== 200) throw new Error(`docdb find answered ${res.status}: ${res.text.slice(0, 300)}`);
+        const found = new Set(
+          res.text
+            .split('\n')
+            .filter(Boolean)
+            .map((line) => (JSON.parse(line) as { id: string }).id),
+        );
+        return keys.filter((key) => !found.has(key));
+      },
+    };
+  },
+  files(cluster: Cluster, bucket: string, prefix: string, auth: Record<string, string>) {
+    const path = (key: string) => `/v1/buckets/${bucket}/files/${prefix}/${key}.txt`;
+    return {
+      next: (n: number): WriteOp => {
+        const key = `f${n}`;
+        return {
+          key,
+          send: (agent) =>
+            send(cluster.balancerPort, {
+              method: 'PUT',
+              path: path(key),
+              host: 'files.localhost',
+              headers: auth,
+              body: `file ${key}\n`,
+              agent,
+            }),
+        };
+      },
+      missing: (keys: string[]) =>
+        missingOf(keys, async (key) => {
+          const res = await cluster.request({ path: path(key), host: 'files.localhost', headers: auth });
+          return res.status === 200 && res.text === `file ${key}\n`;
+        }),
+    };
+  },
+  logs(cluster: Cluster, logger: string, prefix: string, auth: Record<string, string>) {
+    return {
+      next: (n: number): WriteOp => {
+        const key = `${prefix}-${n}`;
+        return {
+          key,
+          send: (agent) =>
+            send(cluster.balancerPort, {
+              method: 'POST',
+              path: `/v1/loggers/${logger}/ingest`,
+              host: 'logs.localhost',
+              headers: auth,
+              body: `${key}\n`,
+              agent,
+            }),
+        };
+      },
+      async missing(keys: string[]): Promise<string[]> {
+        // Every stored line of the logger (no follow: the answer ends after the catch-up).
+        const res = await cluster.request({
+          path: `/v1/loggers/${logger}/filter`,
+          host: 'logs.localhost',
+          headers: auth,
+          timeoutMs: 30_000,
+        });
+        if (res.status !== 200) throw new Error(`logs filter answered ${res.status}: ${res.text.slice(0, 300)}`);
+        const found = new Set(res.text.split('\n'));
+        return keys.filter((key) => !found.has(key));
+      },
+    };
+  },
+  /** Enqueued tasks are found when a worker is handed them (every task is due at once). */
+  scheduler(cluster: Cluster, scheduler: string, prefix: string, auth: Record<string, string>, consumer: TaskConsumer) {
+    return {
+      next: (n: number): WriteOp => {
+        const id = `${prefix}-${n}`;
+        return {
+          key: id,
+          send: (agent) =>
+            send(cluster.balancerPort, {
+              method: 'POST',
+              path: `/schedulers/${scheduler}/tasks`,
+              host: 'scheduler.localhost',
+              headers: { ...auth, 'content-type': 'application/json' },
+              body: JSON.stringify({ id, payload: { n } }),
+              agent,
+            }),
+        };
+      },
+      missing: (keys: string[]) => consumer.undelivered(keys),
     };
   },
 };

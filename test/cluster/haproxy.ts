@@ -113,6 +113,15 @@ export interface ServerStats {
   /** Sessions (requests, in HTTP mode with keep-alive each request is counted) sent to it. */
   sessions: number;
   responses2xx: number;
+  responses5xx: number;
+  /** Answers that failed on the instance's side: closed or broken before a whole response (`eresp`). */
+  responseErrors: number;
+  /** Transfers the instance aborted (`srv_abrt`). */
+  serverAborts: number;
+  /** Connections to it that failed (`econ`), each retried (`wretr`) or sent to another instance (`wredis`). */
+  connectionErrors: number;
+  retries: number;
+  redispatches: number;
 }
 
 /** The `stratus` backend's servers as HAProxy's statistics page (`/stats;csv` on `statsPort`) shows them. */
@@ -140,6 +149,12 @@ export async function haproxyStats(statsPort: number): Promise<ServerStats[]> {
       status: cells[column('status')]!,
       sessions: Number(cells[column('stot')]),
       responses2xx: Number(cells[column('hrsp_2xx')]),
+      responses5xx: Number(cells[column('hrsp_5xx')]),
+      responseErrors: Number(cells[column('eresp')]),
+      serverAborts: Number(cells[column('srv_abrt')]),
+      connectionErrors: Number(cells[column('econ')]),
+      retries: Number(cells[column('wretr')]),
+      redispatches: Number(cells[column('wredis')]),
     }));
 }
 

@@ -268,6 +268,46 @@ describe('graceful shutdown', () => {
     }
   });
 
+  it('SHUTDOWN_DELAY: readiness 503 at once, but new connections and kept-alive ones are served until the delay ends', async () => {
+    const database = await createTestDatabase();
+    const env = { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl, SHUTDOWN_DELAY: '1.5' };
+    const server = await serve(['--services', 'logs'], env);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (path: string, host: string, viaAgent = false) =>
+      new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+        const req = http.request(
+          { host: '127.0.0.1', port: server.publicPort, path, headers: { host }, agent: viaAgent ? agent : false },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      assert.equal((await get('/version', 'gateway.localhost', true)).status, 200);
+      const signalled = Date.now();
+      const exit = exited(server);
+      server.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 300));
+      const ready = await get('/readyz', '127.0.0.1');
+      assert.equal(ready.status, 503, 'readiness says draining at once');
+      // Still serving as before: a new connection, and the kept-alive one, which stays open.
+      assert.equal((await get('/version', 'gateway.localhost')).status, 200);
+      const kept = await get('/version', 'gateway.localhost', true);
+      assert.deepEqual(kept, { status: 200, connection: 'keep-alive' });
+      assert.ok(Date.now() - signalled < 1_400, 'those answers came within the delay');
+      const code = await within(exit, 6_000, 'exit');
+      assert.equal(code, 0, server.output());
+      assert.ok(Date.now() - signalled >= 1_400, 'the process waited out the delay');
+    } finally {
+      agent.destroy();
+      await server.stop();
+      await database.cleanup();
+    }
+  });
+
   it('rejects a bad --shutdown-timeout', async () => {
     const database = await createTestDatabase();
     try {

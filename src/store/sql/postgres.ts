@@ -63,6 +63,12 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
     async write<T>(make: () => Work<T>): Promise<T> {
       const client = await pool.connect();
       let broken: Error | undefined;
+      // The pool listens for errors only on its idle clients (and pool.query on its own). When the
+      // server ends this checked-out connection between two statements (a restart: FATAL 57P01),
+      // the error would be an unhandled 'error' event that ends the process. Kept instead: the next
+      // statement fails on the dead client, and the client is not given back to the pool.
+      const onError = (error: Error) => (broken ??= error);
+      client.on('error', onError);
       try {
         await client.query('begin');
         try {
@@ -77,6 +83,7 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
           throw error;
         }
       } finally {
+        client.off('error', onError);
         client.release(broken);
       }
     },
