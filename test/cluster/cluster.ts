@@ -7,7 +7,6 @@ import { freePort, haproxyStats, installHaproxy, startHaproxy, stopHaproxy, type
 export { freePort, type ServerStats } from './haproxy.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { serve, type ServedProcess } from '../helpers/serve.ts';
-import { launch } from './launch.ts';
 
 /**
  * A Stratus cluster on one machine, as deploy/ runs it: N `stratus serve` instances on one shared
@@ -275,7 +274,7 @@ export class Cluster {
   async startExtra(entry: string, name: string): Promise<ServedProcess> {
     const dataDir = join(this.database.dataDir, name);
     mkdirSync(dataDir, { recursive: true });
-    const started = await launch(entry, this.args, { ...this.env, DATA_DIR: dataDir });
+    const started = await serve(this.args, { ...this.env, DATA_DIR: dataDir }, entry);
     this.extras.add(started);
     return {
       ...started,

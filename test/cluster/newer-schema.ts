@@ -2,7 +2,7 @@
 // version of Stratus would start during a rolling upgrade. The platform applies it with every other
 // service's migrations at start (src/platform.ts → migrateStore, under the PostgreSQL advisory
 // lock). Run as an entry script: `node --import tsx test/cluster/newer-schema.ts serve …`
-// (test/cluster/launch.ts); test/cluster/faults.test.ts starts two at once beside older instances.
+// (test/helpers/serve.ts, with an entry of its own); test/cluster/faults.test.ts starts two at once beside older instances.
 import type { ServiceName } from '../../src/config.ts';
 import type { ServiceDefinition } from '../../src/services/context.ts';
 import { AVAILABLE_SERVICES } from '../../src/services/index.ts';

@@ -20,15 +20,20 @@ export interface ServedProcess {
 /**
  * Runs `stratus serve` as a child process on free loopback ports and waits for its ready line.
  * The child is stopped by process id; a test that forgets still has it killed when the runner exits.
+ * `entry` replaces src/cli.ts with a script that wraps it (test/cluster/newer-schema.ts).
  */
-export async function serve(args: string[], env: Record<string, string | undefined>): Promise<ServedProcess> {
+export async function serve(
+  args: string[],
+  env: Record<string, string | undefined>,
+  entry = CLI,
+): Promise<ServedProcess> {
   const child = spawn(
     process.execPath,
     [
       '--no-node-snapshot',
       '--import',
       'tsx',
-      CLI,
+      entry,
       'serve',
       '--port',
       '0',
@@ -50,8 +55,9 @@ export async function serve(args: string[], env: Record<string, string | undefin
   const cleanup = () => child.kill('SIGKILL');
   process.once('exit', cleanup);
 
-  const ports = await new Promise<[number, number]>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`stratus serve did not get ready in 60 s:\n${output}`)), 60_000);
+  const name = entry === CLI ? 'stratus serve' : entry;
+  const ready = new Promise<[number, number]>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not get ready in 60 s:\n${output}`)), 60_000);
     const check = () => {
       const match = /public port (\d+) .*internal port (\d+)/.exec(output);
       if (match) {
@@ -62,8 +68,15 @@ export async function serve(args: string[], env: Record<string, string | undefin
     child.stdout?.on('data', check);
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`stratus serve exited with ${code}:\n${output}`));
+      reject(new Error(`${name} exited with ${code}:\n${output}`));
     });
+  });
+  const ports = await ready.catch(async (error: unknown) => {
+    // Not ready in time: stop it now rather than when the runner exits.
+    child.kill('SIGKILL');
+    await exited;
+    process.off('exit', cleanup);
+    throw error;
   });
 
   return {
