@@ -102,6 +102,30 @@ describe('SharedCache', () => {
     two.close();
   });
 
+  it('shared: a write is answered only once its own announcement has come back', async () => {
+    const handlers: ((message: string) => void)[] = [];
+    const feed: ChangeFeed = {
+      publish: async () => undefined, // delivered by hand below, as a late notification would be
+      subscribe: (_topic, handler) => {
+        handlers.push(handler);
+        return () => undefined;
+      },
+      onResync: () => () => undefined,
+    };
+    const cache = new SharedCache(entries(), 'things', false, feed);
+    let settled = false;
+    const write = cache.written('a').then(() => (settled = true));
+    await settle();
+    assert.equal(settled, false, 'still waiting for the echo');
+    handlers.forEach((handler) => handler('b'));
+    await settle();
+    assert.equal(settled, false, 'another key is not its echo');
+    handlers.forEach((handler) => handler('a'));
+    await write;
+    assert.equal(settled, true);
+    cache.close();
+  });
+
   it('stops listening once closed', async () => {
     const feed = sharedFeed();
     const closed = new SharedCache(entries(), 'things', false, feed);
