@@ -4,12 +4,16 @@ import { join } from 'node:path';
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { benchDatabaseUrl, flagFailures, load, startStratus } from './lib.ts';
+import { startPgBoss } from './scheduler-pgboss.ts';
 
 const HOST = 'scheduler.localhost';
 const KEY = 'bench-key';
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 5);
 const WORKERS = 16;
+/** Pool sizes reserve+ack runs at (tasks due when it starts; see measurePool). */
+const POOLS = [1_000, 100_000];
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -35,36 +39,145 @@ function call(port: number, method: string, path: string, body?: string): Promis
   });
 }
 
-/** Reserve + acknowledge (under the lease) in a loop on `WORKERS` connections for `seconds`. */
-async function cycles(
-  port: number,
-  seconds: number,
-): Promise<{ perSecond: number; errors: number; cycles: number; statuses: Record<string, number> }> {
-  const until = performance.now() + seconds * 1000;
-  let done = 0;
-  let errors = 0;
-  // Unexpected answers by step and status ("reserve 429" → count), printed when the run is flagged.
-  const statuses: Record<string, number> = {};
-  const unexpected = (what: string) => {
-    errors++;
-    statuses[what] = (statuses[what] ?? 0) + 1;
-  };
-  const started = performance.now();
+export interface CycleResult {
+  perSecond: number;
+  cycles: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  /** Unexpected answers by step and status ("reserve 429" → count), printed when the run is flagged. */
+  statuses: Record<string, number>;
+}
+
+/** One pool-size scenario: how to add tasks to the pool and how to run one reserve+ack. */
+export interface PoolRounds {
+  size: number;
+  workers: number;
+  seconds: number;
+  /** Adds `count` due tasks to the pool. */
+  fill(count: number): Promise<void>;
+  /**
+   * After the first fill: what a pool grown over time would have had done to it already
+   * (statistics, a vacuum, a checkpoint), so that the measurement does not pay for the bulk insert.
+   */
+  settle(): Promise<void>;
+  /** One reserve (fetch) and acknowledge (complete); a label of what went wrong, if anything. */
+  cycle(): Promise<string | undefined>;
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted.length === 0 ? 0 : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! * 10) / 10;
+
+/** Cycles on every worker until `limit` have begun or `ms` have passed; what each took, in order. */
+async function round(rounds: PoolRounds, limit: number, ms: number) {
+  const until = performance.now() + ms;
+  const outcomes: (number | string)[] = [];
+  let begun = 0;
   const worker = async () => {
-    while (performance.now() < until) {
-      const reserved = await call(port, 'POST', '/schedulers/bench/tasks/reserve', '{"worktime":"30s"}');
-      if (reserved.status !== 200) {
-        unexpected(`reserve ${reserved.status}`);
-        continue;
-      }
-      const { id, lease_id } = JSON.parse(reserved.body) as { id: string; lease_id: string };
-      const ack = await call(port, 'DELETE', `/schedulers/bench/tasks/${id}?lease_id=${lease_id}`);
-      if (ack.status === 204) done++;
-      else unexpected(`ack ${ack.status}`);
+    while (begun < limit && performance.now() < until) {
+      begun++;
+      const at = performance.now();
+      outcomes.push((await rounds.cycle()) ?? performance.now() - at);
     }
   };
-  await Promise.all(Array.from({ length: WORKERS }, worker));
-  return { perSecond: done / ((performance.now() - started) / 1000), errors, cycles: done, statuses };
+  await Promise.all(Array.from({ length: rounds.workers }, worker));
+  return { begun, outcomes };
+}
+
+/** Reserve+ack cycles before the measurement (first calls, connections, caches). */
+const WARMUP_MS = 1000;
+
+/**
+ * Reserve+ack cycles on `workers` connections for `seconds` of cycling, on a pool that stays
+ * between half its size and its size: filled to `size`, then each time half of it has been
+ * used, the workers pause and half is added again (the pauses are not counted). A second of
+ * cycles comes first, uncounted, and what it used is put back.
+ */
+export async function measurePool(rounds: PoolRounds): Promise<CycleResult> {
+  const half = Math.max(1, Math.floor(rounds.size / 2));
+  await rounds.fill(rounds.size);
+  await rounds.settle();
+  const warmup = await round(rounds, half, WARMUP_MS);
+  await rounds.fill(warmup.begun);
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  let errors = 0;
+  let cycling = 0;
+  for (;;) {
+    const started = performance.now();
+    const { begun, outcomes } = await round(rounds, half, rounds.seconds * 1000 - cycling);
+    cycling += performance.now() - started;
+    for (const outcome of outcomes) {
+      if (typeof outcome === 'number') latencies.push(outcome);
+      else {
+        errors++;
+        statuses[outcome] = (statuses[outcome] ?? 0) + 1;
+      }
+    }
+    if (cycling >= rounds.seconds * 1000) break;
+    await rounds.fill(begun);
+  }
+  latencies.sort((a, b) => a - b);
+  return {
+    perSecond: latencies.length / (cycling / 1000),
+    cycles: latencies.length,
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    errors,
+    statuses,
+  };
+}
+
+/** Reserve + acknowledge under the lease, over HTTP. */
+async function stratusCycle(port: number): Promise<string | undefined> {
+  const reserved = await call(port, 'POST', '/schedulers/bench/tasks/reserve', '{"worktime":"30s"}');
+  if (reserved.status !== 200) return `reserve ${reserved.status}`;
+  const { id, lease_id } = JSON.parse(reserved.body) as { id: string; lease_id: string };
+  const ack = await call(port, 'DELETE', `/schedulers/bench/tasks/${id}?lease_id=${lease_id}`);
+  return ack.status === 204 ? undefined : `ack ${ack.status}`;
+}
+
+/**
+ * Fills the server's own table directly, many rows per statement (enqueueing 100,000 tasks over
+ * HTTP would take longer than the measurement); the server is idle meanwhile. `clear` empties
+ * the scheduler first.
+ */
+async function taskTable(databaseUrl: string | undefined, dataDir: string) {
+  let made = 0;
+  // A day ago, one millisecond apart: every task is due, in the order it was made.
+  const due = Date.now() - 86_400_000;
+  if (databaseUrl) {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    return {
+      clear: async () => void (await client.query("delete from scheduler_tasks where scheduler_id = 'bench'")),
+      settle: async () => void (await client.query('vacuum analyze scheduler_tasks')),
+      fill: async (count: number) => {
+        await client.query(
+          `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms)
+           select 'bench', 'pool-' || (g + $1::bigint), '{"n":1}', '["kind:bench"]', $2::bigint + g + $1::bigint
+           from generate_series(1, $3::integer) g`,
+          [made, due, count],
+        );
+        made += count;
+      },
+      close: () => client.end(),
+    };
+  }
+  const db = new Database(join(dataDir, 'stratus.db'));
+  db.pragma('busy_timeout = 5000');
+  const insert = db.prepare(
+    "insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) values ('bench', ?, '{\"n\":1}', '[\"kind:bench\"]', ?)",
+  );
+  const fill = db.transaction((count: number) => {
+    for (let i = 0; i < count; i++, made++) insert.run(`pool-${made}`, due + made);
+  });
+  return {
+    clear: async () => void db.prepare("delete from scheduler_tasks where scheduler_id = 'bench'").run(),
+    settle: async () => void db.pragma('wal_checkpoint(TRUNCATE)'),
+    fill: async (count: number) => fill(count),
+    close: async () => db.close(),
+  };
 }
 
 /**
@@ -114,9 +227,11 @@ export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'stratus-bench-scheduler-'));
   // With DATABASE_URL the server runs on PostgreSQL, in a schema of its own dropped afterwards.
   const database = await benchDatabaseUrl();
+  const peer = process.env.DATABASE_URL ? await startPgBoss(process.env.DATABASE_URL) : undefined;
   try {
+    const dataDir = join(dir, 'data');
     const stratus = await startStratus(['--services', 'scheduler'], {
-      DATA_DIR: join(dir, 'data'),
+      DATA_DIR: dataDir,
       DATABASE_URL: database.url,
       SCHEDULER_API_KEYS: KEY,
     });
@@ -132,12 +247,32 @@ export async function run(): Promise<void> {
         connections: 50,
         duration: DURATION_S,
       });
-      const cycle = await cycles(port, DURATION_S);
+      // Reserve+ack at each pool size, pg-boss's fetch+complete right after at the same size.
+      const tasks = await taskTable(database.url, dataDir);
+      const cycles = new Map<number, { stratus: CycleResult; pgBoss?: CycleResult }>();
+      try {
+        for (const size of POOLS) {
+          await tasks.clear();
+          const own = await measurePool({
+            size,
+            workers: WORKERS,
+            seconds: DURATION_S,
+            fill: tasks.fill,
+            settle: tasks.settle,
+            cycle: () => stratusCycle(port),
+          });
+          const other = peer ? await measurePool(await peer.rounds(size, WORKERS, DURATION_S)) : undefined;
+          cycles.set(size, other ? { stratus: own, pgBoss: other } : { stratus: own });
+        }
+      } finally {
+        await tasks.close();
+      }
       const base = baseline(dir, DURATION_S);
       const store = stratus.store === 'SQLite' ? 'SQLite, synchronous=FULL' : stratus.store;
       console.log(
         `\nscheduler benchmark (store ${store}; baselines SQLite, synchronous=FULL), ${DURATION_S} s per phase`,
       );
+      const pool = (size: number) => `pool ${size.toLocaleString('en')}`;
       console.table([
         {
           scenario: 'enqueue (HTTP, 50 connections)',
@@ -155,14 +290,14 @@ export async function run(): Promise<void> {
           'errors+non2xx': 0,
           'ratio to baseline': '1.000',
         },
-        {
-          scenario: `reserve+ack cycles (HTTP, ${WORKERS} workers)`,
-          'per second': Math.round(cycle.perSecond),
-          'p50 ms': '',
-          'p99 ms': '',
-          'errors+non2xx': cycle.errors,
-          'ratio to baseline': (cycle.perSecond / base.cycles).toFixed(3),
-        },
+        ...[...cycles].map(([size, { stratus: r }]) => ({
+          scenario: `reserve+ack (HTTP, ${WORKERS} workers, ${pool(size)})`,
+          'per second': Math.round(r.perSecond),
+          'p50 ms': r.p50,
+          'p99 ms': r.p99,
+          'errors+non2xx': r.errors,
+          'ratio to baseline': (r.perSecond / base.cycles).toFixed(3),
+        })),
         {
           scenario: 'cycle baseline (SQLite claim+delete, one commit each)',
           'per second': Math.round(base.cycles),
@@ -172,17 +307,42 @@ export async function run(): Promise<void> {
           'ratio to baseline': '1.000',
         },
       ]);
-      console.log('targets: ≥ 2,000 enqueues/s and ≥ 1,000 reserve+ack cycles/s over HTTP');
+      if (peer) {
+        console.log(
+          `\nreserve+ack beside pg-boss fetch+complete (${WORKERS} workers, same database, pg-boss without HTTP, pool of 10 connections each)`,
+        );
+        console.table(
+          [...cycles].map(([size, { stratus: r, pgBoss: p }]) => ({
+            pool: size.toLocaleString('en'),
+            'Stratus /s': Math.round(r.perSecond),
+            'Stratus p50 ms': r.p50,
+            'pg-boss /s': Math.round(p!.perSecond),
+            'pg-boss p50 ms': p!.p50,
+            'ratio to pg-boss': (r.perSecond / p!.perSecond).toFixed(3),
+          })),
+        );
+      }
+      const [smallest, largest] = [cycles.get(POOLS[0]!)!, cycles.get(POOLS[POOLS.length - 1]!)!];
+      console.log(
+        `reserve+ack at ${pool(POOLS[POOLS.length - 1]!)} / at ${pool(POOLS[0]!)}: ${(largest.stratus.perSecond / smallest.stratus.perSecond).toFixed(3)}`,
+      );
+      console.log(
+        'targets: ≥ 2,000 enqueues/s and ≥ 1,000 reserve+ack cycles/s over HTTP; on PostgreSQL reserve+ack ≥ pg-boss, flat from pool 1,000 to 100,000',
+      );
       // Failed enqueues count in autocannon's rate; failed cycles are left out of theirs but still fail the run.
       flagFailures([
         enqueue,
-        { name: `reserve+ack cycles (${WORKERS} workers)`, errors: 0, non2xx: cycle.errors, statuses: cycle.statuses },
+        ...[...cycles].flatMap(([size, { stratus: r, pgBoss: p }]) => [
+          { name: `reserve+ack (${pool(size)})`, errors: 0, non2xx: r.errors, statuses: r.statuses },
+          ...(p ? [{ name: `pg-boss (${pool(size)})`, errors: 0, non2xx: p.errors, statuses: p.statuses }] : []),
+        ]),
       ]);
     } finally {
       await stratus.stop();
     }
   } finally {
     agent.destroy();
+    await peer?.stop();
     await database.drop();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -263,6 +263,91 @@ export function runSqlContract(
       );
     });
 
+    it('binds many rows as row sources: inserted in order, looked up, every value kept', async () => {
+      const t = await table(
+        `seq ${database.syntax.types.serialPrimaryKey}, n bigint not null, body text not null, k ${database.syntax.types.blob} not null`,
+      );
+      const columns = [
+        { name: 'n', type: 'bigint' },
+        { name: 'body', type: 'text' },
+        { name: 'k', type: 'blob' },
+      ] as const;
+      assert.deepEqual(database.syntax.rowSources(columns, []), []);
+      // 1,500 rows cross SQLite's largest values list; texts and bytes that need escaping somewhere.
+      const rows = Array.from({ length: 1_500 }, (_, i) => [
+        i,
+        `{"i":${i},"q":"\\"\\\\ ' ,{}é😀"}`,
+        Buffer.from([i % 256, 0, 34, 92, 123, 44, 255]),
+      ]);
+      const seqs: number[] = [];
+      await database.write(function* () {
+        const sources = database.syntax.rowSources(columns, rows);
+        assert.equal(
+          sources.reduce((sum, source) => sum + source.count, 0),
+          rows.length,
+        );
+        for (const { source, params } of sources) {
+          const inserted = yield* all<{ seq: number }>(
+            `insert into ${t} (n, body, k) select v.n, v.body, v.k from ${source} order by v.n returning seq`,
+            ...params,
+          );
+          seqs.push(...inserted.map((row) => Number(row.seq)).sort((a, b) => a - b));
+        }
+      });
+      const stored = await database.read(() =>
+        all<{ seq: number; n: number; body: string; k: Uint8Array }>(`select seq, n, body, k from ${t} order by seq`),
+      );
+      assert.deepEqual(
+        stored.map((row) => [Number(row.n), row.body, Buffer.from(row.k)]),
+        rows,
+      );
+      assert.deepEqual(
+        stored.map((row) => Number(row.seq)),
+        seqs,
+        'each row numbered in the order of the sources',
+      );
+      const wanted = [rows[7]![2], Buffer.from('absent'), rows[1_499]![2]].map((k) => [k]);
+      const found: number[] = [];
+      for (const { source, params } of database.syntax.rowSources([{ name: 'k', type: 'blob' }], wanted)) {
+        const hits = await database.read(() =>
+          all<{ n: number }>(`select n from ${t} where n < ? and k in (select v.k from ${source})`, 256, ...params),
+        );
+        found.push(...hits.map((row) => Number(row.n)));
+      }
+      assert.deepEqual(
+        found.sort((a, b) => a - b),
+        [7, 219], // 1,499 % 256: the same bytes as row 219
+      );
+    });
+
+    it('writeEach: each statement atomic by itself, results as a write gives them', async () => {
+      const t = await table('id integer primary key, owner text');
+      await database.write(function* () {
+        for (let id = 1; id <= 20; id++) yield* run(`insert into ${t} (id) values (?)`, id);
+      });
+      // A claim in one statement, as the scheduler's: concurrent ones take different rows.
+      const claim = (owner: string) =>
+        database.writeEach(function* () {
+          const row = yield* first<{ id: number }>(
+            `update ${t} set owner = ? where id = (select id from ${t} where owner is null order by id limit 1${database.syntax.forUpdateSkipLocked}) returning id`,
+            owner,
+          );
+          if (row) return Number(row.id);
+          // Then only reads: why nothing was claimed.
+          return (yield* first<{ free: number }>(`select count(*) as free from ${t} where owner is null`))?.free;
+        });
+      const claimed = await Promise.all(Array.from({ length: 20 }, (_, i) => claim(`w${i}`)));
+      assert.deepEqual(
+        [...claimed].sort((a, b) => Number(a) - Number(b)),
+        Array.from({ length: 20 }, (_, i) => i + 1),
+      );
+      assert.equal(await claim('late'), 0);
+      await assert.rejects(
+        database.writeEach(() => run(`insert into ${t} (id) values (?)`, 1)),
+        (error) => database.isUniqueViolation(error),
+      );
+    });
+
     it('reports a foreign key violation as one', async () => {
       const parent = await table('id text primary key');
       const child = await table(`id text primary key, parent text not null references ${parent} (id)`);

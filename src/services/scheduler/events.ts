@@ -13,14 +13,27 @@ export interface Change {
 export type ChangeHandler = (change: Change) => void;
 
 /**
+ * A change that only streams care about (a claim, an acknowledge, an extend) is published at most
+ * once per this interval per scheduler: the first at once, the ones after it together at the
+ * interval's end. Each publish is a commit of its own on PostgreSQL, and streams send at most one
+ * snapshot per 250 ms anyway (README: Waking).
+ */
+const QUIET_INTERVAL_MS = 50;
+
+/**
  * Change notifications per scheduler, across instances through the notifier. Changes made in
  * one turn of the event loop are coalesced into one message per scheduler, so a burst of
- * enqueues costs one notification, not one each.
+ * enqueues costs one notification, not one each; changes that wake no reserver are further
+ * coalesced over QUIET_INTERVAL_MS.
  */
 export class SchedulerEvents {
   private readonly handlers = new Map<string, Set<ChangeHandler>>();
   private pending = new Map<string, Change>();
   private flushing = false;
+  /** When each scheduler's last message went out (schedulers with a recent one only). */
+  private readonly published = new Map<string, number>();
+  /** Quiet changes held until their scheduler's interval ends. */
+  private readonly held = new Map<string, NodeJS.Timeout>();
   private readonly unsubscribe: () => void;
   private readonly unresync: () => void;
 
@@ -44,24 +57,50 @@ export class SchedulerEvents {
     });
   }
 
-  /** Records a change to publish at the end of this turn. */
+  /** Records a change to publish at the end of this turn, or a quiet one at the end of its scheduler's interval. */
   changed(schedulerId: string, change: Partial<Change> = {}): void {
     const current = this.pending.get(schedulerId) ?? { due: false, deleted: false };
     current.due ||= change.due ?? false;
     current.deleted ||= change.deleted ?? false;
     this.pending.set(schedulerId, current);
+    const quiet = !current.due && !current.deleted;
+    if (quiet && this.held.has(schedulerId)) return;
+    // A change that wakes reservers goes out this turn, with the quiet ones held before it.
+    clearTimeout(this.held.get(schedulerId));
+    this.held.delete(schedulerId);
+    const wait = quiet ? (this.published.get(schedulerId) ?? -Infinity) + QUIET_INTERVAL_MS - performance.now() : 0;
+    if (wait > 0) {
+      this.held.set(
+        schedulerId,
+        setTimeout(() => {
+          this.held.delete(schedulerId);
+          this.publish(schedulerId);
+        }, wait),
+      );
+      return;
+    }
     if (this.flushing) return;
     this.flushing = true;
     setImmediate(() => {
       this.flushing = false;
-      const batch = this.pending;
-      this.pending = new Map();
-      for (const [id, c] of batch) {
-        this.notifier
-          .publish(TOPIC, JSON.stringify({ s: id, w: c.due ? 1 : 0, d: c.deleted ? 1 : 0 }))
-          .catch(this.onError);
-      }
+      for (const id of [...this.pending.keys()]) if (!this.held.has(id)) this.publish(id);
     });
+  }
+
+  private publish(schedulerId: string): void {
+    const change = this.pending.get(schedulerId);
+    if (!change) return;
+    this.pending.delete(schedulerId);
+    clearTimeout(this.held.get(schedulerId));
+    this.held.delete(schedulerId);
+    const now = performance.now();
+    // Only recent times matter: older ones are dropped once there are many.
+    if (this.published.size >= 1024)
+      for (const [id, at] of this.published) if (now - at >= QUIET_INTERVAL_MS) this.published.delete(id);
+    this.published.set(schedulerId, now);
+    this.notifier
+      .publish(TOPIC, JSON.stringify({ s: schedulerId, w: change.due ? 1 : 0, d: change.deleted ? 1 : 0 }))
+      .catch(this.onError);
   }
 
   listen(schedulerId: string, handler: ChangeHandler): () => void {
@@ -93,6 +132,8 @@ export class SchedulerEvents {
   }
 
   close(): void {
+    for (const timer of this.held.values()) clearTimeout(timer);
+    this.held.clear();
     this.unsubscribe();
     this.unresync();
     this.handlers.clear();

@@ -245,7 +245,8 @@ export class SchedulerRepository {
     // either finishes first (and the delete removes its task) or sees the scheduler gone.
     const lock = this.sql.syntax.forShare;
     try {
-      const inserted = await this.sql.write(() =>
+      // One statement, atomic by itself: no transaction around it (one round trip on PostgreSQL).
+      const inserted = await this.sql.writeEach(() =>
         run(
           `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?${lock})`,
           schedulerId,
@@ -272,7 +273,7 @@ export class SchedulerRepository {
     const leaseId = randomUUID();
     const expires = now + worktimeMs;
     const lock = this.sql.syntax.forUpdateSkipLocked;
-    const row = await this.sql.write(() =>
+    const row = await this.sql.writeEach(() =>
       first<Omit<Claimed, 'lease_id'>>(
         `update scheduler_tasks set lease_id = ?, due_ms = ? where seq = (select seq from scheduler_tasks where scheduler_id = ? and due_ms <= ? order by due_ms, seq limit 1${lock}) returning id, payload, labels, due_ms`,
         leaseId,
@@ -314,7 +315,8 @@ export class SchedulerRepository {
     leaseId: string | undefined,
     now: number,
   ): Promise<AckOutcome> {
-    return this.sql.write(function* () {
+    // The delete is the write; what follows only reads why it matched nothing.
+    return this.sql.writeEach(function* () {
       const changed =
         leaseId === undefined
           ? yield* run('delete from scheduler_tasks where scheduler_id = ? and id = ?', schedulerId, taskId)
@@ -360,7 +362,8 @@ export class SchedulerRepository {
   }
 
   async reschedule(schedulerId: string, taskId: string, due: number, now: number): Promise<RescheduleOutcome> {
-    return this.sql.write(function* () {
+    // The update is the write; what follows only reads why it matched nothing.
+    return this.sql.writeEach(function* () {
       const changed = yield* run(
         'update scheduler_tasks set due_ms = ?, lease_id = null where scheduler_id = ? and id = ? and (lease_id is null or due_ms <= ?)',
         due,

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { driveSqlite, type Work } from '../sql-work.ts';
-import type { SqlDatabase, SqlSyntax } from './types.ts';
+import type { SqlColumn, SqlDatabase, SqlRowSource, SqlSyntax } from './types.ts';
 
 export const sqliteSyntax: SqlSyntax = {
   forUpdate: '',
@@ -9,6 +9,7 @@ export const sqliteSyntax: SqlSyntax = {
   binaryStoredAsIs: () => [],
   byteLength: (expression) => `length(cast(${expression} as blob))`,
   position: (haystack, needle) => `instr(${haystack}, ${needle})`,
+  rowSources: valuesRows,
   types: {
     blob: 'blob',
     serialPrimaryKey: 'integer primary key autoincrement',
@@ -17,6 +18,44 @@ export const sqliteSyntax: SqlSyntax = {
     codePointText: 'text',
   },
 };
+
+const MAX_VALUES_ROWS = 1024;
+
+/**
+ * `values` lists of power-of-two sizes, largest first (300 rows: 256 + 32 + 8 + 4), each its own
+ * statement text, cached like any other; the `select` names the columns (SQLite names a `values`
+ * list's columns column1, column2, …).
+ */
+function valuesRows(columns: readonly SqlColumn[], rows: readonly (readonly unknown[])[]): SqlRowSource[] {
+  const sources: SqlRowSource[] = [];
+  const names = columns.map((column, i) => `column${i + 1} as ${column.name}`).join(', ');
+  for (let at = 0; at < rows.length;) {
+    const count = Math.min(MAX_VALUES_ROWS, 2 ** Math.floor(Math.log2(rows.length - at)));
+    const params: unknown[] = [];
+    for (const values of rows.slice(at, at + count)) params.push(...values);
+    sources.push({
+      source: `(select ${names} from (values ${valuesList(columns.length, count)})) as v`,
+      params,
+      count,
+    });
+    at += count;
+  }
+  return sources;
+}
+
+const valuesLists = new Map<string, string>();
+
+/** `(?, ?), (?, ?), …`: `count` rows of `width` placeholders, built once per shape. */
+function valuesList(width: number, count: number): string {
+  const shape = `${width}x${count}`;
+  let list = valuesLists.get(shape);
+  if (list === undefined) {
+    const row = `(${Array.from({ length: width }, () => '?').join(', ')})`;
+    list = Array.from({ length: count }, () => row).join(', ');
+    valuesLists.set(shape, list);
+  }
+  return list;
+}
 
 const UNIQUE_CODES = new Set(['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_UNIQUE']);
 
@@ -156,6 +195,10 @@ export function sqliteDatabase(connection: Database.Database): SqlDatabase {
       return readAfterTransaction(make);
     },
     write<T>(make: () => Work<T>): Promise<T> {
+      return commit((prepare) => driveSqlite(make(), prepare));
+    },
+    // A commit costs an fsync here, which the group commit shares: such a write joins it too.
+    writeEach<T>(make: () => Work<T>): Promise<T> {
       return commit((prepare) => driveSqlite(make(), prepare));
     },
     // Writes on SQLite are serial already: nothing to lock.

@@ -2,6 +2,20 @@ import type { Work } from '../sql-work.ts';
 
 export type SqlDialect = 'sqlite' | 'postgres';
 
+/** A column of bound rows (`SqlSyntax.rowSources`): its name there and the type of its values. */
+export interface SqlColumn {
+  readonly name: string;
+  readonly type: 'bigint' | 'text' | 'blob';
+}
+
+/** Bound rows as a row source: `from ${source}`, binding `params` where it stands in the statement. */
+export interface SqlRowSource {
+  readonly source: string;
+  readonly params: readonly unknown[];
+  /** How many of the rows it holds. */
+  readonly count: number;
+}
+
 /**
  * The SQL text that differs between the two databases, as fragments a repository splices into its
  * statements. Everything else is written once: statements use `?` placeholders, `on conflict …
@@ -27,6 +41,14 @@ export interface SqlSyntax {
   byteLength(expression: string): string;
   /** 1-based position of `needle` in `haystack`, 0 when absent. */
   position(haystack: string, needle: string): string;
+  /**
+   * `rows` (each its values in `columns` order) as row sources for a `from` clause, aliased `v`
+   * with the columns' names, in their order, together holding every row once: on PostgreSQL one
+   * source over an array per column (`unnest`), however many rows, so a batch costs one statement;
+   * on SQLite `values` lists of power-of-two sizes (at most 1,024 rows), so that few statement
+   * texts exist to be prepared and cached. None for no rows.
+   */
+  rowSources(columns: readonly SqlColumn[], rows: readonly (readonly unknown[])[]): SqlRowSource[];
   /** Column types. */
   readonly types: {
     /** Large binary values. */
@@ -76,6 +98,13 @@ export interface SqlDatabase {
    * outside the database before it is driven.
    */
   write<T>(make: () => Work<T>): Promise<T>;
+  /**
+   * A write whose statements need no transaction around them: each one is atomic by itself, and
+   * those after the first only read (say, why an update matched no row). On PostgreSQL each
+   * statement then commits on its own, one round trip instead of three (begin, statement, commit);
+   * on SQLite it is `write`, in the group commit.
+   */
+  writeEach<T>(make: () => Work<T>): Promise<T>;
   /**
    * Work that serialises the write it runs in against every other write that takes the same lock
    * (`space` a constant of the caller, `name` any text), until that write ends: an advisory

@@ -16,7 +16,7 @@ import {
 } from '../../../core/json.ts';
 import { encodeKey } from '../query/order.ts';
 import { all, first, run, type Work } from '../../../store/sql-work.ts';
-import type { SqlDatabase } from '../../../store/sql/types.ts';
+import type { SqlColumn, SqlDatabase, SqlSyntax } from '../../../store/sql/types.ts';
 
 export interface IndexRecord {
   name: string;
@@ -155,6 +155,162 @@ function conflictReason(index: IndexInfo, document: JsonObject, keyNumber = 0): 
   }
   const parts = index.fields.map((field, i) => `${field}:${keyText(document[index.keyFields[i]!] ?? null)}`);
   return `key (${parts.join(',')}) already exists`;
+}
+
+/** A value of an insert batch as it would be stored, with what can be known of it without the database. */
+interface Candidate {
+  /** The document with its defaults; null when the value is not a storable object (`refused` says why). */
+  document: JsonObject | null;
+  /** Its keys in each index, in index order, up to the index that refuses it (all when none does). */
+  keys: Buffer[][];
+  /** Why it cannot be stored, known without the database: not an object, too deep, a value an index refuses. */
+  refused: HttpError | null;
+}
+
+/**
+ * The batch's values with their defaults and keys, the `auto()` counter numbering them from
+ * `counter + 1` in order; with `stopOnError`, none after the first refused one.
+ */
+function prepareDocuments(
+  values: readonly JsonValue[],
+  defaults: JsonObject | null,
+  indexes: readonly IndexInfo[],
+  counter: number,
+  stopOnError: boolean,
+): Candidate[] {
+  const candidates: Candidate[] = [];
+  for (const [i, value] of values.entries()) {
+    if (!isJsonObject(value) || nestedDeeperThan(value, MAX_NESTING)) {
+      const refused = isJsonObject(value) ? DocdbErrors.documentTooDeep(MAX_NESTING) : DocdbErrors.documentNotObject();
+      candidates.push({ document: null, keys: [], refused });
+      if (stopOnError) break;
+      continue;
+    }
+    const current = counter + i + 1;
+    const document =
+      defaults === null ? value : applyDefaults(value, defaults, { auto: () => current, now: unixNanoNow });
+    const keys: Buffer[][] = [];
+    let refused: HttpError | null = null;
+    for (const index of indexes) {
+      const indexed = indexKeys(index, document);
+      if (indexed instanceof IndexRejection) {
+        refused = DocdbErrors.indexRejectsDocument(index.name, indexed.reason);
+        break;
+      }
+      keys.push(indexed);
+    }
+    candidates.push({ document, keys, refused });
+    if (refused && stopOnError) break;
+  }
+  return candidates;
+}
+
+/** A key as a string for sets (each byte one character). */
+const keyString = (key: Buffer) => key.toString('latin1');
+
+/** For each unique index (by id), which of the candidates' keys stored documents hold already. */
+function* heldUniqueKeys(
+  syntax: SqlSyntax,
+  indexes: readonly IndexInfo[],
+  candidates: readonly Candidate[],
+): Work<Map<number, Set<string>>> {
+  const held = new Map<number, Set<string>>();
+  for (const [i, index] of indexes.entries()) {
+    if (!index.unique) continue;
+    const taken = new Set<string>();
+    held.set(index.id, taken);
+    const wanted = new Map<string, Buffer>();
+    for (const candidate of candidates) for (const key of candidate.keys[i] ?? []) wanted.set(keyString(key), key);
+    const keys = [...wanted.values()].map((key) => [key]);
+    for (const { source, params } of syntax.rowSources([KEY_COLUMN], keys)) {
+      // One primary-key probe per key, whatever the size of the index: written as a subquery per
+      // key, which PostgreSQL cannot turn into a join (as a join, a batch of keys against a
+      // mid-sized table got a scan of the whole table).
+      const rows = yield* all<{ key: Buffer }>(
+        `select v.key from ${source} where (select 1 from docdb_unique_entries e where e.index_id = ? and e.key = v.key) is not null`,
+        ...params,
+        index.id,
+      );
+      for (const row of rows) taken.add(keyString(row.key));
+    }
+  }
+  return held;
+}
+
+/**
+ * Why `candidate` cannot be stored, checked in the order of inserting it alone: index by index,
+ * a unique key already held (`held`: by stored documents and the batch's accepted ones), then a
+ * value the next index refuses. Null when it can.
+ */
+function judge(indexes: readonly IndexInfo[], candidate: Candidate, held: Map<number, Set<string>>): HttpError | null {
+  const document = candidate.document;
+  if (document === null) return candidate.refused;
+  for (const [i, keys] of candidate.keys.entries()) {
+    const index = indexes[i]!;
+    if (!index.unique) continue;
+    const taken = held.get(index.id)!;
+    for (const [keyNumber, key] of keys.entries())
+      if (taken.has(keyString(key)))
+        return DocdbErrors.indexRejectsDocument(index.name, conflictReason(index, document, keyNumber));
+  }
+  return candidate.refused;
+}
+
+/** Marks an accepted candidate's unique keys as held, for the documents after it. */
+function hold(indexes: readonly IndexInfo[], candidate: Candidate, held: Map<number, Set<string>>): void {
+  for (const [i, keys] of candidate.keys.entries()) {
+    const index = indexes[i]!;
+    if (index.unique) for (const key of keys) held.get(index.id)!.add(keyString(key));
+  }
+}
+
+const KEY_COLUMN: SqlColumn = { name: 'key', type: 'blob' };
+const BODY_COLUMNS: readonly SqlColumn[] = [
+  { name: 'n', type: 'bigint' },
+  { name: 'body', type: 'text' },
+];
+const ENTRY_COLUMNS: readonly SqlColumn[] = [
+  { name: 'index_id', type: 'bigint' },
+  KEY_COLUMN,
+  { name: 'seq', type: 'bigint' },
+];
+
+/** Inserts the bodies in order; their seqs, in the same order. */
+function* insertDocuments(syntax: SqlSyntax, collectionId: number, texts: readonly string[]): Work<number[]> {
+  const seqs: number[] = [];
+  const sources = syntax.rowSources(
+    BODY_COLUMNS,
+    texts.map((text, n) => [n, text]),
+  );
+  for (const { source, params } of sources) {
+    // Each row takes the next number as it is inserted, in the order the select gives them;
+    // `returning` promises no order, so the numbers are sorted back into it.
+    const rows = yield* all<{ seq: number }>(
+      `insert into docdb_documents (collection_id, body) select ?, v.body from ${source} order by v.n returning seq`,
+      collectionId,
+      ...params,
+    );
+    seqs.push(...rows.map((row) => Number(row.seq)).sort((a, b) => a - b));
+  }
+  return seqs;
+}
+
+/** Inserts the index entries of documents (`keys[d][i]`: document d's keys in index i) stored under `seqs`. */
+function* insertEntries(
+  syntax: SqlSyntax,
+  indexes: readonly IndexInfo[],
+  keys: readonly Buffer[][][],
+  seqs: readonly number[],
+): Work<void> {
+  for (const unique of [true, false]) {
+    const rows: unknown[][] = [];
+    for (const [d, documentKeys] of keys.entries())
+      for (const [i, index] of indexes.entries())
+        if (index.unique === unique) for (const key of documentKeys[i]!) rows.push([index.id, key, seqs[d]]);
+    const table = unique ? 'docdb_unique_entries' : 'docdb_index_entries';
+    for (const { source, params } of syntax.rowSources(ENTRY_COLUMNS, rows))
+      yield* run(`insert into ${table} (index_id, key, seq) select v.index_id, v.key, v.seq from ${source}`, ...params);
+  }
 }
 
 interface CollectionRow {
@@ -518,6 +674,12 @@ export class DocumentStore {
    * Inserts documents in order, each atomically with its index entries, in one transaction.
    * `stopOnError`: the first rejected document ends the batch (insert, insertFullduplex);
    * otherwise rejected documents are reported and the rest go on (insertStream).
+   *
+   * The batch costs a handful of statements, not a few per document (README: Storage): the
+   * documents and their keys are worked out here, the unique keys already taken are read in one
+   * query per unique index, each document is then judged in order exactly as if inserted one by
+   * one (an earlier document of the batch holds its keys for the later ones), and the accepted
+   * documents and their entries are written with multi-row inserts.
    */
   async insert(
     collection: CollectionInfo,
@@ -530,52 +692,51 @@ export class DocumentStore {
       const defaults = row.defaults === null ? null : (parseJson(row.defaults) as JsonObject);
       const indexes = yield* this.loadIndexes(collection.id);
       const generates = usesAuto(defaults);
-      let counter = Number(row.auto_counter);
-      let count = 0;
-      let bytes = 0;
-      const outcomes: WriteOutcome[] = [];
-      for (const value of documents) {
-        // Every document the collection tries to insert takes a number (README: Defaults and generators).
-        counter++;
-        if (!isJsonObject(value) || nestedDeeperThan(value, MAX_NESTING)) {
-          outcomes.push({
-            ok: false,
-            error: isJsonObject(value) ? DocdbErrors.documentTooDeep(MAX_NESTING) : DocdbErrors.documentNotObject(),
-          });
+      const start = Number(row.auto_counter);
+      const candidates = prepareDocuments(documents, defaults, indexes, start, stopOnError);
+      const held = yield* heldUniqueKeys(this.sql.syntax, indexes, candidates);
+      const outcomes: (WriteOutcome | null)[] = [];
+      const accepted: { candidate: Candidate; text: string; position: number }[] = [];
+      // Every document the collection tries to insert takes a number (README: Defaults and generators).
+      let tried = 0;
+      for (const candidate of candidates) {
+        tried++;
+        const error = judge(indexes, candidate, held);
+        if (error) {
+          outcomes.push({ ok: false, error });
           if (stopOnError) break;
           continue;
         }
-        const current = counter;
-        const document =
-          defaults === null ? value : applyDefaults(value, defaults, { auto: () => current, now: unixNanoNow });
-        const keys = yield* this.documentKeys(indexes, document, null);
-        if (keys instanceof HttpError) {
-          outcomes.push({ ok: false, error: keys });
-          if (stopOnError) break;
-          continue;
-        }
-        const text = stringifyJson(document);
-        const inserted = yield* all<{ seq: number }>(
-          'insert into docdb_documents (collection_id, body) values (?, ?) returning seq',
-          collection.id,
-          text,
-        );
-        const seq = Number(inserted[0]!.seq);
-        yield* this.addEntries(indexes, keys, seq);
-        count++;
-        bytes += Buffer.byteLength(text);
-        outcomes.push({ ok: true, text, seq, changed: true });
+        hold(indexes, candidate, held);
+        accepted.push({ candidate, text: stringifyJson(candidate.document!), position: outcomes.length });
+        outcomes.push(null);
       }
-      if (count > 0 || generates || documents.length > 0) {
+      const seqs = yield* insertDocuments(
+        this.sql.syntax,
+        collection.id,
+        accepted.map((a) => a.text),
+      );
+      yield* insertEntries(
+        this.sql.syntax,
+        indexes,
+        accepted.map((a) => a.candidate.keys),
+        seqs,
+      );
+      let bytes = 0;
+      for (const [i, { text, position }] of accepted.entries()) {
+        bytes += Buffer.byteLength(text);
+        outcomes[position] = { ok: true, text, seq: seqs[i]!, changed: true };
+      }
+      if (accepted.length > 0 || generates || documents.length > 0) {
         yield* run(
           'update docdb_collections set auto_counter = ?, document_count = document_count + ?, document_bytes = document_bytes + ? where id = ?',
-          counter,
-          count,
+          start + tried,
+          accepted.length,
           bytes,
           collection.id,
         );
       }
-      return outcomes;
+      return outcomes as WriteOutcome[];
     };
     return this.sql.write(() => work.call(this));
   }

@@ -4,10 +4,9 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { onDrain } from '../../../../core/drain.ts';
 import { SchedulerErrors } from '../../errors.ts';
 import type { Claimed } from '../../repository.ts';
-import { privateErrors, reservation, reserveBody, schedulerParams } from '../../schemas.ts';
+import { ID_REGEX, privateErrors, reservation, reserveBody, schedulerParams } from '../../schemas.ts';
 import { MAX_WORKTIME_MS, formatTime, parseDuration } from '../../time.ts';
 import type { RouteDeps } from '../deps.ts';
-import { requireScheduler } from './common.ts';
 
 /** The longest a reserve waits for a task to come due: it waits min(worktime, 30 s) (README: waking). */
 const MAX_WAIT_MS = 30_000;
@@ -30,7 +29,7 @@ export function registerReserveTask(app: ServiceApp, deps: RouteDeps): void {
       if (worktime <= 0) throw SchedulerErrors.worktimeNotPositive();
       if (worktime > MAX_WORKTIME_MS) throw SchedulerErrors.worktimeTooLong();
       const schedulerId = request.params.id;
-      await requireScheduler(deps, schedulerId);
+      if (!ID_REGEX.test(schedulerId)) throw SchedulerErrors.schedulerNotFound(schedulerId);
       const claimed = await reserveWaiting(deps, reply.raw, schedulerId, worktime);
       if (!claimed) return reply.code(204).send(null);
       // The payload is stored as JSON text and goes out verbatim, without a parse/serialise round.
@@ -44,7 +43,9 @@ export function registerReserveTask(app: ServiceApp, deps: RouteDeps): void {
  * Claims at once if a task is due; otherwise waits for a change (from any instance, through
  * the notifier) or for the next due time or lease expiry (a timer), then tries again. A wait ends
  * without claiming when the client leaves or the instance starts draining (README: Reconnecting):
- * the drained reserve answers 204 and the worker asks again, on another instance.
+ * the drained reserve answers 204 and the worker asks again, on another instance. Whether the
+ * scheduler exists is asked only when nothing was claimed: only an existing scheduler has tasks
+ * (deleting one deletes its tasks with it), so a busy reserve costs one statement.
  */
 async function reserveWaiting(
   { repository, events, now }: RouteDeps,
@@ -78,14 +79,15 @@ async function reserveWaiting(
     wake();
   });
   try {
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       woken = false;
       const claimed = await repository.claim(schedulerId, now(), worktime);
       if (claimed) {
         events.changed(schedulerId);
         return claimed;
       }
-      if (deleted) throw SchedulerErrors.schedulerNotFound(schedulerId);
+      if (deleted || (attempt === 0 && !(await repository.exists(schedulerId))))
+        throw SchedulerErrors.schedulerNotFound(schedulerId);
       const at = now();
       if (at >= deadline || gone || draining) return undefined;
       const next = await repository.nextDue(schedulerId, at);
