@@ -11,6 +11,10 @@ export interface RevocationFeed {
   /** Called after messages may have been missed; returns an unsubscribe. */
   onResync(handler: () => void): () => void;
   publish(topic: string, message: string): Promise<void>;
+  /** True when other instances revoke too: a cached success is trusted only after `fence`. */
+  readonly crossInstance: boolean;
+  /** Resolves once every revocation sent before the call has arrived here; rejects when that cannot be known. */
+  fence(): Promise<void>;
 }
 
 /** What a key is stored as: the bcrypt hash of its secret, and what a success is worth. */
@@ -67,7 +71,9 @@ interface Verification {
  * `ttlMs` under a SHA-256 of key and secret — never the secret itself — and a failure never is.
  * Concurrent checks of one pair share one verification, so a burst costs one bcrypt. A revocation
  * published on the topic (from any instance) drops the selected successes at once, a resync of
- * the feed drops them all, and a check that raced a revocation is not cached.
+ * the feed drops them all, and a check that raced a revocation is not cached. Where other
+ * instances revoke too (`feed.crossInstance`), a cached success counts only after a fence of the
+ * feed, so a key revoked through any instance is refused by the next request everywhere.
  */
 export class CredentialChecker<V, R = V> {
   private readonly cache = new Map<string, Cached<V>>();
@@ -92,8 +98,15 @@ export class CredentialChecker<V, R = V> {
     return createHash('sha256').update(`${key}\0${secret}`).digest('base64');
   }
 
-  /** A cached success for the pair, synchronously, or undefined (then `check` it). */
+  /**
+   * A cached success for the pair, synchronously, or undefined (then `check` it). Always undefined
+   * where other instances revoke too: there a success is confirmed by `check` after a fence.
+   */
   cached(hash: string): V | undefined {
+    return this.feed.crossInstance ? undefined : this.unexpired(hash);
+  }
+
+  private unexpired(hash: string): V | undefined {
     const cached = this.cache.get(hash);
     if (!cached) return undefined;
     if (cached.expiresAt > Date.now()) return cached.value;
@@ -108,8 +121,37 @@ export class CredentialChecker<V, R = V> {
 
   check(key: string, secret: string, hash = CredentialChecker.pairHash(key, secret)): Promise<CredentialCheck<V>> {
     if (this.options.precheck && !this.options.precheck(key, secret)) return Promise.resolve({ status: 'malformed' });
-    const hit = this.cached(hash);
-    if (hit !== undefined) return Promise.resolve({ status: 'ok', value: hit });
+    if (this.feed.crossInstance) {
+      if (this.cache.has(hash)) return this.checkFenced(key, secret, hash);
+    } else {
+      const hit = this.unexpired(hash);
+      if (hit !== undefined) return Promise.resolve({ status: 'ok', value: hit });
+    }
+    return this.verifyOnce(key, secret, hash);
+  }
+
+  /**
+   * A cached success known to be current: at once where this instance alone revokes, else once a
+   * fence has applied every revocation sent before the call (undefined if the fence fails).
+   */
+  async confirmed(hash: string): Promise<V | undefined> {
+    if (!this.cache.has(hash)) return undefined;
+    if (this.feed.crossInstance) {
+      const fenced = await this.feed.fence().then(
+        () => true,
+        () => false,
+      );
+      if (!fenced) return undefined;
+    }
+    return this.unexpired(hash);
+  }
+
+  private async checkFenced(key: string, secret: string, hash: string): Promise<CredentialCheck<V>> {
+    const hit = await this.confirmed(hash);
+    return hit !== undefined ? { status: 'ok', value: hit } : this.verifyOnce(key, secret, hash);
+  }
+
+  private verifyOnce(key: string, secret: string, hash: string): Promise<CredentialCheck<V>> {
     const running = this.inFlight.get(hash);
     if (running) return running.promise;
     const verification: Verification = { key, raced: false };

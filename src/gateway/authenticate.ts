@@ -192,6 +192,9 @@ export class Authenticator {
     address: string,
     hash = ApiKeyVerifier.pairHash(key, secret),
   ): Promise<AuthOutcome | null> {
+    // Where other instances revoke too, a cached success is confirmed by a notifier fence.
+    const confirmed = await this.keys.confirmed(hash);
+    if (confirmed) return this.keyOutcome(confirmed, scope, credential);
     // A burst of one pair shares one verification (keys.ts): joining it needs no admission.
     let check = await this.keys.pending(hash);
     if (check === undefined) {

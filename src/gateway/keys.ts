@@ -69,6 +69,11 @@ export class ApiKeyVerifier {
     return this.checker.cached(hash);
   }
 
+  /** A cached success known to be current (after a notifier fence where other instances revoke too). */
+  confirmed(hash: string): Promise<VerifiedKey | undefined> {
+    return this.checker.confirmed(hash);
+  }
+
   /** The verification of this pair already under way, if any (joining it costs no bcrypt). */
   pending(hash: string): Promise<KeyCheck> | undefined {
     return this.checker.pending(hash)?.then(toKeyCheck);

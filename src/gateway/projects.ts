@@ -12,7 +12,8 @@ const MAX_ENTRIES = 10_000;
 /**
  * Project hosts by slug, cached (misses included, so unknown hosts cost no query each time). A
  * project created or deleted on any instance invalidates its slug through the notifier; after a
- * notifier reconnect everything is dropped, since changes may have been missed.
+ * notifier reconnect everything is dropped, since changes may have been missed. Scaled out, a hit
+ * is served after a notifier fence, so a project made through one instance is found on every other.
  */
 export class ProjectDirectory {
   private readonly cache = new Map<string, ProjectRef | null>();
@@ -22,7 +23,7 @@ export class ProjectDirectory {
 
   constructor(
     private readonly connection: SqlConnection,
-    notifier: Notifier,
+    private readonly notifier: Notifier,
   ) {
     this.unsubscribe.push(
       notifier.subscribe(PROJECTS_CHANGED_TOPIC, (message) => {
@@ -39,8 +40,17 @@ export class ProjectDirectory {
   }
 
   async bySlug(slug: string): Promise<ProjectRef | null> {
-    const cached = this.cache.get(slug);
-    if (cached !== undefined) return cached;
+    if (this.cache.has(slug)) {
+      // Scaled out, a hit counts once the notifier has applied every change announced before it.
+      const fenced =
+        !this.notifier.crossInstance ||
+        (await this.notifier.fence().then(
+          () => true,
+          () => false,
+        ));
+      const cached = fenced ? this.cache.get(slug) : undefined;
+      if (cached !== undefined) return cached;
+    }
     const generation = this.generation;
     const project = await findProjectBySlug(this.connection, slug);
     const ref = project ? { id: project.id, slug: project.slug } : null;

@@ -9,35 +9,27 @@ export interface CacheEntries<V> {
 }
 
 /** The part of the store's notifier a shared cache needs. */
-export type ChangeFeed = Pick<Notifier, 'publish' | 'subscribe' | 'onResync'>;
+export type ChangeFeed = Pick<Notifier, 'publish' | 'subscribe' | 'onResync' | 'fence'>;
 
 /** The message that drops every entry (keys are never empty). */
 const EVERYTHING = '';
-
-/** How long a write waits for its own announcement to come back before it is answered anyway. */
-const ECHO_WAIT_MS = 1_000;
 
 /**
  * A read cache that stays right when other instances write the same database (root README: What
  * instances share). Where this process is the database's only writer (the embedded store) a
  * committed write updates the entry in place. Where other instances write too (PostgreSQL), a
  * write drops the local entry and publishes its key on the notifier `topic`, so every instance
- * drops its copy when the message arrives; a notifier that lost its connection clears everything
- * when it is back, as messages may have been missed. A read that raced a write or an announced
- * change does not cache what it read.
- *
- * The write is answered only once its own message has come back to this instance (at most
- * ECHO_WAIT_MS): PostgreSQL hands a notification to every listening session at the same moment, so
- * by then the other instances' connections have it too, before the writer's client can ask one of
- * them (root README: What instances share).
+ * drops its copy when the message arrives, and a hit is served only after a notifier fence: every
+ * change announced before the read began has been applied by then, so a client that wrote through
+ * one instance reads its write through any other. A notifier that lost its connection clears
+ * everything when it is back, and while it is away no hit is trusted. A read that raced a write or
+ * an announced change does not cache what it read.
  */
 export class SharedCache<V> {
   /** Bumped by every local write and every announced change. */
   private changes = 0;
   private readonly feed: ChangeFeed | null;
   private readonly unsubscribe: (() => void)[] = [];
-  /** Writes waiting for their announcement to come back, by key. */
-  private readonly echoes = new Map<string, (() => void)[]>();
 
   /** `feed` is required unless `soleWriter`. */
   constructor(
@@ -50,13 +42,7 @@ export class SharedCache<V> {
     this.feed = soleWriter ? null : feed!;
     if (this.feed) {
       this.unsubscribe.push(
-        this.feed.subscribe(topic, (key) => {
-          this.drop(key);
-          const waiting = this.echoes.get(key);
-          if (waiting === undefined) return;
-          this.echoes.delete(key);
-          for (const resume of waiting) resume();
-        }),
+        this.feed.subscribe(topic, (key) => this.drop(key)),
         this.feed.onResync(() => this.drop(EVERYTHING)),
       );
     }
@@ -70,8 +56,16 @@ export class SharedCache<V> {
 
   /** The cached value, or what `load` reads (null: nothing to cache), cached unless a change raced it. */
   async read<T extends V>(key: string, load: () => Promise<T | null>): Promise<V | null> {
-    const cached = this.entries.get(key);
-    if (cached !== undefined) return cached;
+    if (this.entries.get(key) !== undefined) {
+      if (!this.feed) return this.entries.get(key)!;
+      const fenced = await this.feed.fence().then(
+        () => true,
+        () => false,
+      );
+      // The fence applied every change announced before it: what is still here is current.
+      const cached = fenced ? this.entries.get(key) : undefined;
+      if (cached !== undefined) return cached;
+    }
     const before = this.changes;
     const value = await load();
     if (value !== null && this.changes === before) this.entries.set(key, value);
@@ -85,7 +79,7 @@ export class SharedCache<V> {
 
   /**
    * After a committed write of `key` (`value` null: deleted, or unknown; `key` undefined: any
-   * number of keys). Settles once other instances have been told.
+   * number of keys). Settles once the change has been announced to every instance.
    */
   async written(key: string | undefined, value: V | null = null): Promise<void> {
     this.changes++;
@@ -99,30 +93,11 @@ export class SharedCache<V> {
     // settles, so the local entry is dropped, not replaced: the next read fetches the newest.
     const message = key ?? EVERYTHING;
     this.drop(message);
-    let resume!: () => void;
-    let timer: NodeJS.Timeout | undefined;
-    const echoed = new Promise<void>((resolve) => {
-      resume = resolve;
-      timer = setTimeout(resolve, ECHO_WAIT_MS);
-    });
-    const waiting = this.echoes.get(message) ?? [];
-    waiting.push(resume);
-    this.echoes.set(message, waiting);
-    try {
-      await this.feed.publish(this.topic, message);
-      await echoed;
-    } finally {
-      clearTimeout(timer);
-      const left = this.echoes.get(message)?.filter((other) => other !== resume);
-      if (left?.length) this.echoes.set(message, left);
-      else this.echoes.delete(message);
-    }
+    await this.feed.publish(this.topic, message);
   }
 
   /** Stops listening for other instances' changes. */
   close(): void {
     for (const stop of this.unsubscribe.splice(0)) stop();
-    for (const waiting of this.echoes.values()) for (const resume of waiting) resume();
-    this.echoes.clear();
   }
 }

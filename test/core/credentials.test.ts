@@ -11,11 +11,32 @@ import {
 
 const TOPIC = 'test.keys.revoked';
 
-/** An in-memory feed: publish delivers synchronously to this process's subscribers. */
+/**
+ * An in-memory feed: publish delivers synchronously to this process's subscribers. As a
+ * cross-instance feed, messages `sent` by other instances wait until a fence delivers them (or
+ * the fence fails, when `fenceFails`), as PostgreSQL notifications do.
+ */
 class FakeFeed implements RevocationFeed {
   readonly handlers = new Map<string, Set<(message: string) => void>>();
   readonly resyncs = new Set<() => void>();
   readonly published: { topic: string; message: string }[] = [];
+  readonly inTransit: { topic: string; message: string }[] = [];
+  fences = 0;
+  fenceFails = false;
+
+  constructor(readonly crossInstance = false) {}
+
+  /** A message another instance published, not yet delivered here. */
+  sent(topic: string, message: string): void {
+    this.inTransit.push({ topic, message });
+  }
+
+  async fence(): Promise<void> {
+    this.fences++;
+    await new Promise((resolve) => setImmediate(resolve));
+    if (this.fenceFails) throw new Error('reconnecting');
+    for (const { topic, message } of this.inTransit.splice(0)) this.deliver(topic, message);
+  }
 
   subscribe(topic: string, handler: (message: string) => void): () => void {
     let set = this.handlers.get(topic);
@@ -246,6 +267,38 @@ describe('CredentialChecker', () => {
     } finally {
       here.close();
       there.close();
+    }
+  });
+
+  test('where other instances revoke too, a cached success counts only after a fence', async () => {
+    const feed = new FakeFeed(true);
+    const keys = new Keys();
+    const alice = await keys.add('alice');
+    const bob = await keys.add('bob');
+    const checks = checker(feed, keys);
+    try {
+      const aliceHash = CredentialChecker.pairHash(alice.key, alice.secret);
+      await ok(checks, alice);
+      await ok(checks, bob);
+      assert.equal(checks.verifications, 2);
+      assert.equal(checks.cached(aliceHash), undefined, 'never trusted without a fence');
+      assert.deepEqual(await checks.confirmed(aliceHash), { ownerId: 'alice' });
+      assert.equal(feed.fences, 1);
+      assert.deepEqual(await ok(checks, alice), { ownerId: 'alice' });
+      assert.equal(checks.verifications, 2, 'a confirmed hit costs no bcrypt');
+
+      // Revoked through another instance: the message is still on its way when the next check comes.
+      keys.rows.delete(alice.key);
+      feed.sent(TOPIC, JSON.stringify({ key: alice.key }));
+      assert.equal((await checks.check(alice.key, alice.secret)).status, 'unknown');
+      assert.equal(await checks.confirmed(aliceHash), undefined);
+
+      // A fence that cannot be had: the cached success is not used, the key is verified again.
+      feed.fenceFails = true;
+      assert.deepEqual(await ok(checks, bob), { ownerId: 'bob' });
+      assert.equal(checks.verifications, 3);
+    } finally {
+      checks.close();
     }
   });
 

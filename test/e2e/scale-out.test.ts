@@ -7,15 +7,6 @@ import { serve, type ServedProcess } from '../helpers/serve.ts';
 
 const identity = (id: string) => ({ 'x-gateway-authentication': JSON.stringify({ user: { id } }) });
 
-async function waitUntil(check: () => Promise<boolean>, timeoutMs: number): Promise<number> {
-  const started = Date.now();
-  while (Date.now() - started < timeoutMs) {
-    if (await check()) return Date.now() - started;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`condition not met within ${timeoutMs} ms`);
-}
-
 describe('a gateway in front of a service in another process', () => {
   let databases: TestDatabase[] = [];
   let gateway: ServedProcess;
@@ -102,7 +93,7 @@ describe('a gateway in front of a service in another process', () => {
   });
 
   it(
-    'revokes a key on every instance within a second',
+    'revokes a key on every instance at once',
     { skip: testDialect !== 'postgres' && 'needs a shared PostgreSQL database' },
     async () => {
       const created = await request(gateway.internalPort, {
@@ -127,13 +118,12 @@ describe('a gateway in front of a service in another process', () => {
         headers,
       });
       assert.equal(revoked.status, 200);
-      const rejectedOn = async (instance: ServedProcess) =>
-        (await request(instance.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers })).status === 401;
-      const [onGateway, onBackend] = await Promise.all([
-        waitUntil(() => rejectedOn(gateway), 1000),
-        waitUntil(() => rejectedOn(backend), 1000),
-      ]);
-      assert.ok(onGateway <= 1000 && onBackend <= 1000);
+      // At once: the next request on either instance is refused (the cache is fenced on the notifier).
+      for (const instance of [backend, gateway])
+        assert.equal(
+          (await request(instance.publicPort, { path: '/v0/secret', host: 'gateway.localhost', headers })).status,
+          401,
+        );
     },
   );
 

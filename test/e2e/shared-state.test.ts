@@ -86,6 +86,23 @@ describe(
       assert.equal((await config(a, 'GET', '/v0/configs/cached')).status, 404);
     });
 
+    it('routes a project host made or deleted through the other instance at once', async () => {
+      const site = (server: ServedProcess) => request(server.publicPort, { path: '/', host: 'site-shared.localhost' });
+      const code = async (server: ServedProcess) => (await site(server)).json<{ error: { code: string } }>().error.code;
+      // B caches that the host names no project.
+      assert.equal(await code(b), 'no_route');
+      const made = await internal(a, 'apikeys.localhost', 'POST', '/v0/projects', 'user-site', {
+        name: 'Site',
+        slug: 'site-shared',
+      });
+      assert.equal(made.status, 201, made.text);
+      // The project exists everywhere: its host reaches the lambda service, which has no lambda for '/'.
+      assert.notEqual(await code(b), 'no_route');
+      const id = made.json<{ id: string }>().id;
+      assert.equal((await internal(a, 'apikeys.localhost', 'DELETE', `/v0/projects/${id}`, 'user-site')).status, 200);
+      assert.equal(await code(b), 'no_route');
+    });
+
     it('counts failed API-key checks on every instance: guesses spread over both are refused on both', async () => {
       const created = await internal(a, 'apikeys.localhost', 'POST', '/v0/apikeys', 'user-guard', { name: 'target' });
       assert.equal(created.status, 201, created.text);
@@ -236,13 +253,14 @@ describe(
         field: 'email',
       });
       assert.equal(index.status, 201, index.text);
-      // The change reaches B's cache through the notifier (README: What instances share).
-      await waitUntil(async () => (await find(b, byEmail)).status === 200, 2_000);
-      assert.equal(JSON.parse((await find(b, byEmail)).text).id, 'd2');
+      // At once: B's cached definition counts only after a notifier fence (README: What instances share).
+      const found = await find(b, byEmail);
+      assert.equal(found.status, 200, found.text);
+      assert.equal(JSON.parse(found.text).id, 'd2');
       assert.equal((await internal(a, host, 'POST', `${C}:dropIndex`, user, { name: 'by-email' })).status, 204);
-      await waitUntil(async () => (await find(b, byEmail)).status === 404, 2_000);
+      assert.equal((await find(b, byEmail)).status, 404);
       assert.equal((await internal(a, host, 'POST', `${C}:dropCollection`, user)).status, 204);
-      await waitUntil(async () => (await find(b, { limit: -1 })).status === 404, 2_000);
+      assert.equal((await find(b, { limit: -1 })).status, 404);
       const again = await internal(b, host, 'POST', `${C}:insert`, user, '{"id":"d3"}\n');
       assert.equal(again.status, 201, 'an insert through B creates the collection anew');
       assert.deepEqual(

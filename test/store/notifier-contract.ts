@@ -163,6 +163,20 @@ export function runNotifierContract(
       off();
     });
 
+    it('fence: resolves once every message published before it has been delivered', async () => {
+      const topic = uniqueTopic('fence');
+      const inbox = record(notifier, topic);
+      for (let round = 0; round < 20; round++) {
+        await notifier.publish(topic, `m${round}`);
+        await notifier.fence();
+        // No waiting: the fence itself guarantees the delivery.
+        assert.equal(inbox.messages.length, round + 1, `after fence ${round}`);
+      }
+      // Fences asked for at once all resolve, each after what was published before it.
+      const many = await Promise.all(Array.from({ length: 50 }, () => notifier.fence()));
+      assert.equal(many.length, 50);
+    });
+
     it('closes cleanly: no more deliveries, publish rejects, close is idempotent', async () => {
       const topic = uniqueTopic('close');
       const inbox = record(notifier, topic);
@@ -171,6 +185,7 @@ export function runNotifierContract(
       await notifier.close();
       await notifier.close();
       await assert.rejects(notifier.publish(topic, 'after'), /closed/);
+      await assert.rejects(notifier.fence(), /closed/);
       await new Promise((resolve) => setTimeout(resolve, 20));
       assert.deepEqual(inbox.messages, ['before']);
     });

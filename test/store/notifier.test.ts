@@ -30,6 +30,14 @@ describe('notifierChannel', () => {
   });
 });
 
+async function waitForAsync(predicate: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 if (testDialect === 'postgres') {
   describe('postgres notifier', () => {
     let database: TestDatabase;
@@ -39,14 +47,14 @@ if (testDialect === 'postgres') {
     const open: Notifier[] = [];
 
     /** A notifier on this file's channel (or another), with its own connections like a separate process. */
-    const connect = async (options: { channel?: string; applicationName?: string } = {}) => {
+    const connect = async (options: { channel?: string; applicationName?: string; reconnectDelayMs?: number } = {}) => {
       const config: pg.PoolConfig = {
         ...pgConfigFromUrl(url, 2),
         application_name: options.applicationName ?? 'stratus-test',
       };
       const notifier = await createPostgresNotifier(config, {
         channel: options.channel ?? channel,
-        reconnectDelayMs: 50,
+        reconnectDelayMs: options.reconnectDelayMs ?? 50,
       });
       open.push(notifier);
       return notifier;
@@ -82,6 +90,44 @@ if (testDialect === 'postgres') {
       await waitFor(() => atOne.messages.length === 2 && atTwo.messages.length === 2, 5000, 'cross-instance delivery');
       assert.deepEqual(atOne.messages, ['from one', 'from two']);
       assert.deepEqual(atTwo.messages, ['from one', 'from two']);
+    });
+
+    it('fence: what another instance published before is delivered here once the fence resolves', async () => {
+      const one = await connect();
+      const two = await connect();
+      assert.equal(two.crossInstance, true);
+      const topic = uniqueTopic('fence-cross');
+      const atTwo = record(two, topic);
+      for (let n = 1; n <= 30; n++) {
+        // Published by one (the publisher's pool), or straight into the channel by another session.
+        if (n % 2 === 0) await one.publish(topic, `n${n}`);
+        else await admin.query('select pg_notify($1, $2)', [channel, JSON.stringify({ t: topic, m: `n${n}` })]);
+        await two.fence();
+        assert.equal(atTwo.messages.at(-1), `n${n}`, `delivered before fence ${n} resolved`);
+      }
+    });
+
+    it('fence: rejects while the listening connection is re-established, then works again', async () => {
+      const applicationName = `stratus-fence-${randomBytes(4).toString('hex')}`;
+      const notifier = await connect({ applicationName, reconnectDelayMs: 1_000 });
+      await notifier.fence();
+      let resyncs = 0;
+      notifier.onResync(() => resyncs++);
+      const backend = await admin.query<{ pid: number }>(
+        `select pid from pg_stat_activity where application_name = $1 and backend_type = 'client backend' and query ilike '%pg_notify%'`,
+        [applicationName],
+      );
+      assert.equal(backend.rows.length, 1, 'exactly one listening backend (its last query was the fence)');
+      const pid = backend.rows[0]?.pid;
+      await admin.query('select pg_terminate_backend($1)', [pid]);
+      await waitForAsync(
+        async () => (await admin.query('select 1 from pg_stat_activity where pid = $1', [pid])).rows.length === 0,
+        'the backend to exit',
+      );
+      // Messages sent now could be missed: nothing may be trusted until the listener is back.
+      await assert.rejects(notifier.fence(), /connection|reconnecting|terminated/i);
+      await waitFor(() => resyncs === 1, 5000, 'onResync');
+      await notifier.fence();
     });
 
     it('does not deliver across channels (other schemas)', async () => {

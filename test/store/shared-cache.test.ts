@@ -18,6 +18,7 @@ function sharedFeed(): ChangeFeed & { resync(): void; published: string[] } {
       await notifier.publish(topic, message);
     },
     subscribe: (topic, handler) => notifier.subscribe(topic, handler),
+    fence: () => notifier.fence(),
     onResync: (handler) => {
       resyncs.add(handler);
       return () => resyncs.delete(handler);
@@ -102,27 +103,44 @@ describe('SharedCache', () => {
     two.close();
   });
 
-  it('shared: a write is answered only once its own announcement has come back', async () => {
+  it('shared: a hit is served only after a fence, which applies the changes announced before the read', async () => {
+    // Another instance's announcements wait "in transit" until a fence delivers them, as
+    // PostgreSQL notifications can arrive after the writer's client has read through us.
     const handlers: ((message: string) => void)[] = [];
+    const inTransit: string[] = [];
+    let fences = 0;
+    let fenceFails = false;
     const feed: ChangeFeed = {
-      publish: async () => undefined, // delivered by hand below, as a late notification would be
+      publish: async () => undefined,
       subscribe: (_topic, handler) => {
         handlers.push(handler);
         return () => undefined;
       },
+      fence: async () => {
+        fences++;
+        if (fenceFails) throw new Error('reconnecting');
+        for (const message of inTransit.splice(0)) handlers.forEach((handler) => handler(message));
+      },
       onResync: () => () => undefined,
     };
     const cache = new SharedCache(entries(), 'things', false, feed);
-    let settled = false;
-    const write = cache.written('a').then(() => (settled = true));
-    await settle();
-    assert.equal(settled, false, 'still waiting for the echo');
-    handlers.forEach((handler) => handler('b'));
-    await settle();
-    assert.equal(settled, false, 'another key is not its echo');
-    handlers.forEach((handler) => handler('a'));
-    await write;
-    assert.equal(settled, true);
+    let stored = 'v1';
+    let loads = 0;
+    const load = async () => (loads++, stored);
+    assert.equal(await cache.read('a', load), 'v1');
+    assert.equal(await cache.read('a', load), 'v1');
+    assert.deepEqual([loads, fences], [1, 1], 'the second read was a hit, after one fence');
+
+    stored = 'v2';
+    inTransit.push('a'); // written through another instance, announced, not yet arrived
+    assert.equal(await cache.read('a', load), 'v2');
+    assert.deepEqual([loads, fences], [2, 2]);
+
+    // While the notifier cannot fence, nothing cached is trusted.
+    fenceFails = true;
+    stored = 'v3';
+    assert.equal(await cache.read('a', load), 'v3');
+    assert.equal(loads, 3);
     cache.close();
   });
 

@@ -22,6 +22,12 @@ export function createMemoryNotifier(options: NotifierOptions = {}): Notifier {
       if (closed) return () => {};
       return registry.subscribe(topic, handler);
     },
+    crossInstance: false,
+    fence() {
+      if (closed) return Promise.reject(new Error('notifier is closed'));
+      // Deliveries are queued with setImmediate in publish order: one more turn runs them all.
+      return new Promise<void>((resolve) => setImmediate(resolve));
+    },
     onResync(handler) {
       // A single process never misses its own messages, so this never fires; kept for the contract.
       if (closed) return () => {};

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import {
   decodeEnvelope,
@@ -21,6 +21,9 @@ export interface PostgresNotifierOptions extends NotifierOptions {
 /** PostgreSQL truncates identifiers past 63 bytes and `pg_notify` rejects longer channel names. */
 const MAX_CHANNEL_BYTES = 63;
 
+/** How long a fence waits for its own notification before it gives up (the caller reads the database). */
+const FENCE_TIMEOUT_MS = 5_000;
+
 /**
  * The channel for a database schema: `stratus` for `public`, `stratus_<schema>` otherwise, so that
  * deployments (and test schemas) sharing one PostgreSQL database never see each other's traffic.
@@ -41,6 +44,12 @@ export function notifierChannel(schema: string): string {
  * drops, notifications sent meanwhile are lost for good, so after reconnecting it calls every
  * `onResync` handler and subscribers reload what they cache.
  *
+ * A fence is a notification this instance sends to itself on a channel of its own, from the
+ * listening connection: PostgreSQL delivers notifications in the order their transactions
+ * committed (https://www.postgresql.org/docs/current/sql-notify.html), so once the fence's own
+ * message is back, every message committed before it has been delivered here too. Fences asked
+ * for while one is on its way share the next one, so a busy instance sends about one per round trip.
+ *
  * Resolves once the first LISTEN is in place; rejects when the database cannot be reached then.
  */
 export async function createPostgresNotifier(
@@ -58,7 +67,9 @@ export async function createPostgresNotifier(
   }
   const initialDelay = options.reconnectDelayMs ?? 200;
   const maxDelay = Math.max(options.maxReconnectDelayMs ?? 5000, initialDelay);
-  const listenSql = `LISTEN ${quoteIdentifier(channel)}`;
+  // The fence channel is this notifier's alone; no other instance listens on it.
+  const fenceChannel = `stratus_fence_${randomBytes(12).toString('hex')}`;
+  const listenSql = `LISTEN ${quoteIdentifier(channel)}; LISTEN ${quoteIdentifier(fenceChannel)}`;
   const registry = new TopicRegistry(options.onHandlerError ?? reportHandlerError);
 
   // `allowExitOnIdle`: an idle publishing connection must not keep the process alive on its own.
@@ -71,6 +82,51 @@ export async function createPostgresNotifier(
   let timer: NodeJS.Timeout | undefined;
   let connecting: Promise<void> | undefined;
   let delay = initialDelay;
+  /** Fences sent and not yet back, by token, with the connection that carries them. */
+  const fences = new Map<string, { client: pg.Client; settle: (error?: Error) => void }>();
+  let fenceSerial = 0;
+  let fenceOnItsWay: Promise<void> | undefined;
+  let nextFence: Promise<void> | undefined;
+
+  const failFences = (client: pg.Client | null, error: Error) => {
+    for (const [token, fence] of fences) {
+      if (client !== null && fence.client !== client) continue;
+      fences.delete(token);
+      fence.settle(error);
+    }
+  };
+
+  const sendFence = (): Promise<void> => {
+    const client = listener;
+    if (closed) return Promise.reject(new Error('notifier is closed'));
+    if (!client) return Promise.reject(new Error('the notifier is reconnecting'));
+    const token = String(++fenceSerial);
+    const back = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        fences.delete(token);
+        reject(new Error(`no fence notification within ${FENCE_TIMEOUT_MS} ms`));
+      }, FENCE_TIMEOUT_MS);
+      fences.set(token, {
+        client,
+        settle: (error) => {
+          clearTimeout(timer);
+          if (error) reject(error);
+          else resolve();
+        },
+      });
+    });
+    client.query('select pg_notify($1, $2)', [fenceChannel, token]).catch((error: unknown) => {
+      const fence = fences.get(token);
+      fences.delete(token);
+      fence?.settle(error instanceof Error ? error : new Error(String(error)));
+    });
+    fenceOnItsWay = back;
+    const done = () => {
+      if (fenceOnItsWay === back) fenceOnItsWay = undefined;
+    };
+    back.then(done, done);
+    return back;
+  };
 
   const connectListener = async (): Promise<pg.Client> => {
     // Keepalive so a silently dead peer (network partition) is noticed instead of waiting forever.
@@ -79,7 +135,16 @@ export async function createPostgresNotifier(
     client.on('error', () => lost(client));
     client.on('end', () => lost(client));
     client.on('notification', (notification) => {
-      if (closed || notification.channel !== channel) return;
+      if (closed) return;
+      if (notification.channel === fenceChannel) {
+        const fence = fences.get(notification.payload ?? '');
+        if (fence?.client === client) {
+          fences.delete(notification.payload ?? '');
+          fence.settle();
+        }
+        return;
+      }
+      if (notification.channel !== channel) return;
       const envelope = decodeEnvelope(notification.payload ?? '');
       if (envelope) registry.deliver(envelope.topic, envelope.message);
     });
@@ -98,6 +163,7 @@ export async function createPostgresNotifier(
   const lost = (client: pg.Client) => {
     if (client !== listener || closed) return;
     listener = null;
+    failFences(client, new Error('the notifier lost its connection'));
     client.removeAllListeners('notification');
     client.end().catch(() => {});
     scheduleReconnect();
@@ -148,6 +214,23 @@ export async function createPostgresNotifier(
       if (closed) return () => {};
       return registry.subscribe(topic, handler);
     },
+    crossInstance: true,
+    fence() {
+      // One fence on its way covers only what committed before it was sent: later callers share the next.
+      if (nextFence) return nextFence;
+      if (!fenceOnItsWay) return sendFence();
+      const next = fenceOnItsWay
+        .then(
+          () => undefined,
+          () => undefined,
+        )
+        .then(() => {
+          if (nextFence === next) nextFence = undefined;
+          return sendFence();
+        });
+      nextFence = next;
+      return next;
+    },
     onResync(handler) {
       if (closed) return () => {};
       return registry.onResync(handler);
@@ -155,6 +238,7 @@ export async function createPostgresNotifier(
     close() {
       closing ??= (async () => {
         closed = true;
+        failFences(null, new Error('notifier is closed'));
         if (timer !== undefined) clearTimeout(timer);
         timer = undefined;
         await connecting;

@@ -14,6 +14,18 @@ export interface Notifier {
    * missed, so subscribers should reload state (drop caches). Returns an unsubscribe function.
    */
   onResync(handler: () => void): () => void;
+  /**
+   * True when other processes publish here too (PostgreSQL): what a subscriber caches may be stale
+   * until the messages already sent have arrived, so a cache `fence`s before it trusts an entry.
+   */
+  readonly crossInstance: boolean;
+  /**
+   * Resolves once every message whose `publish` had settled, on any instance, before this call
+   * has been delivered to this instance's subscribers: a read that follows sees every change
+   * announced before it began. Rejects when that cannot be known (the listening connection is
+   * being re-established); the caller then reads the database instead of what it caches.
+   */
+  fence(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -337,6 +337,8 @@ describe('key verification cache', () => {
         resyncs.add(handler);
         return () => resyncs.delete(handler);
       },
+      crossInstance: false,
+      async fence() {},
       async close() {},
     };
     const access = new DocdbAccess(repository, notifier);

@@ -15,6 +15,8 @@ function recorder() {
     },
     subscribe: () => () => {},
     onResync: () => () => {},
+    crossInstance: false,
+    async fence() {},
     async close() {},
   };
   return { notifier, published };

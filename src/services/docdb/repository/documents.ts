@@ -356,6 +356,8 @@ export class DocumentStore {
    * Every change drops the entry here and, through the notifier, on every other instance.
    */
   private readonly collections = new Map<string, CollectionInfo>();
+  /** Bumped by every change and drop, so a load that raced one is not cached. */
+  private collectionChanges = 0;
   private readonly unsubscribe: (() => void)[];
 
   constructor(
@@ -367,22 +369,29 @@ export class DocumentStore {
       notifier.subscribe(COLLECTIONS_CHANGED_TOPIC, (message) => {
         try {
           const { database, name } = JSON.parse(message) as { database: string; name: string };
+          this.collectionChanges++;
           this.collections.delete(collectionKey(database, name));
         } catch {
-          this.collections.clear();
+          this.forgetCollections();
         }
       }),
-      notifier.onResync(() => this.collections.clear()),
+      notifier.onResync(() => this.forgetCollections()),
     ];
   }
 
   close(): void {
     for (const stop of this.unsubscribe) stop();
+    this.forgetCollections();
+  }
+
+  private forgetCollections(): void {
+    this.collectionChanges++;
     this.collections.clear();
   }
 
   /** After a change to a collection's definition: forget it here at once, and everywhere soon. */
   private async changed(databaseId: string, name: string): Promise<void> {
+    this.collectionChanges++;
     this.collections.delete(collectionKey(databaseId, name));
     await this.notifier.publish(COLLECTIONS_CHANGED_TOPIC, JSON.stringify({ database: databaseId, name }));
   }
@@ -435,10 +444,21 @@ export class DocumentStore {
 
   async getCollection(databaseId: string, name: string): Promise<CollectionInfo | null> {
     const key = collectionKey(databaseId, name);
-    const cached = this.collections.get(key);
-    if (cached) return cached;
+    if (this.collections.has(key)) {
+      // Scaled out, a hit counts once the notifier has applied every change announced before it.
+      const fenced =
+        !this.notifier.crossInstance ||
+        (await this.notifier.fence().then(
+          () => true,
+          () => false,
+        ));
+      const cached = fenced ? this.collections.get(key) : undefined;
+      if (cached) return cached;
+    }
+    const before = this.collectionChanges;
     const loaded = await this.sql.read(() => this.loadCollection(databaseId, name));
-    if (loaded) {
+    // A load that raced a change may have read the old definition: used once, not cached.
+    if (loaded && before === this.collectionChanges) {
       if (this.collections.size >= MAX_CACHED_COLLECTIONS) this.collections.clear();
       this.collections.set(key, loaded);
     }
