@@ -17,6 +17,9 @@ function objectJson(id: string, entriesText: string): string {
 
 const READ_CACHE_CHARS = 64 * 1024 * 1024;
 
+/** Tries of an unlocked patch before it takes the row lock (each failure means another patch landed). */
+const OPTIMISTIC_ATTEMPTS = 8;
+
 /** The notifier topic a write publishes its object's id on, so other instances drop their copy. */
 export const CONFIG_CHANGED_TOPIC = 'config.objects';
 
@@ -81,23 +84,55 @@ export class ConfigRepository {
 
   /**
    * Merges a patch into an object atomically, so concurrent patches of different keys all
-   * survive: one write transaction that reads the row (held `FOR UPDATE` on PostgreSQL; on SQLite
-   * the single writer serializes them) and stores the merge. Null when the object does not exist.
+   * survive. Null when the object does not exist. On SQLite one write transaction reads the row and
+   * stores the merge (the single writer serializes them). On PostgreSQL the merge is stored only if
+   * the row still holds what was read, else it is read and merged again: two round trips where a
+   * locking transaction takes four (begin, select for update, update, commit).
    */
   async patch(id: string, patch: Entries): Promise<ConfigObject | null> {
     this.cache.writing();
     const changes = Object.keys(patch).length > 0;
+    const entries = changes && !this.database.soleWriter ? await this.patchIfUnchanged(id, patch) : null;
+    const merged = entries ?? (await this.patchLocked(id, patch, changes));
+    if (!merged) return null;
+    if (changes) await this.written(id, merged);
+    return { id, entries: merged };
+  }
+
+  /** The merge in one transaction holding the row; null when the object does not exist. */
+  private patchLocked(id: string, patch: Entries, changes: boolean): Promise<Entries | null> {
     const { forUpdate } = this.database.syntax;
-    const entries = await this.database.write(function* () {
+    return this.database.write(function* () {
       const row = yield* first<{ entries: string }>(`select entries from config_objects where id = ?${forUpdate}`, id);
       if (!row) return null;
       const merged = mergeEntries(parseEntries(row.entries), patch);
       if (changes) yield* run('update config_objects set entries = ? where id = ?', JSON.stringify(merged), id);
       return merged;
     });
-    if (!entries) return null;
-    if (changes) await this.written(id, entries);
-    return { id, entries };
+  }
+
+  /**
+   * Read, merge, store if unchanged; again when another patch came first. Null when the object
+   * does not exist, or (left to `patchLocked`) when it kept changing under this patch.
+   */
+  private async patchIfUnchanged(id: string, patch: Entries): Promise<Entries | null> {
+    for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
+      const row = await this.database.read(() =>
+        first<{ entries: string }>('select entries from config_objects where id = ?', id),
+      );
+      if (!row) return null;
+      const merged = mergeEntries(parseEntries(row.entries), patch);
+      const stored = await this.database.writeEach(() =>
+        run(
+          'update config_objects set entries = ? where id = ? and entries = ?',
+          JSON.stringify(merged),
+          id,
+          row.entries,
+        ),
+      );
+      if (stored > 0) return merged;
+    }
+    return null;
   }
 
   async userEntries(userId: string): Promise<Entries> {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import {
   decodeEnvelope,
@@ -21,7 +21,7 @@ export interface PostgresNotifierOptions extends NotifierOptions {
 /** PostgreSQL truncates identifiers past 63 bytes and `pg_notify` rejects longer channel names. */
 const MAX_CHANNEL_BYTES = 63;
 
-/** How long a fence waits for its own notification before it gives up (the caller reads the database). */
+/** How long a fence waits for its answer before it gives up (the caller reads the database instead). */
 const FENCE_TIMEOUT_MS = 5_000;
 
 /**
@@ -44,11 +44,14 @@ export function notifierChannel(schema: string): string {
  * drops, notifications sent meanwhile are lost for good, so after reconnecting it calls every
  * `onResync` handler and subscribers reload what they cache.
  *
- * A fence is a notification this instance sends to itself on a channel of its own, from the
- * listening connection: PostgreSQL delivers notifications in the order their transactions
- * committed (https://www.postgresql.org/docs/current/sql-notify.html), so once the fence's own
- * message is back, every message committed before it has been delivered here too. Fences asked
- * for while one is on its way share the next one, so a busy instance sends about one per round trip.
+ * A fence is a round trip on the listening connection (an empty statement). A committed NOTIFY
+ * signals every listening backend before its sender is told of the commit, and a backend sends the
+ * notifications it was signalled about before it answers the next statement (PostgreSQL's
+ * `PostgresMain` processes a pending notify interrupt before `ReadyForQuery`, and at once while
+ * idle; see the notes on delivery at the top of its `commands/async.c`). So once the fence is
+ * answered, every message whose publish settled before it was sent has been delivered here.
+ * Fences asked for while one is on its way share the next one, so a busy instance sends about one
+ * per round trip.
  *
  * Resolves once the first LISTEN is in place; rejects when the database cannot be reached then.
  */
@@ -67,9 +70,7 @@ export async function createPostgresNotifier(
   }
   const initialDelay = options.reconnectDelayMs ?? 200;
   const maxDelay = Math.max(options.maxReconnectDelayMs ?? 5000, initialDelay);
-  // The fence channel is this notifier's alone; no other instance listens on it.
-  const fenceChannel = `stratus_fence_${randomBytes(12).toString('hex')}`;
-  const listenSql = `LISTEN ${quoteIdentifier(channel)}; LISTEN ${quoteIdentifier(fenceChannel)}`;
+  const listenSql = `LISTEN ${quoteIdentifier(channel)}`;
   const registry = new TopicRegistry(options.onHandlerError ?? reportHandlerError);
 
   // `allowExitOnIdle`: an idle publishing connection must not keep the process alive on its own.
@@ -82,44 +83,21 @@ export async function createPostgresNotifier(
   let timer: NodeJS.Timeout | undefined;
   let connecting: Promise<void> | undefined;
   let delay = initialDelay;
-  /** Fences sent and not yet back, by token, with the connection that carries them. */
-  const fences = new Map<string, { client: pg.Client; settle: (error?: Error) => void }>();
-  let fenceSerial = 0;
   let fenceOnItsWay: Promise<void> | undefined;
   let nextFence: Promise<void> | undefined;
-
-  const failFences = (client: pg.Client | null, error: Error) => {
-    for (const [token, fence] of fences) {
-      if (client !== null && fence.client !== client) continue;
-      fences.delete(token);
-      fence.settle(error);
-    }
-  };
 
   const sendFence = (): Promise<void> => {
     const client = listener;
     if (closed) return Promise.reject(new Error('notifier is closed'));
     if (!client) return Promise.reject(new Error('the notifier is reconnecting'));
-    const token = String(++fenceSerial);
-    const back = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        fences.delete(token);
-        reject(new Error(`no fence notification within ${FENCE_TIMEOUT_MS} ms`));
-      }, FENCE_TIMEOUT_MS);
-      fences.set(token, {
-        client,
-        settle: (error) => {
-          clearTimeout(timer);
-          if (error) reject(error);
-          else resolve();
-        },
-      });
-    });
-    client.query('select pg_notify($1, $2)', [fenceChannel, token]).catch((error: unknown) => {
-      const fence = fences.get(token);
-      fences.delete(token);
-      fence?.settle(error instanceof Error ? error : new Error(String(error)));
-    });
+    let timer: NodeJS.Timeout | undefined;
+    const back = Promise.race([
+      // An empty statement: the cheapest round trip there is (no parse, no plan, no transaction id).
+      client.query(';').then(() => undefined),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no fence answer within ${FENCE_TIMEOUT_MS} ms`)), FENCE_TIMEOUT_MS);
+      }),
+    ]).finally(() => clearTimeout(timer));
     fenceOnItsWay = back;
     const done = () => {
       if (fenceOnItsWay === back) fenceOnItsWay = undefined;
@@ -135,16 +113,7 @@ export async function createPostgresNotifier(
     client.on('error', () => lost(client));
     client.on('end', () => lost(client));
     client.on('notification', (notification) => {
-      if (closed) return;
-      if (notification.channel === fenceChannel) {
-        const fence = fences.get(notification.payload ?? '');
-        if (fence?.client === client) {
-          fences.delete(notification.payload ?? '');
-          fence.settle();
-        }
-        return;
-      }
-      if (notification.channel !== channel) return;
+      if (closed || notification.channel !== channel) return;
       const envelope = decodeEnvelope(notification.payload ?? '');
       if (envelope) registry.deliver(envelope.topic, envelope.message);
     });
@@ -163,7 +132,6 @@ export async function createPostgresNotifier(
   const lost = (client: pg.Client) => {
     if (client !== listener || closed) return;
     listener = null;
-    failFences(client, new Error('the notifier lost its connection'));
     client.removeAllListeners('notification');
     client.end().catch(() => {});
     scheduleReconnect();
@@ -238,7 +206,6 @@ export async function createPostgresNotifier(
     close() {
       closing ??= (async () => {
         closed = true;
-        failFences(null, new Error('notifier is closed'));
         if (timer !== undefined) clearTimeout(timer);
         timer = undefined;
         await connecting;
