@@ -320,6 +320,22 @@ export function runSqlContract(
       );
     });
 
+    it('analyze: the planner learns the size of a table where it plans from statistics', async () => {
+      const t = await table('id integer primary key, v text');
+      await database.write(function* () {
+        for (let id = 1; id <= 500; id++) yield* run(`insert into ${t} (id, v) values (?, ?)`, id, `v${id}`);
+      });
+      await database.analyze([t]);
+      if (database.dialect === 'postgres') {
+        const row = await database.read(() =>
+          first<{ rows: number }>('select reltuples as rows from pg_class where oid = to_regclass(?)', t),
+        );
+        assert.equal(Number(row?.rows), 500);
+      }
+      // The rows are untouched either way.
+      assert.equal((await database.read(() => first<{ n: number }>(`select count(*) as n from ${t}`)))?.n, 500);
+    });
+
     it('writeEach: each statement atomic by itself, results as a write gives them', async () => {
       const t = await table('id integer primary key, owner text');
       await database.write(function* () {

@@ -107,6 +107,9 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
         client.release(broken);
       }
     },
+    async analyze(tables: readonly string[]): Promise<void> {
+      await pool.query(`analyze ${tables.join(', ')}`);
+    },
     *lockName(space: number, name: string): Work<void> {
       yield* all('select pg_advisory_xact_lock(cast(? as integer), hashtext(?))', space, name);
     },

@@ -201,6 +201,7 @@ export function sqliteDatabase(connection: Database.Database): SqlDatabase {
     writeEach<T>(make: () => Work<T>): Promise<T> {
       return commit((prepare) => driveSqlite(make(), prepare));
     },
+    analyze: () => Promise.resolve(),
     // Writes on SQLite are serial already: nothing to lock.
     *lockName(): Work<void> {},
     isUniqueViolation: (error) => UNIQUE_CODES.has(errorCode(error) as string),

@@ -111,6 +111,13 @@ export interface SqlDatabase {
    * transaction lock on PostgreSQL; nothing on SQLite, where writes are already one at a time.
    */
   lockName(space: number, name: string): Work<void>;
+  /**
+   * Brings the planner's statistics of `tables` up to date (PostgreSQL `ANALYZE`), after a bulk
+   * change its autovacuum would notice only later, or never: it waits for 10% of a table to change,
+   * while one collection's new rows in a shared table can be far fewer and still plan badly. A
+   * no-op on SQLite, whose plans here come from the schema. Names are the caller's constants.
+   */
+  analyze(tables: readonly string[]): Promise<void>;
   /** True for a unique or primary key violation thrown by this database. */
   isUniqueViolation(error: unknown): boolean;
   /** True for a foreign key violation (the referenced row is gone). */

@@ -75,6 +75,9 @@ const COLLECTIONS_CHANGED_TOPIC = 'docdb.collections.changed';
 const MAX_CACHED_COLLECTIONS = 10_000;
 const collectionKey = (databaseId: string, name: string) => `${databaseId}/${name}`;
 const READ_BATCH = 1000;
+
+/** Documents a collection gains (through one instance) before the planner's statistics are refreshed. */
+const STATISTICS_AFTER_ROWS = 10_000;
 /**
  * Bodies up to this many bytes come with their batch; a larger one is read on its own when the
  * traversal reaches it, so a batch holds at most READ_BATCH × INLINE_BODY_BYTES of documents.
@@ -356,6 +359,9 @@ export class DocumentStore {
    * Every change drops the entry here and, through the notifier, on every other instance.
    */
   private readonly collections = new Map<string, CollectionInfo>();
+  /** Documents inserted per collection through this instance: since the last analysis, and before it. */
+  private readonly growth = new Map<number, { pending: number; known: number }>();
+  private analyzing: Promise<void> | undefined;
   /** Bumped by every change and drop, so a load that raced one is not cached. */
   private collectionChanges = 0;
   private readonly unsubscribe: (() => void)[];
@@ -758,7 +764,45 @@ export class DocumentStore {
       }
       return outcomes as WriteOutcome[];
     };
-    return this.sql.write(() => work.call(this));
+    const outcomes = await this.sql.write(() => work.call(this));
+    this.inserted(collection.id, outcomes.filter((outcome) => outcome.ok).length);
+    return outcomes;
+  }
+
+  private inserted(collectionId: number, count: number): void {
+    if (count === 0) return;
+    const growth = this.growth.get(collectionId) ?? { pending: 0, known: 0 };
+    growth.pending += count;
+    this.growth.set(collectionId, growth);
+  }
+
+  /**
+   * After an insert request: when this collection has grown by STATISTICS_AFTER_ROWS documents and
+   * a tenth of its size at the last analysis, the planner's statistics are brought up to date before
+   * the request ends (`SqlDatabase.analyze`). Shared tables hold every collection's documents and
+   * entries, so a new collection's rows can be too few for autovacuum to look again, yet enough
+   * for an ordered index read to be planned as a bitmap scan and a sort of every matching entry.
+   */
+  async insertsSettled(collectionId: number): Promise<void> {
+    const growth = this.growth.get(collectionId);
+    if (!growth || growth.pending < Math.max(STATISTICS_AFTER_ROWS, growth.known / 10)) return;
+    // One analysis at a time: a request that finds one running waits for it, then looks again.
+    while (this.analyzing) await this.analyzing;
+    if (growth.pending < Math.max(STATISTICS_AFTER_ROWS, growth.known / 10)) return;
+    const counted = growth.pending;
+    let analyzed = false;
+    // Only a help to the planner: a failure leaves the count as it was, to try again next time.
+    this.analyzing = this.sql
+      .analyze(['docdb_documents', 'docdb_index_entries', 'docdb_unique_entries'])
+      .then(
+        () => void (analyzed = true),
+        () => undefined,
+      )
+      .finally(() => (this.analyzing = undefined));
+    await this.analyzing;
+    if (!analyzed) return;
+    growth.known += counted;
+    growth.pending -= counted;
   }
 
   /**

@@ -74,6 +74,8 @@ export async function insertAction(
       }
     }
     if (!sawValue && !streaming) out.setStatus(kind === 'insert' ? 204 : 200);
+    // Ended once a large load is known to the query planner, so the finds that follow plan well.
+    await documents.insertsSettled(collection.id);
     out.end();
   } catch (error) {
     const failure = error instanceof JsonStreamError ? streamError(error) : error instanceof HttpError ? error : null;
