@@ -4,7 +4,7 @@ import type { SqlDatabase, SqlSyntax } from './sql/types.ts';
 /**
  * One schema change: its statements for one database, run in order in one transaction. `syntax`
  * gives what differs between SQLite and PostgreSQL (column types such as `types.blob` and
- * `types.serialPrimaryKey`, `withoutRowid`, `binaryStoredAsIs`); everything else is written once.
+ * `types.serialPrimaryKey`, `withoutRowid`, `binaryStoredAsIs`, `fastCompression`); everything else is written once.
  */
 export interface Migration {
   readonly name: string;

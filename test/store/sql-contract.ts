@@ -336,6 +336,24 @@ export function runSqlContract(
       assert.equal((await database.read(() => first<{ n: number }>(`select count(*) as n from ${t}`)))?.n, 500);
     });
 
+    it('fastCompression: new values are compressed with lz4 where the server has it, and read back whole', async () => {
+      const t = await table(`id integer primary key, data ${database.syntax.types.blob} not null`);
+      for (const statement of database.syntax.fastCompression(t, 'data')) await database.write(() => run(statement));
+      const value = Buffer.from('a log line that repeats\n'.repeat(4_000));
+      await database.write(() => run(`insert into ${t} (id, data) values (?, ?)`, 1, value));
+      const row = await database.read(() => first<{ data: Buffer }>(`select data from ${t} where id = ?`, 1));
+      assert.ok(row && Buffer.compare(row.data, value) === 0);
+      if (database.dialect === 'postgres') {
+        const lz4 = await database.read(() =>
+          first(`select 1 as yes from pg_settings where name = 'default_toast_compression' and 'lz4' = any(enumvals)`),
+        );
+        const method = await database.read(() =>
+          first<{ method: string | null }>(`select pg_column_compression(data) as method from ${t} where id = ?`, 1),
+        );
+        assert.equal(method?.method, lz4 ? 'lz4' : 'pglz');
+      }
+    });
+
     it('writeEach: each statement atomic by itself, results as a write gives them', async () => {
       const t = await table('id integer primary key, owner text');
       await database.write(function* () {

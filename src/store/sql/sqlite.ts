@@ -7,6 +7,7 @@ export const sqliteSyntax: SqlSyntax = {
   forShare: '',
   forUpdateSkipLocked: '',
   binaryStoredAsIs: () => [],
+  fastCompression: () => [],
   byteLength: (expression) => `length(cast(${expression} as blob))`,
   position: (haystack, needle) => `instr(${haystack}, ${needle})`,
   rowSources: valuesRows,

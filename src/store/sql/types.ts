@@ -37,6 +37,12 @@ export interface SqlSyntax {
    * (PostgreSQL `set storage external`: blob content is mostly compressed already); none on SQLite.
    */
   binaryStoredAsIs(table: string, column: string): readonly string[];
+  /**
+   * Statements that make a column compress its new values with a fast method where the database
+   * has one (PostgreSQL's lz4, when the server was built with it: pglz writes ~5x slower for a
+   * like size); none on SQLite, which does not compress.
+   */
+  fastCompression(table: string, column: string): readonly string[];
   /** Length in bytes of a text or binary expression (SQLite's `length` counts characters of text). */
   byteLength(expression: string): string;
   /** 1-based position of `needle` in `haystack`, 0 when absent. */
