@@ -126,6 +126,17 @@ export class ReplicationFeed {
       const resumeAfter = since === undefined ? null : await repository.resumePoint(since, isReplica);
       const snapshot = await repository.state();
       if (signal.aborted) return;
+      if (isReplica && !snapshot.hasBaseline) {
+        // A replica still taking its first baseline would pass on part of one, and its child would
+        // count itself complete: the child tries again (README: Reconnecting).
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+        res.end(
+          JSON.stringify({
+            error: { code: 'service_unavailable', message: 'this replica has no complete baseline yet' },
+          }),
+        );
+        return;
+      }
       res.writeHead(200, {
         'content-type': 'application/x-ndjson',
         'cache-control': 'no-store',

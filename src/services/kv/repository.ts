@@ -91,8 +91,8 @@ type KeyCommandDraft =
   Omit<Extract<Command, { type: 'SET' }>, 'seq'> | Omit<Extract<Command, { type: 'DELETE' }>, 'seq'>;
 
 const COLLECTION_EXISTS = 'select 1 as present from kv_collections where project = ? and name = ?';
-const GET_KEY =
-  'select key, value, version, seq, updated_at from kv_keys where project = ? and collection = ? and key = ? and value is not null union all select null, null, null, null, null from kv_collections where project = ? and name = ?';
+const GET_LIVE_KEY =
+  'select key, value, version, seq, updated_at from kv_keys where project = ? and collection = ? and key = ? and value is not null';
 
 export class KvRepository {
   /** `has_baseline` never goes back to 0: once this process saw it set, writes skip setting it. */
@@ -142,14 +142,15 @@ export class KvRepository {
 
   /** A live key; `collection: false` when the collection does not exist. */
   get(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
-    // One statement for both lookups (on SQLite a statement costs about as much as a lookup; on
-    // PostgreSQL it is one round trip): the key's row if live, and a row of nulls if the collection
-    // exists. (A collection's keys go with it, so a key row means the collection exists.)
+    // A collection's keys go with it, so a key row means the collection exists: a hit is one
+    // statement, and only a miss asks about the collection. (One `union all` statement for both
+    // cost SQLite more than the two lookups it replaced.)
     return this.database.read(function* () {
-      const rows = yield* all<EntryRow | { key: null }>(GET_KEY, project, collection, key, project, collection);
-      const found = rows.find((row): row is EntryRow => row.key !== null);
+      const found = yield* first<EntryRow>(GET_LIVE_KEY, project, collection, key);
       if (found) return entryOf(found);
-      return rows.length === 0 ? ({ collection: false } as const) : null;
+      return (yield* first(COLLECTION_EXISTS, project, collection)) === undefined
+        ? { collection: false as const }
+        : null;
     });
   }
 

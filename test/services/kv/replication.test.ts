@@ -53,6 +53,20 @@ async function contents(node: KvNodeHandle, collection: string): Promise<Record<
   );
 }
 
+describe('a replica without a complete baseline', () => {
+  it('refuses subscriptions with 503 while it has none (a three-node chain shows it serving once it has)', async () => {
+    // Its parent is not there yet: the replica has no baseline to pass on.
+    const parent = await start({ dataDir: dirs.make(), name: 'late-parent' });
+    const parentUrl = parent.url;
+    await stop(parent);
+    const replica = await start({ dataDir: dirs.make(), name: 'orphan', parentUrl });
+    const refused = await fetch(`${replica.url}/v1/replicate`, { method: 'POST', headers: AUTH });
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get('retry-after'), '1');
+    assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'service_unavailable');
+  });
+});
+
 describe('a three-node chain', () => {
   it('starts from a baseline, converges on writes made at any node, and forwards replica writes up', async () => {
     const root = await start({ dataDir: dirs.make(), name: 'root' });

@@ -6,9 +6,9 @@ import type { KvNode } from './common.ts';
 const replicateSchema = {
   tags: ['replication'],
   summary: 'Subscribe to this node: NDJSON baseline, PING, then live commands; the stream does not end on its own',
-  description: `${presence} \`since=<seq>\` (an extension) resumes after that seq without a baseline when this node's log still holds what follows (the answer then carries \`X-Kv-Resumed\`). \`X-Kv-Snapshot-Seq\` names the baseline's seq.`,
+  description: `${presence} \`since=<seq>\` (an extension) resumes after that seq without a baseline when this node's log still holds what follows (the answer then carries \`X-Kv-Resumed\`). \`X-Kv-Snapshot-Seq\` names the baseline's seq. A replica that has no complete baseline of its own yet answers 503 \`service_unavailable\` (with \`Retry-After\`).`,
   querystring: Type.Object({ since: Type.Optional(Type.String({ pattern: '^\\d{1,15}$' })) }),
-  response: { 200: Type.String({ description: 'application/x-ndjson' }), 403: errorBody },
+  response: { 200: Type.String({ description: 'application/x-ndjson' }), 403: errorBody, 503: errorBody },
 };
 
 /** The replication feed: children subscribe here (feed.ts writes the stream). */
