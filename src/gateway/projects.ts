@@ -1,5 +1,5 @@
 import type { SqlConnection } from '../store/db.ts';
-import type { Notifier } from '../store/notifier/types.ts';
+import { caughtUp, type Notifier } from '../store/notifier/types.ts';
 import { findProjectBySlug, PROJECTS_CHANGED_TOPIC } from '../services/apikeys/index.ts';
 
 export interface ProjectRef {
@@ -42,13 +42,7 @@ export class ProjectDirectory {
   async bySlug(slug: string): Promise<ProjectRef | null> {
     if (this.cache.has(slug)) {
       // Scaled out, a hit counts once the notifier has applied every change announced before it.
-      const fenced =
-        !this.notifier.crossInstance ||
-        (await this.notifier.fence().then(
-          () => true,
-          () => false,
-        ));
-      const cached = fenced ? this.cache.get(slug) : undefined;
+      const cached = (await caughtUp(this.notifier)) ? this.cache.get(slug) : undefined;
       if (cached !== undefined) return cached;
     }
     const generation = this.generation;

@@ -1,4 +1,4 @@
-import type { Notifier } from './notifier/types.ts';
+import { caughtUp, type Notifier } from './notifier/types.ts';
 
 /** Where a `SharedCache` keeps its entries (a `TextCache`, a bounded map…). */
 export interface CacheEntries<V> {
@@ -9,7 +9,7 @@ export interface CacheEntries<V> {
 }
 
 /** The part of the store's notifier a shared cache needs. */
-export type ChangeFeed = Pick<Notifier, 'publish' | 'subscribe' | 'onResync' | 'fence'>;
+export type ChangeFeed = Pick<Notifier, 'publish' | 'subscribe' | 'onResync' | 'fence' | 'crossInstance'>;
 
 /** The message that drops every entry (keys are never empty). */
 const EVERYTHING = '';
@@ -58,12 +58,8 @@ export class SharedCache<V> {
   async read<T extends V>(key: string, load: () => Promise<T | null>): Promise<V | null> {
     if (this.entries.get(key) !== undefined) {
       if (!this.feed) return this.entries.get(key)!;
-      const fenced = await this.feed.fence().then(
-        () => true,
-        () => false,
-      );
-      // The fence applied every change announced before it: what is still here is current.
-      const cached = fenced ? this.entries.get(key) : undefined;
+      // Caught up with every change announced before the read: what is still here is current.
+      const cached = (await caughtUp(this.feed)) ? this.entries.get(key) : undefined;
       if (cached !== undefined) return cached;
     }
     const before = this.changes;

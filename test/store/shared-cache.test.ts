@@ -18,6 +18,8 @@ function sharedFeed(): ChangeFeed & { resync(): void; published: string[] } {
       await notifier.publish(topic, message);
     },
     subscribe: (topic, handler) => notifier.subscribe(topic, handler),
+    // Standing for PostgreSQL: other instances publish too.
+    crossInstance: true,
     fence: () => notifier.fence(),
     onResync: (handler) => {
       resyncs.add(handler);
@@ -116,6 +118,7 @@ describe('SharedCache', () => {
         handlers.push(handler);
         return () => undefined;
       },
+      crossInstance: true,
       fence: async () => {
         fences++;
         if (fenceFails) throw new Error('reconnecting');

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { HttpError } from '../../../core/errors.ts';
 import type { SqlConnection } from '../../../store/db.ts';
-import type { Notifier } from '../../../store/notifier/types.ts';
+import { caughtUp, type Notifier } from '../../../store/notifier/types.ts';
 import { BODY_LIMIT } from '../body.ts';
 import { DocdbErrors } from '../errors.ts';
 import { applyDefaults, unixNanoNow, usesAuto } from '../query/defaults.ts';
@@ -452,13 +452,7 @@ export class DocumentStore {
     const key = collectionKey(databaseId, name);
     if (this.collections.has(key)) {
       // Scaled out, a hit counts once the notifier has applied every change announced before it.
-      const fenced =
-        !this.notifier.crossInstance ||
-        (await this.notifier.fence().then(
-          () => true,
-          () => false,
-        ));
-      const cached = fenced ? this.collections.get(key) : undefined;
+      const cached = (await caughtUp(this.notifier)) ? this.collections.get(key) : undefined;
       if (cached) return cached;
     }
     const before = this.collectionChanges;
