@@ -1,20 +1,17 @@
 import { createHash } from 'node:crypto';
 import { verify } from '@node-rs/bcrypt';
+import { caughtUp, type FencedFeed } from './caught-up.ts';
 
 /**
  * The part of the store's notifier a checker needs (the store's `Notifier` satisfies it; the
  * kernel imports nothing from the store).
  */
-export interface RevocationFeed {
+export interface RevocationFeed extends FencedFeed {
   /** Delivers every message published on `topic` by any instance; returns an unsubscribe. */
   subscribe(topic: string, handler: (message: string) => void): () => void;
   /** Called after messages may have been missed; returns an unsubscribe. */
   onResync(handler: () => void): () => void;
   publish(topic: string, message: string): Promise<void>;
-  /** True when other instances revoke too: a cached success is trusted only after `fence`. */
-  readonly crossInstance: boolean;
-  /** Resolves once every revocation sent before the call has arrived here; rejects when that cannot be known. */
-  fence(): Promise<void>;
 }
 
 /** What a key is stored as: the bcrypt hash of its secret, and what a success is worth. */
@@ -135,14 +132,7 @@ export class CredentialChecker<V, R = V> {
    * fence has applied every revocation sent before the call (undefined if the fence fails).
    */
   async confirmed(hash: string): Promise<V | undefined> {
-    if (!this.cache.has(hash)) return undefined;
-    if (this.feed.crossInstance) {
-      const fenced = await this.feed.fence().then(
-        () => true,
-        () => false,
-      );
-      if (!fenced) return undefined;
-    }
+    if (!this.cache.has(hash) || !(await caughtUp(this.feed))) return undefined;
     return this.unexpired(hash);
   }
 

@@ -56,11 +56,12 @@ export class SharedCache<V> {
 
   /** The cached value, or what `load` reads (null: nothing to cache), cached unless a change raced it. */
   async read<T extends V>(key: string, load: () => Promise<T | null>): Promise<V | null> {
-    if (this.entries.get(key) !== undefined) {
-      if (!this.feed) return this.entries.get(key)!;
+    const cached = this.entries.get(key);
+    if (cached !== undefined) {
+      if (!this.feed) return cached;
       // Caught up with every change announced before the read: what is still here is current.
-      const cached = (await caughtUp(this.feed)) ? this.entries.get(key) : undefined;
-      if (cached !== undefined) return cached;
+      const current = (await caughtUp(this.feed)) ? this.entries.get(key) : undefined;
+      if (current !== undefined) return current;
     }
     const before = this.changes;
     const value = await load();

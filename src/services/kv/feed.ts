@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { onDrain } from '../../core/drain.ts';
+import { envelope } from '../../core/errors.ts';
 import { writeLines } from '../../core/stream.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
 import { coalesced } from './coalesce.ts';
@@ -130,11 +131,7 @@ export class ReplicationFeed {
         // A replica still taking its first baseline would pass on part of one, and its child would
         // count itself complete: the child tries again (README: Reconnecting).
         res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
-        res.end(
-          JSON.stringify({
-            error: { code: 'service_unavailable', message: 'this replica has no complete baseline yet' },
-          }),
-        );
+        res.end(JSON.stringify(envelope(503, 'service_unavailable', 'this replica has no complete baseline yet')));
         return;
       }
       res.writeHead(200, {

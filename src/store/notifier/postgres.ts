@@ -90,14 +90,14 @@ export async function createPostgresNotifier(
     const client = listener;
     if (closed) return Promise.reject(new Error('notifier is closed'));
     if (!client) return Promise.reject(new Error('the notifier is reconnecting'));
-    let timer: NodeJS.Timeout | undefined;
+    let giveUp: NodeJS.Timeout | undefined;
     const back = Promise.race([
       // An empty statement: the cheapest round trip there is (no parse, no plan, no transaction id).
       client.query(';').then(() => undefined),
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no fence answer within ${FENCE_TIMEOUT_MS} ms`)), FENCE_TIMEOUT_MS);
+        giveUp = setTimeout(() => reject(new Error(`no fence answer within ${FENCE_TIMEOUT_MS} ms`)), FENCE_TIMEOUT_MS);
       }),
-    ]).finally(() => clearTimeout(timer));
+    ]).finally(() => clearTimeout(giveUp));
     fenceOnItsWay = back;
     const done = () => {
       if (fenceOnItsWay === back) fenceOnItsWay = undefined;

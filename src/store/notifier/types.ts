@@ -29,18 +29,8 @@ export interface Notifier {
   close(): Promise<void>;
 }
 
-/**
- * True once this instance has applied every change announced before the call: at once where no
- * other instance publishes, after a fence where others do; false when that cannot be known (then
- * read the database, not a cache).
- */
-export function caughtUp(notifier: Pick<Notifier, 'crossInstance' | 'fence'>): Promise<boolean> {
-  if (!notifier.crossInstance) return Promise.resolve(true);
-  return notifier.fence().then(
-    () => true,
-    () => false,
-  );
-}
+// The kernel's helper, re-exported for the store's users (a Notifier is a FencedFeed).
+export { caughtUp } from '../../core/caught-up.ts';
 
 export interface NotifierOptions {
   /** Where a throwing handler's error goes; it never reaches the publisher or other handlers. */
