@@ -4,28 +4,10 @@
 // rejected ones), refusals in index order, the auto() counter, insertion order. On SQLite or
 // PostgreSQL (one request body arrives as one chunk, so it is one batch).
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import {
-  createIndex,
-  errorOf,
-  find,
-  get,
-  jsonOf,
-  linesOf,
-  ndjson,
-  parseLines,
-  post,
-  startEnv,
-  type Env,
-} from './fixtures.ts';
+import { describe, it } from 'node:test';
+import { createIndex, errorOf, find, get, jsonOf, linesOf, ndjson, parseLines, post, useEnv } from './fixtures.ts';
 
-let env: Env;
-before(async () => {
-  env = await startEnv();
-});
-after(async () => {
-  await env.service.close();
-});
+const env = useEnv();
 
 /** A collection with an auto() counter, one stored document and four indexes, two of them unique. */
 async function prepared(name: string): Promise<void> {

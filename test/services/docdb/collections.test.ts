@@ -1,15 +1,9 @@
 // Collection endpoints (docdb.md §5) and action routing (§1.1), on SQLite or PostgreSQL.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { createIndex, errorOf, find, get, insert, jsonOf, post, request, startEnv, type Env } from './fixtures.ts';
+import { describe, it } from 'node:test';
+import { createIndex, errorOf, find, get, insert, jsonOf, post, request, useEnv } from './fixtures.ts';
 
-let env: Env;
-before(async () => {
-  env = await startEnv();
-});
-after(async () => {
-  await env.service.close();
-});
+const env = useEnv();
 
 interface CollectionRecord {
   name: string;

@@ -1,7 +1,7 @@
 // Document endpoints (docdb.md §6, §10, §11): insert, insertFullduplex, insertStream, patch,
 // remove, get by id, defaults and generators, big integers. On SQLite or PostgreSQL.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import pino from 'pino';
 import { VERSION } from '../../../src/core/version.ts';
 import { docdbService } from '../../../src/services/docdb/index.ts';
@@ -20,17 +20,10 @@ import {
   parseLines,
   post,
   seed,
-  startEnv,
-  type Env,
+  useEnv,
 } from './fixtures.ts';
 
-let env: Env;
-before(async () => {
-  env = await startEnv();
-});
-after(async () => {
-  await env.service.close();
-});
+const env = useEnv();
 
 const total = async (collection: string): Promise<number> =>
   jsonOf<{ total: number }>(await get(env, collection)).total;

@@ -1,6 +1,7 @@
 // Shared fixtures for the collection, document, index, query and streaming tests: a docdb service
 // on an isolated database with one database created through the API, and small request helpers.
 import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { docdbService } from '../../../src/services/docdb/index.ts';
 import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
@@ -12,6 +13,21 @@ export interface Env {
   databaseId: string;
   /** `/v1/databases/{databaseId}/collections` */
   C: string;
+}
+
+/**
+ * `startEnv` before the file's (or suite's) tests and its close after them; the object is filled
+ * in when `before` runs, so tests read it as they would the value `startEnv` returns.
+ */
+export function useEnv(user?: string): Env {
+  const env = {} as Env;
+  before(async () => {
+    Object.assign(env, await startEnv(user));
+  });
+  after(async () => {
+    await env.service.close();
+  });
+  return env;
 }
 
 export type Body = string | object | undefined;

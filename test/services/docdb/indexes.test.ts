@@ -20,17 +20,10 @@ import {
   linesOf,
   post,
   seed,
-  startEnv,
-  type Env,
+  useEnv,
 } from './fixtures.ts';
 
-let env: Env;
-before(async () => {
-  env = await startEnv();
-});
-after(async () => {
-  await env.service.close();
-});
+const env = useEnv();
 
 const indexIds = (collection: string, body: object) => find(env, collection, { limit: -1, ...body }).then(ids);
 

@@ -2,22 +2,16 @@
 // ordered index reads that follow are planned as index scans, not a bitmap scan and a sort of
 // every matching entry. Observable on PostgreSQL only (SQLite plans from the schema).
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { first } from '../../../src/store/sql-work.ts';
 import { testDialect } from '../../helpers/database.ts';
-import { createIndex, jsonOf, linesOf, ndjson, post, startEnv, type Env } from './fixtures.ts';
+import { createIndex, jsonOf, linesOf, ndjson, post, useEnv } from './fixtures.ts';
 
 describe(
   'docdb: planner statistics after large inserts',
   { skip: testDialect !== 'postgres' && 'PostgreSQL only' },
   () => {
-    let env: Env;
-    before(async () => {
-      env = await startEnv();
-    });
-    after(async () => {
-      await env.service.close();
-    });
+    const env = useEnv();
 
     const plannedRows = async (table: string) => {
       const row = await env.service.store.sql.database.read(() =>
