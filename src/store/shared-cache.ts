@@ -14,6 +14,9 @@ export type ChangeFeed = Pick<Notifier, 'publish' | 'subscribe' | 'onResync' | '
 /** The message that drops every entry (keys are never empty). */
 const EVERYTHING = '';
 
+/** Keys whose changes are remembered while reads are in flight; past this, any change counts as a change of every key. */
+const MAX_TRACKED_CHANGES = 10_000;
+
 /**
  * A read cache that stays right when other instances write the same database (root README: What
  * instances share). Where this process is the database's only writer (the embedded store) a
@@ -23,11 +26,18 @@ const EVERYTHING = '';
  * change announced before the read began has been applied by then, so a client that wrote through
  * one instance reads its write through any other. A notifier that lost its connection clears
  * everything when it is back, and while it is away no hit is trusted. A read that raced a write or
- * an announced change does not cache what it read.
+ * an announced change of its key (or of every key) does not cache what it read; reads of other keys
+ * still do, so a steady stream of writes does not empty the cache.
  */
 export class SharedCache<V> {
   /** Bumped by every local write and every announced change. */
-  private changes = 0;
+  private stamp = 0;
+  /** The stamp of the last change of every key (a clear, a write of unknown keys). */
+  private everythingAt = 0;
+  /** The stamp of each key's last change, kept only while some read is in flight. */
+  private readonly changedAt = new Map<string, number>();
+  /** Reads loading from the database now. */
+  private loading = 0;
   private readonly feed: ChangeFeed | null;
   private readonly unsubscribe: (() => void)[] = [];
 
@@ -48,13 +58,25 @@ export class SharedCache<V> {
     }
   }
 
+  /** Notes a change of `key` (EVERYTHING: of every key) for the reads in flight. */
+  private changed(key: string): void {
+    this.stamp++;
+    if (key === EVERYTHING || this.changedAt.size >= MAX_TRACKED_CHANGES) {
+      this.everythingAt = this.stamp;
+      this.changedAt.clear();
+    } else if (this.loading > 0) {
+      // A read that starts later takes a later stamp: only reads in flight need to know.
+      this.changedAt.set(key, this.stamp);
+    }
+  }
+
   private drop(key: string): void {
-    this.changes++;
+    this.changed(key);
     if (key === EVERYTHING) this.entries.clear();
     else this.entries.delete(key);
   }
 
-  /** The cached value, or what `load` reads (null: nothing to cache), cached unless a change raced it. */
+  /** The cached value, or what `load` reads (null: nothing to cache), cached unless a change of its key raced it. */
   async read<T extends V>(key: string, load: () => Promise<T | null>): Promise<V | null> {
     const cached = this.entries.get(key);
     if (cached !== undefined) {
@@ -63,15 +85,24 @@ export class SharedCache<V> {
       const current = (await caughtUp(this.feed)) ? this.entries.get(key) : undefined;
       if (current !== undefined) return current;
     }
-    const before = this.changes;
-    const value = await load();
-    if (value !== null && this.changes === before) this.entries.set(key, value);
-    return value;
+    const before = this.stamp;
+    this.loading++;
+    try {
+      const value = await load();
+      if (value !== null && this.everythingAt <= before && (this.changedAt.get(key) ?? 0) <= before)
+        this.entries.set(key, value);
+      return value;
+    } finally {
+      if (--this.loading === 0) this.changedAt.clear();
+    }
   }
 
-  /** Call before a write starts, so that a read racing it does not cache what it read before the commit. */
-  writing(): void {
-    this.changes++;
+  /**
+   * Call before a write of `key` starts (undefined: of any number of keys), so that a read racing
+   * it does not cache what it read before the commit.
+   */
+  writing(key?: string): void {
+    this.changed(key ?? EVERYTHING);
   }
 
   /**
@@ -79,8 +110,9 @@ export class SharedCache<V> {
    * number of keys). Settles once the change has been announced to every instance.
    */
   async written(key: string | undefined, value: V | null = null): Promise<void> {
-    this.changes++;
+    const message = key ?? EVERYTHING;
     if (!this.feed) {
+      this.changed(message);
       if (key === undefined) this.entries.clear();
       else if (value === null) this.entries.delete(key);
       else this.entries.set(key, value);
@@ -88,7 +120,6 @@ export class SharedCache<V> {
     }
     // Another instance's write of the same key may be announced before this one's promise
     // settles, so the local entry is dropped, not replaced: the next read fetches the newest.
-    const message = key ?? EVERYTHING;
     this.drop(message);
     await this.feed.publish(this.topic, message);
   }

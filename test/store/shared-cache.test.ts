@@ -88,6 +88,46 @@ describe('SharedCache', () => {
     writer.close();
   });
 
+  it('shared: a read that overlapped changes of other keys only is cached', async () => {
+    const feed = sharedFeed();
+    const reader = new SharedCache(entries(), 'things', false, feed);
+    const writer = new SharedCache(entries(), 'things', false, feed);
+    let release!: () => void;
+    const slowLoad = new Promise<void>((resolve) => (release = resolve));
+    const read = reader.read('a', async () => {
+      await slowLoad;
+      return 'a1';
+    });
+    // Another key written through both instances while the read of 'a' is in flight.
+    await writer.written('b');
+    reader.writing('c');
+    await reader.written('c');
+    await settle();
+    release();
+    assert.equal(await read, 'a1');
+    let loads = 0;
+    assert.equal(
+      await reader.read('a', async () => (loads++, 'a2')),
+      'a1',
+      'the overlapping read was cached: a hit now',
+    );
+    assert.equal(loads, 0);
+    // A write of many keys while a read is in flight still counts as a change of that read's key.
+    let releaseAgain!: () => void;
+    const slowAgain = new Promise<void>((resolve) => (releaseAgain = resolve));
+    const readD = reader.read('d', async () => {
+      await slowAgain;
+      return 'd-old';
+    });
+    await writer.written(undefined);
+    await settle();
+    releaseAgain();
+    assert.equal(await readD, 'd-old');
+    assert.equal(await reader.read('d', async () => 'd-new'), 'd-new');
+    reader.close();
+    writer.close();
+  });
+
   it('shared: a resync clears everything; a write of many keys clears everything everywhere', async () => {
     const feed = sharedFeed();
     const one = new SharedCache(entries(), 'things', false, feed);

@@ -90,7 +90,7 @@ export class ConfigRepository {
    * locking transaction takes four (begin, select for update, update, commit).
    */
   async patch(id: string, patch: Entries): Promise<ConfigObject | null> {
-    this.cache.writing();
+    this.cache.writing(id);
     const changes = Object.keys(patch).length > 0;
     const entries = changes && !this.database.soleWriter ? await this.patchIfUnchanged(id, patch) : null;
     const merged = entries ?? (await this.patchLocked(id, patch, changes));

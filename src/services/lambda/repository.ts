@@ -128,7 +128,7 @@ export class LambdaRepository {
     if (columns.length > 0) {
       const assignments = columns.map((column) => `${column} = ?`).join(', ');
       const values = columns.map((column) => changes[column]);
-      this.byId.writing();
+      this.byId.writing(id);
       this.routes.writing();
       try {
         await this.database.write(() => run(`update lambda_functions set ${assignments} where id = ?`, ...values, id));
@@ -143,7 +143,7 @@ export class LambdaRepository {
   }
 
   async delete(id: string): Promise<boolean> {
-    this.byId.writing();
+    this.byId.writing(id);
     this.routes.writing();
     const deleted = (await this.database.write(() => run('delete from lambda_functions where id = ?', id))) > 0;
     if (deleted) await this.changed(id);
