@@ -92,6 +92,27 @@ if (testDialect === 'postgres') {
       assert.deepEqual(atTwo.messages, ['from one', 'from two']);
     });
 
+    it('publishes made at once go out together, and each settles once its message is sent', async () => {
+      const one = await connect();
+      const two = await connect();
+      const topic = uniqueTopic('batched');
+      const atTwo = record(two, topic);
+      const messages = Array.from({ length: 300 }, (_, i) => `m${i}`);
+      await Promise.all(messages.map((message) => one.publish(topic, message)));
+      await two.fence();
+      assert.deepEqual([...atTwo.messages].sort(), [...messages].sort(), 'every distinct message arrives');
+      // PostgreSQL delivers identical messages of one transaction once: 300 identical publishes
+      // sent one by one would arrive 300 times; gathered into a few statements, a few times.
+      const same = uniqueTopic('batched-same');
+      const sameAtTwo = record(two, same);
+      await Promise.all(Array.from({ length: 300 }, () => one.publish(same, 'changed')));
+      await two.fence();
+      assert.ok(
+        sameAtTwo.messages.length >= 1 && sameAtTwo.messages.length < 30,
+        `${sameAtTwo.messages.length} deliveries`,
+      );
+    });
+
     it('fence: what another instance published before is delivered here once the fence resolves', async () => {
       const one = await connect();
       const two = await connect();

@@ -21,6 +21,17 @@ export interface PostgresNotifierOptions extends NotifierOptions {
 /** PostgreSQL truncates identifiers past 63 bytes and `pg_notify` rejects longer channel names. */
 const MAX_CHANNEL_BYTES = 63;
 
+/** Connections that publish; while all are busy, further publishes gather into one statement. */
+const PUBLISHING_CONNECTIONS = 2;
+/** At most this many messages in one publishing statement (each at most `MAX_NOTIFY_BYTES`). */
+const MAX_PUBLISH_BATCH = 256;
+
+interface PendingPublish {
+  payload: string;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
 /** How long a fence waits for its answer before it gives up (the caller reads the database instead). */
 const FENCE_TIMEOUT_MS = 5_000;
 
@@ -74,8 +85,45 @@ export async function createPostgresNotifier(
   const registry = new TopicRegistry(options.onHandlerError ?? reportHandlerError);
 
   // `allowExitOnIdle`: an idle publishing connection must not keep the process alive on its own.
-  const publisher = new pg.Pool({ ...config, max: 2, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+  const publisher = new pg.Pool({
+    ...config,
+    max: PUBLISHING_CONNECTIONS,
+    idleTimeoutMillis: 10_000,
+    allowExitOnIdle: true,
+  });
   publisher.on('error', () => {}); // an idle client that dies is replaced on next use
+
+  // Publishes wait here while every publishing connection is busy, and go out together: one
+  // statement and one commit for all of them, where each alone cost a commit (a WAL flush).
+  // PostgreSQL delivers identical messages of one transaction once; every message is a signal
+  // ("this changed"), so a duplicate carries nothing more.
+  let waiting: PendingPublish[] = [];
+  let sending = 0;
+  const sendWaiting = (): void => {
+    while (sending < PUBLISHING_CONNECTIONS && waiting.length > 0) {
+      const batch = waiting.slice(0, MAX_PUBLISH_BATCH);
+      waiting = waiting.slice(batch.length);
+      sending++;
+      const sent =
+        batch.length === 1
+          ? publisher.query('select pg_notify($1, $2)', [channel, batch[0]!.payload])
+          : // `unnest` yields the array in order, so the messages are queued in the order published.
+            publisher.query('select pg_notify($1, payload) from unnest(cast($2 as text[])) as m (payload)', [
+              channel,
+              batch.map((pending) => pending.payload),
+            ]);
+      sent.then(
+        () => batch.forEach((pending) => pending.resolve()),
+        (error: unknown) => batch.forEach((pending) => pending.reject(error)),
+      );
+      void sent
+        .catch(() => {})
+        .finally(() => {
+          sending--;
+          sendWaiting();
+        });
+    }
+  };
 
   let listener: pg.Client | null = null;
   let closed = false;
@@ -176,7 +224,10 @@ export async function createPostgresNotifier(
     async publish(topic, message) {
       if (closed) throw new Error('notifier is closed');
       const payload = encodeEnvelope(topic, message);
-      await publisher.query('select pg_notify($1, $2)', [channel, payload]);
+      await new Promise<void>((resolve, reject) => {
+        waiting.push({ payload, resolve, reject });
+        sendWaiting();
+      });
     },
     subscribe(topic, handler) {
       if (closed) return () => {};
