@@ -1,3 +1,4 @@
+import { HttpError } from '../core/errors.ts';
 import { NEXT, sendError, type Exchange, type Step, type Verdict } from './exchange.ts';
 import { authenticate, refuseUnauthenticated } from './steps/authenticate.ts';
 import { answerCors } from './steps/cors.ts';
@@ -49,6 +50,11 @@ export function runSteps(steps: readonly Step[], exchange: Exchange, from = 0): 
         if (resumed === NEXT) runSteps(steps, exchange, i + 1);
       })
       .catch((error: unknown) => {
+        // A step's coded error (the store unreachable: 503) is answered as such; anything else is a 500.
+        if (error instanceof HttpError) {
+          sendError(exchange.res, error.status, error.code, error.message, { ...error.headers });
+          return;
+        }
         exchange.ctx.logger.error({ err: error }, 'gateway request failed');
         sendError(exchange.res, 500, 'internal_error', 'internal error');
       });

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type pg from 'pg';
+import { reachable } from '../unreachable.ts';
 import {
   BlobDigestMismatchError,
   BlobNotFoundError,
@@ -44,7 +45,7 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
   if (!Number.isSafeInteger(readBatch) || readBatch < 1) throw new TypeError('readBatch must be a positive integer');
   let swept: Promise<void> | undefined;
 
-  return {
+  const store: BlobStore = {
     async put(source, putOptions: BlobPutOptions = {}): Promise<BlobInfo> {
       checkPutOptions(putOptions);
       const { maxBytes, expectedSha256, signal } = putOptions;
@@ -197,6 +198,13 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
       );
       return Number(result.rows[0]?.n ?? 0) > 0;
     },
+  };
+  // What fails because the database is away leaves as a StoreUnreachableError (503).
+  return {
+    put: (source, putOptions) => reachable(store.put(source, putOptions)),
+    stat: (sha256) => reachable(store.stat(sha256)),
+    get: (sha256, range) => reachable(store.get(sha256, range)),
+    delete: (sha256) => reachable(store.delete(sha256)),
   };
 }
 

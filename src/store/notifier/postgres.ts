@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { reachable } from '../unreachable.ts';
 import {
   decodeEnvelope,
   encodeEnvelope,
@@ -224,10 +225,12 @@ export async function createPostgresNotifier(
     async publish(topic, message) {
       if (closed) throw new Error('notifier is closed');
       const payload = encodeEnvelope(topic, message);
-      await new Promise<void>((resolve, reject) => {
-        waiting.push({ payload, resolve, reject });
-        sendWaiting();
-      });
+      await reachable(
+        new Promise<void>((resolve, reject) => {
+          waiting.push({ payload, resolve, reject });
+          sendWaiting();
+        }),
+      );
     },
     subscribe(topic, handler) {
       if (closed) return () => {};

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { all, type Work } from '../sql-work.ts';
+import { reachable } from '../unreachable.ts';
 import type { SqlColumn, SqlDatabase, SqlRowSource, SqlSyntax } from './types.ts';
 
 export const postgresSyntax: SqlSyntax = {
@@ -81,42 +82,19 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
     syntax: postgresSyntax,
     queriesBlockTheProcess: false,
     soleWriter: false,
+    // What escapes a work because the database is away leaves as a StoreUnreachableError (503).
     read<T>(make: () => Work<T>): Promise<T> {
-      return drive(make(), pool);
+      return reachable(drive(make(), pool));
     },
     // Each statement on the pool, outside any transaction block: PostgreSQL commits it by itself.
     writeEach<T>(make: () => Work<T>): Promise<T> {
-      return drive(make(), pool);
+      return reachable(drive(make(), pool));
     },
-    async write<T>(make: () => Work<T>): Promise<T> {
-      const client = await pool.connect();
-      let broken: Error | undefined;
-      // The pool listens for errors only on its idle clients (and pool.query on its own). When the
-      // server ends this checked-out connection between two statements (a restart: FATAL 57P01),
-      // the error would be an unhandled 'error' event that ends the process. Kept instead: the next
-      // statement fails on the dead client, and the client is not given back to the pool.
-      const onError = (error: Error) => (broken ??= error);
-      client.on('error', onError);
-      try {
-        await client.query('begin');
-        try {
-          const value = await drive(make(), client);
-          await client.query('commit');
-          return value;
-        } catch (error) {
-          await client.query('rollback').catch((rollbackError: unknown) => {
-            // A client that cannot even roll back is not given back to the pool.
-            broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-          });
-          throw error;
-        }
-      } finally {
-        client.off('error', onError);
-        client.release(broken);
-      }
+    write<T>(make: () => Work<T>): Promise<T> {
+      return reachable(transaction(pool, make));
     },
     async analyze(tables: readonly string[]): Promise<void> {
-      await pool.query(`analyze ${tables.join(', ')}`);
+      await reachable(pool.query(`analyze ${tables.join(', ')}`));
     },
     *lockName(space: number, name: string): Work<void> {
       yield* all('select pg_advisory_xact_lock(cast(? as integer), hashtext(?))', space, name);
@@ -124,4 +102,33 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
     isUniqueViolation: (error) => errorCode(error) === UNIQUE_VIOLATION,
     isForeignKeyViolation: (error) => errorCode(error) === FOREIGN_KEY_VIOLATION,
   };
+}
+
+/** `make`'s work in one transaction on one client of the pool. */
+async function transaction<T>(pool: pg.Pool, make: () => Work<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  // The pool listens for errors only on its idle clients (and pool.query on its own). When the
+  // server ends this checked-out connection between two statements (a restart: FATAL 57P01),
+  // the error would be an unhandled 'error' event that ends the process. Kept instead: the next
+  // statement fails on the dead client, and the client is not given back to the pool.
+  const onError = (error: Error) => (broken ??= error);
+  client.on('error', onError);
+  try {
+    await client.query('begin');
+    try {
+      const value = await drive(make(), client);
+      await client.query('commit');
+      return value;
+    } catch (error) {
+      await client.query('rollback').catch((rollbackError: unknown) => {
+        // A client that cannot even roll back is not given back to the pool.
+        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      });
+      throw error;
+    }
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
 }
