@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
@@ -173,7 +174,14 @@ export function report(title: string, baseline: LoadResult, results: LoadResult[
   flagFailures([baseline, ...results]);
 }
 
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+/**
+ * The server under test: this checkout's, or with BENCH_TREE=<another checkout> (its dependencies
+ * installed) that one's, driven by this checkout's benchmark, so two builds are compared under the
+ * same load generator (a change of the generator moves the figures on a 2-core machine too).
+ */
+const CLI = process.env.BENCH_TREE
+  ? join(process.env.BENCH_TREE, 'src/cli.ts')
+  : fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 
 /** The store a server process reported in its ready line. */
 export type StoreKind = 'PostgreSQL' | 'SQLite' | 'unknown';
