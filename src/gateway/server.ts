@@ -94,9 +94,14 @@ export async function listen(
     setImmediate(() => server.closeIdleConnections());
     if (inFlight.size === 0) settle?.();
   };
+  // One listener function for every response ('close' is emitted once): no closure or `once`
+  // wrapper per request on the hot path.
+  function responseClosed(this: ServerResponse): void {
+    done(this);
+  }
   const guarded: http.RequestListener = (req, res) => {
     inFlight.add(res);
-    res.once('close', () => done(res));
+    res.on('close', responseClosed);
     attachDrainNotice(req, notice);
     if (notice.draining) res.setHeader('connection', 'close');
     if (readiness?.isCheck(req)) return answerReadinessRequest(readiness, req, res);
