@@ -31,6 +31,13 @@ function sharedFeed(): ChangeFeed & { resync(): void; published: string[] } {
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 10));
 
+/** A load that answers `value` only once `release()` is called: a read kept in flight. */
+function heldLoad(value: string): { load: () => Promise<string>; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  return { load: async () => (await released, value), release };
+}
+
 describe('SharedCache', () => {
   it('as the only writer: serves hits without loading and takes written values in place', async () => {
     const cache = new SharedCache(entries(), 'things', true);
@@ -73,15 +80,11 @@ describe('SharedCache', () => {
     const feed = sharedFeed();
     const reader = new SharedCache(entries(), 'things', false, feed);
     const writer = new SharedCache(entries(), 'things', false, feed);
-    let release!: () => void;
-    const slowLoad = new Promise<void>((resolve) => (release = resolve));
-    const raced = reader.read('a', async () => {
-      await slowLoad;
-      return 'old';
-    });
+    const held = heldLoad('old');
+    const raced = reader.read('a', held.load);
     await writer.written('a');
     await settle();
-    release();
+    held.release();
     assert.equal(await raced, 'old');
     assert.equal(await reader.read('a', async () => 'new'), 'new');
     reader.close();
@@ -92,18 +95,14 @@ describe('SharedCache', () => {
     const feed = sharedFeed();
     const reader = new SharedCache(entries(), 'things', false, feed);
     const writer = new SharedCache(entries(), 'things', false, feed);
-    let release!: () => void;
-    const slowLoad = new Promise<void>((resolve) => (release = resolve));
-    const read = reader.read('a', async () => {
-      await slowLoad;
-      return 'a1';
-    });
+    const held = heldLoad('a1');
+    const read = reader.read('a', held.load);
     // Another key written through both instances while the read of 'a' is in flight.
     await writer.written('b');
     reader.writing('c');
     await reader.written('c');
     await settle();
-    release();
+    held.release();
     assert.equal(await read, 'a1');
     let loads = 0;
     assert.equal(
@@ -113,15 +112,11 @@ describe('SharedCache', () => {
     );
     assert.equal(loads, 0);
     // A write of many keys while a read is in flight still counts as a change of that read's key.
-    let releaseAgain!: () => void;
-    const slowAgain = new Promise<void>((resolve) => (releaseAgain = resolve));
-    const readD = reader.read('d', async () => {
-      await slowAgain;
-      return 'd-old';
-    });
+    const heldD = heldLoad('d-old');
+    const readD = reader.read('d', heldD.load);
     await writer.written(undefined);
     await settle();
-    releaseAgain();
+    heldD.release();
     assert.equal(await readD, 'd-old');
     assert.equal(await reader.read('d', async () => 'd-new'), 'd-new');
     reader.close();
