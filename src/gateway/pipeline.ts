@@ -52,7 +52,7 @@ export function runSteps(steps: readonly Step[], exchange: Exchange, from = 0): 
       .catch((error: unknown) => {
         // A step's coded error (the store unreachable: 503) is answered as such; anything else is a 500.
         if (error instanceof HttpError) {
-          sendError(exchange.res, error.status, error.code, error.message, { ...error.headers });
+          sendError(exchange.res, error.status, error.code, error.message, error.headers);
           return;
         }
         exchange.ctx.logger.error({ err: error }, 'gateway request failed');

@@ -98,12 +98,11 @@ export async function createPostgresNotifier(
   // statement and one commit for all of them, where each alone cost a commit (a WAL flush).
   // PostgreSQL delivers identical messages of one transaction once; every message is a signal
   // ("this changed"), so a duplicate carries nothing more.
-  let waiting: PendingPublish[] = [];
+  const waiting: PendingPublish[] = [];
   let sending = 0;
   const sendWaiting = (): void => {
     while (sending < PUBLISHING_CONNECTIONS && waiting.length > 0) {
-      const batch = waiting.slice(0, MAX_PUBLISH_BATCH);
-      waiting = waiting.slice(batch.length);
+      const batch = waiting.splice(0, MAX_PUBLISH_BATCH);
       sending++;
       const sent =
         batch.length === 1
@@ -113,12 +112,11 @@ export async function createPostgresNotifier(
               channel,
               batch.map((pending) => pending.payload),
             ]);
-      sent.then(
-        () => batch.forEach((pending) => pending.resolve()),
-        (error: unknown) => batch.forEach((pending) => pending.reject(error)),
-      );
       void sent
-        .catch(() => {})
+        .then(
+          () => batch.forEach((pending) => pending.resolve()),
+          (error: unknown) => batch.forEach((pending) => pending.reject(error)),
+        )
         .finally(() => {
           sending--;
           sendWaiting();
