@@ -4,7 +4,8 @@ import type { SqlConnection } from '../../store/db.ts';
 // The generator executor is docdb's: one statement list for SQLite (synchronous, group commit)
 // and PostgreSQL (async transaction). It has no docdb-specific logic.
 import { all, first, run, type Work } from '../../store/sql-work.ts';
-import type { SqlDatabase } from '../../store/sql/types.ts';
+import type { SqlColumn, SqlDatabase } from '../../store/sql/types.ts';
+import { GroupCommit } from '../../store/group-commit.ts';
 import { MAX_TIME_MS } from './time.ts';
 
 export interface SchedulerRow {
@@ -52,6 +53,25 @@ export interface Claimed {
   lease_id: string;
 }
 
+export type EnqueueOutcome = 'created' | 'exists' | 'not_found';
+
+interface TaskToEnqueue {
+  schedulerId: string;
+  id: string;
+  payload: string;
+  labels: string;
+  due: number;
+}
+
+const TASK_COLUMNS: readonly SqlColumn[] = [
+  { name: 'n', type: 'bigint' },
+  { name: 'scheduler_id', type: 'text' },
+  { name: 'id', type: 'text' },
+  { name: 'payload', type: 'text' },
+  { name: 'labels', type: 'text' },
+  { name: 'due_ms', type: 'bigint' },
+];
+
 export type AckOutcome = 'done' | 'task_not_found' | 'lease_mismatch' | 'not_found';
 export type ExtendOutcome = { expires: number } | 'task_not_found' | 'lease_mismatch' | 'conflict' | 'not_found';
 export type RescheduleOutcome = 'done' | 'task_not_found' | 'task_in_flight' | 'not_found';
@@ -93,6 +113,7 @@ function hasLabel(labels: string, label: string): boolean {
  */
 export class SchedulerRepository {
   private readonly sql: SqlDatabase;
+  private readonly enqueues: GroupCommit<TaskToEnqueue, EnqueueOutcome>;
 
   /** `windows`: the SQLite slice sizes (tests make them small). */
   constructor(
@@ -100,6 +121,13 @@ export class SchedulerRepository {
     private readonly windows: WindowSizes = WINDOWS,
   ) {
     this.sql = connection.database;
+    // Concurrent enqueues share one multi-row insert where each write would otherwise commit on its
+    // own (PostgreSQL: one statement and one commit a batch, where one each held enqueues to a few
+    // thousand a second); on SQLite they already share the commit, and each goes at once.
+    this.enqueues = new GroupCommit((tasks) => this.enqueueBatch(tasks), {
+      maxBatch: 512,
+      maxInFlight: this.sql.writesShareCommits ? Number.POSITIVE_INFINITY : 2,
+    });
   }
 
   // ---- schedulers ----
@@ -234,27 +262,63 @@ export class SchedulerRepository {
   // ---- tasks ----
 
   /** 'created', 'exists' (task id in use) or 'not_found' (no such scheduler). */
-  async enqueue(
-    schedulerId: string,
-    id: string,
-    payload: string,
-    labels: string,
-    due: number,
-  ): Promise<'created' | 'exists' | 'not_found'> {
-    // On PostgreSQL the scheduler row is share-locked: an enqueue racing a delete of its scheduler
-    // either finishes first (and the delete removes its task) or sees the scheduler gone.
+  enqueue(schedulerId: string, id: string, payload: string, labels: string, due: number): Promise<EnqueueOutcome> {
+    return this.enqueues.submit({ schedulerId, id, payload, labels, due });
+  }
+
+  private async enqueueBatch(tasks: readonly TaskToEnqueue[]): Promise<EnqueueOutcome[]> {
+    if (tasks.length === 1) return [await this.enqueueOne(tasks[0]!)];
+    // A task id repeated within the batch is left to the one-by-one path below, after its first.
+    const keys = tasks.map((task) => `${task.schedulerId}\u0000${task.id}`);
+    const firsts = new Set<number>();
+    const seen = new Set<string>();
+    for (const [n, key] of keys.entries()) {
+      if (seen.has(key)) continue;
+      seen.add(key);
+      firsts.add(n);
+    }
+    const rows = tasks
+      .map((task, n) => [n, task.schedulerId, task.id, task.payload, task.labels, task.due])
+      .filter((_row, n) => firsts.has(n));
+    const { syntax } = this.sql;
+    // One statement on PostgreSQL (every row in one source); on SQLite a few, inside its group commit.
+    const inserted = await this.sql.writeEach(function* () {
+      const created = new Set<string>();
+      for (const { source, params } of syntax.rowSources(TASK_COLUMNS, rows)) {
+        // The scheduler row is share-locked on PostgreSQL: an enqueue racing a delete of its
+        // scheduler either commits first (and the delete removes its task) or sees it gone. Rows
+        // take their sequence numbers in the order the select gives them, so `order by v.n` keeps
+        // enqueue order; a task id in use is skipped here and decided alone below.
+        const returned = yield* all<{ scheduler_id: string; id: string }>(
+          `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select v.scheduler_id, v.id, v.payload, v.labels, v.due_ms from ${source} where exists (select 1 from scheduler_schedulers s where s.id = v.scheduler_id${syntax.forShare}) order by v.n on conflict (scheduler_id, id) do nothing returning scheduler_id, id`,
+          ...params,
+        );
+        for (const row of returned) created.add(`${row.scheduler_id}\u0000${row.id}`);
+      }
+      return created;
+    });
+    const outcomes: EnqueueOutcome[] = [];
+    for (const [n, task] of tasks.entries()) {
+      if (firsts.has(n) && inserted.has(keys[n]!)) outcomes.push('created');
+      // Not inserted: its id in use or its scheduler missing (rare), told apart by the single statement.
+      else outcomes.push(await this.enqueueOne(task));
+    }
+    return outcomes;
+  }
+
+  private async enqueueOne(task: TaskToEnqueue): Promise<EnqueueOutcome> {
     const lock = this.sql.syntax.forShare;
     try {
       // One statement, atomic by itself: no transaction around it (one round trip on PostgreSQL).
       const inserted = await this.sql.writeEach(() =>
         run(
           `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?${lock})`,
-          schedulerId,
-          id,
-          payload,
-          labels,
-          due,
-          schedulerId,
+          task.schedulerId,
+          task.id,
+          task.payload,
+          task.labels,
+          task.due,
+          task.schedulerId,
         ),
       );
       return inserted > 0 ? 'created' : 'not_found';

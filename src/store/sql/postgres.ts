@@ -82,6 +82,7 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
     syntax: postgresSyntax,
     queriesBlockTheProcess: false,
     soleWriter: false,
+    writesShareCommits: false,
     // What escapes a work because the database is away leaves as a StoreUnreachableError (503).
     read<T>(make: () => Work<T>): Promise<T> {
       return reachable(drive(make(), pool));

@@ -184,6 +184,7 @@ export function sqliteDatabase(connection: Database.Database): SqlDatabase {
     syntax: sqliteSyntax,
     queriesBlockTheProcess: true,
     soleWriter: true,
+    writesShareCommits: true,
     read<T>(make: () => Work<T>): Promise<T> {
       // The common case settles at once, without an async function's extra promise and turn.
       if (!connection.inTransaction) {

@@ -94,6 +94,12 @@ export interface SqlDatabase {
    * write too (PostgreSQL).
    */
   readonly soleWriter: boolean;
+  /**
+   * True where concurrent writes already share one transaction and one commit (SQLite's group
+   * commit): gathering them into multi-row statements first (`GroupCommit`) would only add a wait.
+   * False where each write commits on its own (PostgreSQL), where gathering them pays.
+   */
+  readonly writesShareCommits: boolean;
   /** A read outside any transaction (on SQLite synchronous when the connection is free). */
   read<T>(make: () => Work<T>): Promise<T>;
   /**
