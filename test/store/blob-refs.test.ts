@@ -149,6 +149,53 @@ describe(`blob references (${testDialect})`, () => {
     assert.ok(await exists(sha));
   });
 
+  test('a swept pin still becomes a reference when the same holder referenced the blob already', async () => {
+    const sha = await putBlob();
+    await reference(sha, 'same');
+    const pin = await refs.pin(sha);
+    clock += 1000;
+    assert.equal(await refs.sweep(), 0, 'referenced: the sweep only drops the due pin');
+    await port.write(() => refs.addWork(pin, 'same'));
+    assert.equal(await refs.countRefs(sha), 1);
+    assert.ok(await exists(sha));
+  });
+
+  test('a put with candidateDueAt pins new content in the database store; pinPut takes that pin or pins anew', async () => {
+    const text = `pinned at put ${testDialect} ${Math.random()}`;
+    const first = await store.blobs.put(Readable.from([Buffer.from(text)]), { candidateDueAt: refs.candidateDueAt() });
+    const candidates = async () =>
+      (
+        await port.read(() =>
+          all<{ id: number | string }>('select id from stratus_blob_candidates where sha256 = ?', first.sha256),
+        )
+      ).map((row) => Number(row.id));
+    if (store.sql.database.dialect === 'postgres') {
+      assert.equal(typeof first.candidate, 'number');
+      assert.deepEqual(await candidates(), [first.candidate]);
+    } else assert.equal(first.candidate, undefined, 'the directory store keeps no rows');
+    // The same content again is stored already: no candidate comes with it, pinPut pins it.
+    const again = await store.blobs.put(Readable.from([Buffer.from(text)]), { candidateDueAt: refs.candidateDueAt() });
+    assert.equal(again.candidate, undefined);
+    const pin = await refs.pinPut(first);
+    const second = await refs.pinPut(again);
+    assert.notEqual(second.id, pin.id);
+    if (first.candidate !== undefined) assert.equal(pin.id, first.candidate);
+    await port.write(() => refs.addWork(pin, 'test:pinned-at-put'));
+    await port.write(() => refs.addWork(second, 'test:pinned-after'));
+    assert.equal(await refs.countRefs(first.sha256), 2);
+    assert.deepEqual(await candidates(), [], 'both pins became references');
+  });
+
+  test('a put over a tombstone of its hash takes no pin with it: pinPut waits the tombstone out like pin', async () => {
+    const text = `tombstoned ${testDialect} ${Math.random()}`;
+    const sha = createHash('sha256').update(text).digest('hex');
+    await leaveTombstone(sha);
+    const info = await store.blobs.put(Readable.from([Buffer.from(text)]), { candidateDueAt: refs.candidateDueAt() });
+    assert.equal(info.candidate, undefined);
+    await assert.rejects(refs.pinPut(info), BlobGoneError);
+    await port.write(() => run('delete from stratus_blob_doomed where sha256 = ?', sha));
+  });
+
   test('removeHoldersWork drops every reference of the holders; only unreferenced blobs go', async () => {
     const one = await putBlob();
     const two = await putBlob();

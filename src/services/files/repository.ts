@@ -190,6 +190,22 @@ export class BucketRepository {
   }
 }
 
+/** A bucket of its owner with one of its files, in one query; `lock` is appended (a `forShareOf('b')`). */
+function* bucketAndFile(bucketId: string, owner: string, name: string, lock: string): Work<FileLookup> {
+  const row = yield* first<{ bucket: string } & Partial<FileRow>>(
+    `select b.id as bucket, ${FILE_COLUMNS.split(', ')
+      .map((c) => `f.${c}`)
+      .join(', ')}
+     from files_buckets b left join files_files f on f.bucket_id = b.id and f.name = ?
+     where b.id = ? and b.owner = ?${lock}`,
+    name,
+    bucketId,
+    owner,
+  );
+  if (!row) return { bucket: false };
+  return { bucket: true, file: row.id ? toFile(row as FileRow) : null };
+}
+
 /** Files: the service's only door to their rows and references. */
 export class FileRepository {
   constructor(
@@ -199,20 +215,7 @@ export class FileRepository {
   ) {}
 
   async lookup(bucketId: string, owner: string, name: string): Promise<FileLookup> {
-    const row = await this.work.read(() =>
-      first<{ bucket: string } & Partial<FileRow>>(
-        `select b.id as bucket, ${FILE_COLUMNS.split(', ')
-          .map((c) => `f.${c}`)
-          .join(', ')}
-         from files_buckets b left join files_files f on f.bucket_id = b.id and f.name = ?
-         where b.id = ? and b.owner = ?`,
-        name,
-        bucketId,
-        owner,
-      ),
-    );
-    if (!row) return { bucket: false };
-    return { bucket: true, file: row.id ? toFile(row as FileRow) : null };
+    return this.work.read(() => bucketAndFile(bucketId, owner, name, ''));
   }
 
   /** Files of a bucket whose name starts with `prefix`, compared exactly, in first-upload order. */
@@ -240,24 +243,17 @@ export class FileRepository {
   async commitUpload(bucketId: string, owner: string, name: string, content: StoredContent): Promise<CommitResult> {
     const { refs, clock, work } = this;
     return work.write(function* (): Work<CommitResult> {
-      // PostgreSQL: a share lock on the bucket row orders this against a bucket delete, and an
-      // advisory lock on the path against other writes to it. SQLite serializes every write.
-      const bucket = yield* first(
-        `select id from files_buckets where id = ? and owner = ?${work.syntax.forShare}`,
-        bucketId,
-        owner,
-      );
-      if (!bucket) return { kind: 'no_bucket' };
-      yield* work.lockName(PATH_LOCK_SPACE, `${bucketId}/${name}`);
+      // PostgreSQL: an advisory lock on the path orders this against other writes to it (taken
+      // with the lock the reference needs on the content's hash), then a share lock on the bucket
+      // row against a bucket delete (read with the file, a statement after the locks so that it
+      // sees what the path's last writer committed). SQLite serializes every write.
+      yield* work.lockNames([{ space: PATH_LOCK_SPACE, name: `${bucketId}/${name}` }, refs.lockOf(content.pin.sha256)]);
+      const found = yield* bucketAndFile(bucketId, owner, name, work.syntax.forShareOf('b'));
+      if (!found.bucket) return { kind: 'no_bucket' };
       const now = clock();
-      const existing = yield* first<FileRow>(
-        `select ${FILE_COLUMNS} from files_files where bucket_id = ? and name = ?`,
-        bucketId,
-        name,
-      );
-      if (existing) {
-        const previous = toFile(existing);
-        yield* refs.addWork(content.pin, fileHolder(previous.id));
+      if (found.file) {
+        const previous = found.file;
+        yield* refs.addWork(content.pin, fileHolder(previous.id), { locked: true });
         if (previous.sha256 !== content.pin.sha256) yield* refs.removeWork(previous.sha256, fileHolder(previous.id));
         yield* run(
           'update files_files set updated_ns = ?, size = ?, hash_md5 = ?, hash_sha256 = ?, mime_type = ? where id = ?',
@@ -308,7 +304,7 @@ export class FileRepository {
         file.sha256,
         file.mimeType,
       );
-      yield* refs.addWork(content.pin, fileHolder(file.id));
+      yield* refs.addWork(content.pin, fileHolder(file.id), { locked: true });
       return { kind: 'created', file };
     });
   }
@@ -317,21 +313,14 @@ export class FileRepository {
   async delete(bucketId: string, owner: string, name: string): Promise<'deleted' | 'no_bucket' | 'no_file'> {
     const { refs, work } = this;
     return work.write(function* (): Work<'deleted' | 'no_bucket' | 'no_file'> {
-      const bucket = yield* first(
-        `select id from files_buckets where id = ? and owner = ?${work.syntax.forShare}`,
-        bucketId,
-        owner,
-      );
-      if (!bucket) return 'no_bucket';
+      // The same locks in the same order as an upload's.
       yield* work.lockName(PATH_LOCK_SPACE, `${bucketId}/${name}`);
-      const existing = yield* first<{ id: string; hash_sha256: string }>(
-        'select id, hash_sha256 from files_files where bucket_id = ? and name = ?',
-        bucketId,
-        name,
-      );
+      const found = yield* bucketAndFile(bucketId, owner, name, work.syntax.forShareOf('b'));
+      if (!found.bucket) return 'no_bucket';
+      const existing = found.file;
       if (!existing) return 'no_file';
       yield* run('delete from files_files where id = ?', existing.id);
-      yield* refs.removeWork(existing.hash_sha256, fileHolder(existing.id));
+      yield* refs.removeWork(existing.sha256, fileHolder(existing.id));
       return 'deleted';
     });
   }

@@ -2,12 +2,14 @@ import { disconnectSignal as disconnectSignalOf } from '../../core/stream.ts';
 import { readAhead } from '../../core/read-ahead.ts';
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BlobTooLargeError, type BlobStore } from '../../store/blob/types.ts';
+import { BlobTooLargeError, type BlobInfo, type BlobStore } from '../../store/blob/types.ts';
 import { FilesErrors } from './errors.ts';
 import { SNIFF_LENGTH } from './sniff.ts';
 
 /** What streaming a body into the blob store produced. */
 export interface ReceivedBody {
+  /** The blob as the store answered it (with its candidate when the put pinned new content). */
+  stored: BlobInfo;
   sha256: string;
   size: number;
   md5: string;
@@ -66,7 +68,7 @@ async function* bodyOf(
 export async function receiveBody(
   body: IncomingMessage,
   blobs: BlobStore,
-  options: { maxBytes: number; signal: AbortSignal; sizeHint?: number },
+  options: { maxBytes: number; signal: AbortSignal; sizeHint?: number; candidateDueAt?: number },
 ): Promise<ReceivedBody> {
   const md5 = createHash('md5');
   const head = Buffer.alloc(SNIFF_LENGTH);
@@ -89,9 +91,10 @@ export async function receiveBody(
         maxBytes: options.maxBytes,
         signal: options.signal,
         ...(options.sizeHint === undefined ? {} : { sizeHint: options.sizeHint }),
+        ...(options.candidateDueAt === undefined ? {} : { candidateDueAt: options.candidateDueAt }),
       },
     );
-    return { sha256: info.sha256, size, md5: md5.digest('hex'), head: head.subarray(0, headLength) };
+    return { stored: info, sha256: info.sha256, size, md5: md5.digest('hex'), head: head.subarray(0, headLength) };
   } catch (error) {
     if (error instanceof BlobTooLargeError) throw FilesErrors.payloadTooLarge(options.maxBytes);
     throw error;

@@ -38,6 +38,26 @@ const STALE_UPLOAD_MS = 24 * 60 * 60 * 1000;
  * temporary key and is claimed and stored by one statement. Each chunk is its own short query: a slow
  * upload never holds a pooled connection or a transaction open while it waits on the network.
  */
+/** Claims a hash: inserts its row unless it is stored already; `$1..$4` the row. */
+const CLAIM =
+  'insert into stratus_blobs (sha256, size, chunk_size, created_at) values ($1, $2, $3, $4) on conflict (sha256) do nothing returning sha256';
+/**
+ * After `claimed`: pins a newly claimed blob (`BlobPutOptions.candidateDueAt` as `$7`, null for
+ * none) unless a tombstone names its hash (a sweeper that died between deleting the old content
+ * and clearing its tombstone: `BlobRefs.pin` then waits it out), and answers the candidate's id.
+ */
+const PIN = `, pinned as (
+    insert into stratus_blob_candidates (sha256, due_at)
+    select sha256, cast($7 as bigint) from claimed
+    where cast($7 as bigint) is not null and not exists (select 1 from stratus_blob_doomed d where d.sha256 = claimed.sha256)
+    returning id
+  )
+  select (select id from pinned) as candidate`;
+
+function withCandidate(info: BlobInfo, candidate: string | number | null | undefined): BlobInfo {
+  return candidate === null || candidate === undefined ? info : { ...info, candidate: Number(candidate) };
+}
+
 export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStoreOptions = {}): BlobStore {
   const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
   const readBatch = options.readBatch ?? DEFAULT_READ_BATCH;
@@ -53,6 +73,7 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
       swept ??= sweepStaleUploads(pool);
       await swept;
 
+      const dueAt = putOptions.candidateDueAt ?? null;
       const uploadId = randomUUID();
       const tempKey = UPLOAD_KEY_PREFIX + uploadId;
       // The upload is registered (for the sweeper of abandoned ones) only when a first chunk must
@@ -105,20 +126,16 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
             throw new BlobDigestMismatchError(expectedSha256, sha256);
           }
           signal?.throwIfAborted();
-          // One statement: claim the hash and, if it was free, store the one chunk under it
-          // (ON CONFLICT waits for a concurrent claim of the same hash, as below).
-          const claim =
-            'insert into stratus_blobs (sha256, size, chunk_size, created_at) values ($1, $2, $3, $4) on conflict (sha256) do nothing';
-          const at = new Date().toISOString();
-          if (filled === 0) await pool.query(claim, [sha256, size, chunkSize, at]);
-          else
-            await pool.query(
-              `with claimed as (${claim} returning sha256)
-               insert into stratus_blob_chunks (sha256, seq, data) select sha256, 0, $5 from claimed`,
-              [sha256, size, chunkSize, at, buffer.subarray(0, filled)],
-            );
+          // One statement: claim the hash and, if it was free, store the one chunk under it and pin
+          // it (ON CONFLICT waits for a concurrent claim of the same hash, as below).
+          const result = await pool.query<{ candidate: string | number | null }>(
+            `with claimed as (${CLAIM}),
+             stored as (insert into stratus_blob_chunks (sha256, seq, data) select sha256, 0, $5 from claimed where cast($6 as boolean))
+             ${PIN}`,
+            [sha256, size, chunkSize, new Date().toISOString(), buffer.subarray(0, filled), filled > 0, dueAt],
+          );
           committed = true;
-          return { sha256, size };
+          return withCandidate({ sha256, size }, result.rows[0]?.candidate);
         }
         if (filled > 0) await flush(buffer.subarray(0, filled));
 
@@ -130,12 +147,8 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
         // One statement, hence atomic: claim the hash; if it was free, the temp chunks become the
         // blob's, otherwise (already stored, or a concurrent identical upload won) they are dropped.
         // ON CONFLICT waits for a concurrent claim of the same hash to commit or roll back.
-        await pool.query(
-          `with claimed as (
-             insert into stratus_blobs (sha256, size, chunk_size, created_at) values ($1, $2, $3, $4)
-             on conflict (sha256) do nothing
-             returning sha256
-           ),
+        const result = await pool.query<{ candidate: string | number | null }>(
+          `with claimed as (${CLAIM}),
            moved as (
              update stratus_blob_chunks set sha256 = $1
              where sha256 = $5 and exists (select 1 from claimed)
@@ -146,11 +159,11 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
            done as (
              delete from stratus_blob_uploads where id = $6
            )
-           select count(*) from claimed`,
-          [sha256, size, chunkSize, new Date().toISOString(), tempKey, uploadId],
+           ${PIN}`,
+          [sha256, size, chunkSize, new Date().toISOString(), tempKey, uploadId, dueAt],
         );
         committed = true;
-        return { sha256, size };
+        return withCandidate({ sha256, size }, result.rows[0]?.candidate);
       } finally {
         if (!committed && registered) await discardUpload(pool, uploadId).catch(() => {});
       }

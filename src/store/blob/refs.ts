@@ -1,7 +1,7 @@
 import type { SqlConnection } from '../db.ts';
 import { all, first, run, type Work } from '../sql-work.ts';
-import type { SqlDatabase } from '../sql/types.ts';
-import type { BlobStore } from './types.ts';
+import type { NamedLock, SqlDatabase } from '../sql/types.ts';
+import type { BlobInfo, BlobStore } from './types.ts';
 
 /**
  * Reference tracking for the shared, content-addressed blob store.
@@ -155,6 +155,19 @@ export class BlobRefs {
     return { sha256, id };
   }
 
+  /** What a put passes as `candidateDueAt` so that new content comes back pinned (`pinPut`). */
+  candidateDueAt(): number {
+    return this.now() + this.graceMs;
+  }
+
+  /**
+   * Step 2 after a put made with `candidateDueAt`: the candidate the put registered with new
+   * content (one statement fewer than six), else `pin`.
+   */
+  async pinPut(info: BlobInfo): Promise<BlobPin> {
+    return info.candidate === undefined ? this.pin(info.sha256) : { sha256: info.sha256, id: info.candidate };
+  }
+
   /** The pin's write: a candidate, or null (nothing written) while the blob is doomed. */
   private *pinWork(sha256: string): Work<number | null> {
     yield* this.database.lockName(BLOB_LOCK_SPACE, sha256);
@@ -167,30 +180,77 @@ export class BlobRefs {
     await this.database.write(() => this.candidateWork(sha256));
   }
 
+  /** The lock `addWork` takes on a pin's hash, for a caller that takes it together with its own (`lockNames`). */
+  lockOf(sha256: string): NamedLock {
+    return { space: BLOB_LOCK_SPACE, name: sha256 };
+  }
+
   /**
    * Step 3, inside the caller's write: turns the pin into a reference `(sha256, holder)`.
    * Idempotent for the same holder. Throws `BlobGoneError` (rolling the caller's work back) when
-   * the pin was swept or the blob is gone or being deleted.
+   * the pin was swept or the blob is gone or being deleted. `locked`: the caller has taken
+   * `lockOf(pin.sha256)` in this write already.
    */
-  *addWork(pin: BlobPin, holder: string): Work<void> {
-    yield* this.database.lockName(BLOB_LOCK_SPACE, pin.sha256);
-    if (yield* this.doomedWork(pin.sha256)) throw new BlobGoneError(pin.sha256);
+  *addWork(pin: BlobPin, holder: string, options: { locked?: boolean } = {}): Work<void> {
+    if (!options.locked) yield* this.database.lockName(BLOB_LOCK_SPACE, pin.sha256);
     if (this.blobRowsInDatabase) {
-      const present = yield* first('select 1 as present from stratus_blobs where sha256 = ?', pin.sha256);
-      if (!present) throw new BlobGoneError(pin.sha256);
+      // PostgreSQL: the checks, the unpinning and the reference in one statement (all of it on one
+      // snapshot, taken after the lock), where they were four round trips.
+      const outcome = yield* first<{
+        doomed: unknown;
+        present: unknown;
+        unpinned: number | string;
+        added: number | string;
+      }>(
+        `with state as (
+           select (select 1 from stratus_blob_doomed where sha256 = ?) as doomed,
+                  (select 1 from stratus_blobs where sha256 = ?) as present
+         ),
+         usable as (select 1 from state where doomed is null and present is not null),
+         unpinned as (delete from stratus_blob_candidates where id = ? and exists (select 1 from usable) returning id),
+         added as (
+           insert into stratus_blob_refs (sha256, holder) select ?, ? from usable
+           on conflict (sha256, holder) do nothing returning 1
+         )
+         select doomed, present, (select count(*) from unpinned) as unpinned, (select count(*) from added) as added
+         from state`,
+        pin.sha256,
+        pin.sha256,
+        pin.id,
+        pin.sha256,
+        holder,
+      );
+      if (!outcome || outcome.doomed !== null || outcome.present === null) throw new BlobGoneError(pin.sha256);
+      // Without its pin the blob is safe only if it was referenced already: by this holder (then
+      // nothing was added) or by another.
+      if (Number(outcome.unpinned) !== 1 && Number(outcome.added) === 1)
+        yield* this.heldElsewhereWork(pin.sha256, holder);
+      return;
     }
+    if (yield* this.doomedWork(pin.sha256)) throw new BlobGoneError(pin.sha256);
     const unpinned = yield* run('delete from stratus_blob_candidates where id = ?', pin.id);
-    if (unpinned !== 1) {
-      // The grace period ran out and a sweep took the pin. That sweep deleted the blob unless a
-      // reference kept it; and a referenced blob stays (no reference can go while this write runs).
-      const held = yield* first('select 1 as held from stratus_blob_refs where sha256 = ? limit 1', pin.sha256);
-      if (!held) throw new BlobGoneError(pin.sha256);
-    }
+    if (unpinned !== 1) yield* this.heldElsewhereWork(pin.sha256);
     yield* run(
       'insert into stratus_blob_refs (sha256, holder) values (?, ?) on conflict (sha256, holder) do nothing',
       pin.sha256,
       holder,
     );
+  }
+
+  /**
+   * The pin was gone: the grace period ran out and a sweep took it. That sweep deleted the blob
+   * unless a reference kept it, and a referenced blob stays (no reference can go while this write
+   * runs). Throws `BlobGoneError` unless a holder (other than `except`, one just added) references it.
+   */
+  private *heldElsewhereWork(sha256: string, except?: string): Work<void> {
+    const held = yield* first(
+      except === undefined
+        ? 'select 1 as held from stratus_blob_refs where sha256 = ? limit 1'
+        : 'select 1 as held from stratus_blob_refs where sha256 = ? and holder <> ? limit 1',
+      sha256,
+      ...(except === undefined ? [] : [except]),
+    );
+    if (!held) throw new BlobGoneError(sha256);
   }
 
   /** Inside the caller's write: drops one reference; the blob becomes a candidate. */

@@ -2,6 +2,12 @@
 export interface BlobInfo {
   sha256: string;
   size: number;
+  /**
+   * The deletion candidate registered with new content (`BlobPutOptions.candidateDueAt`): the pin
+   * of a write (`BlobRefs.pinPut`). Absent when the content was stored already, or the store
+   * keeps no rows in the database.
+   */
+  candidate?: number;
 }
 
 export interface BlobPutOptions {
@@ -17,6 +23,15 @@ export interface BlobPutOptions {
    * content decides the digest and size.
    */
   sizeHint?: number;
+  /**
+   * For a store that keeps its blob rows in the database the references live in (PostgreSQL):
+   * when the put stores content that was not there (and no tombstone names it), it also registers
+   * the blob as a deletion candidate due at this instant (ms), in the same statement, and answers
+   * the candidate (`BlobInfo.candidate`): the pin of a write taken with the put instead of after
+   * it, where the pin's own transaction was six of a small upload's nineteen statements. Other
+   * stores ignore it.
+   */
+  candidateDueAt?: number;
 }
 
 /** An inclusive byte range. `end` past the last byte is clamped; a range starting past it is empty. */
@@ -87,6 +102,9 @@ export function checkPutOptions(options: BlobPutOptions): void {
   }
   if (expectedSha256 !== undefined && !isSha256(expectedSha256)) {
     throw new TypeError('expectedSha256 must be 64 lowercase hex characters');
+  }
+  if (options.candidateDueAt !== undefined && !Number.isSafeInteger(options.candidateDueAt)) {
+    throw new TypeError('candidateDueAt must be an integer (ms)');
   }
 }
 

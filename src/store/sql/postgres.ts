@@ -1,11 +1,12 @@
 import type pg from 'pg';
 import { all, type Work } from '../sql-work.ts';
 import { reachable } from '../unreachable.ts';
-import type { SqlColumn, SqlDatabase, SqlRowSource, SqlSyntax } from './types.ts';
+import type { NamedLock, SqlColumn, SqlDatabase, SqlRowSource, SqlSyntax } from './types.ts';
 
 export const postgresSyntax: SqlSyntax = {
   forUpdate: ' for update',
   forShare: ' for share',
+  forShareOf: (alias: string) => ` for share of ${alias}`,
   forUpdateSkipLocked: ' for update skip locked',
   binaryStoredAsIs: (table, column) => [`alter table ${table} alter column ${column} set storage external`],
   // A server built without lz4 lists no such value for the setting; it then keeps pglz.
@@ -99,6 +100,14 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
     },
     *lockName(space: number, name: string): Work<void> {
       yield* all('select pg_advisory_xact_lock(cast(? as integer), hashtext(?))', space, name);
+    },
+    *lockNames(locks: readonly NamedLock[]): Work<void> {
+      if (locks.length === 0) return;
+      // A select list is evaluated left to right: the locks are taken in the order given.
+      yield* all(
+        `select ${locks.map((_lock, i) => `pg_advisory_xact_lock(cast(? as integer), hashtext(?)) as l${i}`).join(', ')}`,
+        ...locks.flatMap((lock) => [lock.space, lock.name]),
+      );
     },
     isUniqueViolation: (error) => errorCode(error) === UNIQUE_VIOLATION,
     isForeignKeyViolation: (error) => errorCode(error) === FOREIGN_KEY_VIOLATION,

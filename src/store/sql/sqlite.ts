@@ -5,6 +5,7 @@ import type { SqlColumn, SqlDatabase, SqlRowSource, SqlSyntax } from './types.ts
 export const sqliteSyntax: SqlSyntax = {
   forUpdate: '',
   forShare: '',
+  forShareOf: () => '',
   forUpdateSkipLocked: '',
   binaryStoredAsIs: () => [],
   fastCompression: () => [],
@@ -206,6 +207,7 @@ export function sqliteDatabase(connection: Database.Database): SqlDatabase {
     analyze: () => Promise.resolve(),
     // Writes on SQLite are serial already: nothing to lock.
     *lockName(): Work<void> {},
+    *lockNames(): Work<void> {},
     isUniqueViolation: (error) => UNIQUE_CODES.has(errorCode(error) as string),
     isForeignKeyViolation: (error) => errorCode(error) === 'SQLITE_CONSTRAINT_FOREIGNKEY',
   };

@@ -30,6 +30,8 @@ export interface SqlSyntax {
   readonly forUpdate: string;
   /** Appended to a `select` that must keep its rows from changing until the write commits. */
   readonly forShare: string;
+  /** `forShare` for the rows of one table of a join (`alias`), as an outer join's nullable side cannot be locked. */
+  forShareOf(alias: string): string;
   /** Appended to a claim's `select`: rows another transaction holds are skipped, not waited for. */
   readonly forUpdateSkipLocked: string;
   /**
@@ -71,6 +73,12 @@ export interface SqlSyntax {
      */
     readonly codePointText: string;
   };
+}
+
+/** A lock `lockName` takes: `space` a constant of the caller, `name` any text. */
+export interface NamedLock {
+  readonly space: number;
+  readonly name: string;
 }
 
 /**
@@ -123,6 +131,8 @@ export interface SqlDatabase {
    * transaction lock on PostgreSQL; nothing on SQLite, where writes are already one at a time.
    */
   lockName(space: number, name: string): Work<void>;
+  /** `lockName` for each of `locks`, in their order, in one statement. */
+  lockNames(locks: readonly NamedLock[]): Work<void>;
   /**
    * Brings the planner's statistics of `tables` up to date (PostgreSQL `ANALYZE`), after a bulk
    * change its autovacuum would notice only later, or never: it waits for 10% of a table to change,

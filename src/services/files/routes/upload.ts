@@ -43,12 +43,13 @@ export function registerUpload(raw: ServiceApp, { files, blobs, refs, maxUploadB
       received = await receiveBody(request.raw, blobs, {
         maxBytes: maxUploadBytes,
         signal: disconnect.signal,
+        candidateDueAt: refs.candidateDueAt(),
         ...(declared !== undefined && /^\d+$/.test(declared) ? { sizeHint: Number(declared) } : {}),
       });
     } finally {
       disconnect.dispose();
     }
-    const pin = await refs.pin(received.sha256).catch((error: unknown) => {
+    const pin = await refs.pinPut(received.stored).catch((error: unknown) => {
       if (error instanceof BlobGoneError) throw FilesErrors.storageChanged();
       throw error;
     });
