@@ -382,6 +382,62 @@ export function runSqlContract(
       );
     });
 
+    it('readLarge: rows with large binary values, every type and null kept; parameters quoted, not spliced', async () => {
+      const t = await table(`id bigint primary key, name text, data ${database.syntax.types.blob}`);
+      const big = Buffer.alloc(3 * 1024 * 1024 + 7, 0);
+      for (let i = 0; i < big.length; i += 4093) big[i] = i % 256;
+      const odd = "it's \\ a 'name' ünïcödé";
+      for (const { source, params } of database.syntax.rowSources(
+        [
+          { name: 'id', type: 'bigint' },
+          { name: 'name', type: 'text' },
+          { name: 'data', type: 'blob' },
+        ],
+        [
+          [1, odd, big],
+          [2, 'empty', Buffer.alloc(0)],
+          [3, 'other', Buffer.from([0, 1, 2, 255])],
+        ],
+      ))
+        await database.write(() =>
+          run(`insert into ${t} (id, name, data) select v.id, v.name, v.data from ${source}`, ...params),
+        );
+      await database.write(() => run(`insert into ${t} (id, name, data) values (?, null, null)`, 2 ** 40));
+      const columns = [
+        { name: 'id', type: 'bigint' },
+        { name: 'name', type: 'text' },
+        { name: 'data', type: 'blob' },
+      ] as const;
+      const rows = await database.readLarge<{ id: number; name: string | null; data: Buffer | null }>(
+        `select id, name, data from ${t} where id > ? and name is distinct from ? order by id`,
+        [0, 'other'],
+        columns,
+      );
+      assert.deepEqual(
+        rows.map((row) => [Number(row.id), row.name, row.data === null ? null : Buffer.from(row.data).length]),
+        [
+          [1, odd, big.length],
+          [2, 'empty', 0],
+          [2 ** 40, null, null],
+        ],
+      );
+      assert.ok(Buffer.from(rows[0]!.data!).equals(big));
+      // A quote in a text parameter is a value, not SQL.
+      const named = await database.readLarge<{ id: number }>(
+        `select id, name, data from ${t} where name = ? order by id`,
+        [odd],
+        columns,
+      );
+      assert.deepEqual(
+        named.map((row) => Number(row.id)),
+        [1],
+      );
+      assert.deepEqual(
+        await database.readLarge(`select id, name, data from ${t} where name = ?`, ["x' or '1'='1"], columns),
+        [],
+      );
+    });
+
     it('reports a foreign key violation as one', async () => {
       const parent = await table('id text primary key');
       const child = await table(`id text primary key, parent text not null references ${parent} (id)`);

@@ -4,15 +4,13 @@ import { writeLines } from '../../core/stream.ts';
 import type { Notifier } from '../../store/notifier/types.ts';
 import { Pacer } from '../../core/pacer.ts';
 import { SLICE_BYTES, type LogFilters } from './filters.ts';
-import type { LoggerRepository } from './repository.ts';
+import type { ChunkBatch, LoggerRepository } from './repository.ts';
 import type { Pattern } from './patterns.ts';
 import type { LogStats } from './stats.ts';
 
 /** Published after every append (`<loggerId>`) and delete (`<loggerId>`): wakes followers everywhere. */
 export const LOGS_APPENDED_TOPIC = 'logs.appended';
 
-/** Chunks read per query while catching up (few: one chunk can be a whole 64 MiB ingest). */
-const CHUNKS_PER_READ = 2;
 /** A follower re-checks the store this often even without a wake-up (a missed message costs at most this). */
 const FOLLOW_POLL_MS = 1_000;
 /** Matching jobs of one stream under way at once: the next slice is matched while one is written. */
@@ -142,8 +140,16 @@ export async function runStream(
   let lastId = options.after;
   let failed = false;
   try {
+    // Where reads leave the event loop free (PostgreSQL), the next batch is read while this one is matched.
+    let next: Promise<ChunkBatch> | undefined;
     while (!controller.signal.aborted && !draining) {
-      const chunks = await deps.loggers.chunksAfter(loggerId, kind, lastId, CHUNKS_PER_READ);
+      const batch = await (next ?? deps.loggers.nextChunks(loggerId, kind, lastId));
+      next = undefined;
+      const { chunks, more } = batch;
+      if (more && deps.loggers.readsAhead && chunks.length > 0) {
+        next = deps.loggers.nextChunks(loggerId, kind, chunks.at(-1)!.id);
+        next.catch(() => undefined);
+      }
       for (const chunk of chunks) {
         // Drained between chunks only, so `lastId` is exactly what the client has been sent.
         if (controller.signal.aborted || draining) break;
@@ -159,7 +165,7 @@ export async function runStream(
         }
       }
       // More to read: the slice under way carries on while the next chunks are read.
-      if (chunks.length === CHUNKS_PER_READ && !draining) continue;
+      if (more && !draining) continue;
       while (ahead.length > 0 && !controller.signal.aborted) await writeNext();
       if (!follow || draining) break;
       // Register before re-checking, so an append between the check and the wait is not missed.

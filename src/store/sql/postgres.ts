@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { all, type Work } from '../sql-work.ts';
 import { reachable } from '../unreachable.ts';
+import { copyOutRows } from './copy-out.ts';
 import type { NamedLock, SqlColumn, SqlDatabase, SqlRowSource, SqlSyntax } from './types.ts';
 
 export const postgresSyntax: SqlSyntax = {
@@ -89,6 +90,9 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
       return reachable(drive(make(), pool));
     },
     // Each statement on the pool, outside any transaction block: PostgreSQL commits it by itself.
+    readLarge<T>(text: string, params: readonly (string | number)[], columns: readonly SqlColumn[]): Promise<T[]> {
+      return reachable(copyOutRows<T>(pool, text, params, columns));
+    },
     writeEach<T>(make: () => Work<T>): Promise<T> {
       return reachable(drive(make(), pool));
     },

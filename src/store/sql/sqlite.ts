@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { driveSqlite, type Work } from '../sql-work.ts';
+import { all, driveSqlite, type Work } from '../sql-work.ts';
 import type { SqlColumn, SqlDatabase, SqlRowSource, SqlSyntax } from './types.ts';
 
 export const sqliteSyntax: SqlSyntax = {
@@ -196,6 +196,9 @@ export function sqliteDatabase(connection: Database.Database): SqlDatabase {
         }
       }
       return readAfterTransaction(make);
+    },
+    readLarge<T>(text: string, params: readonly (string | number)[]): Promise<T[]> {
+      return this.read(() => all<T>(text, ...params));
     },
     write<T>(make: () => Work<T>): Promise<T> {
       return commit((prepare) => driveSqlite(make(), prepare));
