@@ -382,7 +382,7 @@ const CHUNK_COLUMNS: readonly SqlColumn[] = [
 ];
 
 /** What `nextChunks` reads at most in one batch on PostgreSQL (a single larger chunk is read alone). */
-const BATCH_BYTES = 16 * 1024 * 1024;
+const BATCH_BYTES = 32 * 1024 * 1024;
 /** Chunk sizes looked at per batch. */
 const SIZES_PER_BATCH = 64;
 
