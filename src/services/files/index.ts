@@ -37,7 +37,10 @@ export function createFilesService(options: FilesServiceOptions = {}): ServiceDe
         onError: (error) => logger.warn({ err: error }, 'blob sweep failed; retrying on the next interval'),
       });
       const buckets = new BucketRepository(work, refs, clock);
-      const files = new FileRepository(work, refs, clock);
+      const files = new FileRepository(work, refs, clock, {
+        onBatchRedone: (error) =>
+          logger.debug({ err: error }, 'a batch of upload commits failed; committing each alone'),
+      });
       // The sweeper runs while the app does: from ready to close.
       app.addHook('onReady', async () => refs.start());
       app.addHook('onClose', async () => {

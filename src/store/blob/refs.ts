@@ -1,6 +1,6 @@
 import type { SqlConnection } from '../db.ts';
 import { all, first, run, type Work } from '../sql-work.ts';
-import type { NamedLock, SqlDatabase } from '../sql/types.ts';
+import type { NamedLock, SqlColumn, SqlDatabase } from '../sql/types.ts';
 import type { BlobInfo, BlobStore } from './types.ts';
 
 /**
@@ -100,6 +100,21 @@ export interface BlobRefsOptions {
   /** Clock in milliseconds (tests). */
   now?: () => number;
 }
+
+/** A batch of references refused as a whole: the caller adds them one by one instead (`addManyWork`). */
+export class BatchRefused extends Error {
+  constructor(reason: string) {
+    super(`batch refused: ${reason}`);
+    this.name = 'BatchRefused';
+  }
+}
+
+const ADD_COLUMNS: readonly SqlColumn[] = [
+  { name: 'n', type: 'bigint' },
+  { name: 'sha256', type: 'text' },
+  { name: 'candidate', type: 'bigint' },
+  { name: 'holder', type: 'text' },
+];
 
 /** What `pin` returns and `addWork` consumes: the candidate row that keeps the blob meanwhile. */
 export interface BlobPin {
@@ -251,6 +266,54 @@ export class BlobRefs {
       ...(except === undefined ? [] : [except]),
     );
     if (!held) throw new BlobGoneError(sha256);
+  }
+
+  /**
+   * `addWork` for several pins at once, inside the caller's write, on a store whose blob rows are
+   * in the database (`blobRowsInDatabase`; the caller has taken every `lockOf`): one statement for
+   * all of them. Throws `BlobGoneError` for the first pin that `addWork` would refuse, and
+   * `BatchRefused` where it would have had to look further (a pin swept meanwhile), so that the
+   * caller redoes the items one by one.
+   */
+  *addManyWork(adds: readonly { pin: BlobPin; holder: string }[]): Work<void> {
+    if (!this.blobRowsInDatabase)
+      throw new BatchRefused('references are added in one statement only where blob rows are in the database');
+    if (adds.length === 0) return;
+    const rows = adds.map((add, n) => [n, add.pin.sha256, add.pin.id, add.holder]);
+    for (const { source, params } of this.database.syntax.rowSources(ADD_COLUMNS, rows)) {
+      const outcomes = yield* all<{
+        n: number | string;
+        doomed: boolean;
+        present: boolean;
+        unpinned: boolean;
+        added: boolean;
+      }>(
+        `with state as (
+           select v.n, v.sha256, v.candidate, v.holder,
+                  exists (select 1 from stratus_blob_doomed d where d.sha256 = v.sha256) as doomed,
+                  exists (select 1 from stratus_blobs b where b.sha256 = v.sha256) as present
+           from ${source}
+         ),
+         usable as (select * from state where not doomed and present),
+         unpinned as (
+           delete from stratus_blob_candidates c using usable u where c.id = u.candidate returning c.id
+         ),
+         added as (
+           insert into stratus_blob_refs (sha256, holder) select sha256, holder from usable
+           on conflict (sha256, holder) do nothing returning sha256, holder
+         )
+         select s.n, s.doomed, s.present,
+                exists (select 1 from unpinned p where p.id = s.candidate) as unpinned,
+                exists (select 1 from added a where a.sha256 = s.sha256 and a.holder = s.holder) as added
+         from state s order by s.n`,
+        ...params,
+      );
+      for (const outcome of outcomes) {
+        const { pin } = adds[Number(outcome.n)]!;
+        if (outcome.doomed || !outcome.present) throw new BlobGoneError(pin.sha256);
+        if (!outcome.unpinned && outcome.added) throw new BatchRefused('a pin was swept before its reference');
+      }
+    }
   }
 
   /** Inside the caller's write: drops one reference; the blob becomes a candidate. */
