@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type pg from 'pg';
+import { GroupCommit } from '../group-commit.ts';
 import { reachable } from '../unreachable.ts';
 import {
   BlobDigestMismatchError,
@@ -58,12 +59,89 @@ function withCandidate(info: BlobInfo, candidate: string | number | null | undef
   return candidate === null || candidate === undefined ? info : { ...info, candidate: Number(candidate) };
 }
 
+/** A blob of at most one chunk, ready to be written (`dueAt`: its pin's due time, null for none). */
+interface SmallPut {
+  sha256: string;
+  size: number;
+  data: Buffer;
+  dueAt: number | null;
+}
+/** Small puts written by one statement at most (each at most one chunk, 256 KiB by default). */
+const SMALL_PUTS_PER_BATCH = 32;
+
 export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStoreOptions = {}): BlobStore {
   const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
   const readBatch = options.readBatch ?? DEFAULT_READ_BATCH;
   if (!Number.isSafeInteger(chunkSize) || chunkSize < 1) throw new TypeError('chunkSize must be a positive integer');
   if (!Number.isSafeInteger(readBatch) || readBatch < 1) throw new TypeError('readBatch must be a positive integer');
   let swept: Promise<void> | undefined;
+
+  /** One small blob: claim the hash and, if it was free, store its one chunk and pin it; its candidate. */
+  const putOne = async (put: SmallPut): Promise<number | null> => {
+    // ON CONFLICT waits for a concurrent claim of the same hash, as below.
+    const result = await pool.query<{ candidate: string | number | null }>(
+      `with claimed as (${CLAIM}),
+       stored as (insert into stratus_blob_chunks (sha256, seq, data) select sha256, 0, $5 from claimed where cast($6 as boolean))
+       ${PIN}`,
+      [put.sha256, put.size, chunkSize, new Date().toISOString(), put.data, put.data.length > 0, put.dueAt],
+    );
+    const candidate = result.rows[0]?.candidate;
+    return candidate === null || candidate === undefined ? null : Number(candidate);
+  };
+  /**
+   * Small blobs that end together are written by one statement (see GroupCommit): each of a small
+   * upload's statements costs about as much as its bytes. A hash repeated in the batch, and every
+   * put of a batch that fails whole (two batches claiming the same hashes can deadlock), goes on
+   * its own after.
+   */
+  const putMany = async (puts: readonly SmallPut[]): Promise<(number | null)[]> => {
+    const outcomes: (number | null | undefined)[] = puts.map(() => undefined);
+    const firsts = new Map<string, number>();
+    for (const [n, put] of puts.entries()) if (!firsts.has(put.sha256)) firsts.set(put.sha256, n);
+    if (firsts.size > 1) {
+      // In hash order: two batches claiming the same hashes then wait on each other in one direction.
+      const batch = [...firsts.values()].sort((a, b) => (puts[a]!.sha256 < puts[b]!.sha256 ? -1 : 1));
+      try {
+        const result = await pool.query<{ sha256: string; id: string | number }>(
+          `with v as (
+             select * from unnest(cast($1 as text[]), cast($2 as bigint[]), cast($3 as bytea[]), cast($4 as bigint[]))
+             with ordinality as v (sha256, size, data, due, n)
+           ),
+           claimed as (
+             insert into stratus_blobs (sha256, size, chunk_size, created_at)
+             select sha256, size, $5, $6 from v order by n
+             on conflict (sha256) do nothing returning sha256
+           ),
+           stored as (
+             insert into stratus_blob_chunks (sha256, seq, data)
+             select v.sha256, 0, v.data from v join claimed c on c.sha256 = v.sha256 where length(v.data) > 0
+           ),
+           pinned as (
+             insert into stratus_blob_candidates (sha256, due_at)
+             select v.sha256, v.due from v join claimed c on c.sha256 = v.sha256
+             where v.due is not null and not exists (select 1 from stratus_blob_doomed d where d.sha256 = v.sha256)
+             returning sha256, id
+           )
+           select sha256, id from pinned`,
+          [
+            batch.map((n) => puts[n]!.sha256),
+            batch.map((n) => puts[n]!.size),
+            batch.map((n) => puts[n]!.data),
+            batch.map((n) => puts[n]!.dueAt),
+            chunkSize,
+            new Date().toISOString(),
+          ],
+        );
+        const pinned = new Map(result.rows.map((row) => [row.sha256, Number(row.id)]));
+        for (const n of batch) outcomes[n] = pinned.get(puts[n]!.sha256) ?? null;
+      } catch {
+        // Each put goes on its own below.
+      }
+    }
+    for (const [n, put] of puts.entries()) if (outcomes[n] === undefined) outcomes[n] = await putOne(put);
+    return outcomes as (number | null)[];
+  };
+  const smallPuts = new GroupCommit(putMany, { maxBatch: SMALL_PUTS_PER_BATCH, maxInFlight: 2 });
 
   const store: BlobStore = {
     async put(source, putOptions: BlobPutOptions = {}): Promise<BlobInfo> {
@@ -126,16 +204,10 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
             throw new BlobDigestMismatchError(expectedSha256, sha256);
           }
           signal?.throwIfAborted();
-          // One statement: claim the hash and, if it was free, store the one chunk under it and pin
-          // it (ON CONFLICT waits for a concurrent claim of the same hash, as below).
-          const result = await pool.query<{ candidate: string | number | null }>(
-            `with claimed as (${CLAIM}),
-             stored as (insert into stratus_blob_chunks (sha256, seq, data) select sha256, 0, $5 from claimed where cast($6 as boolean))
-             ${PIN}`,
-            [sha256, size, chunkSize, new Date().toISOString(), buffer.subarray(0, filled), filled > 0, dueAt],
-          );
+          // Claimed, stored and pinned by one statement, shared with the puts that end meanwhile.
+          const candidate = await smallPuts.submit({ sha256, size, data: buffer.subarray(0, filled), dueAt });
           committed = true;
-          return withCandidate({ sha256, size }, result.rows[0]?.candidate);
+          return withCandidate({ sha256, size }, candidate);
         }
         if (filled > 0) await flush(buffer.subarray(0, filled));
 
