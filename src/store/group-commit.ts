@@ -16,6 +16,18 @@ export interface GroupCommitOptions {
   readonly maxInFlight: number;
 }
 
+/** One call's outcome in a batch: its own value or its own error. */
+export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** What `work` comes to, as a `Settled`. */
+export async function settle<T>(work: Promise<T>): Promise<Settled<T>> {
+  try {
+    return { ok: true, value: await work };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
 interface Waiting<In, Out> {
   readonly input: In;
   resolve(output: Out): void;
@@ -23,13 +35,17 @@ interface Waiting<In, Out> {
 }
 
 export class GroupCommit<In, Out> {
-  readonly #write: (inputs: readonly In[]) => Promise<readonly Out[]>;
+  readonly #write: (inputs: readonly In[]) => Promise<readonly Settled<Out>[]>;
   readonly #options: GroupCommitOptions;
   readonly #waiting: Waiting<In, Out>[] = [];
   #inFlight = 0;
 
-  /** `write` answers one output per input, in their order; if it throws, every call of the batch fails with it. */
-  constructor(write: (inputs: readonly In[]) => Promise<readonly Out[]>, options: GroupCommitOptions) {
+  /**
+   * `write` answers one outcome per input, in their order, each settling its own call (a batch
+   * redone item by item gives each caller what it alone would have had); if `write` throws, every
+   * call of the batch fails with it.
+   */
+  constructor(write: (inputs: readonly In[]) => Promise<readonly Settled<Out>[]>, options: GroupCommitOptions) {
     if (options.maxBatch < 1 || options.maxInFlight < 1) throw new RangeError('maxBatch and maxInFlight must be ≥ 1');
     this.#write = write;
     this.#options = options;
@@ -55,7 +71,11 @@ export class GroupCommit<In, Out> {
       const outputs = await this.#write(batch.map((call) => call.input));
       if (outputs.length !== batch.length)
         throw new Error(`group commit: ${outputs.length} outputs for ${batch.length} inputs`);
-      batch.forEach((call, i) => call.resolve(outputs[i]!));
+      batch.forEach((call, i) => {
+        const outcome = outputs[i]!;
+        if (outcome.ok) call.resolve(outcome.value);
+        else call.reject(outcome.error);
+      });
     } catch (error) {
       for (const call of batch) call.reject(error);
     } finally {

@@ -1,6 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { GroupCommit } from '../../src/store/group-commit.ts';
+import { GroupCommit, settle, type Settled } from '../../src/store/group-commit.ts';
+
+const ok = <T>(value: T): Settled<T> => ({ ok: true, value });
 
 /** A write whose batches stay open until `release()`; it records each batch it was given. */
 function heldWrite() {
@@ -8,7 +10,7 @@ function heldWrite() {
   const pending: (() => void)[] = [];
   const write = (inputs: readonly number[]) => {
     batches.push([...inputs]);
-    return new Promise<number[]>((resolve) => pending.push(() => resolve(inputs.map((n) => n * 10))));
+    return new Promise<Settled<number>[]>((resolve) => pending.push(() => resolve(inputs.map((n) => ok(n * 10)))));
   };
   const release = async () => {
     for (const settle of pending.splice(0)) settle();
@@ -44,7 +46,7 @@ describe('GroupCommit', () => {
       async (inputs: readonly number[]) => {
         calls++;
         if (inputs.includes(2)) throw new Error('boom');
-        return inputs.map((n) => n + 1);
+        return inputs.map((n) => ok(n + 1));
       },
       { maxBatch: 2, maxInFlight: 1 },
     );
@@ -58,8 +60,23 @@ describe('GroupCommit', () => {
   });
 
   it('a write answering the wrong number of outputs fails its calls', async () => {
-    const group = new GroupCommit(async () => [1, 2], { maxBatch: 10, maxInFlight: 1 });
+    const group = new GroupCommit(async () => [ok(1), ok(2)], { maxBatch: 10, maxInFlight: 1 });
     await assert.rejects(group.submit(1), /2 outputs for 1 inputs/);
+  });
+
+  it("each call settles with its own outcome: one call's error fails only that call", async () => {
+    const group = new GroupCommit(
+      async (inputs: readonly number[]) =>
+        Promise.all(
+          inputs.map((n) => settle(n % 2 === 0 ? Promise.reject(new Error(`even ${n}`)) : Promise.resolve(n * 100))),
+        ),
+      { maxBatch: 10, maxInFlight: 1 },
+    );
+    const results = await Promise.allSettled([1, 2, 3, 4].map((n) => group.submit(n)));
+    assert.deepEqual(
+      results.map((result) => (result.status === 'fulfilled' ? result.value : (result.reason as Error).message)),
+      [100, 'even 2', 300, 'even 4'],
+    );
   });
 
   it('refuses a size below one', () => {

@@ -3,7 +3,7 @@ import { newId } from '../../core/ids.ts';
 import type { BlobPin, BlobRefs } from '../../store/blob/refs.ts';
 import { all, first, run, type Work } from '../../store/sql-work.ts';
 import type { SqlColumn, SqlDatabase } from '../../store/sql/types.ts';
-import { GroupCommit } from '../../store/group-commit.ts';
+import { GroupCommit, settle, type Settled } from '../../store/group-commit.ts';
 import { FilesErrors } from './errors.ts';
 import { parseNs, type NanoClock } from './timestamps.ts';
 
@@ -198,9 +198,6 @@ interface UploadToCommit {
   content: StoredContent;
 }
 
-/** A call's outcome inside a batch: each caller gets its own result or error. */
-type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
-
 const LOOKUP_COLUMNS: readonly SqlColumn[] = [
   { name: 'n', type: 'bigint' },
   { name: 'bucket_id', type: 'text' },
@@ -243,7 +240,7 @@ function* bucketAndFile(bucketId: string, owner: string, name: string, lock: str
 
 /** Files: the service's only door to their rows and references. */
 export class FileRepository {
-  private readonly commits: GroupCommit<UploadToCommit, Settled<CommitResult>>;
+  private readonly commits: GroupCommit<UploadToCommit, CommitResult>;
 
   constructor(
     private readonly work: SqlDatabase,
@@ -283,10 +280,8 @@ export class FileRepository {
    * pin becomes the file's reference and the previous content's reference is dropped. Writes to
    * one path commit one after the other; the last to commit wins.
    */
-  async commitUpload(bucketId: string, owner: string, name: string, content: StoredContent): Promise<CommitResult> {
-    const settled = await this.commits.submit({ bucketId, owner, name, content });
-    if (!settled.ok) throw settled.error;
-    return settled.value;
+  commitUpload(bucketId: string, owner: string, name: string, content: StoredContent): Promise<CommitResult> {
+    return this.commits.submit({ bucketId, owner, name, content });
   }
 
   /**
@@ -315,12 +310,7 @@ export class FileRepository {
       }
     }
     for (const [n, item] of items.entries()) {
-      if (settled[n]) continue;
-      try {
-        settled[n] = { ok: true, value: await this.commitOne(item.bucketId, item.owner, item.name, item.content) };
-      } catch (error) {
-        settled[n] = { ok: false, error };
-      }
+      settled[n] ??= await settle(this.commitOne(item.bucketId, item.owner, item.name, item.content));
     }
     return settled as Settled<CommitResult>[];
   }

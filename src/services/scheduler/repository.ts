@@ -5,7 +5,7 @@ import type { SqlConnection } from '../../store/db.ts';
 // and PostgreSQL (async transaction). It has no docdb-specific logic.
 import { all, first, run, type Work } from '../../store/sql-work.ts';
 import type { SqlColumn, SqlDatabase } from '../../store/sql/types.ts';
-import { GroupCommit } from '../../store/group-commit.ts';
+import { GroupCommit, settle, type Settled } from '../../store/group-commit.ts';
 import { MAX_TIME_MS } from './time.ts';
 
 export interface SchedulerRow {
@@ -266,8 +266,8 @@ export class SchedulerRepository {
     return this.enqueues.submit({ schedulerId, id, payload, labels, due });
   }
 
-  private async enqueueBatch(tasks: readonly TaskToEnqueue[]): Promise<EnqueueOutcome[]> {
-    if (tasks.length === 1) return [await this.enqueueOne(tasks[0]!)];
+  private async enqueueBatch(tasks: readonly TaskToEnqueue[]): Promise<Settled<EnqueueOutcome>[]> {
+    if (tasks.length === 1) return [await settle(this.enqueueOne(tasks[0]!))];
     // A task id repeated within the batch is left to the one-by-one path below, after its first.
     const keys = tasks.map((task) => `${task.schedulerId}\u0000${task.id}`);
     const firsts = new Set<number>();
@@ -297,11 +297,11 @@ export class SchedulerRepository {
       }
       return created;
     });
-    const outcomes: EnqueueOutcome[] = [];
+    const outcomes: Settled<EnqueueOutcome>[] = [];
     for (const [n, task] of tasks.entries()) {
-      if (firsts.has(n) && inserted.has(keys[n]!)) outcomes.push('created');
+      if (firsts.has(n) && inserted.has(keys[n]!)) outcomes.push({ ok: true, value: 'created' });
       // Not inserted: its id in use or its scheduler missing (rare), told apart by the single statement.
-      else outcomes.push(await this.enqueueOne(task));
+      else outcomes.push(await settle(this.enqueueOne(task)));
     }
     return outcomes;
   }

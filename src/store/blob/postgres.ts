@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type pg from 'pg';
-import { GroupCommit } from '../group-commit.ts';
+import { GroupCommit, settle, type Settled } from '../group-commit.ts';
 import { reachable } from '../unreachable.ts';
 import {
   BlobDigestMismatchError,
@@ -94,8 +94,8 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
    * put of a batch that fails whole (two batches claiming the same hashes can deadlock), goes on
    * its own after.
    */
-  const putMany = async (puts: readonly SmallPut[]): Promise<(number | null)[]> => {
-    const outcomes: (number | null | undefined)[] = puts.map(() => undefined);
+  const putMany = async (puts: readonly SmallPut[]): Promise<Settled<number | null>[]> => {
+    const outcomes: (Settled<number | null> | undefined)[] = puts.map(() => undefined);
     const firsts = new Map<string, number>();
     for (const [n, put] of puts.entries()) if (!firsts.has(put.sha256)) firsts.set(put.sha256, n);
     if (firsts.size > 1) {
@@ -133,13 +133,13 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
           ],
         );
         const pinned = new Map(result.rows.map((row) => [row.sha256, Number(row.id)]));
-        for (const n of batch) outcomes[n] = pinned.get(puts[n]!.sha256) ?? null;
+        for (const n of batch) outcomes[n] = { ok: true, value: pinned.get(puts[n]!.sha256) ?? null };
       } catch {
         // Each put goes on its own below.
       }
     }
-    for (const [n, put] of puts.entries()) if (outcomes[n] === undefined) outcomes[n] = await putOne(put);
-    return outcomes as (number | null)[];
+    for (const [n, put] of puts.entries()) outcomes[n] ??= await settle(putOne(put));
+    return outcomes as Settled<number | null>[];
   };
   const smallPuts = new GroupCommit(putMany, { maxBatch: SMALL_PUTS_PER_BATCH, maxInFlight: 2 });
 
