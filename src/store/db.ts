@@ -26,10 +26,31 @@ export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
 }
 
+/**
+ * Switches a database file to WAL. Two processes opening a new file at once (two `stratus
+ * migrate`, or instances started together) both try it, and the switch needs the file to
+ * itself: SQLite answers SQLITE_BUSY at once, without its busy handler, to the one that loses.
+ * That one waits a moment and tries again (up to about five seconds, as the busy timeout).
+ */
+function walMode(database: Database.Database): void {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    try {
+      database.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      const busy = (error as { code?: unknown }).code === 'SQLITE_BUSY';
+      if (!busy || Date.now() >= deadline) throw error;
+      // A synchronous pause: opening is synchronous, and this happens only at start.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    }
+  }
+}
+
 export function openSqlite(file: string, options: SqliteOptions = {}): SqlConnection {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const database = new Database(file);
-  database.pragma('journal_mode = WAL');
+  walMode(database);
   database.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');

@@ -36,7 +36,7 @@ export async function insertAction(
   );
   if (streaming) await out.flush(true);
   let sawValue = false;
-  const values = jsonValues(readChunks(stream), { maxValueBytes: BODY_LIMIT });
+  const values = mergedAhead(jsonValues(readChunks(stream), { maxValueBytes: BODY_LIMIT }));
   try {
     for await (const texts of values) {
       sawValue = true;
@@ -96,4 +96,57 @@ function streamError(error: JsonStreamError): HttpError {
   return error.code === 'payload_too_large'
     ? DocdbErrors.valueTooLarge(error.message)
     : DocdbErrors.malformedValue(error.message);
+}
+
+/** Reads of the body kept under way while a batch is being written. */
+const READS_AHEAD = 8;
+/** Most values merged into one batch. */
+const MAX_MERGED_VALUES = 10_000;
+
+/**
+ * The body's batches with the body read ahead: while the caller writes one batch (a transaction),
+ * up to `READS_AHEAD` more pieces are read and split, and those already there when it asks again
+ * come as one batch. Where a transaction costs about as much as its rows (PostgreSQL), the body is
+ * then split while the database works, and batches grow with the database's pace. An error comes
+ * in its place, after every batch before it.
+ */
+async function* mergedAhead(
+  values: AsyncGenerator<string[], void, undefined>,
+): AsyncGenerator<string[], void, undefined> {
+  interface Read {
+    promise: Promise<IteratorResult<string[], void>>;
+    /** Set once the read has settled (a rejected read is only awaited in its turn). */
+    settled?: { result?: IteratorResult<string[], void>; failed?: true };
+  }
+  const reads: Read[] = [];
+  const ask = () => {
+    const read: Read = { promise: values.next() };
+    read.promise.then(
+      (result) => (read.settled = { result }),
+      () => (read.settled = { failed: true }),
+    );
+    reads.push(read);
+  };
+  try {
+    for (;;) {
+      while (reads.length < READS_AHEAD) ask();
+      const first = await reads.shift()!.promise;
+      if (first.done) return;
+      const texts = [...first.value];
+      // What has arrived meanwhile joins this batch; a failed read waits for its turn.
+      while (texts.length < MAX_MERGED_VALUES && reads[0]?.settled?.result) {
+        const { result } = reads.shift()!.settled!;
+        if (result!.done) {
+          yield texts;
+          return;
+        }
+        texts.push(...result!.value);
+      }
+      yield texts;
+    }
+  } finally {
+    // Not awaited: it would wait behind the reads under way, which a full-duplex client that has
+    // stopped sending never completes.
+    void values.return(undefined).catch(() => undefined);
+  }
 }
