@@ -28,6 +28,47 @@ export async function settle<T>(work: Promise<T>): Promise<Settled<T>> {
   }
 }
 
+/**
+ * The usual write of a `GroupCommit` batch: the first call of each key (when there are two or
+ * more) is written together by `together`, which answers an output for each or `undefined` where
+ * that call must be decided alone; the rest (a key repeated in the batch, an undecided call, and
+ * every call when `together` throws) go one by one through `alone`, in order, so each caller gets
+ * the outcome a write of its own would have had.
+ */
+export async function togetherThenAlone<In, Out>(
+  inputs: readonly In[],
+  ways: {
+    key(input: In): string;
+    together(firsts: readonly In[]): Promise<readonly (Out | undefined)[]>;
+    alone(input: In): Promise<Out>;
+    /** Told when `together` failed as a whole (its calls then went alone). */
+    onTogetherFailed?(error: unknown): void;
+  },
+): Promise<Settled<Out>[]> {
+  const outcomes: (Settled<Out> | undefined)[] = inputs.map(() => undefined);
+  const seen = new Set<string>();
+  const firsts: number[] = [];
+  for (const [n, input] of inputs.entries()) {
+    const key = ways.key(input);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    firsts.push(n);
+  }
+  if (firsts.length > 1) {
+    try {
+      const outputs = await ways.together(firsts.map((n) => inputs[n]!));
+      firsts.forEach((n, i) => {
+        const output = outputs[i];
+        if (output !== undefined) outcomes[n] = { ok: true, value: output };
+      });
+    } catch (error) {
+      ways.onTogetherFailed?.(error);
+    }
+  }
+  for (const [n, input] of inputs.entries()) outcomes[n] ??= await settle(ways.alone(input));
+  return outcomes as Settled<Out>[];
+}
+
 interface Waiting<In, Out> {
   readonly input: In;
   resolve(output: Out): void;

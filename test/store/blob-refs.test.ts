@@ -138,27 +138,20 @@ describe(`blob references (${testDialect})`, () => {
     assert.equal(await refs.countRefs(sha), 0);
   });
 
-  test('a swept pin still becomes a reference when another reference kept the blob', async () => {
-    const sha = await putBlob();
-    await reference(sha, 'keeper');
-    const pin = await refs.pin(sha);
-    clock += 1000;
-    assert.equal(await refs.sweep(), 0, 'referenced: the sweep only drops the due pin');
-    await port.write(() => refs.addWork(pin, 'second'));
-    assert.equal(await refs.countRefs(sha), 2);
-    assert.ok(await exists(sha));
-  });
-
-  test('a swept pin still becomes a reference when the same holder referenced the blob already', async () => {
-    const sha = await putBlob();
-    await reference(sha, 'same');
-    const pin = await refs.pin(sha);
-    clock += 1000;
-    assert.equal(await refs.sweep(), 0, 'referenced: the sweep only drops the due pin');
-    await port.write(() => refs.addWork(pin, 'same'));
-    assert.equal(await refs.countRefs(sha), 1);
-    assert.ok(await exists(sha));
-  });
+  for (const { kept, by, refsAfter } of [
+    { kept: 'another reference', by: 'keeper', refsAfter: 2 },
+    { kept: 'the same holder', by: 'same', refsAfter: 1 },
+  ])
+    test(`a swept pin still becomes a reference when ${kept} kept the blob`, async () => {
+      const sha = await putBlob();
+      await reference(sha, by);
+      const pin = await refs.pin(sha);
+      clock += 1000;
+      assert.equal(await refs.sweep(), 0, 'referenced: the sweep only drops the due pin');
+      await port.write(() => refs.addWork(pin, by === 'keeper' ? 'second' : by));
+      assert.equal(await refs.countRefs(sha), refsAfter);
+      assert.ok(await exists(sha));
+    });
 
   test('a put with candidateDueAt pins new content in the database store; pinPut takes that pin or pins anew', async () => {
     const text = `pinned at put ${testDialect} ${Math.random()}`;

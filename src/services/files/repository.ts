@@ -3,7 +3,7 @@ import { newId } from '../../core/ids.ts';
 import type { BlobPin, BlobRefs } from '../../store/blob/refs.ts';
 import { all, first, run, type Work } from '../../store/sql-work.ts';
 import type { SqlColumn, SqlDatabase } from '../../store/sql/types.ts';
-import { GroupCommit, settle, type Settled } from '../../store/group-commit.ts';
+import { GroupCommit, togetherThenAlone, type Settled } from '../../store/group-commit.ts';
 import { FilesErrors } from './errors.ts';
 import { parseNs, type NanoClock } from './timestamps.ts';
 
@@ -290,29 +290,13 @@ export class FileRepository {
    * batch, and every item of a batch that fails as a whole (a blob gone, a deadlock), is committed
    * on its own after, so each caller gets the outcome a commit of its own would have had.
    */
-  private async commitBatch(items: readonly UploadToCommit[]): Promise<Settled<CommitResult>[]> {
-    const settled: (Settled<CommitResult> | undefined)[] = items.map(() => undefined);
-    const seen = new Set<string>();
-    const batch: number[] = [];
-    for (const [n, item] of items.entries()) {
-      const path = `${item.bucketId}/${item.name}`;
-      if (seen.has(path)) continue;
-      seen.add(path);
-      batch.push(n);
-    }
-    if (batch.length > 1) {
-      try {
-        const results = await this.commitMany(batch.map((n) => items[n]!));
-        batch.forEach((n, i) => (settled[n] = { ok: true, value: results[i]! }));
-      } catch (error) {
-        // Redone one by one below, where each gets its own outcome.
-        this.options.onBatchRedone?.(error);
-      }
-    }
-    for (const [n, item] of items.entries()) {
-      settled[n] ??= await settle(this.commitOne(item.bucketId, item.owner, item.name, item.content));
-    }
-    return settled as Settled<CommitResult>[];
+  private commitBatch(items: readonly UploadToCommit[]): Promise<Settled<CommitResult>[]> {
+    return togetherThenAlone(items, {
+      key: (item) => `${item.bucketId}/${item.name}`,
+      together: (firsts) => this.commitMany(firsts),
+      alone: (item) => this.commitOne(item.bucketId, item.owner, item.name, item.content),
+      onTogetherFailed: (error) => this.options.onBatchRedone?.(error),
+    });
   }
 
   /** The batch of `commitBatch`: paths distinct; the same steps as `commitOne`, a statement for each. */

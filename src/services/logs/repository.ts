@@ -308,7 +308,6 @@ export class LoggerRepository {
     };
   }
 
-  /** The logger's chunks of `kind` after `afterId`, in order, at most `limit` of them. */
   /**
    * The next chunks of a stream after `afterId`, in id order, and whether more may follow. On
    * SQLite two chunks (a read copies its chunks on the event loop, and one chunk can be a whole
@@ -345,6 +344,7 @@ export class LoggerRepository {
     return { chunks, more: last < sizes.length - 1 || sizes.length === SIZES_PER_BATCH };
   }
 
+  /** The logger's chunks of `kind` after `afterId`, in order, at most `limit` of them. */
   async chunksAfter(loggerId: string, kind: 'raw' | 'event', afterId: number, limit: number): Promise<Chunk[]> {
     return this.readChunks(
       'select id, data, bytes, lines from logs_chunks where logger_id = ? and kind = ? and id > ? order by id limit ?',

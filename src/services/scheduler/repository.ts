@@ -5,7 +5,7 @@ import type { SqlConnection } from '../../store/db.ts';
 // and PostgreSQL (async transaction). It has no docdb-specific logic.
 import { all, first, run, type Work } from '../../store/sql-work.ts';
 import type { SqlColumn, SqlDatabase } from '../../store/sql/types.ts';
-import { GroupCommit, settle, type Settled } from '../../store/group-commit.ts';
+import { GroupCommit, togetherThenAlone, type Settled } from '../../store/group-commit.ts';
 import { MAX_TIME_MS } from './time.ts';
 
 export interface SchedulerRow {
@@ -62,6 +62,9 @@ interface TaskToEnqueue {
   labels: string;
   due: number;
 }
+
+/** A task's identity within the platform: its scheduler and its id. */
+const taskKey = (schedulerId: string, id: string) => `${schedulerId}\u0000${id}`;
 
 const TASK_COLUMNS: readonly SqlColumn[] = [
   { name: 'n', type: 'bigint' },
@@ -266,20 +269,18 @@ export class SchedulerRepository {
     return this.enqueues.submit({ schedulerId, id, payload, labels, due });
   }
 
-  private async enqueueBatch(tasks: readonly TaskToEnqueue[]): Promise<Settled<EnqueueOutcome>[]> {
-    if (tasks.length === 1) return [await settle(this.enqueueOne(tasks[0]!))];
-    // A task id repeated within the batch is left to the one-by-one path below, after its first.
-    const keys = tasks.map((task) => `${task.schedulerId}\u0000${task.id}`);
-    const firsts = new Set<number>();
-    const seen = new Set<string>();
-    for (const [n, key] of keys.entries()) {
-      if (seen.has(key)) continue;
-      seen.add(key);
-      firsts.add(n);
-    }
-    const rows = tasks
-      .map((task, n) => [n, task.schedulerId, task.id, task.payload, task.labels, task.due])
-      .filter((_row, n) => firsts.has(n));
+  private enqueueBatch(tasks: readonly TaskToEnqueue[]): Promise<Settled<EnqueueOutcome>[]> {
+    return togetherThenAlone(tasks, {
+      key: (task) => taskKey(task.schedulerId, task.id),
+      together: (firsts) => this.enqueueMany(firsts),
+      // Not inserted together: its id in use or its scheduler missing (rare), told apart alone.
+      alone: (task) => this.enqueueOne(task),
+    });
+  }
+
+  /** Distinct tasks in one statement: 'created' for those inserted, undefined for the rest. */
+  private async enqueueMany(tasks: readonly TaskToEnqueue[]): Promise<(EnqueueOutcome | undefined)[]> {
+    const rows = tasks.map((task, n) => [n, task.schedulerId, task.id, task.payload, task.labels, task.due]);
     const { syntax } = this.sql;
     // One statement on PostgreSQL (every row in one source); on SQLite a few, inside its group commit.
     const inserted = await this.sql.writeEach(function* () {
@@ -288,22 +289,16 @@ export class SchedulerRepository {
         // The scheduler row is share-locked on PostgreSQL: an enqueue racing a delete of its
         // scheduler either commits first (and the delete removes its task) or sees it gone. Rows
         // take their sequence numbers in the order the select gives them, so `order by v.n` keeps
-        // enqueue order; a task id in use is skipped here and decided alone below.
+        // enqueue order; a task id in use is skipped here.
         const returned = yield* all<{ scheduler_id: string; id: string }>(
           `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select v.scheduler_id, v.id, v.payload, v.labels, v.due_ms from ${source} where exists (select 1 from scheduler_schedulers s where s.id = v.scheduler_id${syntax.forShare}) order by v.n on conflict (scheduler_id, id) do nothing returning scheduler_id, id`,
           ...params,
         );
-        for (const row of returned) created.add(`${row.scheduler_id}\u0000${row.id}`);
+        for (const row of returned) created.add(taskKey(row.scheduler_id, row.id));
       }
       return created;
     });
-    const outcomes: Settled<EnqueueOutcome>[] = [];
-    for (const [n, task] of tasks.entries()) {
-      if (firsts.has(n) && inserted.has(keys[n]!)) outcomes.push({ ok: true, value: 'created' });
-      // Not inserted: its id in use or its scheduler missing (rare), told apart by the single statement.
-      else outcomes.push(await settle(this.enqueueOne(task)));
-    }
-    return outcomes;
+    return tasks.map((task) => (inserted.has(taskKey(task.schedulerId, task.id)) ? 'created' : undefined));
   }
 
   private async enqueueOne(task: TaskToEnqueue): Promise<EnqueueOutcome> {

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type pg from 'pg';
-import { GroupCommit, settle, type Settled } from '../group-commit.ts';
+import { GroupCommit, togetherThenAlone, type Settled } from '../group-commit.ts';
 import { reachable } from '../unreachable.ts';
 import {
   BlobDigestMismatchError,
@@ -76,71 +76,58 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
   if (!Number.isSafeInteger(readBatch) || readBatch < 1) throw new TypeError('readBatch must be a positive integer');
   let swept: Promise<void> | undefined;
 
-  /** One small blob: claim the hash and, if it was free, store its one chunk and pin it; its candidate. */
-  const putOne = async (put: SmallPut): Promise<number | null> => {
-    // ON CONFLICT waits for a concurrent claim of the same hash, as below.
-    const result = await pool.query<{ candidate: string | number | null }>(
-      `with claimed as (${CLAIM}),
-       stored as (insert into stratus_blob_chunks (sha256, seq, data) select sha256, 0, $5 from claimed where cast($6 as boolean))
-       ${PIN}`,
-      [put.sha256, put.size, chunkSize, new Date().toISOString(), put.data, put.data.length > 0, put.dueAt],
+  /**
+   * Small blobs (distinct hashes) in one statement: each hash claimed and, if it was free, its one
+   * chunk stored and pinned; the candidate of each (null: stored already, or no pin asked). In hash
+   * order, so that two batches claiming the same hashes wait on each other in one direction only
+   * (ON CONFLICT waits for a concurrent claim of the same hash, as below).
+   */
+  const putSmall = async (puts: readonly SmallPut[]): Promise<(number | null)[]> => {
+    const sorted = [...puts].sort((a, b) => (a.sha256 < b.sha256 ? -1 : 1));
+    const result = await pool.query<{ sha256: string; id: string | number }>(
+      `with v as (
+         select * from unnest(cast($1 as text[]), cast($2 as bigint[]), cast($3 as bytea[]), cast($4 as bigint[]))
+         with ordinality as v (sha256, size, data, due, n)
+       ),
+       claimed as (
+         insert into stratus_blobs (sha256, size, chunk_size, created_at)
+         select sha256, size, $5, $6 from v order by n
+         on conflict (sha256) do nothing returning sha256
+       ),
+       stored as (
+         insert into stratus_blob_chunks (sha256, seq, data)
+         select v.sha256, 0, v.data from v join claimed c on c.sha256 = v.sha256 where length(v.data) > 0
+       ),
+       pinned as (
+         insert into stratus_blob_candidates (sha256, due_at)
+         select v.sha256, v.due from v join claimed c on c.sha256 = v.sha256
+         where v.due is not null and not exists (select 1 from stratus_blob_doomed d where d.sha256 = v.sha256)
+         returning sha256, id
+       )
+       select sha256, id from pinned`,
+      [
+        sorted.map((put) => put.sha256),
+        sorted.map((put) => put.size),
+        sorted.map((put) => put.data),
+        sorted.map((put) => put.dueAt),
+        chunkSize,
+        new Date().toISOString(),
+      ],
     );
-    const candidate = result.rows[0]?.candidate;
-    return candidate === null || candidate === undefined ? null : Number(candidate);
+    const pinned = new Map(result.rows.map((row) => [row.sha256, Number(row.id)]));
+    return puts.map((put) => pinned.get(put.sha256) ?? null);
   };
   /**
    * Small blobs that end together are written by one statement (see GroupCommit): each of a small
    * upload's statements costs about as much as its bytes. A hash repeated in the batch, and every
-   * put of a batch that fails whole (two batches claiming the same hashes can deadlock), goes on
-   * its own after.
+   * put of a batch that fails whole (two batches can still deadlock), goes alone after.
    */
-  const putMany = async (puts: readonly SmallPut[]): Promise<Settled<number | null>[]> => {
-    const outcomes: (Settled<number | null> | undefined)[] = puts.map(() => undefined);
-    const firsts = new Map<string, number>();
-    for (const [n, put] of puts.entries()) if (!firsts.has(put.sha256)) firsts.set(put.sha256, n);
-    if (firsts.size > 1) {
-      // In hash order: two batches claiming the same hashes then wait on each other in one direction.
-      const batch = [...firsts.values()].sort((a, b) => (puts[a]!.sha256 < puts[b]!.sha256 ? -1 : 1));
-      try {
-        const result = await pool.query<{ sha256: string; id: string | number }>(
-          `with v as (
-             select * from unnest(cast($1 as text[]), cast($2 as bigint[]), cast($3 as bytea[]), cast($4 as bigint[]))
-             with ordinality as v (sha256, size, data, due, n)
-           ),
-           claimed as (
-             insert into stratus_blobs (sha256, size, chunk_size, created_at)
-             select sha256, size, $5, $6 from v order by n
-             on conflict (sha256) do nothing returning sha256
-           ),
-           stored as (
-             insert into stratus_blob_chunks (sha256, seq, data)
-             select v.sha256, 0, v.data from v join claimed c on c.sha256 = v.sha256 where length(v.data) > 0
-           ),
-           pinned as (
-             insert into stratus_blob_candidates (sha256, due_at)
-             select v.sha256, v.due from v join claimed c on c.sha256 = v.sha256
-             where v.due is not null and not exists (select 1 from stratus_blob_doomed d where d.sha256 = v.sha256)
-             returning sha256, id
-           )
-           select sha256, id from pinned`,
-          [
-            batch.map((n) => puts[n]!.sha256),
-            batch.map((n) => puts[n]!.size),
-            batch.map((n) => puts[n]!.data),
-            batch.map((n) => puts[n]!.dueAt),
-            chunkSize,
-            new Date().toISOString(),
-          ],
-        );
-        const pinned = new Map(result.rows.map((row) => [row.sha256, Number(row.id)]));
-        for (const n of batch) outcomes[n] = { ok: true, value: pinned.get(puts[n]!.sha256) ?? null };
-      } catch {
-        // Each put goes on its own below.
-      }
-    }
-    for (const [n, put] of puts.entries()) outcomes[n] ??= await settle(putOne(put));
-    return outcomes as Settled<number | null>[];
-  };
+  const putMany = (puts: readonly SmallPut[]): Promise<Settled<number | null>[]> =>
+    togetherThenAlone(puts, {
+      key: (put) => put.sha256,
+      together: putSmall,
+      alone: async (put) => (await putSmall([put]))[0]!,
+    });
   const smallPuts = new GroupCommit(putMany, { maxBatch: SMALL_PUTS_PER_BATCH, maxInFlight: 2 });
 
   const store: BlobStore = {

@@ -209,37 +209,11 @@ export class BlobRefs {
   *addWork(pin: BlobPin, holder: string, options: { locked?: boolean } = {}): Work<void> {
     if (!options.locked) yield* this.database.lockName(BLOB_LOCK_SPACE, pin.sha256);
     if (this.blobRowsInDatabase) {
-      // PostgreSQL: the checks, the unpinning and the reference in one statement (all of it on one
-      // snapshot, taken after the lock), where they were four round trips.
-      const outcome = yield* first<{
-        doomed: unknown;
-        present: unknown;
-        unpinned: number | string;
-        added: number | string;
-      }>(
-        `with state as (
-           select (select 1 from stratus_blob_doomed where sha256 = ?) as doomed,
-                  (select 1 from stratus_blobs where sha256 = ?) as present
-         ),
-         usable as (select 1 from state where doomed is null and present is not null),
-         unpinned as (delete from stratus_blob_candidates where id = ? and exists (select 1 from usable) returning id),
-         added as (
-           insert into stratus_blob_refs (sha256, holder) select ?, ? from usable
-           on conflict (sha256, holder) do nothing returning 1
-         )
-         select doomed, present, (select count(*) from unpinned) as unpinned, (select count(*) from added) as added
-         from state`,
-        pin.sha256,
-        pin.sha256,
-        pin.id,
-        pin.sha256,
-        holder,
-      );
-      if (!outcome || outcome.doomed !== null || outcome.present === null) throw new BlobGoneError(pin.sha256);
+      // PostgreSQL: the checks, the unpinning and the reference in one statement.
+      const [outcome] = yield* this.addRowsWork([{ pin, holder }]);
       // Without its pin the blob is safe only if it was referenced already: by this holder (then
       // nothing was added) or by another.
-      if (Number(outcome.unpinned) !== 1 && Number(outcome.added) === 1)
-        yield* this.heldElsewhereWork(pin.sha256, holder);
+      if (!outcome!.unpinned && outcome!.added) yield* this.heldElsewhereWork(pin.sha256, holder);
       return;
     }
     if (yield* this.doomedWork(pin.sha256)) throw new BlobGoneError(pin.sha256);
@@ -278,7 +252,20 @@ export class BlobRefs {
   *addManyWork(adds: readonly { pin: BlobPin; holder: string }[]): Work<void> {
     if (!this.blobRowsInDatabase)
       throw new BatchRefused('references are added in one statement only where blob rows are in the database');
-    if (adds.length === 0) return;
+    for (const outcome of yield* this.addRowsWork(adds))
+      if (!outcome.unpinned && outcome.added) throw new BatchRefused('a pin was swept before its reference');
+  }
+
+  /**
+   * The statement of `addWork` and `addManyWork` (PostgreSQL): for each pin, on one snapshot
+   * taken after the locks, whether its blob is usable, and if so the pin removed and the reference
+   * added. Throws `BlobGoneError` for the first pin whose blob is being deleted or gone; otherwise
+   * answers, in order, whether each pin was still there and whether its reference is new.
+   */
+  private *addRowsWork(
+    adds: readonly { pin: BlobPin; holder: string }[],
+  ): Work<{ unpinned: boolean; added: boolean }[]> {
+    const answers: { unpinned: boolean; added: boolean }[] = [];
     const rows = adds.map((add, n) => [n, add.pin.sha256, add.pin.id, add.holder]);
     for (const { source, params } of this.database.syntax.rowSources(ADD_COLUMNS, rows)) {
       const outcomes = yield* all<{
@@ -309,11 +296,11 @@ export class BlobRefs {
         ...params,
       );
       for (const outcome of outcomes) {
-        const { pin } = adds[Number(outcome.n)]!;
-        if (outcome.doomed || !outcome.present) throw new BlobGoneError(pin.sha256);
-        if (!outcome.unpinned && outcome.added) throw new BatchRefused('a pin was swept before its reference');
+        if (outcome.doomed || !outcome.present) throw new BlobGoneError(adds[Number(outcome.n)]!.pin.sha256);
+        answers.push({ unpinned: outcome.unpinned, added: outcome.added });
       }
     }
+    return answers;
   }
 
   /** Inside the caller's write: drops one reference; the blob becomes a candidate. */

@@ -16,58 +16,48 @@ import type { SqlColumn } from './types.ts';
  * "Message Formats": "Messages sent from the backend will always correspond to single data rows");
  * the binary format is in the `COPY` reference, "Binary Format".
  */
-export async function copyOutRows<T>(
-  pool: pg.Pool,
+export function copyOutRows<T>(
+  client: pg.PoolClient,
   text: string,
   params: readonly unknown[],
   columns: readonly SqlColumn[],
 ): Promise<T[]> {
   const statement = `copy (${inlined(text, params)}) to stdout (format binary)`;
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  // As in a transaction: a connection ended while it is checked out must not be an unhandled error.
-  const onError = (error: Error) => (broken ??= error);
-  client.on('error', onError);
-  try {
-    return await new Promise<T[]>((resolve, reject) => {
-      const decoder = new BinaryCopyDecoder<T>(columns);
-      let failure: unknown;
-      // A submittable (node-postgres's interface for custom queries, as pg-cursor and
-      // pg-copy-streams use): the client calls these as the backend's messages arrive.
-      const query = {
-        submit(connection: { query(text: string): void }) {
-          connection.query(statement);
-        },
-        handleCopyData(message: { chunk: Buffer }) {
-          if (failure !== undefined) return;
-          try {
-            decoder.push(message.chunk);
-          } catch (error) {
-            failure = error;
-          }
-        },
-        // The client forgets the query once it errs (its ReadyForQuery comes to no one), so the
-        // error ends it here, as node-postgres's own queries do.
-        handleError(error: unknown) {
-          reject(error);
-        },
-        handleReadyForQuery() {
-          if (failure !== undefined) reject(failure);
-          else if (!decoder.ended) reject(new Error('COPY ended without its trailer'));
-          else resolve(decoder.rows);
-        },
-        handleCommandComplete() {},
-        handleRowDescription() {},
-        handleDataRow() {},
-        handleEmptyQuery() {},
-        handlePortalSuspended() {},
-      };
-      (client as unknown as { query(submittable: typeof query): void }).query(query);
-    });
-  } finally {
-    client.off('error', onError);
-    client.release(broken);
-  }
+  return new Promise<T[]>((resolve, reject) => {
+    const decoder = new BinaryCopyDecoder<T>(columns);
+    let failure: unknown;
+    // A submittable (node-postgres's interface for custom queries, as pg-cursor and
+    // pg-copy-streams use): the client calls these as the backend's messages arrive.
+    const query = {
+      submit(connection: { query(text: string): void }) {
+        connection.query(statement);
+      },
+      handleCopyData(message: { chunk: Buffer }) {
+        if (failure !== undefined) return;
+        try {
+          decoder.push(message.chunk);
+        } catch (error) {
+          failure = error;
+        }
+      },
+      // The client forgets the query once it errs (its ReadyForQuery comes to no one), so the
+      // error ends it here, as node-postgres's own queries do.
+      handleError(error: unknown) {
+        reject(error);
+      },
+      handleReadyForQuery() {
+        if (failure !== undefined) reject(failure);
+        else if (!decoder.ended) reject(new Error('COPY ended without its trailer'));
+        else resolve(decoder.rows);
+      },
+      handleCommandComplete() {},
+      handleRowDescription() {},
+      handleDataRow() {},
+      handleEmptyQuery() {},
+      handlePortalSuspended() {},
+    };
+    (client as unknown as { query(submittable: typeof query): void }).query(query);
+  });
 }
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');

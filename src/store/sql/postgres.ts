@@ -89,10 +89,10 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
     read<T>(make: () => Work<T>): Promise<T> {
       return reachable(drive(make(), pool));
     },
-    // Each statement on the pool, outside any transaction block: PostgreSQL commits it by itself.
     readLarge<T>(text: string, params: readonly (string | number)[], columns: readonly SqlColumn[]): Promise<T[]> {
-      return reachable(copyOutRows<T>(pool, text, params, columns));
+      return reachable(checkedOut(pool, (client) => copyOutRows<T>(client, text, params, columns)));
     },
+    // Each statement on the pool, outside any transaction block: PostgreSQL commits it by itself.
     writeEach<T>(make: () => Work<T>): Promise<T> {
       return reachable(drive(make(), pool));
     },
@@ -102,47 +102,57 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
     async analyze(tables: readonly string[]): Promise<void> {
       await reachable(pool.query(`analyze ${tables.join(', ')}`));
     },
-    *lockName(space: number, name: string): Work<void> {
-      yield* all('select pg_advisory_xact_lock(cast(? as integer), hashtext(?))', space, name);
-    },
-    *lockNames(locks: readonly NamedLock[]): Work<void> {
-      if (locks.length === 0) return;
-      // A select list is evaluated left to right: the locks are taken in the order given.
-      yield* all(
-        `select ${locks.map((_lock, i) => `pg_advisory_xact_lock(cast(? as integer), hashtext(?)) as l${i}`).join(', ')}`,
-        ...locks.flatMap((lock) => [lock.space, lock.name]),
-      );
-    },
+    lockName: (space: number, name: string): Work<void> => advisoryLocks([{ space, name }]),
+    lockNames: advisoryLocks,
     isUniqueViolation: (error) => errorCode(error) === UNIQUE_VIOLATION,
     isForeignKeyViolation: (error) => errorCode(error) === FOREIGN_KEY_VIOLATION,
   };
 }
 
+/** Transaction-scoped advisory locks, taken in the order given (a select list is evaluated left to right). */
+function* advisoryLocks(locks: readonly NamedLock[]): Work<void> {
+  if (locks.length === 0) return;
+  yield* all(
+    `select ${locks.map((_lock, i) => `pg_advisory_xact_lock(cast(? as integer), hashtext(?)) as l${i}`).join(', ')}`,
+    ...locks.flatMap((lock) => [lock.space, lock.name]),
+  );
+}
+
 /** `make`'s work in one transaction on one client of the pool. */
-async function transaction<T>(pool: pg.Pool, make: () => Work<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  // The pool listens for errors only on its idle clients (and pool.query on its own). When the
-  // server ends this checked-out connection between two statements (a restart: FATAL 57P01),
-  // the error would be an unhandled 'error' event that ends the process. Kept instead: the next
-  // statement fails on the dead client, and the client is not given back to the pool.
-  const onError = (error: Error) => (broken ??= error);
-  client.on('error', onError);
-  try {
+function transaction<T>(pool: pg.Pool, make: () => Work<T>): Promise<T> {
+  return checkedOut(pool, async (client, breaks) => {
     await client.query('begin');
     try {
       const value = await drive(make(), client);
       await client.query('commit');
       return value;
     } catch (error) {
-      await client.query('rollback').catch((rollbackError: unknown) => {
-        // A client that cannot even roll back is not given back to the pool.
-        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-      });
+      // A client that cannot even roll back is not given back to the pool.
+      await client.query('rollback').catch((rollbackError: unknown) => breaks(rollbackError));
       throw error;
     }
+  });
+}
+
+/**
+ * `use` on a client taken from the pool, given back after (`breaks(error)`: not given back, it is
+ * broken). The pool listens for errors only on its idle clients (and pool.query on its own). When
+ * the server ends a checked-out connection between two statements (a restart: FATAL 57P01), the
+ * error would be an unhandled 'error' event that ends the process. Kept instead: the next
+ * statement fails on the dead client, and the client is not given back to the pool.
+ */
+async function checkedOut<T>(
+  pool: pg.Pool,
+  use: (client: pg.PoolClient, breaks: (error: unknown) => void) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const breaks = (error: unknown) => (broken ??= error instanceof Error ? error : new Error(String(error)));
+  client.on('error', breaks);
+  try {
+    return await use(client, breaks);
   } finally {
-    client.off('error', onError);
+    client.off('error', breaks);
     client.release(broken);
   }
 }
