@@ -50,8 +50,10 @@ export type Step = (exchange: Exchange) => Verdict | Promise<Verdict>;
 export class Exchange {
   /** performance.now() at arrival (ms, fractional). */
   readonly start = performance.now();
-  /** The URL's path, without the query string. */
+  /** The URL's path, without the query string (and without the front door's `/services/<name>` prefix). */
   path = '';
+  /** The front door's `/services/<name>` prefix the path came under, stripped from `req.url`; '' when none. */
+  prefix = '';
   /** Host name (without port) counted in the stats; null when the request matched no route. */
   host: string | null = null;
   /** Host label the route policy is looked up by: `api`, a service name or a project slug. */

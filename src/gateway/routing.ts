@@ -5,10 +5,13 @@ import { hostName, PLATFORM_HOSTS } from '../core/host.ts';
 export { PLATFORM_HOSTS } from '../core/host.ts';
 export type PlatformHost = (typeof PLATFORM_HOSTS)[number];
 
-/** Where a request goes. */
+/**
+ * Where a request goes. `prefix` is set when the path came under the front door's
+ * `/services/<name>` prefix: the gateway strips it before the service sees the path.
+ */
 export type RouteTarget =
-  | { kind: 'service'; service: ServiceName }
-  | { kind: 'gateway' }
+  | { kind: 'service'; service: ServiceName; prefix?: string }
+  | { kind: 'gateway'; prefix?: string }
   /** A project host `<slug>.<domain>`: the lambda service scoped to that project (if it exists). */
   | { kind: 'project'; slug: string }
   /** The host matches nothing: 404 `no_route`. */
@@ -65,6 +68,26 @@ export function routeApiPath(path: string): ApiTarget | null {
 
 const SERVICE_HOSTS = new Set<string>(PLATFORM_HOSTS.filter((h) => h !== 'api' && h !== 'gateway'));
 
+/** The front door's path prefix for every service (decision 47; root README.md, One base URL). */
+export const SERVICES_PREFIX = '/services/';
+
+/**
+ * `/services/<name>[/…]` on the front door: the service (or the gateway) `<name>`'s own host, with
+ * `/services/<name>` as the prefix to strip. Null when the path is not under the prefix or names
+ * no platform host (`/services/api/…` included: `api` is the front door itself).
+ */
+export function routeServicesPath(
+  path: string,
+): Exclude<RouteTarget, { kind: 'no_route' | 'no_prefix' | 'project' }> | null {
+  if (!path.startsWith(SERVICES_PREFIX)) return null;
+  const slash = path.indexOf('/', SERVICES_PREFIX.length);
+  const name = path.slice(SERVICES_PREFIX.length, slash < 0 ? undefined : slash);
+  const prefix = SERVICES_PREFIX + name;
+  if (name === 'gateway') return { kind: 'gateway', prefix };
+  if (SERVICE_HOSTS.has(name)) return { kind: 'service', service: name as ServiceName, prefix };
+  return null;
+}
+
 /** Resolves Host + path to a target (root README.md, Addressing). Project slugs are checked by the caller. */
 export function resolveRoute(hostHeader: string | undefined, path: string, domain: string): RouteTarget {
   const host = hostName(hostHeader);
@@ -74,6 +97,7 @@ export function resolveRoute(hostHeader: string | undefined, path: string, domai
   if (label === null || label === '' || label.includes('.')) return { kind: 'no_route' };
 
   if (label === 'api') {
+    if (path.startsWith(SERVICES_PREFIX)) return routeServicesPath(path) ?? { kind: 'no_prefix' };
     const target = routeApiPath(path);
     if (target === null) return { kind: 'no_prefix' };
     return target === 'gateway' ? { kind: 'gateway' } : { kind: 'service', service: target };

@@ -277,6 +277,39 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
       await context.close();
     }
   });
+
+  it(
+    'works from the front door under /services/console, calling every service on the same origin',
+    { timeout: 60_000 },
+    async () => {
+      assert.ok(browser && server);
+      const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const page = await context.newPage();
+      page.setDefaultTimeout(WAIT);
+      const log = pageLog(page);
+      const origin = `http://127.0.0.1:${server.publicPort}`;
+      const called = new Set<string>();
+      page.on('request', (r) => called.add(new URL(r.url()).origin));
+      try {
+        await step(page, log, '15-front-door', async () => {
+          await page.goto(`${origin}/services/console`, { timeout: WAIT });
+          assert.equal(new URL(page.url()).pathname, '/services/console/');
+          await page.getByLabel('Email').fill(ADMIN_EMAIL);
+          await page.getByLabel('Password').fill(ADMIN_PASSWORD);
+          await page.getByRole('button', { name: 'Sign in' }).click();
+          await page.getByTestId('user').filter({ hasText: ADMIN_EMAIL }).waitFor();
+          await open(page, 'Projects');
+          await page.getByLabel('Name').fill('Front door');
+          await page.getByLabel(/^Slug/).fill('front-door');
+          await page.getByRole('button', { name: 'Create project' }).click();
+          await page.getByRole('cell', { name: 'front-door.localhost' }).waitFor();
+        });
+        assert.deepEqual([...called], [origin], 'pages, assets and API calls all on the front door');
+      } finally {
+        await context.close();
+      }
+    },
+  );
 });
 
 describe('web console in demo mode', { timeout: 10 * 60_000 }, () => {

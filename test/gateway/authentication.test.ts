@@ -441,6 +441,30 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       );
     });
 
+    it("applies a service host's policies, defaults and configured rules, under /services/<name> on the front door", async () => {
+      assert.equal((await h.call({ path: '/services/kv/v1/collections', host: 'localhost' })).status, 401);
+      assert.equal((await h.call({ path: '/services/kv/healthz', host: 'localhost' })).status, 200);
+      assert.equal((await h.call({ path: '/services/apikeys/v0/apikeys', host: 'localhost' })).status, 401);
+      const listed = await h.call({
+        path: '/services/apikeys/v0/apikeys',
+        host: 'localhost',
+        headers: { 'api-key': key.key, 'api-secret': key.secret },
+      });
+      assert.equal(listed.status, 200);
+      assert.ok(Array.isArray(listed.json<{ api_keys: unknown[] }>().api_keys));
+      const custom = await startHarness({ routePolicies: [{ host: 'config', prefix: '/private', auth: 'require' }] });
+      try {
+        assert.equal((await custom.call({ path: '/services/config/private/x', host: 'localhost' })).status, 401);
+        assert.equal(
+          (await custom.call({ path: '/private/x', host: 'localhost' })).status,
+          404,
+          'no front-door prefix',
+        );
+      } finally {
+        await custom.close();
+      }
+    });
+
     it('applies configured rules before the defaults', async () => {
       const custom = await startHarness({
         routePolicies: [
@@ -639,6 +663,20 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       assert.equal(typeof line.duration_ms, 'number');
       assert.ok(!JSON.stringify(line).includes(key.secret));
       assert.ok(!JSON.stringify(line).includes('supersecret'));
+    });
+
+    it('logs and counts a /services/<name> request by the path and host the client sent', async () => {
+      const before = h.accessLog.length;
+      const counted = () => h.stats.rows().find((row) => row.host === 'localhost')?.served_requests ?? 0;
+      const countedBefore = counted();
+      await h.call({ path: '/services/config/logged?token=supersecret', host: 'localhost:8080' });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const lines = h.accessLog.slice(before);
+      assert.equal(lines.length, 1);
+      assert.equal(lines[0]!.path, '/services/config/logged');
+      assert.equal(lines[0]!.host, 'localhost');
+      assert.equal(lines[0]!.upstream, 'inproc:config');
+      assert.equal(counted(), countedBefore + 1);
     });
   });
 });

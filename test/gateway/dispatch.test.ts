@@ -6,6 +6,7 @@ import { createServiceApp, type ServiceApp } from '../../src/core/app.ts';
 import { buildGatewayApp } from '../../src/gateway/app.ts';
 import { createGatewayHandler, listen, type Listener } from '../../src/gateway/server.ts';
 import { createPolicy } from '../../src/gateway/policy.ts';
+import { createUpstreamProxy, type UpstreamProxy } from '../../src/gateway/proxy.ts';
 import { GatewayStats } from '../../src/gateway/stats.ts';
 import { openSqlite } from '../../src/store/db.ts';
 import { openNdjson } from '../../src/core/stream.ts';
@@ -33,6 +34,9 @@ async function echoApp(): Promise<ServiceApp> {
 describe('gateway dispatch over real sockets', () => {
   let publicPort: Listener;
   let internalPort: Listener;
+  /** The internal port of another instance that runs docdb (an echo app), the front's remote upstream. */
+  let remotePort: Listener;
+  let remoteProxy: UpstreamProxy;
   const apps: ServiceApp[] = [];
 
   before(async () => {
@@ -55,10 +59,26 @@ describe('gateway dispatch over real sockets', () => {
     await gateway.ready();
     apps.push(echo, gateway);
     const projects = { bySlug: async (slug: string) => (slug === 'my-project' ? { id: 'project-1', slug } : null) };
+    const remoteServices = new Map<ServiceName, ServiceApp>([['docdb', echo]]);
+    const common = {
+      domain: 'localhost',
+      gateway,
+      projects,
+      policy: createPolicy([]),
+      authenticator: null,
+      stats,
+      logger,
+    };
+    remotePort = await listen(
+      createGatewayHandler({ ...common, services: remoteServices, upstreams: new Map() }, true),
+      0,
+      '127.0.0.1',
+    );
+    remoteProxy = createUpstreamProxy(`http://127.0.0.1:${remotePort.port}`);
     const options = {
       domain: 'localhost',
       services,
-      upstreams: new Map(),
+      upstreams: new Map([['docdb' as ServiceName, remoteProxy]]),
       gateway,
       projects,
       policy: createPolicy([]),
@@ -73,6 +93,8 @@ describe('gateway dispatch over real sockets', () => {
   after(async () => {
     await publicPort.close();
     await internalPort.close();
+    await remoteProxy.close();
+    await remotePort.close();
     await Promise.all(apps.map((a) => a.close()));
   });
 
@@ -165,5 +187,78 @@ describe('gateway dispatch over real sockets', () => {
       .split('\n')
       .map((l) => JSON.parse(l));
     assert.deepEqual(lines, [{ i: 0 }, { i: 1 }, { i: 2 }]);
+  });
+
+  describe('one base URL: /services/<name>/… on the front door', () => {
+    type Echoed = { url: string; headers: Record<string, string> };
+
+    it('strips the prefix, keeps the query and tells the service the prefix', async () => {
+      for (const host of ['localhost:8080', 'api.localhost', '127.0.0.1']) {
+        const res = await request(publicPort.port, {
+          method: 'PATCH',
+          path: '/services/config/v0/configs/x?a=1&b=two',
+          host,
+          headers: { 'content-type': 'application/json' },
+          body: '{"k":1}',
+        });
+        assert.equal(res.status, 200, host);
+        const body = res.json<Echoed>();
+        assert.equal(body.url, '/v0/configs/x?a=1&b=two');
+        assert.equal(body.headers['x-forwarded-prefix'], '/services/config');
+      }
+      const root = await request(publicPort.port, { path: '/services/config/?x=1', host: 'localhost' });
+      assert.equal(root.json<Echoed>().url, '/?x=1');
+      const posted = await request(publicPort.port, { method: 'POST', path: '/services/config', host: 'localhost' });
+      assert.equal(posted.json<Echoed>().url, '/');
+    });
+
+    it('sends a GET of the bare /services/<name> to /services/<name>/, as for a folder', async () => {
+      const res = await request(publicPort.port, { path: '/services/console?x=1', host: 'localhost' });
+      assert.equal(res.status, 308);
+      assert.equal(res.headers.location, '/services/console/?x=1');
+    });
+
+    it('serves the gateway under /services/gateway', async () => {
+      const res = await request(publicPort.port, { path: '/services/gateway/version', host: 'localhost' });
+      assert.equal(res.status, 200);
+      assert.equal(res.text, '9.9.9');
+    });
+
+    it('answers 404 for names that are no service, and leaves service hosts their own paths', async () => {
+      for (const path of ['/services/nope/x', '/services/api/version', '/services/']) {
+        const res = await request(publicPort.port, { path, host: 'localhost' });
+        assert.equal(res.status, 404, path);
+        assert.equal(res.json<{ error: { code: string } }>().error.code, 'not_found');
+      }
+      const own = await request(publicPort.port, { path: '/services/config/x', host: 'config.localhost' });
+      assert.equal(own.json<Echoed>().url, '/services/config/x');
+      assert.equal(own.json<Echoed>().headers['x-forwarded-prefix'], undefined);
+    });
+
+    it('drops a client-sent X-Forwarded-Prefix on the public port', async () => {
+      const res = await request(publicPort.port, {
+        path: '/v0/configs/x',
+        host: 'config.localhost',
+        headers: { 'X-Forwarded-Prefix': '/evil' },
+      });
+      assert.equal(res.json<Echoed>().headers['x-forwarded-prefix'], undefined);
+    });
+
+    it('answers 503 for a service running nowhere known', async () => {
+      const res = await request(publicPort.port, { path: '/services/files/v1/buckets', host: 'localhost' });
+      assert.equal(res.status, 503);
+      assert.equal(res.json<{ error: { code: string } }>().error.code, 'service_unavailable');
+    });
+
+    it('reaches a service on a remote upstream, whose internal port strips the prefix itself', async () => {
+      const res = await request(publicPort.port, { path: '/services/docdb/v1/databases?x=1', host: 'localhost' });
+      assert.equal(res.status, 200);
+      const body = res.json<Echoed>();
+      assert.equal(body.url, '/v1/databases?x=1');
+      assert.equal(body.headers['x-forwarded-prefix'], '/services/docdb');
+      // Without the prefix the front door's table sends `/v1/…` to docdb too, through the same upstream.
+      const plain = await request(publicPort.port, { path: '/v1/databases', host: 'localhost' });
+      assert.equal(plain.json<Echoed>().url, '/v1/databases');
+    });
   });
 });

@@ -56,4 +56,35 @@ describe('gateway routing', () => {
     assert.deepEqual(resolveRoute('config.example.org', '/', 'example.org'), { kind: 'service', service: 'config' });
     assert.deepEqual(resolveRoute('config.localhost', '/', 'example.org'), { kind: 'no_route' });
   });
+
+  it('routes /services/<name>/… on the front door to that service, with the prefix to strip', () => {
+    const d = 'localhost';
+    for (const host of ['localhost:8080', 'api.localhost', '127.0.0.1', '[::1]:8080']) {
+      assert.deepEqual(resolveRoute(host, '/services/docdb/v1/databases', d), {
+        kind: 'service',
+        service: 'docdb',
+        prefix: '/services/docdb',
+      });
+    }
+    assert.deepEqual(resolveRoute('localhost', '/services/kv', d), {
+      kind: 'service',
+      service: 'kv',
+      prefix: '/services/kv',
+    });
+    assert.deepEqual(resolveRoute('localhost', '/services/gateway/v0/stats', d), {
+      kind: 'gateway',
+      prefix: '/services/gateway',
+    });
+    // Contract paths keep their routes; unknown names, the front door itself and a bare prefix are 404s.
+    assert.deepEqual(resolveRoute('localhost', '/run/x', d), { kind: 'service', service: 'lambda' });
+    for (const path of ['/services/nope/x', '/services/api/version', '/services/', '/services', '/services/docdbx'])
+      assert.deepEqual(resolveRoute('localhost', path, d), { kind: 'no_prefix' }, path);
+    // Only the front door has the prefix: on a service's own host the path is the service's.
+    assert.deepEqual(resolveRoute('config.localhost', '/services/docdb/x', d), { kind: 'service', service: 'config' });
+    assert.deepEqual(resolveRoute('gateway.localhost', '/services/docdb/x', d), { kind: 'gateway' });
+    assert.deepEqual(resolveRoute('my-project.localhost', '/services/docdb/x', d), {
+      kind: 'project',
+      slug: 'my-project',
+    });
+  });
 });

@@ -21,6 +21,8 @@ export function dispatch(exchange: Exchange): typeof DONE {
   const proxy = ctx.upstreams.get(service);
   if (proxy) {
     exchange.upstream = service;
+    // The upstream's internal port routes by the same Host and path: it strips the prefix itself.
+    if (exchange.prefix !== '') req.url = exchange.prefix + (req.url ?? '/');
     void proxy.forward(req, res, {
       onUpstreamHeaders: (elapsedMs) => {
         exchange.upstreamMs = elapsedMs;

@@ -19,7 +19,8 @@ export function finish(exchange: Exchange): void {
     client: ctx.proxies ? ctx.proxies.clientAddress(req) : req.socket.remoteAddress,
     method: req.method,
     host: exchange.host ?? hostName(req.headers.host),
-    path: query >= 0 ? url.slice(0, query) : url,
+    // As the client sent it: with the front door's `/services/<name>` prefix the gateway stripped.
+    path: exchange.path !== '' ? exchange.prefix + exchange.path : query >= 0 ? url.slice(0, query) : url,
     status: res.statusCode,
     aborted: !res.writableFinished || undefined,
     auth: identity?.auth?.method ?? (ctx.trusted ? 'internal' : 'anonymous'),

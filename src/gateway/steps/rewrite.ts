@@ -37,6 +37,16 @@ function removeSessionCookie(req: IncomingMessage): void {
 }
 
 /**
+ * `X-Forwarded-Prefix`: the `/services/<name>` prefix the gateway stripped, so a service can build
+ * links that work where the client is (the console's pages do); a client-sent one never passes.
+ */
+function forwardPrefix(exchange: Exchange): void {
+  if (exchange.prefix !== '') setRequestHeader(exchange.req, 'x-forwarded-prefix', exchange.prefix);
+  else if (exchange.req.headers['x-forwarded-prefix'] !== undefined)
+    removeRequestHeaders(exchange.req, ['x-forwarded-prefix']);
+}
+
+/**
  * Public port: the request as a backend sees it. Credentials the gateway used are removed and the
  * caller injected as the identity header; the session cookie goes; the project (or the key-value
  * namespace) is set; a fresh `X-Request-Id` (echoed in the response) and `X-Forwarded-*` replace
@@ -69,6 +79,7 @@ export function rewriteHeaders(exchange: Exchange): Verdict {
     'x-forwarded-host',
     req.headers.host ?? '',
   );
+  forwardPrefix(exchange);
   return NEXT;
 }
 
@@ -77,5 +88,6 @@ export function tagInternalRequest(exchange: Exchange): Verdict {
   const req = exchange.req;
   if (exchange.project) setRequestHeader(req, PROJECT_HEADER, exchange.project.id);
   if (req.headers['x-request-id'] === undefined) setRequestHeader(req, 'x-request-id', randomUUID());
+  forwardPrefix(exchange);
   return NEXT;
 }

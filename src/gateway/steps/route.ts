@@ -1,5 +1,5 @@
 import { hostName } from '../../core/host.ts';
-import { NEXT, refuse, type Exchange, type Verdict } from '../exchange.ts';
+import { DONE, NEXT, refuse, type Exchange, type Verdict } from '../exchange.ts';
 import { resolveRoute } from '../routing.ts';
 
 /**
@@ -27,8 +27,24 @@ export function route(exchange: Exchange): Verdict {
     exchange.service = 'lambda';
     return NEXT;
   }
-  exchange.label = host === domain || !host.endsWith(`.${domain}`) ? 'api' : host.slice(0, -(domain.length + 1));
   exchange.service = target.kind === 'gateway' ? 'gateway' : target.service;
+  if (target.prefix !== undefined && path === target.prefix && (req.method === 'GET' || req.method === 'HEAD')) {
+    // `/services/<name>` is a folder: pages under it (the console's) resolve relative URLs from
+    // `/services/<name>/`, so the browser is sent there, as a web server does for a directory.
+    exchange.res.writeHead(308, { location: `${path}/${query >= 0 ? url.slice(query) : ''}`, 'content-length': 0 });
+    exchange.res.end();
+    return DONE;
+  }
+  if (target.prefix !== undefined) {
+    // `/services/<name>/…` on the front door: the service sees its own path, and the route
+    // policy is its host's (root README.md, One base URL).
+    exchange.prefix = target.prefix;
+    exchange.path = path.slice(target.prefix.length) || '/';
+    req.url = exchange.path + (query >= 0 ? url.slice(query) : '');
+    exchange.label = exchange.service;
+    return NEXT;
+  }
+  exchange.label = host === domain || !host.endsWith(`.${domain}`) ? 'api' : host.slice(0, -(domain.length + 1));
   return NEXT;
 }
 

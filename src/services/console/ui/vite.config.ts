@@ -5,7 +5,9 @@ import { defineConfig } from 'vite';
 // dist/console, which the console service serves. Nothing built is committed.
 export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
-  base: '/',
+  // Relative asset URLs: the console is served at `/` on console.<domain> and under
+  // `/services/console/` on the front door (root README.md, One base URL).
+  base: './',
   build: {
     outDir: fileURLToPath(new URL('../../../../dist/console', import.meta.url)),
     emptyOutDir: true,

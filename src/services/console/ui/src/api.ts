@@ -42,7 +42,8 @@ export function config(): ConsoleConfig {
 }
 
 export async function loadConfig(): Promise<ConsoleConfig> {
-  const res = await fetch('/console-config.json', { headers: { accept: 'application/json' } });
+  // Relative: the page is at `/` on console.<domain> and at `/services/console/` on the front door.
+  const res = await fetch('console-config.json', { headers: { accept: 'application/json' } });
   if (!res.ok) throw await errorOf(res);
   const body = (await res.json()) as Partial<ConsoleConfig>;
   current = {
@@ -55,7 +56,13 @@ export async function loadConfig(): Promise<ConsoleConfig> {
   return current;
 }
 
+/** The front door's prefix the console was loaded under (root README.md, One base URL), or null on its own host. */
+const FRONT_DOOR_PREFIX = '/services/console/';
+export const onFrontDoor = location.pathname.startsWith(FRONT_DOOR_PREFIX);
+
 export function baseUrl(service: Service): string {
+  // On the front door every service is on the same origin under its prefix: no CORS needed.
+  if (onFrontDoor) return service === 'api' ? location.origin : `${location.origin}/services/${service}`;
   return `${location.protocol}//${service}.${current.domain}${location.port ? ':' + location.port : ''}`;
 }
 

@@ -1,5 +1,5 @@
 // Signing in and out: password login, single sign-on through the auth service, the current user.
-import { ApiError, baseUrl, call, config, errorOf, json, setToken, token } from './api.ts';
+import { ApiError, baseUrl, call, config, errorOf, json, onFrontDoor, setToken, token } from './api.ts';
 
 export interface User {
   id: string;
@@ -146,10 +146,12 @@ function codeChallenge(verifier: string): string {
 /** Where an SSO button sends the browser: back to this console, with the challenge that binds the hand-over code to it. */
 export function ssoLoginUrl(provider: string): string {
   const query = new URLSearchParams({
-    redirect: location.origin + '/',
     code_challenge: codeChallenge(ssoVerifier()),
     code_challenge_method: 'S256',
   });
+  // Sign-in codes go only to the console's own host (auth README): loaded from the front door, the
+  // sign-in ends there, the auth service's default target.
+  if (!onFrontDoor) query.set('redirect', location.origin + '/');
   return `${baseUrl('auth')}/v0/sso/${encodeURIComponent(provider)}/login?${query.toString()}`;
 }
 
