@@ -105,6 +105,12 @@ export interface Settings {
    */
   ssoRedirectOrigins: string[];
   /**
+   * Origins (`scheme://host[:port]`, exact) whose pages may call the platform with the browser's
+   * session cookie (`CORS_ORIGINS`, comma-separated): credentialed CORS and the CSRF check
+   * (root README.md: CORS; SECURITY.md). Never a host that serves user code.
+   */
+  corsOrigins: string[];
+  /**
    * On SIGTERM/SIGINT: seconds in-flight requests may take to finish before their connections are
    * cut (README.md: Rolling restarts); 0 cuts them at once.
    */
@@ -191,6 +197,7 @@ const SETTINGS: {
     fallback: 256,
   },
   ssoRedirectOrigins: { env: 'SSO_REDIRECT_ORIGINS', parse: (t, f) => origins(t, f), fallback: [] },
+  corsOrigins: { env: 'CORS_ORIGINS', parse: (t, f) => origins(t, f), fallback: [] },
   shutdownTimeout: { env: 'SHUTDOWN_TIMEOUT', parse: (t, f) => nonNegativeNumber(t, f), fallback: 10 },
   shutdownDelay: { env: 'SHUTDOWN_DELAY', parse: (t, f) => nonNegativeNumber(t, f), fallback: 0 },
   instanceTimeoutSeconds: { env: 'INSTANCE_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 15 },

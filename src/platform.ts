@@ -9,6 +9,7 @@ import { buildGatewayApp } from './gateway/app.ts';
 import { Authenticator } from './gateway/authenticate.ts';
 import { ApiKeyVerifier } from './gateway/keys.ts';
 import { createPolicy } from './gateway/policy.ts';
+import { credentialedOrigins } from './gateway/origins.ts';
 import { ProjectDirectory } from './gateway/projects.ts';
 import { createUpstreamProxy, type UpstreamProxy } from './gateway/proxy.ts';
 import { Readiness } from './gateway/readiness.ts';
@@ -187,6 +188,7 @@ export async function startPlatform(
       gateway,
       projects,
       policy: createPolicy(settings.routePolicies),
+      credentialedOrigins: credentialedOrigins(settings),
       stats,
       logger,
       proxies,

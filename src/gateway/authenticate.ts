@@ -76,7 +76,7 @@ export class Authenticator {
     private readonly connection: SqlConnection,
     private readonly keys: ApiKeyVerifier,
     private readonly providers: OidcProviders,
-    private readonly settings: Pick<Settings, 'domain' | 'cookieSecure' | 'signup'> & {
+    private readonly settings: Pick<Settings, 'domain' | 'cookieSecure' | 'signup' | 'corsOrigins'> & {
       readonly trustedProxies?: readonly string[];
     },
     // Failure counts in the database, shared by every instance (guard.ts).
@@ -154,7 +154,7 @@ export class Authenticator {
     }
 
     const token = readSessionCookie(headers.cookie);
-    if (token && cookieAllowed(req, this.settings.domain)) {
+    if (token && cookieAllowed(req, this.settings.domain, this.settings.corsOrigins)) {
       const outcome = await this.withSession(token, 'cookie');
       if (outcome) return outcome;
     }

@@ -17,7 +17,9 @@ export interface GatewayOptions {
   /** Services running in other processes. */
   upstreams: ReadonlyMap<ServiceName, UpstreamProxy>;
   gateway: ServiceApp;
-  projects: { bySlug(slug: string): Promise<ProjectRef | null> };
+  projects: { bySlug(slug: string): Promise<ProjectRef | null>; originListed(origin: string): Promise<boolean> };
+  /** Origins granted credentialed CORS besides the platform's own (`CORS_ORIGINS`, checked by `credentialedOrigins`); none when absent. */
+  credentialedOrigins?: readonly string[];
   policy: (hostLabel: string, path: string) => RoutePolicy;
   /** Public port only: the authentication step. */
   authenticator: Authenticator | null;

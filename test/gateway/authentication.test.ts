@@ -6,6 +6,8 @@ import { authService } from '../../src/services/auth/index.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { all } from '../../src/store/sql-work.ts';
 import { createTestDatabase } from '../helpers/database.ts';
+import { asUser } from '../helpers/service.ts';
+import { credentialedOrigins } from '../../src/gateway/origins.ts';
 import { startHarness, type Harness } from './harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -416,6 +418,26 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       assert.equal(me.status, 200);
       assert.equal(me.json<{ email: string }>().email, 'grace@example.com');
     });
+
+    it('logs in through the front door without a cookie there: the token is a bearer', async () => {
+      await h.user('front@example.com');
+      const login = await h.call({
+        method: 'POST',
+        path: '/services/auth/v0/login',
+        host: 'localhost:8080',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'front@example.com', password: 'correct horse battery' }),
+      });
+      assert.equal(login.status, 200);
+      assert.equal(login.headers['set-cookie'], undefined, 'the front door serves user code: no session cookie on it');
+      const { token } = login.json<{ token: string }>();
+      const me = await h.call({
+        path: '/services/auth/v0/me',
+        host: 'localhost:8080',
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(me.json<{ email: string }>().email, 'front@example.com');
+    });
   });
 
   describe('route policies (decisions §8)', () => {
@@ -561,6 +583,105 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
         );
         assert.equal(userCode.headers['access-control-allow-credentials'], undefined);
       }
+    });
+
+    it("grants a project host's own origin and the origins a project lists plain CORS, at once after a change", async () => {
+      const project = await h.createProject(ada, 'cors-site');
+      const ask = (origin: string, method = 'OPTIONS') =>
+        h.call({
+          method,
+          path: '/services/config/v0/configs',
+          host: 'localhost:8080',
+          headers: { origin, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'api-key' },
+        });
+      const own = await ask('http://cors-site.localhost:8080');
+      assert.equal(own.status, 204, 'answered by the gateway');
+      assert.equal(own.headers['access-control-allow-origin'], 'http://cors-site.localhost:8080');
+      assert.equal(own.headers['access-control-allow-credentials'], undefined, 'never with credentials');
+      assert.equal(own.headers['access-control-allow-headers'], 'api-key');
+      assert.match(String(own.headers.vary), /Origin/);
+
+      const external = 'https://app.example.com';
+      const before = await ask(external);
+      assert.equal(before.headers['access-control-allow-origin'], undefined);
+      assert.equal(h.seen(before).method, 'OPTIONS', 'an origin without a grant: the preflight goes on to the service');
+      const patched = await h.apikeys.inject({
+        method: 'PATCH',
+        url: `/v0/projects/${project.id}`,
+        headers: { ...asUser(ada.id), 'content-type': 'application/json' },
+        payload: JSON.stringify({ allowed_origins: [external] }),
+      });
+      assert.equal(patched.statusCode, 200, patched.body);
+      const listed = await ask(external);
+      assert.equal(listed.status, 204);
+      assert.equal(listed.headers['access-control-allow-origin'], external);
+      assert.equal(listed.headers['access-control-allow-credentials'], undefined);
+      const actual = await ask(external, 'GET');
+      assert.equal(actual.headers['access-control-allow-origin'], external);
+      assert.match(String(actual.headers['access-control-expose-headers']), /ETag/);
+      assert.match(String(actual.headers['access-control-expose-headers']), /X-Request-Id/);
+      assert.equal(actual.headers.vary, 'Origin');
+
+      // A listed origin is not trusted with the cookie: a state change from it is anonymous.
+      const token = await h.session(ada);
+      const create = await h.call({
+        method: 'POST',
+        path: '/v0/apikeys',
+        host: 'api.localhost',
+        headers: { cookie: `stratus_session=${token}`, origin: external, 'content-type': 'application/json' },
+        body: '{"name":"csrf"}',
+      });
+      assert.equal(create.status, 401);
+
+      await h.apikeys.inject({ method: 'DELETE', url: `/v0/projects/${project.id}`, headers: asUser(ada.id) });
+      assert.equal((await ask(external)).headers['access-control-allow-origin'], undefined, 'gone with the project');
+      assert.equal((await ask('http://cors-site.localhost:8080')).headers['access-control-allow-origin'], undefined);
+    });
+
+    it('grants CORS_ORIGINS credentialed CORS and the session cookie', async () => {
+      const custom = await startHarness({ corsOrigins: ['http://localhost:5173'] });
+      try {
+        const user = await custom.user('cors-cookie@example.com');
+        const token = await custom.session(user);
+        const preflight = await custom.call({
+          method: 'OPTIONS',
+          path: '/v0/apikeys',
+          host: 'api.localhost',
+          headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'POST' },
+        });
+        assert.equal(preflight.status, 204);
+        assert.equal(preflight.headers['access-control-allow-origin'], 'http://localhost:5173');
+        assert.equal(preflight.headers['access-control-allow-credentials'], 'true');
+        const create = await custom.call({
+          method: 'POST',
+          path: '/v0/apikeys',
+          host: 'api.localhost',
+          headers: {
+            cookie: `stratus_session=${token}`,
+            origin: 'http://localhost:5173',
+            'content-type': 'application/json',
+          },
+          body: '{"name":"from the app"}',
+        });
+        assert.equal(create.status, 201, create.text);
+        assert.equal(create.headers['access-control-allow-credentials'], 'true');
+      } finally {
+        await custom.close();
+      }
+    });
+
+    it('refuses to start with a CORS_ORIGINS entry that serves user code', () => {
+      const check = (origin: string) => credentialedOrigins({ domain: 'localhost', port: 8080, corsOrigins: [origin] });
+      for (const origin of [
+        'http://localhost:8080',
+        'http://api.localhost',
+        'https://lambda.localhost',
+        'http://my-app.localhost:8080',
+      ])
+        assert.throws(() => check(origin), /user code/, origin);
+      // Platform origins, another port of the bare domain (a development server) and other sites are fine.
+      for (const origin of ['http://console.localhost:8080', 'http://localhost:5173', 'https://app.example.com'])
+        assert.deepEqual(check(origin), [origin]);
     });
   });
 

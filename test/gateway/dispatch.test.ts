@@ -58,7 +58,10 @@ describe('gateway dispatch over real sockets', () => {
     });
     await gateway.ready();
     apps.push(echo, gateway);
-    const projects = { bySlug: async (slug: string) => (slug === 'my-project' ? { id: 'project-1', slug } : null) };
+    const projects = {
+      bySlug: async (slug: string) => (slug === 'my-project' ? { id: 'project-1', slug } : null),
+      originListed: async () => false,
+    };
     const remoteServices = new Map<ServiceName, ServiceApp>([['docdb', echo]]);
     const common = {
       domain: 'localhost',

@@ -7,6 +7,7 @@ import { buildGatewayApp } from '../../src/gateway/app.ts';
 import { Authenticator } from '../../src/gateway/authenticate.ts';
 import type { CredentialGuard } from '../../src/gateway/guard.ts';
 import { ApiKeyVerifier } from '../../src/gateway/keys.ts';
+import { credentialedOrigins } from '../../src/gateway/origins.ts';
 import { createPolicy } from '../../src/gateway/policy.ts';
 import { ProjectDirectory } from '../../src/gateway/projects.ts';
 import { createGatewayHandler, listen, type Listener } from '../../src/gateway/server.ts';
@@ -152,6 +153,7 @@ export async function startHarness(
     gateway,
     projects,
     policy: createPolicy(settings.routePolicies),
+    credentialedOrigins: credentialedOrigins(settings),
     stats,
     logger,
   };

@@ -91,7 +91,7 @@ describe('trusted proxies on the public port', () => {
       services,
       upstreams: new Map(),
       gateway,
-      projects: { bySlug: async () => null },
+      projects: { bySlug: async () => null, originListed: async () => false },
       policy: createPolicy([]),
       authenticator: null,
       stats,

@@ -20,7 +20,7 @@ export const ApikeysErrors = {
     new HttpError(
       403,
       'forbidden',
-      'an API key with scopes cannot create or delete API keys or projects; use an unscoped key or a session',
+      'an API key with scopes cannot create, change or delete API keys or projects; use an unscoped key or a session',
     ),
 
   // 404: another user's key or project is not found, never forbidden.

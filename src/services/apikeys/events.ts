@@ -3,7 +3,7 @@ import type { Notifier } from '../../store/notifier/types.ts';
 
 /** Published when a key is deleted, so every gateway drops its cached checks of that key at once. */
 export const KEY_REVOKED_TOPIC = 'apikeys.revoked';
-/** Published when a project is created or deleted, so every gateway refreshes its slug → project map. */
+/** Published when a project is created, changed or deleted, so every gateway refreshes its slug → project map and its CORS origins. */
 export const PROJECTS_CHANGED_TOPIC = 'projects.changed';
 
 export interface KeyRevokedEvent {
@@ -13,7 +13,7 @@ export interface KeyRevokedEvent {
 export interface ProjectChangedEvent {
   id: string;
   slug: string;
-  op: 'created' | 'deleted';
+  op: 'created' | 'updated' | 'deleted';
 }
 
 export interface ApikeysEvents {

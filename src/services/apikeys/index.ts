@@ -12,6 +12,7 @@ export {
   findProjectById,
   findProjectBySlug,
   listAllProjects,
+  originListed,
   type Project,
   type Scope,
   type StoredApiKey,

@@ -40,5 +40,20 @@ export const apikeysMigrations: MigrationSet = {
         'create index apikeys_project_owners_user on apikeys_project_owners (user_id)',
       ],
     },
+    {
+      // Origins a project's apps run on, allowed plain CORS by the gateway (root README.md, CORS):
+      // the list as given, in `allowed_origins`, and one row per origin for the gateway's
+      // "is this origin listed?" lookup, written in the same transaction.
+      name: '002_project_origins',
+      statements: () => [
+        `alter table apikeys_projects add column allowed_origins text not null default '[]'`,
+        `create table apikeys_project_origins (
+          project_id text not null references apikeys_projects (id) on delete cascade,
+          origin text not null,
+          primary key (project_id, origin)
+        )`,
+        'create index apikeys_project_origins_origin on apikeys_project_origins (origin)',
+      ],
+    },
   ],
 };

@@ -35,14 +35,29 @@ export interface Project {
   slug: string;
   /** User ids, the creator first. */
   owners: string[];
+  /** Origins (`scheme://host[:port]`) whose pages may call the platform with plain CORS, in the order given. */
+  allowed_origins: string[];
   created_at: string;
 }
 
-type ProjectRow = { id: string; name: string; slug: string; owners: string; created_at: string };
+/** What `PATCH /v0/projects/{id}` may change. */
+export interface ProjectChanges {
+  name?: string;
+  allowed_origins?: string[];
+}
 
-const PROJECT_COLUMNS = 'id, name, slug, owners, created_at';
+type ProjectRow = {
+  id: string;
+  name: string;
+  slug: string;
+  owners: string;
+  allowed_origins: string;
+  created_at: string;
+};
+
+const PROJECT_COLUMNS = 'id, name, slug, owners, allowed_origins, created_at';
 /** The same columns of `apikeys_projects as p`, for joins. */
-const P_PROJECT_COLUMNS = 'p.id, p.name, p.slug, p.owners, p.created_at';
+const P_PROJECT_COLUMNS = 'p.id, p.name, p.slug, p.owners, p.allowed_origins, p.created_at';
 
 function toProject(row: ProjectRow): Project {
   return {
@@ -50,6 +65,7 @@ function toProject(row: ProjectRow): Project {
     name: row.name,
     slug: row.slug,
     owners: JSON.parse(row.owners) as string[],
+    allowed_origins: JSON.parse(row.allowed_origins) as string[],
     created_at: row.created_at,
   };
 }
@@ -94,6 +110,14 @@ export async function findProjectById(connection: SqlConnection, id: string): Pr
     first<ProjectRow>(`select ${PROJECT_COLUMNS} from apikeys_projects where id = ?`, id),
   );
   return row ? toProject(row) : null;
+}
+
+/** Whether any project lists `origin` among its allowed origins (the gateway's CORS check). */
+export async function originListed(connection: SqlConnection, origin: string): Promise<boolean> {
+  const row = await connection.database.read(() =>
+    first('select 1 as one from apikeys_project_origins where origin = ? limit 1', origin),
+  );
+  return row !== undefined;
 }
 
 /** Every project of every user, in creation order (the gateway's routing table). */
@@ -159,13 +183,16 @@ export class ApikeysRepository {
     try {
       await this.sql.write(function* () {
         yield* run(
-          'insert into apikeys_projects (id, name, slug, owners, created_at) values (?, ?, ?, ?, ?)',
+          'insert into apikeys_projects (id, name, slug, owners, allowed_origins, created_at) values (?, ?, ?, ?, ?, ?)',
           project.id,
           project.name,
           project.slug,
           owners,
+          JSON.stringify(project.allowed_origins),
           project.created_at,
         );
+        for (const origin of project.allowed_origins)
+          yield* run('insert into apikeys_project_origins (project_id, origin) values (?, ?)', project.id, origin);
         for (const userId of project.owners)
           yield* run('insert into apikeys_project_owners (project_id, user_id) values (?, ?)', project.id, userId);
       });
@@ -215,9 +242,36 @@ export class ApikeysRepository {
         owner,
       );
       if (!deleted) return undefined;
-      // The foreign key cascades too; deleting here keeps the table clean even if it is off.
+      // The foreign key cascades too; deleting here keeps the tables clean even if it is off.
       yield* run('delete from apikeys_project_owners where project_id = ?', id);
+      yield* run('delete from apikeys_project_origins where project_id = ?', id);
       return deleted;
+    });
+    return row ? toProject(row) : null;
+  }
+
+  /**
+   * Applies `changes` to a project `owner` owns and returns it as it now is; null when not owned
+   * or missing. The origin rows are replaced in the same transaction as the list.
+   */
+  async updateProject(owner: string, id: string, changes: ProjectChanges): Promise<Project | null> {
+    const row = await this.sql.write(function* () {
+      const current = yield* first<ProjectRow>(
+        `select ${P_PROJECT_COLUMNS} from apikeys_projects p join apikeys_project_owners o on o.project_id = p.id
+          where p.id = ? and o.user_id = ?`,
+        id,
+        owner,
+      );
+      if (!current) return undefined;
+      const name = changes.name ?? current.name;
+      const origins = changes.allowed_origins ? JSON.stringify(changes.allowed_origins) : current.allowed_origins;
+      yield* run('update apikeys_projects set name = ?, allowed_origins = ? where id = ?', name, origins, id);
+      if (changes.allowed_origins) {
+        yield* run('delete from apikeys_project_origins where project_id = ?', id);
+        for (const origin of changes.allowed_origins)
+          yield* run('insert into apikeys_project_origins (project_id, origin) values (?, ?)', id, origin);
+      }
+      return { ...current, name, allowed_origins: origins };
     });
     return row ? toProject(row) : null;
   }

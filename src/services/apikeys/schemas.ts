@@ -68,6 +68,15 @@ export const keyParams = Type.Object({ key: Type.String() }, closed);
 
 export const revokedKey = Type.Object({ key: Type.String() }, { ...closed, description: 'The revoked key' });
 
+/** At most this many allowed origins per project. */
+export const MAX_ALLOWED_ORIGINS = 50;
+
+const allowedOrigins = Type.Array(Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://[^/?#@\\s]+$' }), {
+  maxItems: MAX_ALLOWED_ORIGINS,
+  description:
+    'Origins (scheme://host[:port], no path, no wildcard) whose pages may call the platform with plain CORS: apps there send an API key or bearer token, never the session cookie. The project host itself is always allowed.',
+});
+
 export const createProjectBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200, description: 'Display name, 1–200 characters' }),
@@ -78,10 +87,20 @@ export const createProjectBody = Type.Object(
           'DNS label (a–z, 0–9, inner hyphens, 1–63 characters), unique across all users; generated from the name when absent',
       }),
     ),
+    allowed_origins: Type.Optional(allowedOrigins),
   },
   closed,
 );
 export type CreateProjectBody = Static<typeof createProjectBody>;
+
+export const updateProjectBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Display name, 1–200 characters' })),
+    allowed_origins: Type.Optional(allowedOrigins),
+  },
+  { ...closed, minProperties: 1, description: 'What to change; the slug is fixed' },
+);
+export type UpdateProjectBody = Static<typeof updateProjectBody>;
 
 export const project = Type.Object(
   {
@@ -90,6 +109,7 @@ export const project = Type.Object(
     slug: Type.String(),
     host: Type.String({ description: '<slug>.<domain>' }),
     owners: Type.Array(Type.String(), { description: 'User ids, the creator first' }),
+    allowed_origins: Type.Array(Type.String(), { description: 'Origins allowed plain CORS, in the order given' }),
     created_at: Type.String({ format: 'date-time' }),
   },
   { ...closed, description: 'A project' },

@@ -105,7 +105,7 @@ describe('callers authenticated by an API key', () => {
     project = await createProject(asUser(owner), 'key-caller-project');
   });
 
-  test('a scoped key cannot create or delete keys or projects → 403 forbidden, nothing changes', async () => {
+  test('a scoped key cannot create, change or delete keys or projects → 403 forbidden, nothing changes', async () => {
     const headers = viaKey(owner, scoped.key);
     const keysBefore = await countRows(service, 'apikeys_keys');
     const projectsBefore = await countRows(service, 'apikeys_projects');
@@ -115,12 +115,19 @@ describe('callers authenticated by an API key', () => {
       service.app.inject({ method: 'DELETE', url: `/v0/apikeys/${scoped.key}`, headers }),
       service.app.inject({ method: 'POST', url: '/v0/projects', headers, payload: { name: 'sneaky' } }),
       service.app.inject({ method: 'DELETE', url: `/v0/projects/${project.id}`, headers }),
+      service.app.inject({
+        method: 'PATCH',
+        url: `/v0/projects/${project.id}`,
+        headers,
+        payload: { allowed_origins: ['https://evil.example'] },
+      }),
     ];
     for (const response of await Promise.all(attempts)) {
       assert.match(assertError(response, 403, 'forbidden'), /scope/);
     }
     assert.equal(await countRows(service, 'apikeys_keys'), keysBefore);
     assert.equal(await countRows(service, 'apikeys_projects'), projectsBefore);
+    assert.equal(await countRows(service, 'apikeys_project_origins'), 0);
   });
 
   test('a scoped key may still list keys and list or get projects', async () => {
@@ -203,7 +210,7 @@ describe('GET /openapi.json', () => {
     assert.deepEqual(Object.keys(doc.paths['/v0/apikeys'] ?? {}).sort(), ['get', 'post']);
     assert.deepEqual(Object.keys(doc.paths['/v0/apikeys/{key}'] ?? {}).sort(), ['delete']);
     assert.deepEqual(Object.keys(doc.paths['/v0/projects'] ?? {}).sort(), ['get', 'post']);
-    assert.deepEqual(Object.keys(doc.paths['/v0/projects/{id}'] ?? {}).sort(), ['delete', 'get']);
+    assert.deepEqual(Object.keys(doc.paths['/v0/projects/{id}'] ?? {}).sort(), ['delete', 'get', 'patch']);
 
     const schemaOf = (path: string, method: string, status: string) =>
       doc.paths[path]?.[method]?.responses[status]?.content?.['application/json']?.schema;

@@ -21,6 +21,7 @@ interface ProjectJson {
   slug: string;
   host: string;
   owners: string[];
+  allowed_origins: string[];
   created_at: string;
 }
 
@@ -73,7 +74,7 @@ describe('POST /v0/projects', () => {
     assert.equal(response.statusCode, 201);
     assert.equal(response.headers['content-type'], 'application/json; charset=utf-8');
     const project = response.json() as ProjectJson;
-    assert.deepEqual(Object.keys(project), ['id', 'name', 'slug', 'host', 'owners', 'created_at']);
+    assert.deepEqual(Object.keys(project), ['id', 'name', 'slug', 'host', 'owners', 'allowed_origins', 'created_at']);
     assert.match(project.id, /^project-/);
     assert.match(project.id.slice('project-'.length), UUID_V4);
     assert.equal(project.name, 'My Project');
@@ -331,7 +332,7 @@ describe('DELETE /v0/projects/{id}', () => {
     assert.deepEqual(await message, { id: project.id, slug: 'evented-delete', op: 'deleted' });
   });
 
-  for (const method of ['PUT', 'PATCH'] as const) {
+  for (const method of ['PUT'] as const) {
     test(`${method} on a project → 405 and the project is unchanged`, async () => {
       const project = await createProject('user-immutable', { name: 'Fixed', slug: `fixed-${method.toLowerCase()}` });
       const response = await service.app.inject({
@@ -371,5 +372,111 @@ describe('project host uses the configured domain', () => {
     });
     assert.equal(response.statusCode, 201);
     assert.equal((response.json() as ProjectJson).host, 'dom.stratus.example');
+  });
+});
+
+describe('PATCH /v0/projects/{id}', () => {
+  function patch(user: string, id: string, body: unknown) {
+    return service.app.inject({
+      method: 'PATCH',
+      url: `/v0/projects/${id}`,
+      headers: { ...asUser(user), 'content-type': 'application/json' },
+      payload: JSON.stringify(body),
+    });
+  }
+  const originRows = async (id: string) =>
+    (
+      await service.store.sql.database.read(() =>
+        all<{ origin: string }>('select origin from apikeys_project_origins where project_id = ? order by origin', id),
+      )
+    ).map((row) => row.origin);
+
+  test('sets the allowed origins, normalised and in order, and renames; publishes op updated', async () => {
+    const project = await createProject('user-cors', { name: 'Cors', slug: 'cors-app' });
+    assert.deepEqual(project.allowed_origins, []);
+    const message = nextMessage(
+      service.store,
+      'projects.changed',
+      (m) => (m as { op?: string; id?: string }).op === 'updated' && (m as { id?: string }).id === project.id,
+    );
+    const response = await patch('user-cors', project.id, {
+      name: 'Cors app',
+      allowed_origins: ['https://App.Example.com', 'http://localhost:5173', 'https://app.example.com:443'],
+    });
+    assert.equal(response.statusCode, 200, response.body);
+    const changed = response.json() as ProjectJson;
+    assert.equal(changed.name, 'Cors app');
+    assert.equal(changed.slug, 'cors-app');
+    assert.deepEqual(changed.allowed_origins, ['https://app.example.com', 'http://localhost:5173']);
+    assert.deepEqual(await message, { id: project.id, slug: 'cors-app', op: 'updated' });
+    assert.deepEqual(await originRows(project.id), ['http://localhost:5173', 'https://app.example.com']);
+    const read = await service.app.inject({
+      method: 'GET',
+      url: `/v0/projects/${project.id}`,
+      headers: asUser('user-cors'),
+    });
+    assert.deepEqual(read.json(), changed);
+
+    // A rename alone keeps the origins; an empty list clears them.
+    const renamed = (await patch('user-cors', project.id, { name: 'Renamed' })).json() as ProjectJson;
+    assert.deepEqual(renamed.allowed_origins, changed.allowed_origins);
+    const cleared = (await patch('user-cors', project.id, { allowed_origins: [] })).json() as ProjectJson;
+    assert.deepEqual(cleared.allowed_origins, []);
+    assert.deepEqual(await originRows(project.id), []);
+  });
+
+  test('takes origins at creation too', async () => {
+    const project = await createProject('user-cors', { name: 'Born', allowed_origins: ['https://born.example'] });
+    assert.deepEqual(project.allowed_origins, ['https://born.example']);
+    assert.deepEqual(await originRows(project.id), ['https://born.example']);
+  });
+
+  test('refuses what is not an origin, an empty body and unknown fields with 400, changing nothing', async () => {
+    const project = await createProject('user-cors', {
+      name: 'Strict',
+      slug: 'strict-cors',
+      allowed_origins: ['https://ok.example'],
+    });
+    for (const body of [
+      { allowed_origins: ['https://app.example.com/path'] },
+      { allowed_origins: ['ftp://app.example.com'] },
+      { allowed_origins: ['*'] },
+      { allowed_origins: ['https://*.example.com'] },
+      { allowed_origins: ['https://user:pw@example.com'] },
+      { allowed_origins: ['https://example.com?x=1'] },
+      { allowed_origins: 'https://example.com' },
+      { allowed_origins: Array.from({ length: 51 }, (_, i) => `https://a${i}.example`) },
+      {},
+      { slug: 'other' },
+      { name: '' },
+    ]) {
+      assertError(await patch('user-cors', project.id, body), 400, 'validation_error');
+    }
+    const read = await service.app.inject({
+      method: 'GET',
+      url: `/v0/projects/${project.id}`,
+      headers: asUser('user-cors'),
+    });
+    assert.deepEqual(read.json(), project);
+    assert.deepEqual(await originRows(project.id), ['https://ok.example']);
+  });
+
+  test("another user's project and an unknown id → 404; anonymous → 401", async () => {
+    const project = await createProject('user-cors', { name: 'Mine', slug: 'mine-cors' });
+    assertError(await patch('user-other', project.id, { name: 'Theirs' }), 404, 'not_found');
+    assertError(await patch('user-cors', 'project-nope', { name: 'x' }), 404, 'not_found');
+    const anonymous = await service.app.inject({
+      method: 'PATCH',
+      url: `/v0/projects/${project.id}`,
+      headers: { 'content-type': 'application/json' },
+      payload: '{"name":"x"}',
+    });
+    assertError(anonymous, 401, 'unauthorized');
+  });
+
+  test('deleting a project drops its origins', async () => {
+    const project = await createProject('user-cors', { name: 'Gone', allowed_origins: ['https://gone.example'] });
+    await service.app.inject({ method: 'DELETE', url: `/v0/projects/${project.id}`, headers: asUser('user-cors') });
+    assert.deepEqual(await originRows(project.id), []);
   });
 });

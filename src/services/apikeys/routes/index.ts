@@ -8,6 +8,7 @@ import { registerCreateProject } from './projects/create.ts';
 import { registerDeleteProject } from './projects/delete.ts';
 import { registerGetProject } from './projects/get.ts';
 import { registerListProjects } from './projects/list.ts';
+import { registerUpdateProject } from './projects/update.ts';
 
 /** Every route of the apikeys service (README), in the order the OpenAPI document lists them. */
 export async function registerRoutes(app: ServiceApp, deps: RouteDeps): Promise<void> {
@@ -28,6 +29,7 @@ export async function registerRoutes(app: ServiceApp, deps: RouteDeps): Promise<
     registerCreateProject(routes, deps);
     registerListProjects(routes, deps);
     registerGetProject(routes, deps);
+    registerUpdateProject(routes, deps);
     registerDeleteProject(routes, deps);
   });
 }

@@ -27,7 +27,7 @@ export function registerSignup(app: ServiceApp, { connection, settings }: RouteD
     async (request, reply) => {
       const email = checkEmail(request.body.email);
       const user = await createUser(connection, { email, password: request.body.password, nick: request.body.nick });
-      const body = await startSession(reply, connection, user, settings);
+      const body = await startSession(request, reply, connection, user, settings);
       return reply.code(201).send(body);
     },
   );

@@ -1,3 +1,4 @@
+import { validationError } from '../../../../core/errors.ts';
 import { newId, rfc3339 } from '../../../../core/ids.ts';
 import { ApikeysErrors } from '../../errors.ts';
 import type { Project } from '../../repository.ts';
@@ -16,6 +17,7 @@ export function projectView({ domain }: RouteDeps, p: Project): ProjectBody {
     slug: p.slug,
     host: `${p.slug}.${domain}`,
     owners: p.owners,
+    allowed_origins: p.allowed_origins,
     created_at: p.created_at,
   };
 }
@@ -26,8 +28,9 @@ export async function insertProject(
   owner: string,
   name: string,
   slug: string | undefined,
+  allowed_origins: string[] = [],
 ): Promise<Project> {
-  const base = { id: newId('project'), name, owners: [owner], created_at: rfc3339() };
+  const base = { id: newId('project'), name, owners: [owner], allowed_origins, created_at: rfc3339() };
   if (slug !== undefined) {
     if (isReservedSlug(slug)) throw ApikeysErrors.slugReserved(slug);
     const project = { ...base, slug };
@@ -46,4 +49,33 @@ export async function insertProject(
     if (await repository.createProject(project)) return project;
   }
   throw ApikeysErrors.noFreeSlug(name);
+}
+
+/**
+ * Allowed origins as stored: each parsed and written as the browser sends `Origin` (lower-case
+ * host, no default port), duplicates dropped in order. A path, query, credentials or a wildcard
+ * is a 400 naming the item.
+ */
+export function normalizedOrigins(origins: readonly string[] | undefined): string[] | undefined {
+  if (origins === undefined) return undefined;
+  const out = new Set<string>();
+  origins.forEach((item, index) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(item);
+    } catch {
+      url = undefined;
+    }
+    if (
+      !url ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      url.pathname !== '/' ||
+      url.search !== '' ||
+      url.hash !== '' ||
+      url.hostname.includes('*')
+    )
+      throw validationError(`body.allowed_origins.${index} "${item}" is not an origin (scheme://host[:port])`);
+    out.add(url.origin);
+  });
+  return [...out];
 }

@@ -3,7 +3,7 @@ import { requireIdentity } from '../../../../core/identity.ts';
 import { assertMayManage } from '../../access.ts';
 import { commonErrors, createProjectBody, errorResponse, project as projectSchema } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
-import { insertProject, projectView } from './common.ts';
+import { insertProject, normalizedOrigins, projectView } from './common.ts';
 
 export const createProjectSchema = {
   tags: ['projects'],
@@ -18,7 +18,8 @@ export function registerCreateProject(app: ServiceApp, deps: RouteDeps): void {
   app.post('/v0/projects', { schema: createProjectSchema }, async (request, reply) => {
     const identity = requireIdentity(request);
     await assertMayManage(identity, repository);
-    const project = await insertProject(deps, identity.user.id, request.body.name, request.body.slug);
+    const origins = normalizedOrigins(request.body.allowed_origins);
+    const project = await insertProject(deps, identity.user.id, request.body.name, request.body.slug, origins);
     await events.projectChanged({ id: project.id, slug: project.slug, op: 'created' });
     return reply.code(201).send(projectView(deps, project));
   });

@@ -24,6 +24,6 @@ export function registerLogin(app: ServiceApp, { connection, settings, throttle 
     const valid = await verifyPassword(request.body.password, user?.passwordHash);
     if (!user || !valid) throw AuthErrors.invalidCredentials();
     await throttle.succeeded(email);
-    return startSession(reply, connection, user, settings);
+    return startSession(request, reply, connection, user, settings);
   });
 }

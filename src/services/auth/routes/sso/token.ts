@@ -42,7 +42,7 @@ export function registerSsoToken(app: ServiceApp, deps: RouteDeps): void {
       } catch (caught) {
         throw httpError(deps, caught, provider.name);
       }
-      return startSession(reply, connection, user, settings);
+      return startSession(request, reply, connection, user, settings);
     },
   );
 }
