@@ -403,16 +403,22 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       );
     });
 
-    it('logs in through the gateway and uses the cookie it sets', async () => {
-      await h.user('grace@example.com');
+    /** Signs a new user in through the public port at `path` on `host`. */
+    const logIn = async (email: string, path: string, host: string) => {
+      await h.user(email);
       const login = await h.call({
         method: 'POST',
-        path: '/v0/login',
-        host: 'auth.localhost',
+        path,
+        host,
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: 'grace@example.com', password: 'correct horse battery' }),
+        body: JSON.stringify({ email, password: 'correct horse battery' }),
       });
       assert.equal(login.status, 200);
+      return login;
+    };
+
+    it('logs in through the gateway and uses the cookie it sets', async () => {
+      const login = await logIn('grace@example.com', '/v0/login', 'auth.localhost');
       const cookie = String(login.headers['set-cookie']).split(';')[0]!;
       const me = await h.call({ path: '/v0/me', host: 'auth.localhost', headers: { cookie } });
       assert.equal(me.status, 200);
@@ -420,15 +426,7 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
     });
 
     it('logs in through the front door without a cookie there: the token is a bearer', async () => {
-      await h.user('front@example.com');
-      const login = await h.call({
-        method: 'POST',
-        path: '/services/auth/v0/login',
-        host: 'localhost:8080',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: 'front@example.com', password: 'correct horse battery' }),
-      });
-      assert.equal(login.status, 200);
+      const login = await logIn('front@example.com', '/services/auth/v0/login', 'localhost:8080');
       assert.equal(login.headers['set-cookie'], undefined, 'the front door serves user code: no session cookie on it');
       const { token } = login.json<{ token: string }>();
       const me = await h.call({

@@ -78,17 +78,7 @@ describe('gateway dispatch over real sockets', () => {
       '127.0.0.1',
     );
     remoteProxy = createUpstreamProxy(`http://127.0.0.1:${remotePort.port}`);
-    const options = {
-      domain: 'localhost',
-      services,
-      upstreams: new Map([['docdb' as ServiceName, remoteProxy]]),
-      gateway,
-      projects,
-      policy: createPolicy([]),
-      authenticator: null,
-      stats,
-      logger,
-    };
+    const options = { ...common, services, upstreams: new Map([['docdb' as ServiceName, remoteProxy]]) };
     publicPort = await listen(createGatewayHandler(options, false), 0, '127.0.0.1');
     internalPort = await listen(createGatewayHandler(options, true), 0, '127.0.0.1');
   });
