@@ -303,8 +303,22 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
           await page.getByLabel(/^Slug/).fill('front-door');
           await page.getByRole('button', { name: 'Create project' }).click();
           await page.getByRole('cell', { name: 'front-door.localhost' }).waitFor();
+          const row = page.getByRole('row', { name: /front-door\.localhost/ });
+          await row.getByRole('button', { name: 'Edit origins' }).click();
+          await row.getByLabel('Origins').fill('https://app.example.com, http://localhost:5173');
+          await row.getByRole('button', { name: 'Save origins' }).click();
+          await row.getByText('http://localhost:5173').waitFor();
         });
         assert.deepEqual([...called], [origin], 'pages, assets and API calls all on the front door');
+        // The origins reached the platform: the gateway grants one of them CORS.
+        const preflight = await request(server.publicPort, {
+          method: 'OPTIONS',
+          path: '/services/docdb/v1/databases',
+          host: 'localhost',
+          headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' },
+        });
+        assert.equal(preflight.status, 204);
+        assert.equal(preflight.headers['access-control-allow-origin'], 'https://app.example.com');
       } finally {
         await context.close();
       }

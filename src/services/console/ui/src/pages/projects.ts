@@ -1,4 +1,4 @@
-// Projects: list, create (name and optional slug), delete.
+// Projects: list, create (name and optional slug), the origins allowed CORS, delete.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
@@ -11,7 +11,14 @@ export interface Project {
   slug?: string;
   host: string;
   owners: string[];
+  /** Origins whose apps may call the platform (plain CORS; root README: CORS). */
+  allowed_origins?: string[];
   created_at?: string;
+}
+
+/** Origins as typed: separated by commas, spaces or new lines. */
+function originsOf(text: string): string[] {
+  return text.split(/[\s,]+/).filter((origin) => origin !== '');
 }
 
 export function listProjects(): Promise<Project[]> {
@@ -24,6 +31,21 @@ export function ProjectsPage(): VNode {
   const [slug, setSlug] = useState('');
   const create = useAction();
   const remove = useAction();
+  const saveOrigins = useAction();
+  /** The project whose origins are being edited, and the text typed so far. */
+  const [editing, setEditing] = useState<{ id: string; text: string } | null>(null);
+  const save = (e: Event) => {
+    e.preventDefault();
+    if (!editing) return;
+    void saveOrigins.run(async () => {
+      await json('apikeys', `/v0/projects/${encodeURIComponent(editing.id)}`, {
+        method: 'PATCH',
+        body: { allowed_origins: originsOf(editing.text) },
+      });
+      setEditing(null);
+      projects.reload();
+    });
+  };
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
@@ -54,18 +76,30 @@ export function ProjectsPage(): VNode {
       <${ErrorBox} error=${create.error} />
     <//>
     <${Section} title="Your projects">
-      <${ErrorBox} error=${projects.error ?? remove.error} />
+      <${ErrorBox} error=${projects.error ?? remove.error ?? saveOrigins.error} />
       <${Loading} loading=${projects.loading && !projects.data} />
       ${projects.data && projects.data.length === 0 && html`<p class="muted">No projects yet.</p>`}
       ${
         projects.data &&
         projects.data.length > 0 &&
         html`<table>
-        <thead><tr><th>Name</th><th>Host</th><th>Id</th><th></th></tr></thead>
+        <thead><tr><th>Name</th><th>Host</th><th>Id</th><th>Allowed origins</th><th></th></tr></thead>
         <tbody>
           ${projects.data.map(
             (p) => html`<tr>
               <td>${p.name}</td><td><code>${p.host}</code></td><td><code>${p.id}</code></td>
+              <td>${
+                editing?.id === p.id
+                  ? html`<form class="inline" onSubmit=${save}>
+                      <label>Origins<input name="origins" placeholder="https://app.example.com" value=${editing.text}
+                        onInput=${(e: Event) => setEditing({ id: p.id, text: valueOf(e) })} /></label>
+                      <button type="submit" class="primary" disabled=${saveOrigins.busy}>Save origins</button>
+                      <button type="button" onClick=${() => setEditing(null)}>Cancel</button>
+                    </form>`
+                  : html`${(p.allowed_origins ?? []).map((o) => html`<code>${o}</code> `)}
+                      <button type="button" disabled=${readOnly()}
+                        onClick=${() => setEditing({ id: p.id, text: (p.allowed_origins ?? []).join(' ') })}>Edit origins</button>`
+              }</td>
               <td class="actions"><button type="button" class="danger" disabled=${readOnly()} onClick=${() => del(p)}>Delete</button></td>
             </tr>`,
           )}
