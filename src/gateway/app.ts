@@ -4,9 +4,12 @@ import { request as undiciRequest } from 'undici';
 import type { FastifyBaseLogger } from 'fastify';
 import { SERVICE_NAMES, type ServiceName } from '../config.ts';
 import { createServiceApp, type ServiceApp } from '../core/app.ts';
+import { hostName } from '../core/host.ts';
 import { identityOf, requireIdentity } from '../core/identity.ts';
 import type { SqlConnection } from '../store/db.ts';
 import { listAllProjects, type Project } from '../services/apikeys/index.ts';
+import type { OpenApiDocument } from './openapi-merge.ts';
+import { platformDocument } from './platform-document.ts';
 import { Readiness, registerReadiness } from './readiness.ts';
 import { PLATFORM_HOSTS } from './routing.ts';
 import type { GatewayStats } from './stats.ts';
@@ -236,16 +239,23 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
 
   registerReadiness(app, options.readiness ?? new Readiness(connection.database, domain));
 
-  // Listed in its own document (README: The gateway's own OpenAPI document).
+  // Listed in its own document (README: The gateway's own OpenAPI document). On the front door
+  // (not gateway.<domain>, not reached under /services/gateway) it is the merged platform document.
+  const gatewayLabel = `gateway.${domain}`;
   app.get(
     '/openapi.json',
     {
       schema: {
-        summary: 'This OpenAPI document',
+        summary: "This OpenAPI document; on the front door, the platform's merged document",
         response: { 200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.0.3 document' }) },
       },
     },
-    async () => app.swagger(),
+    async (request) => {
+      const own = app.swagger() as unknown as OpenApiDocument;
+      const frontDoor =
+        hostName(request.headers.host) !== gatewayLabel && request.headers['x-forwarded-prefix'] === undefined;
+      return frontDoor ? platformDocument({ version: options.version, domain, services, upstreamUrls }, own) : own;
+    },
   );
   return app;
 }

@@ -166,7 +166,7 @@ describe('gateway endpoints (gateway.md §4)', () => {
   });
 
   it('describes itself in OpenAPI 3.0.3', async () => {
-    const doc = (await h.call({ path: '/openapi.json', host: 'api.localhost' })).json<{
+    const doc = (await h.call({ path: '/openapi.json', host: 'gateway.localhost' })).json<{
       openapi: string;
       info: { title: string; version: string };
       paths: Record<string, { get?: { summary?: string; responses: Record<string, { description?: string }> } }>;

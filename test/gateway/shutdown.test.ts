@@ -104,7 +104,9 @@ describe('readiness', () => {
       const draining = await app.inject({ method: 'GET', url: '/readyz', headers: { host: 'gateway.localhost' } });
       assert.equal(draining.statusCode, 503);
       assert.equal(draining.json<{ error: { code: string } }>().error.code, 'draining');
-      const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json<{
+      const doc = (
+        await app.inject({ method: 'GET', url: '/openapi.json', headers: { host: 'gateway.localhost' } })
+      ).json<{
         paths: Record<string, { get?: { responses: Record<string, unknown> } }>;
       }>();
       assert.ok(doc.paths['/readyz']?.get, 'in the OpenAPI document');
