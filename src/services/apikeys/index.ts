@@ -1,4 +1,5 @@
 import { createServiceApp } from '../../core/app.ts';
+import { describeProjectRoutes } from './openapi.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { createEvents } from './events.ts';
 import { apikeysMigrations } from './migrations.ts';
@@ -25,11 +26,13 @@ export const apikeysService: ServiceDefinition = {
   async build({ settings, store, logger, version }) {
     const app = await createServiceApp({
       name: 'apikeys',
+      domain: settings.domain,
       version,
       logger,
       description: 'API keys (Api-Key + Api-Secret machine credentials) and projects (project hosts <slug>.<domain>).',
       // `curl -d` sends form-encoded bodies; they are JSON here whatever the Content-Type.
       jsonForAnyContentType: true,
+      openapiExtend: describeProjectRoutes,
     });
     const repository = new ApikeysRepository(store.sql);
     const events = createEvents(store.notifier, logger);
