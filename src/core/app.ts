@@ -14,6 +14,7 @@ import { Ajv, type Options as AjvOptions, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { HttpError, defaultCode, envelope, validationError } from './errors.ts';
+import { SECURITY_SCHEMES, openApiDocument, setDocumentAddress, transformRouteSchema } from './openapi.ts';
 import { JsonTooDeepError, MAX_BODY_NESTING, jsonTextDeeperThan, parseJsonBody } from './json.ts';
 
 /** A service's Fastify instance: TypeBox schemas give validation, types and OpenAPI at once. */
@@ -48,6 +49,8 @@ export interface ServiceAppOptions {
    * beyond 2^53 stay exact (as bigint). Services that answer such values serialize them too.
    */
   exactJson?: boolean;
+  /** The platform domain (DOMAIN), for the servers of the OpenAPI document; `localhost` by default. */
+  domain?: string;
   /** Serve the generated OpenAPI document at this path (default `/openapi.json`; null = not served). */
   openapiPath?: string | null;
   /**
@@ -192,23 +195,18 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
         title: options.title ?? `Stratus ${options.name}`,
         version: options.version,
         description: options.description,
+        license: { name: 'Apache-2.0', url: 'https://www.apache.org/licenses/LICENSE-2.0' },
       },
-      components: {
-        securitySchemes: {
-          // What the gateway injects for an authenticated caller; routes that need identity name it.
-          gatewayIdentity: {
-            type: 'apiKey',
-            in: 'header',
-            name: 'X-Gateway-Authentication',
-            description: 'Identity JSON injected by the gateway',
-          },
-        },
-      },
+      // Every scheme, so that routes may name any; documents keep the ones they use.
+      components: { securitySchemes: structuredClone(SECURITY_SCHEMES) },
     },
+    // Route annotations that only documents carry (core/openapi.ts, RouteDocs).
+    transform: transformRouteSchema,
   });
+  setDocumentAddress(app, { service: options.name, domain: options.domain ?? 'localhost' });
   const openapiPath = options.openapiPath === undefined ? '/openapi.json' : options.openapiPath;
   if (openapiPath) {
-    app.get(openapiPath, { schema: { hide: true } }, async () => app.swagger());
+    app.get(openapiPath, { schema: { hide: true } }, async (request) => openApiDocument(app, request));
   }
   return app;
 }

@@ -8,11 +8,18 @@ import { hostName } from '../core/host.ts';
 import { identityOf, requireIdentity } from '../core/identity.ts';
 import type { SqlConnection } from '../store/db.ts';
 import { listAllProjects, type Project } from '../services/apikeys/index.ts';
-import type { OpenApiDocument } from './openapi-merge.ts';
 import { platformDocument } from './platform-document.ts';
 import { Readiness, registerReadiness } from './readiness.ts';
 import { PLATFORM_HOSTS } from './routing.ts';
 import type { GatewayStats } from './stats.ts';
+import {
+  ANONYMOUS,
+  named,
+  openApiDocument,
+  SIGNED_IN,
+  SIGNED_IN_OR_ANONYMOUS,
+  type RouteDocs,
+} from '../core/openapi.ts';
 
 export interface GatewayAppOptions {
   version: string;
@@ -60,9 +67,10 @@ const instanceRow = Type.Object({
   served_requests: Type.Integer({ description: 'Its * count since it started' }),
   answering: Type.Boolean({ description: 'True for the instance that answered this request' }),
 });
-const errorBody = Type.Object({
-  error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }),
-});
+const errorBody = named(
+  'Error',
+  Type.Object({ error: Type.Object({ status: Type.Integer(), code: Type.String(), message: Type.String() }) }),
+);
 
 /**
  * The gateway's own endpoints on `gateway.<domain>` (and `/version`, `/v0/…`, `/openapi.json` on
@@ -74,6 +82,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
   const app = await createServiceApp({
     name: 'gateway',
     title: 'Stratus API Gateway',
+    domain,
     openapiPath: null,
     version: options.version,
     logger: options.logger,
@@ -84,9 +93,11 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     '/version',
     {
       schema: {
+        operationId: 'getVersion',
+        security: ANONYMOUS,
         summary: 'The running Stratus version (plain text)',
-        produces: ['text/plain'],
         response: { 200: Type.String({ description: 'The version, e.g. 0.1.0' }) },
+        openapi: { responses: { 200: { 'text/plain': null } } } satisfies RouteDocs,
       },
     },
     async (_request, reply) => reply.type('text/plain; charset=utf-8').send(options.version),
@@ -110,6 +121,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     '/v0/virtualhosts',
     {
       schema: {
+        operationId: 'listVirtualHosts',
+        security: SIGNED_IN_OR_ANONYMOUS,
         summary: "Host names the gateway serves: platform hosts, then the caller's project hosts",
         description: projectNote,
         response: { 200: Type.Array(Type.String(), { description: 'Host names without ports' }) },
@@ -125,6 +138,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     '/v0/stats',
     {
       schema: {
+        operationId: 'getStats',
+        security: SIGNED_IN_OR_ANONYMOUS,
         summary: 'Traffic statistics of the whole platform: the sum over its live instances',
         description: `${projectNote} The * row counts every request, project hosts included. Each instance counts a request when its response has finished (so an answer never counts itself) and publishes its counters every STATS_FLUSH_INTERVAL seconds; the answer adds the answering instance's current counters to the figures the other live instances published. An instance that closes, or misses its heartbeats for INSTANCE_TIMEOUT seconds, leaves the sum. uptime and start_timestamp are those of the longest-running live instance. GET /v0/instances lists the instances.`,
         response: {
@@ -144,6 +159,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     '/v0/instances',
     {
       schema: {
+        operationId: 'listInstances',
+        security: SIGNED_IN,
         summary: 'The live instances of the platform, oldest first (signed-in callers)',
         description:
           'Every Stratus process of the platform that has heartbeated within INSTANCE_TIMEOUT seconds, with the services it runs and its own * count (as it last published it; the answering instance now). Machine host names are shown to authenticated callers only.',
@@ -195,6 +212,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     '/v0/status',
     {
       schema: {
+        operationId: 'getStatus',
+        security: SIGNED_IN_OR_ANONYMOUS,
         summary:
           "Health of every backend service, then of the caller's project hosts, then of the platform's live instances",
         description: `${projectNote} Each service is probed with GET of its OpenAPI document (/openapi.json; /openapi for lambda) (${PROBE_TIMEOUT_MS} ms timeout, all in parallel); a project host's status is that of the lambda service that serves it. 503 = not running anywhere known, 502 = unreachable, 504 = no answer in time. A signed-in caller also gets one row per live instance (id instance-…, name "instance <pid>@<host>", host its machine's host name, status 200: it heartbeated within INSTANCE_TIMEOUT seconds).`,
@@ -226,9 +245,11 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     '/v0/secret',
     {
       schema: {
+        operationId: 'checkSecret',
+        security: SIGNED_IN,
         summary: 'Protected test endpoint: OK for any authenticated caller',
-        produces: ['text/plain'],
         response: { 200: Type.String({ description: 'OK' }), 401: errorBody },
+        openapi: { responses: { 200: { 'text/plain': null } } } satisfies RouteDocs,
       },
     },
     async (request, reply) => {
@@ -246,12 +267,14 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     '/openapi.json',
     {
       schema: {
+        operationId: 'getOpenApiDocument',
+        security: ANONYMOUS,
         summary: "This OpenAPI document; on the front door, the platform's merged document",
         response: { 200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.0.3 document' }) },
       },
     },
     async (request) => {
-      const own = app.swagger() as unknown as OpenApiDocument;
+      const own = openApiDocument(app, request);
       const frontDoor =
         hostName(request.headers.host) !== gatewayLabel && request.headers['x-forwarded-prefix'] === undefined;
       return frontDoor ? platformDocument({ version: options.version, domain, services, upstreamUrls }, own) : own;

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { asOpenApi31, OPERATION_METHODS, type OpenApiDocument } from '../core/openapi.ts';
 
 /**
  * The platform's merged OpenAPI document (root README.md, One base URL; decision 47): every
@@ -6,25 +7,11 @@ import { isDeepStrictEqual } from 'node:util';
  * everything through one base URL.
  */
 
-/** The parts of an OpenAPI 3.0 document the merge reads; everything else passes through. */
-export interface OpenApiDocument {
-  openapi: string;
-  info: { title: string; version: string; description?: string };
-  servers?: { url: string; description?: string }[];
-  paths?: Record<string, Record<string, unknown>>;
-  components?: Record<string, Record<string, unknown>>;
-  security?: Record<string, string[]>[];
-  tags?: { name: string; description?: string }[];
-  [key: string]: unknown;
-}
-
 /** One service's document, and the name it is served under (`/services/<name>`). */
 export interface ServiceDocument {
   name: string;
   document: OpenApiDocument;
 }
-
-const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 
 const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 
@@ -39,30 +26,36 @@ function prefixedComponentName(service: string, name: string): string {
 }
 
 /**
- * New names for each part's components: a name every part that defines it defines the same way
- * is kept (the shared error envelope, the security schemes); a name defined differently by two
- * parts is prefixed with the service's name in every part that has it.
+ * New names for each part's components: under a name several parts define, the definition most
+ * of them share (the first seen on a tie) keeps the name, so the common error envelope and
+ * security schemes stay one component; a part whose definition differs gets the name prefixed
+ * with the service's (`FilesBucket`).
  */
 function componentRenames(parts: readonly ServiceDocument[]): Map<string, Map<string, string>> {
-  const definitions = new Map<string, unknown[]>(); // "<kind>/<name>" → definitions seen
+  const definitions = new Map<string, unknown[]>(); // "<kind>/<name>" → the definitions seen
   for (const { document } of parts) {
     for (const [kind, entries] of Object.entries(document.components ?? {})) {
       for (const [name, definition] of Object.entries(entries)) {
         const key = `${kind}/${name}`;
-        const seen = definitions.get(key) ?? [];
-        seen.push(definition);
-        definitions.set(key, seen);
+        definitions.set(key, [...(definitions.get(key) ?? []), definition]);
       }
     }
+  }
+  const keeper = new Map<string, unknown>(); // "<kind>/<name>" → the definition that keeps the name
+  for (const [key, seen] of definitions) {
+    const count = (definition: unknown) => seen.filter((other) => isDeepStrictEqual(other, definition)).length;
+    keeper.set(
+      key,
+      seen.reduce((best, definition) => (count(definition) > count(best) ? definition : best), seen[0]),
+    );
   }
   const renames = new Map<string, Map<string, string>>();
   for (const { name: service, document } of parts) {
     const own = new Map<string, string>();
     for (const [kind, entries] of Object.entries(document.components ?? {})) {
-      for (const name of Object.keys(entries)) {
-        const seen = definitions.get(`${kind}/${name}`)!;
-        const shared = seen.every((definition) => isDeepStrictEqual(definition, seen[0]));
-        own.set(`${kind}/${name}`, shared ? name : prefixedComponentName(service, name));
+      for (const [name, definition] of Object.entries(entries)) {
+        const kept = isDeepStrictEqual(definition, keeper.get(`${kind}/${name}`));
+        own.set(`${kind}/${name}`, kept ? name : prefixedComponentName(service, name));
       }
     }
     renames.set(service, own);
@@ -97,19 +90,24 @@ function withRefsRenamed(value: unknown, renames: ReadonlyMap<string, string>): 
  */
 export function mergeDocuments(
   parts: readonly ServiceDocument[],
-  info: OpenApiDocument['info'],
-  openapi = '3.0.3',
+  info: { title: string; version: string; description?: string },
 ): OpenApiDocument {
+  // One version for the whole: 3.1 when any part is (docdb's and the scheduler's schemas need it),
+  // the 3.0 parts carried over as the services do it themselves.
+  const openapi = parts.some(({ document }) => document.openapi.startsWith('3.1')) ? '3.1.0' : '3.0.3';
   const renames = componentRenames(parts);
-  const paths: Record<string, Record<string, unknown>> = {};
+  const paths: OpenApiDocument['paths'] = {};
   const components: Record<string, Record<string, unknown>> = {};
   const tags: { name: string; description?: string }[] = [];
   for (const { name: service, document } of parts) {
     const own = renames.get(service)!;
     const renamed = withRefsRenamed(document, own) as OpenApiDocument;
+    if (openapi !== renamed.openapi && openapi === '3.1.0') asOpenApi31(renamed);
     tags.push({
       name: service,
-      description: [renamed.info.title, renamed.info.description].filter(Boolean).join(': '),
+      description: [renamed.info.title, renamed.info.description]
+        .filter((part) => typeof part === 'string' && part !== '')
+        .join(': '),
     });
     for (const [kind, entries] of Object.entries(renamed.components ?? {})) {
       const target = (components[kind] ??= {});
@@ -118,7 +116,7 @@ export function mergeDocuments(
     for (const [path, item] of Object.entries(renamed.paths ?? {})) {
       const merged: Record<string, unknown> = {};
       for (const [key, value] of Object.entries(item)) {
-        if (!METHODS.has(key) || typeof value !== 'object' || value === null) {
+        if (!OPERATION_METHODS.has(key) || typeof value !== 'object' || value === null) {
           if (key !== 'servers') merged[key] = value;
           continue;
         }
@@ -130,7 +128,8 @@ export function mergeDocuments(
         delete operation.servers;
         merged[key] = operation;
       }
-      paths[`/services/${service}${path === '/' ? '/' : path}`] = merged;
+      // Path-level keys (`parameters`, `summary`) ride along, as the core type's path items allow.
+      paths[`/services/${service}${path === '/' ? '/' : path}`] = merged as OpenApiDocument['paths'][string];
     }
   }
   return {

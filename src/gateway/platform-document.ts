@@ -1,7 +1,8 @@
 import { request as undiciRequest } from 'undici';
 import type { ServiceName } from '../config.ts';
 import type { ServiceApp } from '../core/app.ts';
-import { mergeDocuments, type OpenApiDocument, type ServiceDocument } from './openapi-merge.ts';
+import type { OpenApiDocument } from '../core/openapi.ts';
+import { mergeDocuments, type ServiceDocument } from './openapi-merge.ts';
 import { PLATFORM_HOSTS } from './routing.ts';
 
 const FETCH_TIMEOUT_MS = 2_000;
@@ -81,5 +82,5 @@ export async function platformDocument(
   const description =
     'Every Stratus service through one base URL: each under /services/<name> on the front door.' +
     (missing.length > 0 ? ` Not running here or on a known upstream, so not described: ${missing.join(', ')}.` : '');
-  return mergeDocuments(parts, { title: 'Stratus platform', version: sources.version, description }, gateway.openapi);
+  return mergeDocuments(parts, { title: 'Stratus platform', version: sources.version, description });
 }

@@ -5,6 +5,7 @@ import { envelope } from '../core/errors.ts';
 import type { SqlDatabase } from '../store/sql/types.ts';
 import { first } from '../store/sql-work.ts';
 import { resolveRoute } from './routing.ts';
+import { ANONYMOUS } from '../core/openapi.ts';
 
 /** The readiness path, answered on every host but service and project hosts (README: Shutdown and readiness). */
 export const READINESS_PATH = '/readyz';
@@ -113,6 +114,8 @@ export function answerReadinessRequest(readiness: Readiness, req: IncomingMessag
 }
 
 const readySchema = {
+  operationId: 'getReadiness',
+  security: ANONYMOUS,
   summary: 'Readiness for a load balancer: 200 while serving, 503 while shutting down or without the store',
   description:
     "Answered before routing and authentication on gateway.<domain>, api.<domain>, the bare domain, an IP address and any host outside the domain (what a load balancer sends); service and project hosts keep their own paths (kv.<domain>/readyz is the key-value node's). HEAD works too. 503 `draining` from the moment the instance receives SIGTERM or SIGINT, 503 `store_unreachable` when the store does not answer a trivial query within 2 s (checked at most once a second). Not counted in /v0/stats.",

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { VERSION } from '../../src/core/version.ts';
-import type { OpenApiDocument } from '../../src/gateway/openapi-merge.ts';
+import type { OpenApiDocument } from '../../src/core/openapi.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 const EMAIL = 'one-base@example.com';

@@ -1,12 +1,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mergeDocuments, type OpenApiDocument } from '../../src/gateway/openapi-merge.ts';
+import type { OpenApiDocument } from '../../src/core/openapi.ts';
+import { mergeDocuments } from '../../src/gateway/openapi-merge.ts';
 
 const error = { type: 'object', properties: { error: { type: 'object' } } };
 const bearer = { type: 'http', scheme: 'bearer' };
 
-function doc(title: string, extra: Partial<OpenApiDocument>): OpenApiDocument {
-  return { openapi: '3.0.3', info: { title, version: '1.0.0' }, ...extra };
+/** A document as a service serves it; path items may carry `parameters` and `servers` beside operations. */
+function doc(title: string, extra: Record<string, unknown>): OpenApiDocument {
+  return { openapi: '3.0.3', info: { title, version: '1.0.0' }, paths: {}, ...extra } as OpenApiDocument;
 }
 
 describe('merged OpenAPI document', () => {
@@ -72,7 +74,7 @@ describe('merged OpenAPI document', () => {
     assert.equal(create.operationId, 'docdbCreateDatabase');
     assert.deepEqual(create.tags, ['docdb']);
     assert.deepEqual(
-      merged.tags?.map((t) => t.name),
+      (merged.tags as { name: string }[]).map((t) => t.name),
       ['files', 'docdb'],
     );
   });
@@ -86,13 +88,13 @@ describe('merged OpenAPI document', () => {
     assert.equal(create.security, undefined);
   });
 
-  it('keeps components defined alike once and prefixes those defined differently, with their refs', () => {
-    assert.deepEqual(Object.keys(merged.components?.schemas ?? {}).sort(), ['DocdbBucket', 'Error', 'FilesBucket']);
+  it('keeps components defined alike once; of different definitions the most shared keeps the name, with the refs', () => {
+    assert.deepEqual(Object.keys(merged.components?.schemas ?? {}).sort(), ['Bucket', 'DocdbBucket', 'Error']);
     assert.deepEqual(Object.keys(merged.components?.securitySchemes ?? {}), ['bearer']);
     const list = merged.paths?.['/services/files/v1/buckets']?.get as {
       responses: Record<string, { content: Record<string, { schema: { $ref: string } }> }>;
     };
-    assert.equal(list.responses['200']?.content['application/json']?.schema.$ref, '#/components/schemas/FilesBucket');
+    assert.equal(list.responses['200']?.content['application/json']?.schema.$ref, '#/components/schemas/Bucket');
     const create = merged.paths?.['/services/docdb/v1/databases/{id}']?.post as {
       responses: Record<string, { content: Record<string, { schema: { $ref: string } }> }>;
     };
@@ -102,5 +104,20 @@ describe('merged OpenAPI document', () => {
   it('leaves the parts unchanged', () => {
     assert.equal((files.paths?.['/v1/buckets']?.get as { operationId: string }).operationId, 'listBuckets');
     assert.ok(docdb.paths?.['/v1/databases/{id}']?.servers);
+  });
+
+  it('is OpenAPI 3.1 when any part is, carrying the 3.0 parts over', () => {
+    const old = doc('old', { components: { schemas: { Name: { type: 'string', nullable: true } } } });
+    const newer = { ...doc('newer', {}), openapi: '3.1.0' };
+    const both = mergeDocuments(
+      [
+        { name: 'old', document: old },
+        { name: 'newer', document: newer },
+      ],
+      { title: 'x', version: '1' },
+    );
+    assert.equal(both.openapi, '3.1.0');
+    assert.deepEqual(both.components?.schemas?.Name, { type: ['string', 'null'] });
+    assert.equal(mergeDocuments([{ name: 'old', document: old }], { title: 'x', version: '1' }).openapi, '3.0.3');
   });
 });

@@ -26,6 +26,7 @@ export const apikeysService: ServiceDefinition = {
   async build({ settings, store, logger, version }) {
     const app = await createServiceApp({
       name: 'apikeys',
+      domain: settings.domain,
       version,
       logger,
       description: 'API keys (Api-Key + Api-Secret machine credentials) and projects (project hosts <slug>.<domain>).',

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { closedErrorBody as errorBody } from '../../core/schemas.ts';
+import { named } from '../../core/openapi.ts';
 
 /**
  * Request and response schemas. Every object is closed (`additionalProperties: false`) so unknown
@@ -47,21 +48,27 @@ export const createKeyBody = Type.Object(
 export type CreateKeyBody = Static<typeof createKeyBody>;
 export type ScopeInput = Static<typeof scopeIn>;
 
-export const createdKey = Type.Object(
-  {
-    key: Type.String({ description: 'Public id, sent as Api-Key' }),
-    secret: Type.String({ description: 'Sent as Api-Secret; shown only in this response' }),
-    name: Type.String(),
-    scopes: Type.Array(scopeOut),
-  },
-  { ...closed, description: 'The new key, with its secret (shown only here)' },
+export const createdKey = named(
+  'CreatedApiKey',
+  Type.Object(
+    {
+      key: Type.String({ description: 'Public id, sent as Api-Key' }),
+      secret: Type.String({ description: 'Sent as Api-Secret; shown only in this response' }),
+      name: Type.String(),
+      scopes: Type.Array(scopeOut),
+    },
+    { ...closed, description: 'The new key, with its secret (shown only here)' },
+  ),
 );
 
 const keySummary = Type.Object({ key: Type.String(), name: Type.String(), scopes: Type.Array(scopeOut) }, closed);
 
-export const keyList = Type.Object(
-  { api_keys: Type.Array(keySummary) },
-  { ...closed, description: "The caller's keys in creation order, without secrets" },
+export const keyList = named(
+  'ApiKeyList',
+  Type.Object(
+    { api_keys: Type.Array(keySummary) },
+    { ...closed, description: "The caller's keys in creation order, without secrets" },
+  ),
 );
 
 export const keyParams = Type.Object({ key: Type.String() }, closed);

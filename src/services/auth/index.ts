@@ -43,6 +43,7 @@ export const authService: ServiceDefinition = {
 
     const app = await createServiceApp({
       name: 'auth',
+      domain: settings.domain,
       version,
       logger,
       description:

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { EMAIL_MAX_LENGTH, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './credentials.ts';
 import { CODE_CHALLENGE_PATTERN, REDIRECT_MAX_LENGTH } from './handover.ts';
+import { named } from '../../core/openapi.ts';
 
 /**
  * Request and response schemas. Every object is closed, so unknown fields are 400s on the way in
@@ -37,33 +38,39 @@ export const signupBody = Type.Object(
 );
 export type SignupBody = Static<typeof signupBody>;
 
-export const userRecord = Type.Object(
-  {
-    id: Type.String({ description: 'user-<uuid v4>' }),
-    email: Type.String(),
-    nick: Type.Optional(Type.String()),
-    picture: Type.Optional(Type.String()),
-    created_at: Type.String({ format: 'date-time' }),
-  },
-  { ...closed, description: 'The user record; members the platform does not know are left out' },
+export const userRecord = named(
+  'User',
+  Type.Object(
+    {
+      id: Type.String({ description: 'user-<uuid v4>' }),
+      email: Type.String(),
+      nick: Type.Optional(Type.String()),
+      picture: Type.Optional(Type.String()),
+      created_at: Type.String({ format: 'date-time' }),
+    },
+    { ...closed, description: 'The user record; members the platform does not know are left out' },
+  ),
 );
 
 /** The shape login, signup and the SSO token exchange answer with (README: the routes table). */
-export const loginResponseSchema = Type.Object(
-  {
-    user: Type.Object(
-      {
-        id: Type.String({ description: 'user-<uuid v4>' }),
-        nick: Type.Optional(Type.String()),
-        email: Type.String(),
-      },
-      { additionalProperties: false },
-    ),
-    token: Type.String({
-      description: 'Session token: the stratus_session cookie value, also usable as Authorization: Bearer <token>',
-    }),
-  },
-  { additionalProperties: false, description: 'The user and a new session token' },
+export const loginResponseSchema = named(
+  'LoginResponse',
+  Type.Object(
+    {
+      user: Type.Object(
+        {
+          id: Type.String({ description: 'user-<uuid v4>' }),
+          nick: Type.Optional(Type.String()),
+          email: Type.String(),
+        },
+        { additionalProperties: false },
+      ),
+      token: Type.String({
+        description: 'Session token: the stratus_session cookie value, also usable as Authorization: Bearer <token>',
+      }),
+    },
+    { additionalProperties: false, description: 'The user and a new session token' },
+  ),
 );
 export type LoginResponse = Static<typeof loginResponseSchema>;
 
@@ -71,7 +78,7 @@ export type LoginResponse = Static<typeof loginResponseSchema>;
 export const noContent = Type.Null();
 
 /** A new bearer session (`POST /v0/session/token`). */
-export const sessionToken = Type.Object({ token: Type.String(), expires_at: Type.String() });
+export const sessionToken = named('SessionToken', Type.Object({ token: Type.String(), expires_at: Type.String() }));
 
 // Single sign-on (README: Single sign-on).
 

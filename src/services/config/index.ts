@@ -9,9 +9,10 @@ import { registerRoutes } from './routes/index.ts';
 export const configService: ServiceDefinition = {
   name: 'config',
   migrations: configMigrations,
-  async build({ store, logger, version }) {
+  async build({ settings, store, logger, version }) {
     const app = await createServiceApp({
       name: 'config',
+      domain: settings.domain,
       version,
       logger,
       description: 'Config objects (v0, public) and per-user entries maps (v1).',

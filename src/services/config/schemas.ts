@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { errorBody } from '../../core/schemas.ts';
+import { named } from '../../core/openapi.ts';
 
 export const entries = Type.Record(Type.String(), Type.Unknown(), {
   description: 'Entries map: string keys, any JSON values',
@@ -14,7 +15,7 @@ export const configId = Type.String({
   description: '1–128 characters from A–Z a–z 0–9 . _ -',
 });
 
-export const configObject = Type.Object({ id: Type.String(), entries });
+export const configObject = named('Config', Type.Object({ id: Type.String(), entries }));
 
 export const createBody = Type.Object(
   {
@@ -31,7 +32,7 @@ export const patchBody = Type.Record(Type.String(), Type.Unknown(), {
 
 export const idParams = Type.Object({ id: Type.String() });
 
-export const userConfig = Type.Object({ entries });
+export const userConfig = named('UserConfig', Type.Object({ entries }));
 
 export const errors = {
   400: errorBody,

@@ -4,6 +4,7 @@ import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { MOCK_ROUTES } from './mock.ts';
 import { consoleFiles } from './static.ts';
+import { ANONYMOUS, type RouteDocs } from '../../core/openapi.ts';
 
 /** Where `npm run build:console` puts the web console. */
 export const CONSOLE_BUILD_DIR = fileURLToPath(new URL('../../../dist/console/', import.meta.url));
@@ -26,6 +27,7 @@ export function createConsoleService(options: ConsoleOptions = {}): ServiceDefin
       const files = consoleFiles(options.buildDir ?? CONSOLE_BUILD_DIR);
       const app = await createServiceApp({
         name: 'console',
+        domain: settings.domain,
         title: 'Stratus console',
         version,
         logger,
@@ -47,8 +49,11 @@ export function createConsoleService(options: ConsoleOptions = {}): ServiceDefin
         {
           schema: {
             tags: ['console'],
+            operationId: 'getVersion',
+            security: ANONYMOUS,
             summary: 'The running Stratus version, as text',
             response: { 200: Type.String() },
+            openapi: { responses: { 200: { 'text/plain': null } } } satisfies RouteDocs,
           },
         },
         async (_request, reply) => reply.type('text/plain; charset=utf-8').send(version),
@@ -56,7 +61,15 @@ export function createConsoleService(options: ConsoleOptions = {}): ServiceDefin
       for (const route of MOCK_ROUTES) {
         app.get(
           route.path,
-          { schema: { tags: ['mock'], summary: route.summary, response: { 200: Type.Unknown() } } },
+          {
+            schema: {
+              tags: ['mock'],
+              operationId: route.operationId,
+              security: ANONYMOUS,
+              summary: route.summary,
+              response: { 200: Type.Unknown() },
+            },
+          },
           async (_request, reply) => reply.type('application/json; charset=utf-8').send(route.body),
         );
       }
@@ -72,6 +85,8 @@ export function createConsoleService(options: ConsoleOptions = {}): ServiceDefin
         {
           schema: {
             tags: ['console'],
+            operationId: 'getConsoleConfig',
+            security: ANONYMOUS,
             summary:
               "The web console's runtime settings: demo mode (CONSOLE_DEMO), the platform domain, the sign-in providers, whether sign-up is open (SIGNUP)",
             response: {

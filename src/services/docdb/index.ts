@@ -12,9 +12,10 @@ import { registerRoutes } from './routes/index.ts';
 export const docdbService: ServiceDefinition = {
   name: 'docdb',
   migrations: docdbMigrations,
-  async build({ store, logger, version }) {
+  async build({ settings, store, logger, version }) {
     const app = await createServiceApp({
       name: 'docdb',
+      domain: settings.domain,
       title: 'Stratus docdb',
       version,
       logger,

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { errorBody } from '../../core/schemas.ts';
+import { named } from '../../core/openapi.ts';
 
 // The JSON schemas docdb's routes share. Colon-action bodies are described for the OpenAPI
 // document in routes/action-docs.ts; the database actions' bodies are also checked against the
@@ -22,20 +23,26 @@ const ownerId = Type.String({ minLength: 1, maxLength: MAX_OWNER_ID_LENGTH, desc
 // ---------------------------------------------------------------------------------------------
 // Databases
 
-export const databaseRecord = Type.Object({
-  id: Type.String({ description: 'UUID v4' }),
-  name: Type.String(),
-  creation_date: Type.String({ description: 'RFC 3339 UTC' }),
-  owners: Type.Array(Type.String(), { description: 'user ids: the creator first, then in the order added' }),
-  api_keys: Type.Array(Type.String(), { description: 'public keys of the API keys, in creation order' }),
-  owners_length: Type.Integer(),
-});
-export const databaseSummary = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  creation_date: Type.String(),
-  owners_length: Type.Integer(),
-});
+export const databaseRecord = named(
+  'Database',
+  Type.Object({
+    id: Type.String({ description: 'UUID v4' }),
+    name: Type.String(),
+    creation_date: Type.String({ description: 'RFC 3339 UTC' }),
+    owners: Type.Array(Type.String(), { description: 'user ids: the creator first, then in the order added' }),
+    api_keys: Type.Array(Type.String(), { description: 'public keys of the API keys, in creation order' }),
+    owners_length: Type.Integer(),
+  }),
+);
+export const databaseSummary = named(
+  'DatabaseSummary',
+  Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    creation_date: Type.String(),
+    owners_length: Type.Integer(),
+  }),
+);
 export const deletedDatabase = Type.Object({ id: Type.String(), name: Type.String(), creation_date: Type.String() });
 export const nameBody = Type.Object({ name: databaseName });
 export const createKeyBody = Type.Object({

@@ -24,6 +24,7 @@ export function createFilesService(options: FilesServiceOptions = {}): ServiceDe
       const maxUploadBytes = options.maxUploadBytes ?? settings.filesMaxUploadBytes;
       const app = await createServiceApp({
         name: 'files',
+        domain: settings.domain,
         title: 'Stratus files',
         version,
         logger,

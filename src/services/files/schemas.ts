@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { named, SIGNED_IN } from '../../core/openapi.ts';
 import { errorBody } from '../../core/schemas.ts';
 import { validationError } from '../../core/errors.ts';
 import type { JsonObject } from '../../core/json.ts';
@@ -14,28 +15,34 @@ export const MAX_BUCKET_NAME_LENGTH = 64;
 export const MAX_DESCRIPTION_LENGTH = 4096;
 const BUCKET_NAME = /^[A-Za-z0-9_-]*$/;
 
-export const security = [{ gatewayIdentity: [] }];
+export const security = SIGNED_IN;
 export const pathDoc = 'The path after `/files/` is the file name, percent-decoded; it may contain `/`.';
 
 export { errorBody };
 
-export const bucketSchema = Type.Object({
-  id: Type.String({ description: 'bucket-<uuid v4>' }),
-  project_id: Type.String(),
-  created_timestamp: Type.Integer({ description: 'nanoseconds since the Unix epoch (exact integer)' }),
-  owners: Type.Array(Type.String()),
-  name: Type.String(),
-  description: Type.String(),
-});
+export const bucketSchema = named(
+  'Bucket',
+  Type.Object({
+    id: Type.String({ description: 'bucket-<uuid v4>' }),
+    project_id: Type.String(),
+    created_timestamp: Type.Integer({ description: 'nanoseconds since the Unix epoch (exact integer)' }),
+    owners: Type.Array(Type.String()),
+    name: Type.String(),
+    description: Type.String(),
+  }),
+);
 
-export const bucketListItemSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  description: Type.String(),
-  created_timestamp: Type.Integer(),
-  created_h: Type.String({ description: 'RFC 3339 UTC' }),
-  owners: Type.Array(Type.String()),
-});
+export const bucketListItemSchema = named(
+  'BucketListItem',
+  Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    description: Type.String(),
+    created_timestamp: Type.Integer(),
+    created_h: Type.String({ description: 'RFC 3339 UTC' }),
+    owners: Type.Array(Type.String()),
+  }),
+);
 
 export const createBucketBody = Type.Object(
   {
@@ -62,8 +69,8 @@ const fileFields = {
   hash_sha256: Type.String(),
   mime_type: Type.String(),
 };
-export const fileSchema = Type.Object({ ...fileFields, uuid: Type.String() });
-export const fileListItemSchema = Type.Object(fileFields);
+export const fileSchema = named('File', Type.Object({ ...fileFields, uuid: Type.String() }));
+export const fileListItemSchema = named('FileListItem', Type.Object(fileFields));
 
 export const bucketParams = Type.Object({ bucket_id: Type.String() });
 export const pathParams = Type.Object({ bucket_id: Type.String(), '*': Type.String() });

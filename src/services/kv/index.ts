@@ -38,6 +38,7 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
     async build({ settings, store, logger, version }) {
       const app = await createServiceApp({
         name: 'kv',
+        domain: settings.domain,
         title: 'Stratus key-value node',
         version,
         logger,

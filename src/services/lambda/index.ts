@@ -27,6 +27,7 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: O
       };
       const app = await createServiceApp({
         name: 'lambda',
+        domain: settings.domain,
         title: 'Lambda API',
         // The document's info.version is fixed at 1.0.0 (README: OpenAPI).
         version: '1.0.0',

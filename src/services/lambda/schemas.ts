@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { errorBody } from '../../core/schemas.ts';
 import { LANGUAGES } from './repository.ts';
+import { named } from '../../core/openapi.ts';
 
 export { errorBody };
 
@@ -19,17 +20,20 @@ const method = Type.String({
 });
 const path = Type.String({ pattern: '^/', maxLength: 2048, description: 'Mux route path; default / + name' });
 
-export const lambdaObject = Type.Object({
-  id: Type.String(),
-  created_timestamp: Type.Integer(),
-  owner: Type.String(),
-  project_id: Type.String(),
-  name: Type.String(),
-  language: Type.String(),
-  code: Type.String(),
-  method: Type.String(),
-  path: Type.String(),
-});
+export const lambdaObject = named(
+  'Lambda',
+  Type.Object({
+    id: Type.String(),
+    created_timestamp: Type.Integer(),
+    owner: Type.String(),
+    project_id: Type.String(),
+    name: Type.String(),
+    language: Type.String(),
+    code: Type.String(),
+    method: Type.String(),
+    path: Type.String(),
+  }),
+);
 
 export const createBody = Type.Object(
   {
@@ -56,21 +60,27 @@ export const patchBody = Type.Object(
 
 export const lambdaParams = Type.Object({ lambda_id: Type.String() });
 
-export const ongoingItem = Type.Object({
-  id: Type.String(),
-  lambda_id: Type.String(),
-  lambda_name: Type.String(),
-  started_at: Type.String(),
-  method: Type.String(),
-  path: Type.String(),
-});
+export const ongoingItem = named(
+  'OngoingInvocation',
+  Type.Object({
+    id: Type.String(),
+    lambda_id: Type.String(),
+    lambda_name: Type.String(),
+    started_at: Type.String(),
+    method: Type.String(),
+    path: Type.String(),
+  }),
+);
 
-export const meObject = Type.Object({
-  id: Type.String(),
-  email: Type.Optional(Type.String()),
-  nick: Type.Optional(Type.String()),
-  picture: Type.Optional(Type.String()),
-});
+export const meObject = named(
+  'User',
+  Type.Object({
+    id: Type.String(),
+    email: Type.Optional(Type.String()),
+    nick: Type.Optional(Type.String()),
+    picture: Type.Optional(Type.String()),
+  }),
+);
 
 export const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, errorBody]));
 
@@ -94,13 +104,16 @@ export const testInvocationBody = Type.Object(
 );
 
 /** What a test run answers: the response the lambda made, as data, and its console lines. */
-export const testInvocationResult = Type.Object({
-  status: Type.Integer(),
-  headers: Type.Record(Type.String(), Type.String()),
-  body: Type.String(),
-  logs: Type.Array(Type.Object({ level: Type.String(), message: Type.String() })),
-  duration_ms: Type.Number(),
-});
+export const testInvocationResult = named(
+  'TestInvocationResult',
+  Type.Object({
+    status: Type.Integer(),
+    headers: Type.Record(Type.String(), Type.String()),
+    body: Type.String(),
+    logs: Type.Array(Type.Object({ level: Type.String(), message: Type.String() })),
+    duration_ms: Type.Number(),
+  }),
+);
 
 export const ownerParams = Type.Object({ owner_id: Type.String() });
 

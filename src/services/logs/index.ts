@@ -27,6 +27,7 @@ export function createLogsService(overrides: Partial<LogsLimits> = {}): ServiceD
       };
       const app = await createServiceApp({
         name: 'logs',
+        domain: settings.domain,
         title: 'Stratus logs',
         version,
         logger,

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { errorBody } from '../../core/schemas.ts';
+import { named } from '../../core/openapi.ts';
 
 /** Logger and key names (README: loggers, keys and owners; the decisions on names). */
 export const MAX_NAME_LENGTH = 200;
@@ -20,45 +21,54 @@ export const name = Type.String({
 export const nameBody = Type.Object({ name });
 
 /** A logger as the API returns it (README: loggers, keys and owners). */
-export const loggerRecord = Type.Object({
-  id: Type.String({ description: 'UUID v4' }),
-  name: Type.String(),
-  owners: Type.Array(Type.String()),
-  api_keys: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String() })),
-  usage: Type.Object({ bytes: Type.Integer(), lines: Type.Integer() }),
-  created_at: Type.String(),
-});
+export const loggerRecord = named(
+  'Logger',
+  Type.Object({
+    id: Type.String({ description: 'UUID v4' }),
+    name: Type.String(),
+    owners: Type.Array(Type.String()),
+    api_keys: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String() })),
+    usage: Type.Object({ bytes: Type.Integer(), lines: Type.Integer() }),
+    created_at: Type.String(),
+  }),
+);
 
 export const idParams = Type.Object({ id: Type.String() });
 export const keyParams = Type.Object({ id: Type.String(), apiKey: Type.String() });
 export const ownerParams = Type.Object({ id: Type.String(), ownerId: Type.String() });
 
 /** README: stats. */
-export const loggerStats = Type.Object({
-  total_bytes_sent: Type.Integer(),
-  total_bytes_received: Type.Integer(),
-  total_bytes_filtered: Type.Integer(),
-  last_regexps: Type.Array(Type.String()),
-  concurrent_filters: Type.Integer(),
-  concurrent_ingests: Type.Integer(),
-  total_filters: Type.Integer(),
-  total_ingests: Type.Integer(),
-  block: Type.Object({
-    bytes: Type.Integer(),
-    lines: Type.Integer(),
-    events: Type.Integer(),
-    max_bytes: Type.Integer(),
+export const loggerStats = named(
+  'LoggerStats',
+  Type.Object({
+    total_bytes_sent: Type.Integer(),
+    total_bytes_received: Type.Integer(),
+    total_bytes_filtered: Type.Integer(),
+    last_regexps: Type.Array(Type.String()),
+    concurrent_filters: Type.Integer(),
+    concurrent_ingests: Type.Integer(),
+    total_filters: Type.Integer(),
+    total_ingests: Type.Integer(),
+    block: Type.Object({
+      bytes: Type.Integer(),
+      lines: Type.Integer(),
+      events: Type.Integer(),
+      max_bytes: Type.Integer(),
+    }),
   }),
-});
+);
 
 /** A new key: the only answer that carries its secret. */
-export const createdKey = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  key: Type.String(),
-  secret: Type.String(),
-  created_at: Type.String(),
-});
+export const createdKey = named(
+  'LoggerApiKey',
+  Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    key: Type.String(),
+    secret: Type.String(),
+    created_at: Type.String(),
+  }),
+);
 
 export const ownerBody = Type.Object({
   user_id: Type.String({ minLength: 1, maxLength: MAX_OWNER_ID_LENGTH, pattern: '^[^\\u0000]*$' }),

@@ -51,6 +51,7 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
     async build({ settings, store, logger, version }) {
       const app = await createServiceApp({
         name: 'run',
+        domain: settings.domain,
         title: 'Stratus Run API',
         version,
         logger,

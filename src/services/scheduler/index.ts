@@ -14,6 +14,7 @@ export const schedulerService: ServiceDefinition = {
   async build({ settings, store, logger, version }) {
     const app = await createServiceApp({
       name: 'scheduler',
+      domain: settings.domain,
       title: 'Scheduler API',
       // The API document's version is fixed at 1.0.0 (README: OpenAPI); the platform version is in the description.
       version: '1.0.0',

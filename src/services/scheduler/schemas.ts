@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { errorBody } from '../../core/schemas.ts';
+import { named } from '../../core/openapi.ts';
 
 export const ID_PATTERN = '^[A-Za-z0-9._-]{1,128}$';
 export const ID_REGEX = new RegExp(ID_PATTERN);
@@ -12,23 +13,29 @@ const clientId = (what: string) =>
     description: `${what} id: 1–128 characters from A–Z a–z 0–9 . _ -`,
   });
 
-export const scheduler = Type.Object({
-  id: Type.String(),
-  display_name: Type.String(),
-  ready: Type.Boolean(),
-  scheduled: Type.Integer(),
-  inflight: Type.Integer(),
-  created_at: Type.String(),
-  updated_at: Type.String(),
-});
+export const scheduler = named(
+  'Scheduler',
+  Type.Object({
+    id: Type.String(),
+    display_name: Type.String(),
+    ready: Type.Boolean(),
+    scheduled: Type.Integer(),
+    inflight: Type.Integer(),
+    created_at: Type.String(),
+    updated_at: Type.String(),
+  }),
+);
 
-export const health = Type.Object({
-  status: Type.Literal('ok'),
-  ready: Type.Boolean(),
-  scheduled: Type.Integer(),
-  inflight: Type.Integer(),
-  scheduler_id: Type.String(),
-});
+export const health = named(
+  'SchedulerHealth',
+  Type.Object({
+    status: Type.Literal('ok'),
+    ready: Type.Boolean(),
+    scheduled: Type.Integer(),
+    inflight: Type.Integer(),
+    scheduler_id: Type.String(),
+  }),
+);
 
 export const createSchedulerBody = Type.Object(
   {
@@ -117,30 +124,39 @@ const inflightItem = Type.Object({
   lease_expires_at: Type.String(),
   labels: Type.Array(Type.String()),
 });
-export const taskList = Type.Object({
-  scheduled: Type.Array(scheduledItem),
-  inflight: Type.Array(inflightItem),
-  scheduled_meta: pageMeta,
-  inflight_meta: pageMeta,
-});
-export const snapshot = Type.Object({
-  scheduler_id: Type.String(),
-  generated_at: Type.String(),
-  ...taskList.properties,
-  health,
-});
+export const taskList = named(
+  'TaskList',
+  Type.Object({
+    scheduled: Type.Array(scheduledItem),
+    inflight: Type.Array(inflightItem),
+    scheduled_meta: pageMeta,
+    inflight_meta: pageMeta,
+  }),
+);
+export const snapshot = named(
+  'TaskSnapshot',
+  Type.Object({
+    scheduler_id: Type.String(),
+    generated_at: Type.String(),
+    ...taskList.properties,
+    health,
+  }),
+);
 
 export const reserveBody = Type.Object(
   { worktime: duration('Lease length, positive, at most 24h') },
   { additionalProperties: false },
 );
-export const reservation = Type.Object({
-  id: Type.String(),
-  payload: Type.Unknown(),
-  lease_expires_at: Type.String(),
-  labels: Type.Array(Type.String()),
-  lease_id: Type.String(),
-});
+export const reservation = named(
+  'Reservation',
+  Type.Object({
+    id: Type.String(),
+    payload: Type.Unknown(),
+    lease_expires_at: Type.String(),
+    labels: Type.Array(Type.String()),
+    lease_id: Type.String(),
+  }),
+);
 
 export const leaseQuery = Type.Object({ lease_id: Type.Optional(Type.String()) }, { additionalProperties: true });
 export const ackBody = Type.Object({ lease_id: Type.Optional(Type.String()) }, { additionalProperties: false });
@@ -164,4 +180,3 @@ export const searchQuery = Type.Object(
 
 export const privateErrors = { 400: errorBody, 401: errorBody, 404: errorBody, 409: errorBody } as const;
 export const publicErrors = { 400: errorBody, 404: errorBody } as const;
-export const apiKeySecurity: { [scheme: string]: string[] }[] = [{ schedulerApiKey: [] }, { schedulerBearer: [] }];

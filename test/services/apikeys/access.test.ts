@@ -193,6 +193,7 @@ describe('GET /openapi.json', () => {
     assert.equal(response.statusCode, 200);
     const doc = response.json() as {
       openapi: string;
+      components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
       paths: Record<
         string,
         Record<
@@ -212,8 +213,12 @@ describe('GET /openapi.json', () => {
     assert.deepEqual(Object.keys(doc.paths['/v0/projects'] ?? {}).sort(), ['get', 'post']);
     assert.deepEqual(Object.keys(doc.paths['/v0/projects/{id}'] ?? {}).sort(), ['delete', 'get', 'patch']);
 
-    const schemaOf = (path: string, method: string, status: string) =>
-      doc.paths[path]?.[method]?.responses[status]?.content?.['application/json']?.schema;
+    // Shared shapes are named schemas: follow a reference to its component.
+    const schemaOf = (path: string, method: string, status: string) => {
+      const schema = doc.paths[path]?.[method]?.responses[status]?.content?.['application/json']?.schema as
+        { $ref?: string; properties?: Record<string, unknown> } | undefined;
+      return schema?.$ref ? doc.components.schemas[schema.$ref.split('/').pop()!] : schema;
+    };
     assert.ok(schemaOf('/v0/apikeys', 'post', '201')?.properties?.secret, 'create documents the secret');
     const list = JSON.stringify(schemaOf('/v0/apikeys', 'get', '200'));
     assert.ok(list.includes('api_keys'));

@@ -244,11 +244,11 @@ describe('buckets', () => {
     assert.deepEqual(Object.keys(doc.paths['/v1/buckets']!).sort(), ['get', 'post']);
     assert.deepEqual(Object.keys(doc.paths['/v1/buckets/{bucket_id}']!).sort(), ['delete', 'get', 'patch']);
     assert.deepEqual(
-      Object.keys(doc.paths['/v1/buckets/{bucket_id}/files/{*}']!)
+      Object.keys(doc.paths['/v1/buckets/{bucket_id}/files/{path}']!)
         .sort()
         .filter((m) => m !== 'head'),
       ['delete', 'get', 'put'],
     );
-    assert.ok(doc.paths['/v1/buckets/{bucket_id}/list/{*}']?.get);
+    assert.ok(doc.paths['/v1/buckets/{bucket_id}/list/{path}']?.get);
   });
 });

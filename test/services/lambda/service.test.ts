@@ -442,7 +442,7 @@ describe('lambda service', () => {
         '/api/v0/lambdas/{lambda_id}',
         '/run/{lambda_id}',
         '/api/v0/run/{lambda_id}',
-        '/mux/{owner_id}/{*}',
+        '/mux/{owner_id}/{path}',
         '/me',
         '/ongoing',
       ]) {
@@ -450,6 +450,7 @@ describe('lambda service', () => {
       }
       assert.equal(doc.paths['/api/v0/lambdas'].get.summary, 'List lambdas');
       assert.deepEqual((await call('GET', '/api/v0/openapi', ada)).json(), doc);
+      assert.deepEqual((await call('GET', '/openapi.json')).json(), doc, 'also at /openapi.json');
     });
   });
 });

@@ -4,10 +4,12 @@ import { AuthErrors } from '../errors.ts';
 import { findUserById } from '../repository.ts';
 import { errorResponse, userRecord } from '../schemas.ts';
 import type { RouteDeps } from './deps.ts';
+import { SIGNED_IN } from '../../../core/openapi.ts';
 
 export const meSchema = {
   tags: ['users'],
-  security: [{ gatewayIdentity: [] }],
+  operationId: 'getMe',
+  security: SIGNED_IN,
   summary: 'The authenticated user: {id, email, nick, picture, created_at}',
   response: { 200: userRecord, 401: errorResponse },
 };

@@ -5,9 +5,12 @@ import { startSession } from '../login.ts';
 import { createUser } from '../repository.ts';
 import { errorResponse, loginResponseSchema, signupBody } from '../schemas.ts';
 import type { RouteDeps } from './deps.ts';
+import { ANONYMOUS } from '../../../core/openapi.ts';
 
 export const signupSchema = {
   tags: ['users'],
+  operationId: 'signUp',
+  security: ANONYMOUS,
   summary: 'Create an account and log in (only when SIGNUP=open)',
   body: signupBody,
   response: { 201: loginResponseSchema, 400: errorResponse, 403: errorResponse, 409: errorResponse },

@@ -1,7 +1,13 @@
 import type { ServiceApp } from '../../../core/app.ts';
 import type { RouteDeps } from './deps.ts';
+import { ANONYMOUS, type RouteDocs } from '../../../core/openapi.ts';
 
-export const versionSchema = { summary: 'Service version (plain text)', produces: ['text/plain'] };
+export const versionSchema = {
+  operationId: 'getVersion',
+  security: ANONYMOUS,
+  summary: 'Service version (plain text)',
+  openapi: { responses: { 200: { 'text/plain': { type: 'string', example: '0.1.0' } } } } satisfies RouteDocs,
+};
 
 /** `GET /version`: the Stratus version as `text/plain; charset=utf-8`. */
 export function registerVersion(app: ServiceApp, { version }: RouteDeps): void {

@@ -6,29 +6,38 @@ import { ConfigErrors } from '../errors.ts';
 import type { ConfigObject } from '../repository.ts';
 import { CONFIG_ID_PATTERN, configObject, createBody, errors, idParams, patchBody } from '../schemas.ts';
 import type { RouteDeps } from './deps.ts';
+import { ANONYMOUS } from '../../../core/openapi.ts';
 
 const ID_PATTERN = new RegExp(CONFIG_ID_PATTERN);
 const tags = ['v0 config objects'];
 
 export const listConfigsSchema = {
   tags,
+  operationId: 'listConfigs',
+  security: ANONYMOUS,
   summary: 'List config objects in creation order',
   response: { 200: Type.Array(configObject) },
 };
 export const createConfigSchema = {
   tags,
+  operationId: 'createConfig',
+  security: ANONYMOUS,
   summary: 'Create a config object',
   body: createBody,
   response: { 201: configObject, ...errors },
 };
 export const getConfigSchema = {
   tags,
+  operationId: 'getConfig',
+  security: ANONYMOUS,
   summary: 'Get a config object',
   params: idParams,
   response: { 200: configObject, ...errors },
 };
 export const patchConfigSchema = {
   tags,
+  operationId: 'patchConfig',
+  security: ANONYMOUS,
   summary: 'Merge a patch into a config object; returns the whole object',
   params: idParams,
   body: patchBody,
@@ -36,6 +45,8 @@ export const patchConfigSchema = {
 };
 export const deleteConfigSchema = {
   tags,
+  operationId: 'deleteConfig',
+  security: ANONYMOUS,
   summary: 'Delete a config object',
   params: idParams,
   response: { 204: Type.Null(), ...errors },

@@ -3,18 +3,21 @@ import { requireIdentity } from '../../../core/identity.ts';
 import { patchOf } from '../entries.ts';
 import { patchBody, unauthorizedError, userConfig } from '../schemas.ts';
 import type { RouteDeps } from './deps.ts';
+import { SIGNED_IN } from '../../../core/openapi.ts';
 
 const tags = ['v1 user config'];
-const security = [{ gatewayIdentity: [] }];
+const security = SIGNED_IN;
 
 export const getUserConfigSchema = {
   tags,
+  operationId: 'getUserConfig',
   security,
   summary: "The caller's entries map",
   response: { 200: userConfig, ...unauthorizedError },
 };
 export const patchUserConfigSchema = {
   tags,
+  operationId: 'patchUserConfig',
   security,
   summary: "Merge a patch into the caller's map; returns the whole map",
   body: patchBody,

@@ -20,6 +20,7 @@ const tags = ['buckets'];
 export const updateBucketSchema = {
   tags,
   security,
+  operationId: 'updateBucket',
   summary: 'Not implemented: always 501 after authentication',
   params: bucketParams,
   response: { 401: errorBody, 501: errorBody },
@@ -27,12 +28,14 @@ export const updateBucketSchema = {
 export const listBucketsSchema = {
   tags,
   security,
+  operationId: 'listBuckets',
   summary: "List the caller's buckets in creation order",
   response: { 200: Type.Array(bucketListItemSchema), 401: errorBody },
 };
 export const createBucketSchema = {
   tags,
   security,
+  operationId: 'createBucket',
   summary: 'Create a bucket owned by the caller',
   description: 'An empty body is the same as `{}`. A name already used by the caller → 409.',
   body: createBucketBody,
@@ -41,6 +44,7 @@ export const createBucketSchema = {
 export const getBucketSchema = {
   tags,
   security,
+  operationId: 'getBucket',
   summary: 'Get a bucket',
   params: bucketParams,
   response: { 200: bucketSchema, 401: errorBody, 404: errorBody },
@@ -48,6 +52,7 @@ export const getBucketSchema = {
 export const deleteBucketSchema = {
   tags,
   security,
+  operationId: 'deleteBucket',
   summary: 'Delete a bucket and all its files; answers the bucket as it was',
   params: bucketParams,
   response: { 200: bucketSchema, 401: errorBody, 404: errorBody },

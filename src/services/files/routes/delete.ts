@@ -9,6 +9,7 @@ import type { RouteDeps } from './deps.ts';
 export const deleteFileSchema = {
   tags: ['files'],
   security,
+  operationId: 'deleteFile',
   summary: 'Delete a file (204)',
   description: pathDoc,
   params: pathParams,

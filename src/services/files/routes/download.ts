@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceApp } from '../../../core/app.ts';
+import { BINARY, type RouteDocs } from '../../../core/openapi.ts';
 import { ifRangeHolds, notModified, parseRange, type Validators } from '../conditions.ts';
 import { FilesErrors } from '../errors.ts';
 import { checkFilePath } from '../paths.ts';
@@ -14,15 +15,25 @@ const tags = ['files'];
 export const downloadSchema = {
   tags,
   security,
+  operationId: 'downloadFile',
   summary: 'Download a file (Range, If-None-Match, If-Modified-Since, If-Range), or its metadata with ?metadata',
   description: pathDoc,
   params: pathParams,
   querystring: downloadQuery,
   response: { 200: fileSchema, 400: errorBody, 401: errorBody, 404: errorBody, 416: errorBody },
+  openapi: {
+    responses: {
+      // The content is sent with the file's own mime_type; ?metadata answers the File as JSON.
+      200: { 'application/octet-stream': BINARY, 'application/json': null },
+      206: { 'application/octet-stream': BINARY },
+      304: {},
+    },
+  } satisfies RouteDocs,
 };
 export const headSchema = {
   tags,
   security,
+  operationId: 'headFile',
   summary: 'The headers of the corresponding GET, without a body',
   description: pathDoc,
   params: pathParams,

@@ -9,7 +9,8 @@ import type { RouteDeps } from './deps.ts';
 
 const tags = ['files'];
 
-export const listSchema = (summary: string, params: typeof bucketParams | typeof pathParams) => ({
+export const listSchema = (operationId: string, summary: string, params: typeof bucketParams | typeof pathParams) => ({
+  operationId,
   tags,
   security,
   summary,
@@ -36,6 +37,10 @@ export function registerList(raw: ServiceApp, { files }: RouteDeps): void {
       listed.map((file) => fileJson(file, false)),
     );
   };
-  raw.get('/v1/buckets/:bucket_id/list/*', { schema: listSchema('List files by prefix', pathParams) }, list);
-  raw.get('/v1/buckets/:bucket_id/list', { schema: listSchema('List every file', bucketParams) }, list);
+  raw.get(
+    '/v1/buckets/:bucket_id/list/*',
+    { schema: listSchema('listFilesByPrefix', 'List files by prefix', pathParams) },
+    list,
+  );
+  raw.get('/v1/buckets/:bucket_id/list', { schema: listSchema('listFiles', 'List every file', bucketParams) }, list);
 }

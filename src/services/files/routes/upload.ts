@@ -1,4 +1,5 @@
 import type { ServiceApp } from '../../../core/app.ts';
+import type { RouteDocs } from '../../../core/openapi.ts';
 import { BlobGoneError } from '../../../store/blob/refs.ts';
 import { FilesErrors } from '../errors.ts';
 import { checkFilePath } from '../paths.ts';
@@ -11,9 +12,17 @@ import type { RouteDeps } from './deps.ts';
 export const uploadSchema = {
   tags: ['files'],
   security,
+  operationId: 'uploadFile',
   summary: 'Upload a file: the raw body is the content (201 new, 200 replaced)',
   description: `${pathDoc} The body is streamed to storage while its size, MD5 and SHA-256 are computed; it replaces any previous content atomically. Over the upload limit → 413.`,
   params: pathParams,
+  openapi: {
+    rawBody: {
+      mediaTypes: ['application/octet-stream'],
+      description:
+        "The file's content, streamed as sent. Any Content-Type is accepted: it becomes the file's mime_type (sniffed when absent or generic).",
+    },
+  } satisfies RouteDocs,
   response: {
     200: fileSchema,
     201: fileSchema,

@@ -6,6 +6,7 @@ import { KvErrors } from '../errors.ts';
 import { colParams, collectionResult, errorBody, presence } from '../schemas.ts';
 import { projectOf, type KvNode } from './common.ts';
 import { forward } from './forward.ts';
+import { SIGNED_IN } from '../../../core/openapi.ts';
 
 const MAX_COLLECTION_LENGTH = 128;
 // eslint-disable-next-line no-control-regex
@@ -13,6 +14,8 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 
 const listSchema = {
   tags: ['collections'],
+  operationId: 'listCollections',
+  security: SIGNED_IN,
   summary: 'Collection names, in creation order',
   description: presence,
   response: { 200: Type.Object({ collections: Type.Array(Type.String()) }), 400: errorBody, 403: errorBody },
@@ -20,6 +23,8 @@ const listSchema = {
 
 const createSchema = {
   tags: ['collections'],
+  operationId: 'createCollection',
+  security: SIGNED_IN,
   summary: 'Create a collection (an existing one is no change)',
   description: `${presence} Body {"name":"…"} or {"collection":"…"}; name wins when both are given.`,
   response: { 200: collectionResult, 400: errorBody, 403: errorBody, 502: errorBody },
@@ -27,6 +32,8 @@ const createSchema = {
 
 const dropSchema = {
   tags: ['collections'],
+  operationId: 'deleteCollection',
+  security: SIGNED_IN,
   summary: 'Delete a collection and all its keys',
   description: presence,
   params: colParams,

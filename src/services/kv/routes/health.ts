@@ -4,11 +4,20 @@ import type { ServiceApp } from '../../../core/app.ts';
 import { KvErrors } from '../errors.ts';
 import { errorBody, health } from '../schemas.ts';
 import { parentLink, roleOf, type KvNode } from './common.ts';
+import { ANONYMOUS } from '../../../core/openapi.ts';
 
-const healthSchema = (summary: string) => ({ tags: ['health'], summary, response: { 200: health, 500: errorBody } });
+const healthSchema = (operationId: string, summary: string) => ({
+  operationId,
+  security: ANONYMOUS,
+  tags: ['health'],
+  summary,
+  response: { 200: health, 500: errorBody },
+});
 
 const readySchema = {
   tags: ['health'],
+  operationId: 'getReadiness',
+  security: ANONYMOUS,
   summary: 'Ready: state loaded and, on a replica, connected with a complete baseline; 503 otherwise',
   response: { 200: Type.Unknown(), 503: Type.Unknown() },
 };
@@ -24,13 +33,15 @@ export function registerHealthRoutes(app: ServiceApp, node: KvNode): void {
     return reply.send({ ok: true, node: node.name, role: roleOf(node) });
   };
 
-  app.get('/livez', { schema: healthSchema('Alive: the node can read its storage') }, async (_request, reply) =>
-    alive(reply),
+  app.get(
+    '/livez',
+    { schema: healthSchema('getLiveness', 'Alive: the node can read its storage') },
+    async (_request, reply) => alive(reply),
   );
-  app.get('/healthz', { schema: healthSchema('Same as /livez') }, async (_request, reply) => alive(reply));
+  app.get('/healthz', { schema: healthSchema('getHealth', 'Same as /livez') }, async (_request, reply) => alive(reply));
   app.get(
     '/startupz',
-    { schema: healthSchema('Started: local state is loaded (it is before the node listens)') },
+    { schema: healthSchema('getStartup', 'Started: local state is loaded (it is before the node listens)') },
     async (_request, reply) => alive(reply),
   );
 

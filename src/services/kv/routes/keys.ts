@@ -6,6 +6,7 @@ import { KvErrors } from '../errors.ts';
 import { colParams, entry, errorBody, keyParams, presence, writeResult } from '../schemas.ts';
 import { entryJson, json, keyOf, projectOf, type KvNode } from './common.ts';
 import { forward } from './forward.ts';
+import { SIGNED_IN, type RouteDocs } from '../../../core/openapi.ts';
 
 /** Most items one list page returns (README: `limit` 1–1000). */
 export const MAX_LIST_LIMIT = 1_000;
@@ -13,6 +14,8 @@ const DEFAULT_LIST_LIMIT = 100;
 
 const listSchema = {
   tags: ['keys'],
+  operationId: 'listKeys',
+  security: SIGNED_IN,
   summary: 'List keys in code-point order, a page at a time',
   description: `${presence} \`next\` is the last key returned when more follow (pass it as \`after\`), else null.`,
   params: colParams,
@@ -31,6 +34,8 @@ const listSchema = {
 
 const getSchema = {
   tags: ['keys'],
+  operationId: 'getKey',
+  security: SIGNED_IN,
   summary: 'Get a key (everything after /keys/, slashes included)',
   description: presence,
   params: keyParams,
@@ -39,14 +44,26 @@ const getSchema = {
 
 const setSchema = {
   tags: ['keys'],
+  operationId: 'setKey',
+  security: SIGNED_IN,
   summary: 'Set a key to {"value": <any JSON>}',
   description: `${presence} On a replica the write goes to the parent first (502 parent_unavailable when it cannot).`,
   params: keyParams,
+  // The body is read as exact JSON (integers past 2^53 kept), whatever its Content-Type: no route schema.
+  openapi: {
+    rawBody: {
+      mediaTypes: ['application/json'],
+      description: 'The new value',
+      schema: { type: 'object', required: ['value'], properties: { value: { description: 'any JSON' } } },
+    },
+  } satisfies RouteDocs,
   response: { 200: writeResult, 400: errorBody, 403: errorBody, 404: errorBody, 413: errorBody, 502: errorBody },
 };
 
 const deleteSchema = {
   tags: ['keys'],
+  operationId: 'deleteKey',
+  security: SIGNED_IN,
   summary: 'Delete a key (its version is remembered)',
   description: presence,
   params: keyParams,

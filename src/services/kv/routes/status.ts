@@ -2,9 +2,12 @@ import { Type } from 'typebox';
 import type { ServiceApp } from '../../../core/app.ts';
 import { errorBody, presence } from '../schemas.ts';
 import { parentLink, projectOf, roleOf, uptimeSeconds, type KvNode } from './common.ts';
+import { SIGNED_IN } from '../../../core/openapi.ts';
 
 const statusSchema = {
   tags: ['node'],
+  operationId: 'getStatus',
+  security: SIGNED_IN,
   summary: "Node, role, topology and per-collection figures of the request's project",
   description: presence,
   response: { 200: Type.Unknown(), 403: errorBody },
@@ -12,6 +15,8 @@ const statusSchema = {
 
 const metricsSchema = {
   tags: ['node'],
+  operationId: 'getMetrics',
+  security: SIGNED_IN,
   summary: 'Counters since the process started, and current totals',
   description: presence,
   response: { 200: Type.Unknown(), 403: errorBody },

@@ -7,6 +7,7 @@ import { assertMayManage } from '../../access.ts';
 import type { Scope } from '../../repository.ts';
 import { commonErrors, createKeyBody, createdKey, errorResponse, type ScopeInput } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 /** bcrypt cost for secrets (README: Keys): ~50 ms per hash, off the event loop. */
 export const SECRET_HASH_COST = 10;
@@ -22,6 +23,8 @@ export function normaliseScopes(scopes: readonly ScopeInput[] | undefined): Scop
 
 export const createKeySchema = {
   tags: ['apikeys'],
+  operationId: 'createApiKey',
+  security: SIGNED_IN,
   summary: 'Create an API key; the secret is returned only here',
   body: createKeyBody,
   response: { 201: createdKey, ...commonErrors, 403: errorResponse },

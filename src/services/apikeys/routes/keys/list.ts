@@ -2,9 +2,12 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { requireIdentity } from '../../../../core/identity.ts';
 import { errorResponse, keyList } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const listKeysSchema = {
   tags: ['apikeys'],
+  operationId: 'listApiKeys',
+  security: SIGNED_IN,
   summary: "List the caller's API keys in creation order (no secrets)",
   response: { 200: keyList, 401: errorResponse },
 };

@@ -4,9 +4,12 @@ import { assertMayManage } from '../../access.ts';
 import { ApikeysErrors } from '../../errors.ts';
 import { commonErrors, errorResponse, keyParams, revokedKey } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const revokeKeySchema = {
   tags: ['apikeys'],
+  operationId: 'revokeApiKey',
+  security: SIGNED_IN,
   summary: 'Revoke an API key; it stops working on every gateway at once',
   params: keyParams,
   response: { 200: revokedKey, ...commonErrors, 403: errorResponse, 404: errorResponse },

@@ -1,5 +1,6 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { requireIdentity } from '../../../../core/identity.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 import { assertMayManage } from '../../access.ts';
 import { commonErrors, createProjectBody, errorResponse, project as projectSchema } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
@@ -7,6 +8,8 @@ import { insertProject, normalizedOrigins, projectView } from './common.ts';
 
 export const createProjectSchema = {
   tags: ['projects'],
+  operationId: 'createProject',
+  security: SIGNED_IN,
   summary: 'Create a project; its host <slug>.<domain> routes at once',
   body: createProjectBody,
   response: { 201: projectSchema, ...commonErrors, 403: errorResponse, 409: errorResponse },

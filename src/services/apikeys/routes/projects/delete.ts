@@ -1,5 +1,6 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { requireIdentity } from '../../../../core/identity.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 import { assertMayManage } from '../../access.ts';
 import { ApikeysErrors } from '../../errors.ts';
 import { commonErrors, errorResponse, project as projectSchema, projectParams } from '../../schemas.ts';
@@ -8,6 +9,8 @@ import { projectView } from './common.ts';
 
 export const deleteProjectSchema = {
   tags: ['projects'],
+  operationId: 'deleteProject',
+  security: SIGNED_IN,
   summary: 'Delete a project; its host stops routing and its slug is free at once',
   params: projectParams,
   response: { 200: projectSchema, ...commonErrors, 403: errorResponse, 404: errorResponse },

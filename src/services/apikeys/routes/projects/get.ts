@@ -1,5 +1,6 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { requireIdentity } from '../../../../core/identity.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 import { ApikeysErrors } from '../../errors.ts';
 import { commonErrors, errorResponse, project as projectSchema, projectParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
@@ -7,6 +8,8 @@ import { projectView } from './common.ts';
 
 export const getProjectSchema = {
   tags: ['projects'],
+  operationId: 'getProject',
+  security: SIGNED_IN,
   summary: 'Get a project the caller owns',
   params: projectParams,
   response: { 200: projectSchema, ...commonErrors, 404: errorResponse },

@@ -1,11 +1,14 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { requireIdentity } from '../../../../core/identity.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 import { errorResponse, projectList } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { projectView } from './common.ts';
 
 export const listProjectsSchema = {
   tags: ['projects'],
+  operationId: 'listProjects',
+  security: SIGNED_IN,
   summary: "List the caller's projects in creation order",
   response: { 200: projectList, 401: errorResponse },
 };

@@ -1,5 +1,6 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { requireIdentity } from '../../../../core/identity.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 import { assertMayManage } from '../../access.ts';
 import { ApikeysErrors } from '../../errors.ts';
 import {
@@ -14,6 +15,8 @@ import { normalizedOrigins, projectView } from './common.ts';
 
 export const updateProjectSchema = {
   tags: ['projects'],
+  operationId: 'updateProject',
+  security: SIGNED_IN,
   summary: 'Rename a project or set the origins allowed plain CORS; the gateway applies a change at once',
   params: projectParams,
   body: updateProjectBody,

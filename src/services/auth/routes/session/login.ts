@@ -5,9 +5,12 @@ import { startSession } from '../../login.ts';
 import { findUserByEmail } from '../../repository.ts';
 import { errorResponse, loginBody, loginResponseSchema } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const loginSchema = {
   tags: ['sessions'],
+  operationId: 'logIn',
+  security: ANONYMOUS,
   summary: 'Log in with email and password; sets the stratus_session cookie',
   body: loginBody,
   response: { 200: loginResponseSchema, 400: errorResponse, 401: errorResponse, 429: errorResponse },

@@ -4,10 +4,12 @@ import { clearSessionCookie } from '../../cookies.ts';
 import { deleteSession } from '../../repository.ts';
 import { noContent } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN_OR_ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const logoutSchema = {
   tags: ['sessions'],
-  security: [{ gatewayIdentity: [] }],
+  operationId: 'logOut',
+  security: SIGNED_IN_OR_ANONYMOUS,
   summary: 'End the caller’s session and clear the cookie (204 also without a session)',
   response: { 204: noContent },
 };

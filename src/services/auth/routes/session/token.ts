@@ -5,10 +5,13 @@ import { CODE_VERIFIER_PATTERN, verifierMatches } from '../../handover.ts';
 import { createSession, findSessionById, takeSsoCode } from '../../repository.ts';
 import { errorResponse, sessionToken } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN_OR_ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const sessionTokenSchema = {
   tags: ['sessions'],
-  security: [{ gatewayIdentity: [] }],
+  operationId: 'createSessionToken',
+  // A one-time sign-on code needs no credentials; trading the current session needs it.
+  security: SIGNED_IN_OR_ANONYMOUS,
   summary:
     "Trade the single sign-on's one-time code (body {code, code_verifier}), or the current session (cookie or bearer), for a new bearer session token",
   description:

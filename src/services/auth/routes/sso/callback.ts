@@ -5,9 +5,12 @@ import { createSession, createSsoCode, takeSsoState, type User } from '../../rep
 import { errorResponse, providerParams, redirectResponse, ssoCallbackQuery } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { callbackUri, httpError, providerNamed, userFor } from './common.ts';
+import { ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const ssoCallbackSchema = {
   tags: ['single sign-on'],
+  operationId: 'finishSsoLogin',
+  security: ANONYMOUS,
   summary:
     'Where the provider sends the browser back: validates state and ID token, starts a session, 302 to the redirect target',
   params: providerParams,

@@ -6,9 +6,12 @@ import { saveSsoState } from '../../repository.ts';
 import { errorResponse, providerParams, redirectResponse, ssoLoginQuery } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { SSO_STATE_TTL_MS, b64url, callbackUri, httpError, platformOrigin, providerNamed } from './common.ts';
+import { ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const ssoLoginSchema = {
   tags: ['single sign-on'],
+  operationId: 'startSsoLogin',
+  security: ANONYMOUS,
   summary:
     'Start signing in with a provider: 302 to its authorization endpoint (code flow with state, nonce and PKCE S256)',
   params: providerParams,

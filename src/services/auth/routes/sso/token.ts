@@ -4,9 +4,12 @@ import type { User } from '../../repository.ts';
 import { errorResponse, loginResponseSchema, providerParams, ssoTokenBody } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { httpError, providerNamed, userFor } from './common.ts';
+import { ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const ssoTokenSchema = {
   tags: ['single sign-on'],
+  operationId: 'signInWithIdToken',
+  security: ANONYMOUS,
   summary: 'Sign in with an ID token the caller obtained from the provider itself; sets the stratus_session cookie',
   params: providerParams,
   body: ssoTokenBody,

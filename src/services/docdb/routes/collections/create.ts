@@ -4,11 +4,14 @@ import { MAX_NESTING, nestedDeeperThan, type JsonObject } from '../../../../core
 import { DocdbErrors } from '../../errors.ts';
 import { DEFAULT_DEFAULTS } from '../../repository/index.ts';
 import { databaseParams } from '../../schemas.ts';
+import { scopedSecurity } from '../databases/common.ts';
 import type { RouteDeps } from '../deps.ts';
 import { checkCollectionName, sendJson } from './common.ts';
 
 export const createCollectionSchema = {
   tags: ['collections'],
+  operationId: 'createCollection',
+  security: scopedSecurity,
   summary: 'Create a collection',
   params: databaseParams,
   body: Type.Object(

@@ -1,10 +1,13 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { databaseParams } from '../../schemas.ts';
+import { scopedSecurity } from '../databases/common.ts';
 import type { RouteDeps } from '../deps.ts';
 import { sendJson } from './common.ts';
 
 export const listCollectionsSchema = {
   tags: ['collections'],
+  operationId: 'listCollections',
+  security: scopedSecurity,
   summary: 'List collections in creation order',
   params: databaseParams,
 };

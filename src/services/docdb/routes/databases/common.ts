@@ -4,6 +4,7 @@ import type { Static, TSchema } from 'typebox';
 import { DATABASE_ACTIONS, rawSegments, splitAction, type ActionTarget, type DatabaseAction } from '../../actions.ts';
 import type { HttpError } from '../../../../core/errors.ts';
 import { DocdbErrors } from '../../errors.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 // Database routes check, in this order: route and method (404/405), body (400), then access
 // (README: Access; 401/404/403), then the change. A rejected request changes nothing.
@@ -11,7 +12,9 @@ import { DocdbErrors } from '../../errors.ts';
 /** Every database route but list and create takes an owner's identity or a key of the database. */
 export const scopedAccess = 'Access: the identity of an owner, or Api-Key + Api-Secret of a key of this database.';
 /** Identity-only routes (list and create). */
-export const identity = [{ gatewayIdentity: [] }];
+export const identity = SIGNED_IN;
+/** Owner identity or a database key: both arrive as the platform's credential forms (Api-Key + Api-Secret). */
+export const scopedSecurity = SIGNED_IN;
 
 // Action bodies are checked here rather than by a route schema (one POST route serves them all),
 // with the app's rules: exact types, no coercion, unknown fields ignored (README: Requests).

@@ -6,6 +6,7 @@ import { bodyRequired, identity, noNul } from './common.ts';
 export const createDatabaseSchema = {
   tags: ['databases'],
   security: identity,
+  operationId: 'createDatabase',
   summary: 'Create a database owned by the caller',
   body: nameBody,
   response: { 201: databaseRecord, 400: errorBody, 401: errorBody },

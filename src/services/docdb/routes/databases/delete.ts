@@ -1,11 +1,14 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { DocdbErrors } from '../../errors.ts';
 import { databaseParams, deletedDatabase, errorBody } from '../../schemas.ts';
+import { scopedSecurity } from './common.ts';
 import type { RouteDeps } from '../deps.ts';
 import { refuseAction, scopedAccess, targetOf } from './common.ts';
 
 export const deleteDatabaseSchema = {
   tags: ['databases'],
+  operationId: 'deleteDatabase',
+  security: scopedSecurity,
   summary: 'Delete a database with its collections, documents, indexes and keys',
   description: scopedAccess,
   params: databaseParams,

@@ -1,10 +1,13 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { databaseParams, databaseRecord, errorBody } from '../../schemas.ts';
+import { scopedSecurity } from './common.ts';
 import type { RouteDeps } from '../deps.ts';
 import { refuseAction, scopedAccess, targetOf } from './common.ts';
 
 export const getDatabaseSchema = {
   tags: ['databases'],
+  operationId: 'getDatabase',
+  security: scopedSecurity,
   summary: 'Get a database',
   description: scopedAccess,
   params: databaseParams,

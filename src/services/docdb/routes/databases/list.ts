@@ -7,6 +7,7 @@ import { identity } from './common.ts';
 export const listDatabasesSchema = {
   tags: ['databases'],
   security: identity,
+  operationId: 'listDatabases',
   summary: "List the caller's databases in creation order",
   response: { 200: Type.Array(databaseSummary), 401: errorBody },
 };

@@ -1,11 +1,14 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { DocdbErrors } from '../../errors.ts';
 import { databaseParams, databaseRecord, errorBody, nameBody } from '../../schemas.ts';
+import { scopedSecurity } from './common.ts';
 import type { RouteDeps } from '../deps.ts';
 import { bodyRequired, noNul, refuseAction, scopedAccess, targetOf } from './common.ts';
 
 export const renameDatabaseSchema = {
   tags: ['databases'],
+  operationId: 'renameDatabase',
+  security: scopedSecurity,
   summary: 'Rename a database',
   description: scopedAccess,
   params: databaseParams,

@@ -5,9 +5,16 @@ import { DocdbErrors } from '../../errors.ts';
 import { encodeKey } from '../../query/order.ts';
 import { documentParams } from '../../schemas.ts';
 import { sendJson } from '../collections/common.ts';
+import { scopedSecurity } from '../databases/common.ts';
 import type { RouteDeps } from '../deps.ts';
 
-export const getDocumentSchema = { tags: ['documents'], summary: 'Get a document by id', params: documentParams };
+export const getDocumentSchema = {
+  operationId: 'getDocument',
+  security: scopedSecurity,
+  tags: ['documents'],
+  summary: 'Get a document by id',
+  params: documentParams,
+};
 
 /** A document id as text for the full-scan lookup: strings trimmed, numbers in shortest JSON form. */
 function idText(value: JsonValue | undefined): string | null {

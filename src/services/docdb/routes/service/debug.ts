@@ -1,10 +1,12 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const debugDatabasesSchema = {
   tags: ['service'],
   summary: "The caller's databases with their collections and document counts",
-  security: [{ gatewayIdentity: [] }],
+  operationId: 'listDebugDatabases',
+  security: SIGNED_IN,
 };
 
 /** `GET /v1/debug/dbs`: identity required; the caller's databases with their collections (name, total, indexes). */

@@ -1,7 +1,10 @@
 import type { ServiceApp } from '../../../../core/app.ts';
+import { ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const routeTreeSchema = {
   tags: ['service'],
+  operationId: 'getRouteTree',
+  security: ANONYMOUS,
   summary: 'A text tree of the registered routes',
   produces: ['text/plain'],
 };

@@ -1,9 +1,12 @@
 import { Type } from 'typebox';
 import type { ServiceApp } from '../../../../core/app.ts';
 import type { RouteDeps } from '../deps.ts';
+import { ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const releaseSchema = {
   tags: ['service'],
+  operationId: 'getRelease',
+  security: ANONYMOUS,
   summary: 'The release, as a JSON string',
   response: { 200: Type.String() },
 };

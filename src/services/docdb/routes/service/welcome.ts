@@ -1,9 +1,12 @@
 import { Type } from 'typebox';
 import type { ServiceApp } from '../../../../core/app.ts';
 import type { RouteDeps } from '../deps.ts';
+import { ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const welcomeSchema = {
   tags: ['service'],
+  operationId: 'getWelcome',
+  security: ANONYMOUS,
   summary: 'Welcome',
   response: { 200: Type.Object({ service: Type.String(), version: Type.String() }) },
 };

@@ -4,6 +4,7 @@ import { LambdaErrors } from '../../errors.ts';
 import { ownerParams, ownerPathParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ANY, invocationErrors, tags } from './common.ts';
+import { SIGNED_IN_OR_ANONYMOUS, type RouteDocs } from '../../../../core/openapi.ts';
 
 /** The mux route path: what follows `/mux/{owner}`, with a leading slash; never the query. */
 function muxPath(url: string): string {
@@ -19,13 +20,25 @@ function muxPath(url: string): string {
 
 export const ownerMuxRootSchema = {
   tags,
+  operationId: 'runOwnerRoot',
+  security: SIGNED_IN_OR_ANONYMOUS,
   summary: "Owner router (the route path '/')",
+  openapi: {
+    // Whatever the lambda answers: its status, headers and body.
+    responses: { 200: { '*/*': { description: "The lambda's response" } } },
+  } satisfies RouteDocs,
   params: ownerParams,
   response: invocationErrors,
 };
 export const ownerMuxSchema = {
   tags,
+  operationId: 'runOwnerRoute',
+  security: SIGNED_IN_OR_ANONYMOUS,
   summary: 'Owner router: owner, then method, then path',
+  openapi: {
+    // Whatever the lambda answers: its status, headers and body.
+    responses: { 200: { '*/*': { description: "The lambda's response" } } },
+  } satisfies RouteDocs,
   params: ownerPathParams,
   response: invocationErrors,
 };

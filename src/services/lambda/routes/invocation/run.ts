@@ -3,19 +3,31 @@ import { requireIdentity } from '../../../../core/identity.ts';
 import { errors, lambdaParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ANY, invocationErrors, runById, tags } from './common.ts';
+import { SIGNED_IN, SIGNED_IN_OR_ANONYMOUS, type RouteDocs } from '../../../../core/openapi.ts';
 
 export const runOwnLambdaSchema = {
   tags,
-  security: [{ gatewayIdentity: [] }],
+  operationId: 'runOwnLambda',
+  security: SIGNED_IN,
   summary: "Run one of the caller's lambdas (any method)",
   params: lambdaParams,
+  openapi: {
+    // Whatever the lambda answers: its status, headers and body.
+    responses: { 200: { '*/*': { description: "The lambda's response" } } },
+  } satisfies RouteDocs,
   response: { ...invocationErrors, ...errors(401) },
 };
 
 export const runLambdaSchema = {
   tags,
+  operationId: 'runLambda',
+  security: SIGNED_IN_OR_ANONYMOUS,
   summary: 'Run a lambda publicly (any method)',
   params: lambdaParams,
+  openapi: {
+    // Whatever the lambda answers: its status, headers and body.
+    responses: { 200: { '*/*': { description: "The lambda's response" } } },
+  } satisfies RouteDocs,
   response: invocationErrors,
 };
 

@@ -5,10 +5,12 @@ import { projectOf } from '../../project.ts';
 import { errors, lambdaParams, testInvocationBody, testInvocationResult } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { tags } from './common.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const testInvocationSchema = {
   tags,
-  security: [{ gatewayIdentity: [] }],
+  operationId: 'testLambda',
+  security: SIGNED_IN,
   summary: "Test-run one of the caller's lambdas and get its response and console lines as data",
   description:
     "The console's Invoke: runs the lambda exactly as a request would (same limits, listed in /ongoing) with the given request, and answers the status, headers and body it produced together with the `console.log`/`warn`/`error` lines of that run. Defaults: the lambda's method and path, no query, no headers, no body.",

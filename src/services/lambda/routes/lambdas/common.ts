@@ -4,9 +4,10 @@ import { LambdaErrors } from '../../errors.ts';
 import { projectOf } from '../../project.ts';
 import type { Lambda, Language } from '../../repository.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const tags = ['lambdas'];
-export const security = [{ gatewayIdentity: [] }];
+export const security = SIGNED_IN;
 
 /** JavaScript must parse (as a script or a module); static content is taken as is (README: Create / patch). */
 export async function checkSyntax({ runtime }: RouteDeps, language: Language, code: string): Promise<void> {

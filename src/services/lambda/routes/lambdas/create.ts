@@ -11,6 +11,7 @@ import { assertMayManage, checkSyntax, security, tags } from './common.ts';
 export const createLambdaSchema = {
   tags,
   security,
+  operationId: 'createLambda',
   summary: 'Create a lambda',
   body: createBody,
   response: { 201: lambdaObject, ...errors(400, 401, 403, 409, 413) },

@@ -7,6 +7,7 @@ import { assertMayManage, ownLambda, security, tags } from './common.ts';
 export const deleteLambdaSchema = {
   tags,
   security,
+  operationId: 'deleteLambda',
   summary: 'Delete a lambda',
   params: lambdaParams,
   response: { 200: deletedLambda, ...errors(401, 403, 404) },

@@ -6,6 +6,7 @@ import { ownLambda, security, tags } from './common.ts';
 export const getLambdaSchema = {
   tags,
   security,
+  operationId: 'getLambda',
   summary: 'Get a lambda',
   params: lambdaParams,
   response: { 200: lambdaObject, ...errors(401, 404) },

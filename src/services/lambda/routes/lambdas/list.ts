@@ -8,6 +8,7 @@ import { security, tags } from './common.ts';
 export const listLambdasSchema = {
   tags,
   security,
+  operationId: 'listLambdas',
   summary: 'List lambdas',
   response: { 200: lambdaList, ...errors(401) },
 };

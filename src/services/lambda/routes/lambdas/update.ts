@@ -8,6 +8,7 @@ import { assertMayManage, checkSyntax, ownLambda, security, tags } from './commo
 export const updateLambdaSchema = {
   tags,
   security,
+  operationId: 'updateLambda',
   summary: 'Modify a lambda',
   params: lambdaParams,
   body: patchBody,

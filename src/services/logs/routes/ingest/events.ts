@@ -2,10 +2,20 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { errorBody, eventsIngested } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { ingest, rawBody } from './common.ts';
+import { API_KEY_PAIR, type RouteDocs } from '../../../../core/openapi.ts';
 
 export const ingestEventsSchema = {
   tags: ['ingest'],
+  operationId: 'ingestEvents',
+  security: API_KEY_PAIR,
   summary: "Ingest NDJSON or logframe events into the key's logger",
+  openapi: {
+    rawBody: {
+      mediaTypes: ['application/x-ndjson', 'application/octet-stream'],
+      description:
+        'Events: NDJSON (one JSON object per line) or logframe; told apart by the first byte, or forced to NDJSON by Content-Type: application/x-ndjson',
+    },
+  } satisfies RouteDocs,
   response: { 200: eventsIngested, 400: errorBody, 401: errorBody, 413: errorBody },
 };
 

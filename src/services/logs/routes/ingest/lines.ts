@@ -2,11 +2,20 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { errorBody, idParams, ingested, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { asLines, ingest, rawBody } from './common.ts';
+import { SIGNED_IN, type RouteDocs } from '../../../../core/openapi.ts';
 
 export const ingestLinesSchema = {
   tags: ['ingest'],
+  operationId: 'ingestLines',
+  security: SIGNED_IN,
   summary: 'Append the body bytes as lines; answers once durably stored',
   description: scoped,
+  openapi: {
+    rawBody: {
+      mediaTypes: ['text/plain', 'application/octet-stream'],
+      description: 'Bytes taken as lines (any Content-Type); stored as received',
+    },
+  } satisfies RouteDocs,
   params: idParams,
   response: { 200: ingested, ...scopedErrors, 413: errorBody },
 };

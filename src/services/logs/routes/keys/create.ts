@@ -4,12 +4,15 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { LogsErrors } from '../../errors.ts';
 import { createdKey, idParams, nameBody, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 /** bcrypt cost for logger key secrets (README: loggers, keys and owners). */
 const SECRET_HASH_COST = 10;
 
 export const createKeySchema = {
   tags: ['loggers'],
+  operationId: 'createLoggerApiKey',
+  security: SIGNED_IN,
   summary: 'Create a logger API key; the secret is returned only here',
   description: scoped,
   params: idParams,

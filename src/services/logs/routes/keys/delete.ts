@@ -2,9 +2,12 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { LogsErrors } from '../../errors.ts';
 import { keyParams, noContent, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const deleteKeySchema = {
   tags: ['loggers'],
+  operationId: 'deleteLoggerApiKey',
+  security: SIGNED_IN,
   summary: 'Delete a logger API key (by its id); it stops working at once',
   description: scoped,
   params: keyParams,

@@ -1,9 +1,12 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { errorBody, loggerRecord, nameBody } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const createLoggerSchema = {
   tags: ['loggers'],
+  operationId: 'createLogger',
+  security: SIGNED_IN,
   summary: 'Create a logger owned by the caller',
   body: nameBody,
   response: { 201: loggerRecord, 400: errorBody, 401: errorBody },

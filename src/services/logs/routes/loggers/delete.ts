@@ -2,9 +2,12 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { LogsErrors } from '../../errors.ts';
 import { idParams, noContent, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const deleteLoggerSchema = {
   tags: ['loggers'],
+  operationId: 'deleteLogger',
+  security: SIGNED_IN,
   summary: 'Delete a logger, its data and its keys',
   description: scoped,
   params: idParams,

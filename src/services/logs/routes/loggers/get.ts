@@ -2,9 +2,12 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { LogsErrors } from '../../errors.ts';
 import { idParams, loggerRecord, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const getLoggerSchema = {
   tags: ['loggers'],
+  operationId: 'getLogger',
+  security: SIGNED_IN,
   summary: 'Get a logger',
   description: scoped,
   params: idParams,

@@ -1,9 +1,12 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { idParams, loggerStats, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const loggerStatsSchema = {
   tags: ['loggers'],
+  operationId: 'getLoggerStats',
+  security: SIGNED_IN,
   summary: "The logger's counters over the platform's live instances, and its retained data",
   description: `${scoped} Each instance counts what it serves from its start and publishes its counters every STATS_FLUSH_INTERVAL seconds; the answer sums the other live instances' published counters with the answering instance's current ones (last_regexps: the 10 most recent over all of them). block is durable.`,
   params: idParams,

@@ -2,9 +2,12 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { LogsErrors } from '../../errors.ts';
 import { idParams, ownerBody, owners, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const addOwnerSchema = {
   tags: ['loggers'],
+  operationId: 'addLoggerOwner',
+  security: SIGNED_IN,
   summary: 'Add an owner (an existing owner is no change); returns the owners',
   description: scoped,
   params: idParams,

@@ -2,9 +2,12 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { LogsErrors } from '../../errors.ts';
 import { owners, ownerParams, scoped, scopedErrors } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 export const removeOwnerSchema = {
   tags: ['loggers'],
+  operationId: 'removeLoggerOwner',
+  security: SIGNED_IN,
   summary: 'Remove an owner other than yourself; returns the owners',
   description: `${scoped} Removing yourself or the last owner → 400; a user who is not an owner → 404.`,
   params: ownerParams,

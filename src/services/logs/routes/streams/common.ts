@@ -5,6 +5,7 @@ import { compilePatterns } from '../../patterns.ts';
 import { idParams, scoped, scopedErrors, streamQuery } from '../../schemas.ts';
 import { runStream } from '../../streams.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN, type RouteDocs } from '../../../../core/openapi.ts';
 
 /** The stream query plus `after`, the resume cursor a stream's `x-logs-cursor` trailer gives (README: Reconnecting). */
 export const resumableStreamQuery = Type.Object({
@@ -19,14 +20,26 @@ export const resumableStreamQuery = Type.Object({
 });
 
 /** The schema of both streams; only the summary differs. */
-export function streamSchema(summary: string) {
+export function streamSchema(operationId: string, mediaType: 'application/x-ndjson' | 'text/plain', summary: string) {
   return {
+    operationId,
+    security: SIGNED_IN,
     tags: ['streams'],
     summary,
     description: `${scoped} A stream that ends by itself (catch-up done, logger deleted, instance shutting down) ends with the trailer \`x-logs-cursor\` (HTTP/1.1 chunked); pass it as \`after\` to resume without loss or repetition.`,
     params: idParams,
     querystring: resumableStreamQuery,
     response: { 200: Type.String(), ...scopedErrors },
+    openapi: {
+      responses: {
+        200: {
+          [mediaType]: {
+            type: 'string',
+            description: mediaType === 'text/plain' ? 'Matching lines' : 'One JSON event per line',
+          },
+        },
+      },
+    } satisfies RouteDocs,
   };
 }
 

@@ -2,7 +2,11 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import type { RouteDeps } from '../deps.ts';
 import { serveStream, streamSchema } from './common.ts';
 
-export const eventStreamSchema = streamSchema('Stream matching events (NDJSON); regex is tested on the message');
+export const eventStreamSchema = streamSchema(
+  'streamEvents',
+  'application/x-ndjson',
+  'Stream matching events (NDJSON); regex is tested on the message',
+);
 
 /** `GET /v1/loggers/:id/events`: the logger's events whose message matches every `regex`, as NDJSON. */
 export function registerEventStream(app: ServiceApp, deps: RouteDeps): void {

@@ -3,6 +3,8 @@ import type { RouteDeps } from '../deps.ts';
 import { serveStream, streamSchema } from './common.ts';
 
 export const filterStreamSchema = streamSchema(
+  'streamLines',
+  'text/plain',
   'Stream matching raw lines (text/plain); every regex must match; follow keeps the stream open',
 );
 

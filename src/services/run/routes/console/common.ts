@@ -8,13 +8,14 @@ import { digestProblem, isRepositoryName, isTag } from '../../names.ts';
 import type { HistoryEntry, RepositoryRow } from '../../repository.ts';
 import { errorBody } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SIGNED_IN } from '../../../../core/openapi.ts';
 
 /**
  * What the console routes share. The console API (service README, "Console API"): identity
  * required; another user's repository is not found.
  */
 export const consoleTags = ['console'];
-export const consoleSecurity = [{ gatewayIdentity: [] }];
+export const consoleSecurity = SIGNED_IN;
 export const consoleErrors = { 400: errorBody, 401: errorBody, 404: errorBody, 502: errorBody };
 
 /** The caller's repository `name`: 400 for an invalid name, 404 when missing or another user's. */

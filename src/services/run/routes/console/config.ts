@@ -16,6 +16,7 @@ export function registerConfigRoutes(app: ServiceApp, deps: RouteDeps): void {
       schema: {
         tags: consoleTags,
         security: consoleSecurity,
+        operationId: 'replaceEnvironment',
         summary: 'Replace the environment variables',
         description:
           'Each key matches ^[A-Za-z_][A-Za-z0-9_]*$ and appears once; [] clears the list. Answers the console data.',
@@ -42,6 +43,7 @@ export function registerConfigRoutes(app: ServiceApp, deps: RouteDeps): void {
       schema: {
         tags: consoleTags,
         security: consoleSecurity,
+        operationId: 'replaceVolumes',
         summary: 'Replace the volumes',
         description:
           'name non-empty and unique; target an absolute path; mode rw (default) or ro. Answers the console data.',

@@ -12,6 +12,7 @@ export function registerGetConsole(app: ServiceApp, deps: RouteDeps): void {
       schema: {
         tags: consoleTags,
         security: consoleSecurity,
+        operationId: 'getConsole',
         summary: 'Console data of a repository',
         querystring: repositoryQuery,
         response: { 200: consoleData, ...consoleErrors },

@@ -11,6 +11,7 @@ export function registerStop(app: ServiceApp, deps: RouteDeps): void {
       schema: {
         tags: consoleTags,
         security: consoleSecurity,
+        operationId: 'stopRepository',
         summary: 'Stop a repository (reference and digest are kept)',
         body: repositoryBody,
         response: { 200: consoleData, ...consoleErrors },

@@ -15,6 +15,7 @@ export function registerTargetRoutes(app: ServiceApp, deps: RouteDeps): void {
         schema: {
           tags: consoleTags,
           security: consoleSecurity,
+          operationId: action === 'start' ? 'startRepository' : 'rollBackRepository',
           summary:
             action === 'start'
               ? 'Start a repository at a reference or digest'

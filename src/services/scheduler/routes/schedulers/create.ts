@@ -5,9 +5,12 @@ import { SchedulerErrors } from '../../errors.ts';
 import { createSchedulerBody, privateErrors, scheduler } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { loadScheduler, schedulerObject } from './object.ts';
+import { SCHEDULER_KEY } from '../../../../core/openapi.ts';
 
 export const createSchedulerSchema = {
   tags: ['schedulers'],
+  operationId: 'createScheduler',
+  security: SCHEDULER_KEY,
   summary: 'Create a scheduler',
   body: createSchedulerBody,
   response: { 201: Type.Object({ scheduler }), ...privateErrors },

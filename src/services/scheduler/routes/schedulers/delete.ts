@@ -3,9 +3,12 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { SchedulerErrors } from '../../errors.ts';
 import { ID_REGEX, privateErrors, schedulerParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SCHEDULER_KEY } from '../../../../core/openapi.ts';
 
 export const deleteSchedulerSchema = {
   tags: ['schedulers'],
+  operationId: 'deleteScheduler',
+  security: SCHEDULER_KEY,
   summary: 'Delete a scheduler and all its tasks',
   params: schedulerParams,
   response: { 204: Type.Null(), ...privateErrors },

@@ -2,9 +2,12 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { health, publicErrors, schedulerParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { loadScheduler, schedulerObject } from './object.ts';
+import { ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const schedulerHealthSchema = {
   tags: ['schedulers'],
+  operationId: 'getSchedulerHealth',
+  security: ANONYMOUS,
   summary: 'Scheduler health and counts',
   params: schedulerParams,
   response: { 200: health, ...publicErrors },

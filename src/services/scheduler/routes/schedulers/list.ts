@@ -3,9 +3,12 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { publicErrors, scheduler, searchQuery } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { schedulerObject } from './object.ts';
+import { ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const listSchedulersSchema = {
   tags: ['schedulers'],
+  operationId: 'listSchedulers',
+  security: ANONYMOUS,
   summary: 'List schedulers in creation order',
   description:
     '`search` keeps schedulers whose display_name contains the text (case-insensitive); the legacy `q` does the same and also matches the id.',

@@ -10,9 +10,12 @@ import {
 } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { loadScheduler, schedulerObject } from './object.ts';
+import { SCHEDULER_KEY } from '../../../../core/openapi.ts';
 
 const updateSchema = (method: 'put' | 'patch') => ({
   tags: ['schedulers'],
+  operationId: method === 'put' ? 'replaceScheduler' : 'updateScheduler',
+  security: SCHEDULER_KEY,
   summary: method === 'put' ? 'Replace a scheduler (display_name required)' : 'Change the given fields of a scheduler',
   params: schedulerParams,
   body: method === 'put' ? putSchedulerBody : patchSchedulerBody,

@@ -5,12 +5,15 @@ import { SchedulerErrors } from '../../errors.ts';
 import { ackBody, leaseQuery, privateErrors, taskParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { underLease } from './common.ts';
+import { SCHEDULER_KEY } from '../../../../core/openapi.ts';
 
 const ackBodyCheck = Compile(ackBody);
 const ackBodyCheckFn = (value: unknown) => ackBodyCheck.Check(value);
 
 export const acknowledgeTaskSchema = {
   tags: ['tasks'],
+  operationId: 'acknowledgeTask',
+  security: SCHEDULER_KEY,
   summary: 'Acknowledge an in-flight task or cancel a scheduled one (lease_id: only under that lease)',
   params: taskParams,
   querystring: leaseQuery,

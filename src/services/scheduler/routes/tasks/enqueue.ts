@@ -4,9 +4,12 @@ import { SchedulerErrors } from '../../errors.ts';
 import { enqueueBody, enqueued, ID_REGEX, privateErrors, schedulerParams } from '../../schemas.ts';
 import { dueTime, formatTime } from '../../time.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SCHEDULER_KEY } from '../../../../core/openapi.ts';
 
 export const enqueueTaskSchema = {
   tags: ['tasks'],
+  operationId: 'enqueueTask',
+  security: SCHEDULER_KEY,
   summary: 'Enqueue a task',
   params: schedulerParams,
   body: enqueueBody,

@@ -4,9 +4,12 @@ import { extendBody, extended, leaseQuery, privateErrors, taskParams } from '../
 import { formatTime, parseDuration } from '../../time.ts';
 import type { RouteDeps } from '../deps.ts';
 import { underLease } from './common.ts';
+import { SCHEDULER_KEY } from '../../../../core/openapi.ts';
 
 export const extendLeaseSchema = {
   tags: ['tasks'],
+  operationId: 'extendLease',
+  security: SCHEDULER_KEY,
   summary: 'Extend a live lease: new expiry = current expiry + extension',
   params: taskParams,
   querystring: leaseQuery,

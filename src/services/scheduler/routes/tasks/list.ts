@@ -2,9 +2,12 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { listQuery, publicErrors, schedulerParams, taskList } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { listing, requireScheduler, type ListQuery } from './common.ts';
+import { ANONYMOUS } from '../../../../core/openapi.ts';
 
 export const listTasksSchema = {
   tags: ['tasks'],
+  operationId: 'listTasks',
+  security: ANONYMOUS,
   summary: 'List scheduled and in-flight tasks, paginated independently',
   params: schedulerParams,
   querystring: listQuery,

@@ -3,9 +3,12 @@ import { SchedulerErrors } from '../../errors.ts';
 import { ID_REGEX, privateErrors, rescheduleBody, rescheduled, taskParams } from '../../schemas.ts';
 import { dueTime, formatTime } from '../../time.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SCHEDULER_KEY } from '../../../../core/openapi.ts';
 
 export const rescheduleTaskSchema = {
   tags: ['tasks'],
+  operationId: 'rescheduleTask',
+  security: SCHEDULER_KEY,
   summary: 'Give a scheduled task a new due time (delay or future)',
   params: taskParams,
   body: rescheduleBody,

@@ -7,12 +7,15 @@ import type { Claimed } from '../../repository.ts';
 import { ID_REGEX, privateErrors, reservation, reserveBody, schedulerParams } from '../../schemas.ts';
 import { MAX_WORKTIME_MS, formatTime, parseDuration } from '../../time.ts';
 import type { RouteDeps } from '../deps.ts';
+import { SCHEDULER_KEY } from '../../../../core/openapi.ts';
 
 /** The longest a reserve waits for a task to come due: it waits min(worktime, 30 s) (README: waking). */
 const MAX_WAIT_MS = 30_000;
 
 export const reserveTaskSchema = {
   tags: ['tasks'],
+  operationId: 'reserveTask',
+  security: SCHEDULER_KEY,
   summary: 'Lease the next due task, waiting up to min(worktime, 30s); 204 when none comes due',
   params: schedulerParams,
   body: reserveBody,

@@ -5,16 +5,18 @@ import { listQuery, publicErrors, schedulerParams, snapshot } from '../../schema
 import { formatTime } from '../../time.ts';
 import type { RouteDeps } from '../deps.ts';
 import { listing, requireScheduler, type ListQuery } from './common.ts';
+import { ANONYMOUS } from '../../../../core/openapi.ts';
 
 /** Streams send at most 4 snapshots a second (README: stream coalescing). */
 const SNAPSHOT_INTERVAL_MS = 250;
 
 export const taskStreamSchema = {
   tags: ['tasks'],
+  operationId: 'streamTasks',
+  security: ANONYMOUS,
   summary: 'Server-sent events: a `snapshot` event on connect and after every change (at most 4 per second)',
   params: schedulerParams,
   querystring: listQuery,
-  produces: ['text/event-stream'],
   response: {
     200: {
       description: 'text/event-stream of `event: snapshot` frames',
