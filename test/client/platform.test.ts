@@ -1,0 +1,251 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createClient, StratusError, type StratusClient } from '../../packages/client/src/index.ts';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+
+const EMAIL = 'client-sdk@example.com';
+const PASSWORD = 'correct horse battery staple';
+
+/** @stratus/client against the whole platform on loopback, through the one base URL only. */
+describe('client SDK against a running platform', () => {
+  let t: TestPlatform;
+  let url: string;
+  let client: StratusClient;
+
+  before(async () => {
+    t = await startTestPlatform({ adminEmail: EMAIL, adminPassword: PASSWORD });
+    url = `http://127.0.0.1:${t.platform.publicPort}`;
+    client = createClient({ url, schedulerKey: 'test-scheduler-key' });
+    const login = await client.auth.login(EMAIL, PASSWORD);
+    assert.equal(login.user.email, EMAIL);
+  });
+  after(async () => {
+    await t?.close();
+  });
+
+  it('signs in, reads the user, trades the session for a new token and signs out', async () => {
+    const me = await client.auth.me();
+    assert.equal(me.email, EMAIL);
+
+    const other = createClient({ url: `${url}/` });
+    await other.auth.login(EMAIL, PASSWORD);
+    const first = other.auth.token;
+    const refreshed = await other.auth.refresh();
+    assert.notEqual(refreshed.token, first);
+    assert.equal(other.auth.token, refreshed.token);
+    assert.equal((await other.auth.me()).email, EMAIL);
+
+    await other.auth.logout();
+    assert.equal(other.auth.token, undefined);
+    // The logged-out session no longer works anywhere.
+    const stale = createClient({ url, token: refreshed.token });
+    await assert.rejects(stale.auth.me(), (error: unknown) => {
+      assert.ok(error instanceof StratusError);
+      assert.equal(error.status, 401);
+      assert.equal(error.code, 'unauthorized');
+      return true;
+    });
+  });
+
+  it('creates API keys and projects, and a key works as the client credential', async () => {
+    const key = await client.apikeys.keys.create({ name: 'sdk' });
+    assert.ok(key.secret.length > 0);
+    assert.ok((await client.apikeys.keys.list()).some((k) => k.key === key.key));
+
+    const project = await client.apikeys.projects.create({ name: 'Shop' });
+    const changed = await client.apikeys.projects.update(project.id, { allowed_origins: ['https://app.example.com'] });
+    assert.deepEqual(changed.allowed_origins, ['https://app.example.com']);
+    assert.equal((await client.apikeys.projects.get(project.id)).name, 'Shop');
+    assert.ok((await client.apikeys.projects.list()).some((p) => p.id === project.id));
+
+    const keyed = createClient({ url, apiKey: key.key, secret: key.secret });
+    assert.equal((await keyed.kv.createCollection('via-key')).ok, true);
+
+    await client.apikeys.keys.revoke(key.key);
+    await assert.rejects(keyed.kv.listCollections(), { name: 'StratusError', status: 401 });
+    await client.apikeys.projects.delete(project.id);
+    await assert.rejects(client.apikeys.projects.get(project.id), { status: 404, code: 'not_found' });
+  });
+
+  it('creates a database, inserts documents from an array and a stream, and streams them back', async () => {
+    const database = await client.docdb.databases.create('sdk');
+    assert.ok((await client.docdb.databases.list()).some((d) => d.id === database.id));
+    const items = client.docdb.database(database.id).collection<{ id: string; sku: string; n: number }>('items');
+
+    const stored = await items.insert([
+      { sku: 'a', n: 1 },
+      { sku: 'b', n: 2 },
+    ]);
+    assert.deepEqual(
+      stored.map((d) => d.sku),
+      ['a', 'b'],
+    );
+    assert.ok(stored.every((d) => typeof d.id === 'string' && d.id.length > 0));
+
+    async function* more() {
+      for (let n = 3; n <= 50; n++) yield { sku: `s${n}`, n };
+    }
+    assert.equal((await items.insert(more())).length, 48);
+
+    const found: number[] = [];
+    for await (const document of items.find({ n: { $gt: 45 } })) found.push(document.n);
+    assert.deepEqual(found, [46, 47, 48, 49, 50]);
+
+    // Leaving the loop early ends the stream; the client stays usable.
+    let seen = 0;
+    for await (const _document of items.find()) if (++seen === 3) break;
+    assert.equal(seen, 3);
+    assert.equal((await items.findOne({ sku: 'b' }))?.n, 2);
+    assert.equal((await items.getDocument(stored[0]!.id)).sku, 'a');
+
+    const patched = await items.patch({ sku: 'a' }, { n: 100 });
+    assert.deepEqual(
+      patched.map((d) => d.n),
+      [100],
+    );
+    assert.equal((await items.remove({ n: { $lt: 10 } })).length, 8);
+    assert.equal((await items.get()).total, 42);
+
+    await client.docdb.databases.delete(database.id);
+    await assert.rejects(client.docdb.database(database.id).get(), { status: 404, code: 'not_found' });
+  });
+
+  it('answers a bad filter as a StratusError 400 carrying the request id', async () => {
+    const database = await client.docdb.databases.create('bad');
+    const items = client.docdb.database(database.id).collection('items');
+    await items.insert([{ a: 1 }]);
+    await assert.rejects(
+      async () => {
+        for await (const _document of items.find({ a: { $nope: 1 } })) assert.fail('no document expected');
+      },
+      (error: unknown) => {
+        assert.ok(error instanceof StratusError);
+        assert.equal(error.status, 400);
+        assert.equal(error.code, 'invalid_filter');
+        assert.ok(error.requestId, 'X-Request-Id is kept');
+        return true;
+      },
+    );
+  });
+
+  it('uploads with progress, lists, downloads and deletes a file whose path needs encoding', async () => {
+    const bucket = await client.files.buckets.create({ name: 'sdk' });
+    const files = client.files.bucket(bucket.id);
+    const content = new Uint8Array(300_000).map((_, i) => i % 251);
+    const progress: number[] = [];
+    const stored = await files.upload('dir one/ré sumé.bin', content, {
+      contentType: 'application/octet-stream',
+      onProgress: ({ loaded, total }) => {
+        assert.equal(total, content.byteLength);
+        progress.push(loaded);
+      },
+    });
+    assert.equal(stored.name, 'dir one/ré sumé.bin');
+    assert.equal(progress.at(-1), content.byteLength);
+    assert.ok(progress.length > 2, `progress reported as the body went out: ${progress.join(',')}`);
+    assert.deepEqual(
+      progress,
+      [...progress].sort((a, b) => a - b),
+    );
+
+    await files.upload('dir one/note.txt', 'hello', { contentType: 'text/plain' });
+    assert.deepEqual(
+      (await files.list('dir one/')).map((f) => f.name),
+      ['dir one/ré sumé.bin', 'dir one/note.txt'],
+    );
+    const downloaded = new Uint8Array(await (await files.download('dir one/ré sumé.bin')).arrayBuffer());
+    assert.deepEqual(downloaded, content);
+    assert.equal(await (await files.download('dir one/note.txt')).text(), 'hello');
+
+    await files.delete('dir one/note.txt');
+    await assert.rejects(files.download('dir one/note.txt'), { status: 404, code: 'not_found' });
+  });
+
+  it('ingests log lines and follows new ones until the signal aborts', async () => {
+    const logger = await client.logs.loggers.create({ name: 'sdk' });
+    const handle = client.logs.logger(logger.id);
+    assert.equal((await handle.ingest(['info start', 'error one'])).n, 'info start\nerror one\n'.length);
+    const caughtUp: string[] = [];
+    for await (const line of handle.lines({ regex: 'error' })) caughtUp.push(line);
+    assert.deepEqual(caughtUp, ['error one']);
+
+    const controller = new AbortController();
+    const followed: string[] = [];
+    const following = (async () => {
+      for await (const line of handle.follow({ regex: '^error', signal: controller.signal })) {
+        followed.push(line);
+        if (followed.length === 1) await handle.ingest(['info skip', 'error two']);
+        if (followed.length === 2) controller.abort();
+      }
+    })();
+    await assert.rejects(following, { name: 'AbortError' });
+    assert.deepEqual(followed, ['error one', 'error two']);
+  });
+
+  it('enqueues, reserves and acknowledges a task, and streams the scheduler', async () => {
+    const scheduler = await client.scheduler.schedulers.create({ display_name: 'SDK jobs', id: 'sdk-jobs' });
+    assert.equal(scheduler.id, 'sdk-jobs');
+    const handle = client.scheduler.scheduler('sdk-jobs');
+    const enqueued = await handle.enqueue({ id: 'job-1', payload: { to: 'a@example.com' } });
+    assert.equal(enqueued.id, 'job-1');
+
+    const controller = new AbortController();
+    const stream = handle.stream({ signal: controller.signal });
+    const first = await stream.next();
+    assert.equal(first.done, false);
+    assert.ok(first.value, 'a snapshot arrives first');
+
+    const reservation = await handle.reserve({ worktime: '10s' });
+    assert.ok(reservation);
+    assert.equal(reservation.id, 'job-1');
+    assert.deepEqual(reservation.payload, { to: 'a@example.com' });
+    await handle.ack(reservation.id, reservation.lease_id);
+    controller.abort();
+    await assert.rejects(stream.next(), { name: 'AbortError' });
+
+    // Nothing due: the reserve waits its worktime and answers null.
+    assert.equal(await handle.reserve({ worktime: '300ms' }), null);
+  });
+
+  it('round-trips key-value entries and config', async () => {
+    await client.kv.createCollection('prefs');
+    const prefs = client.kv.collection('prefs');
+    await prefs.set('ui/theme', 'dark');
+    assert.equal((await prefs.get('ui/theme')).value, 'dark');
+    assert.ok((await prefs.list({ prefix: 'ui/' })).items.some((e) => e.key === 'ui/theme'));
+    await prefs.delete('ui/theme');
+    await assert.rejects(prefs.get('ui/theme'), { status: 404 });
+
+    assert.deepEqual(await client.config.patch({ theme: 'dark', lang: 'en' }), { theme: 'dark', lang: 'en' });
+    assert.deepEqual(await client.config.patch({ lang: null }), { theme: 'dark' });
+    assert.deepEqual(await client.config.get(), { theme: 'dark' });
+  });
+
+  it('deploys and invokes a lambda', async () => {
+    const lambda = await client.lambda.create({
+      name: 'hello',
+      code: 'export default (req) => new Response("hi " + req.query.name)',
+    });
+    assert.ok((await client.lambda.list()).some((l) => l.id === lambda.id));
+    const response = await client.lambda.run(lambda.id, { query: { name: 'sdk' } });
+    assert.equal(response.status, 200);
+    assert.equal(await response.text(), 'hi sdk');
+    const testRun = await client.lambda.invoke(lambda.id, { query: { name: 'test' } });
+    assert.equal(testRun.status, 200);
+  });
+
+  it('reports 401 without credentials, 404 for an unknown resource and 400 for a bad body', async () => {
+    const anonymous = createClient({ url });
+    await assert.rejects(anonymous.kv.listCollections(), { name: 'StratusError', status: 401, code: 'unauthorized' });
+    await assert.rejects(client.files.bucket('no-such-bucket').list(), { status: 404, code: 'not_found' });
+    await assert.rejects(
+      client.scheduler.scheduler('no-such-scheduler').enqueue({ delay: 'soon' }),
+      (error: unknown) => error instanceof StratusError && error.status >= 400 && error.status < 500,
+    );
+    // An email longer than any address could be is refused before it is looked up.
+    await assert.rejects(client.auth.login(`${'x'.repeat(400)}@example.com`, PASSWORD), {
+      status: 400,
+      code: 'validation_error',
+    });
+  });
+});
