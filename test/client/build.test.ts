@@ -1,7 +1,7 @@
 import { after, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,9 +10,24 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const outDir = mkdtempSync(join(tmpdir(), 'stratus-client-build-'));
 after(() => rmSync(outDir, { recursive: true, force: true }));
 
+/** The Nodes to load the build with: this one, and an older line on PATH (this machine kind ships Node 20). */
+function nodes(): string[] {
+  const found = [process.execPath];
+  for (const dir of (process.env.PATH ?? '').split(':').filter((d) => d && !d.includes('node_modules'))) {
+    const candidate = `${dir}/node`;
+    if (!existsSync(candidate)) continue;
+    const major = Number(/^v(\d+)/.exec(spawnSync(candidate, ['--version'], { encoding: 'utf8' }).stdout)?.[1]);
+    if (major >= 20 && major < 24) {
+      found.push(candidate);
+      break;
+    }
+  }
+  return found;
+}
+
 // The package ships compiled ESM and declarations; this proves they load in plain Node (no tsx, no
 // TypeScript loader) and that the source imports nothing Node-only, so browsers get the same files.
-it('builds @stratus/client to ESM with types that plain node imports', () => {
+it('builds @stratus/client to ESM with types that plain node imports, on this line and an older one on PATH', () => {
   execFileSync(
     process.execPath,
     [
@@ -42,9 +57,11 @@ it('builds @stratus/client to ESM with types that plain node imports', () => {
       url: client.transport.url('docdb', '/v1/databases', { a: 'b c' }),
       error: [error instanceof sdk.StratusError, error.status, error.code],
     }));`;
-  const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
-  const result = JSON.parse(output) as { exports: string[]; url: string; error: unknown[] };
-  assert.ok(result.exports.includes('createClient') && result.exports.includes('StratusError'));
-  assert.equal(result.url, 'http://127.0.0.1:1/services/docdb/v1/databases?a=b+c');
-  assert.deepEqual(result.error, [true, 0, 'network_error']);
+  for (const node of nodes()) {
+    const output = execFileSync(node, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    const result = JSON.parse(output) as { exports: string[]; url: string; error: unknown[] };
+    assert.ok(result.exports.includes('createClient') && result.exports.includes('StratusError'), node);
+    assert.equal(result.url, 'http://127.0.0.1:1/services/docdb/v1/databases?a=b+c');
+    assert.deepEqual(result.error, [true, 0, 'network_error'], node);
+  }
 });
