@@ -146,6 +146,34 @@ describe('client transport', () => {
     assert.deepEqual(got, [{ id: '1' }, { id: '2' }]);
   });
 
+  it('reports a stream cut by the server as network_error and a malformed line as invalid_response', async () => {
+    handler = (_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      response.write('{"id":"1"}\n');
+      setTimeout(() => response.destroy(), 20);
+    };
+    const transport = new Transport({ url });
+    const got: unknown[] = [];
+    await assert.rejects(
+      async () => {
+        for await (const value of transport.ndjson({ method: 'POST', service: 'docdb', path: '/x' })) got.push(value);
+      },
+      { name: 'StratusError', status: 0, code: 'network_error' },
+    );
+    assert.deepEqual(got, [{ id: '1' }]);
+
+    handler = (_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      response.end('{"id":\n');
+    };
+    await assert.rejects(
+      async () => {
+        for await (const _value of transport.ndjson({ method: 'POST', service: 'docdb', path: '/x' })) continue;
+      },
+      { name: 'StratusError', status: 200, code: 'invalid_response' },
+    );
+  });
+
   it('parses Server-Sent Events and closes the connection when the loop is left', async () => {
     let closed: Promise<void> = Promise.resolve();
     handler = (_request, response) => {

@@ -170,8 +170,12 @@ export class Transport {
   /** The parsed JSON answer; `undefined` for an answer without a body (204). */
   async json<T>(request: TransportRequest): Promise<T> {
     const response = await this.send(request);
-    const text = await response.text();
-    return (text === '' ? undefined : JSON.parse(text)) as T;
+    try {
+      const text = await response.text();
+      return (text === '' ? undefined : JSON.parse(text)) as T;
+    } catch (error) {
+      throw readFailure(error, request, response);
+    }
   }
 
   /** Sends the request and discards the answer's body. */
@@ -211,7 +215,11 @@ export class Transport {
     try {
       const response = await this.send({ ...request, signal: controller.signal });
       if (!response.body) return;
-      yield* parse(response.body, response);
+      try {
+        yield* parse(response.body, response);
+      } catch (error) {
+        throw readFailure(error, request, response);
+      }
     } finally {
       request.signal?.removeEventListener('abort', onAbort);
       controller.abort();
@@ -223,6 +231,26 @@ export class Transport {
     // Full jitter: clients that failed together do not all come back together.
     return Math.random() * ceiling;
   }
+}
+
+/**
+ * An error while reading an answer's body as a StratusError: a cut connection is a
+ * `network_error` (status 0), a body that is not the JSON it should be `invalid_response`. The
+ * caller's abort and the platform's own errors pass through unchanged.
+ */
+function readFailure(error: unknown, request: TransportRequest, response: Response): unknown {
+  if (error instanceof StratusError || isAbortError(error) || request.signal?.aborted) return error;
+  const where = `${request.method.toUpperCase()} /services/${request.service}${request.path}`;
+  const requestId = response.headers.get('x-request-id') ?? undefined;
+  if (error instanceof SyntaxError)
+    return new StratusError(response.status, 'invalid_response', `${where}: ${error.message}`, {
+      requestId,
+      cause: error,
+    });
+  return new StratusError(0, 'network_error', `${where}: the answer was cut: ${describe(error)}`, {
+    requestId,
+    cause: error,
+  });
 }
 
 function describe(error: unknown): string {
