@@ -182,7 +182,7 @@ describe('client SDK against a running platform', () => {
     assert.deepEqual(followed, ['error one', 'error two']);
   });
 
-  it('enqueues, reserves and acknowledges a task, and streams the scheduler', async () => {
+  it('enqueues, reserves, extends and acknowledges a task, and streams the scheduler', async () => {
     const scheduler = await client.scheduler.schedulers.create({ display_name: 'SDK jobs', id: 'sdk-jobs' });
     assert.equal(scheduler.id, 'sdk-jobs');
     const handle = client.scheduler.scheduler('sdk-jobs');
@@ -199,6 +199,8 @@ describe('client SDK against a running platform', () => {
     assert.ok(reservation);
     assert.equal(reservation.id, 'job-1');
     assert.deepEqual(reservation.payload, { to: 'a@example.com' });
+    const extended = await handle.extend(reservation.id, reservation.lease_id, '5s');
+    assert.ok(Date.parse(extended.lease_expires_at) > Date.parse(reservation.lease_expires_at));
     await handle.ack(reservation.id, reservation.lease_id);
     controller.abort();
     await assert.rejects(stream.next(), { name: 'AbortError' });
@@ -207,7 +209,7 @@ describe('client SDK against a running platform', () => {
     assert.equal(await handle.reserve({ worktime: '300ms' }), null);
   });
 
-  it('round-trips key-value entries and config', async () => {
+  it("round-trips key-value entries, the caller's config and config objects", async () => {
     await client.kv.createCollection('prefs');
     const prefs = client.kv.collection('prefs');
     await prefs.set('ui/theme', 'dark');
@@ -219,6 +221,16 @@ describe('client SDK against a running platform', () => {
     assert.deepEqual(await client.config.patch({ theme: 'dark', lang: 'en' }), { theme: 'dark', lang: 'en' });
     assert.deepEqual(await client.config.patch({ lang: null }), { theme: 'dark' });
     assert.deepEqual(await client.config.get(), { theme: 'dark' });
+
+    const object = await client.config.objects.create({ id: 'site', entries: { title: 'Shop' } });
+    assert.deepEqual(object, { id: 'site', entries: { title: 'Shop' } });
+    assert.deepEqual((await client.config.objects.patch('site', { footer: 'x' })).entries, {
+      title: 'Shop',
+      footer: 'x',
+    });
+    assert.deepEqual((await client.config.objects.get('site')).entries, { title: 'Shop', footer: 'x' });
+    await client.config.objects.delete('site');
+    await assert.rejects(client.config.objects.get('site'), { status: 404, code: 'not_found' });
   });
 
   it('deploys and invokes a lambda', async () => {
