@@ -14,7 +14,13 @@ import { Ajv, type Options as AjvOptions, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { HttpError, defaultCode, envelope, validationError } from './errors.ts';
-import { SECURITY_SCHEMES, openApiDocument, setDocumentAddress, transformRouteSchema } from './openapi.ts';
+import {
+  SECURITY_SCHEMES,
+  openApiDocument,
+  setDocumentAddress,
+  transformRouteSchema,
+  type OpenApiDocument,
+} from './openapi.ts';
 import { JsonTooDeepError, MAX_BODY_NESTING, jsonTextDeeperThan, parseJsonBody } from './json.ts';
 
 /** A service's Fastify instance: TypeBox schemas give validation, types and OpenAPI at once. */
@@ -51,6 +57,8 @@ export interface ServiceAppOptions {
   exactJson?: boolean;
   /** The platform domain (DOMAIN), for the servers of the OpenAPI document; `localhost` by default. */
   domain?: string;
+  /** Adds to the generated OpenAPI document what route schemas cannot say (core/openapi.ts, `openApiDocument`). */
+  openapiExtend?: (document: OpenApiDocument) => void;
   /** Serve the generated OpenAPI document at this path (default `/openapi.json`; null = not served). */
   openapiPath?: string | null;
   /**
@@ -206,7 +214,9 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
   setDocumentAddress(app, { service: options.name, domain: options.domain ?? 'localhost' });
   const openapiPath = options.openapiPath === undefined ? '/openapi.json' : options.openapiPath;
   if (openapiPath) {
-    app.get(openapiPath, { schema: { hide: true } }, async (request) => openApiDocument(app, request));
+    app.get(openapiPath, { schema: { hide: true } }, async (request) =>
+      openApiDocument(app, request, options.openapiExtend),
+    );
   }
   return app;
 }

@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { PLATFORM_HOSTS } from '../../src/core/host.ts';
 import { VERSION } from '../../src/core/version.ts';
 import type { OpenApiDocument } from '../../src/core/openapi.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
@@ -73,6 +74,7 @@ describe('one base URL: every service under /services/<name> on the front door',
       assert.equal(res.status, 200);
       const doc = res.json<OpenApiDocument>();
       assert.equal(doc.info.title, 'Stratus platform');
+      assert.doesNotMatch(String(doc.info.description), /Not running/, 'every service is described');
       assert.deepEqual(
         doc.servers?.map((s) => s.url),
         ['/'],
@@ -82,18 +84,7 @@ describe('one base URL: every service under /services/<name> on the front door',
         paths.every((p) => p.startsWith('/services/')),
         'every path under its service',
       );
-      for (const service of [
-        'auth',
-        'apikeys',
-        'scheduler',
-        'docdb',
-        'logs',
-        'files',
-        'config',
-        'run',
-        'kv',
-        'gateway',
-      ])
+      for (const service of PLATFORM_HOSTS.filter((host) => host !== 'api'))
         assert.ok(
           paths.some((p) => p.startsWith(`/services/${service}/`)),
           `${service} is described`,

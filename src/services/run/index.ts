@@ -8,6 +8,7 @@ import { runMigrations } from './migrations.ts';
 import { UploadFollowers } from './registry/follower.ts';
 import { RunRepository } from './repository.ts';
 import { registerRoutes } from './routes/index.ts';
+import { describeRegistry } from './routes/registry/openapi.ts';
 
 export type { RuntimeDriver, DesiredDeployment, DesiredState, ActualState, EnvVar, Volume } from './driver.ts';
 export { RecordingDriver } from './driver.ts';
@@ -52,6 +53,7 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
       const app = await createServiceApp({
         name: 'run',
         domain: settings.domain,
+        openapiExtend: describeRegistry,
         title: 'Stratus Run API',
         version,
         logger,

@@ -340,6 +340,37 @@ describe('run registry (push-only /v2/)', () => {
     });
   });
 
+  describe('its place in the OpenAPI document', () => {
+    it('lists the push endpoints as the registry takes them', async () => {
+      const doc = (await inject({ method: 'GET', url: '/openapi.json' })).json<{
+        paths: Record<string, Record<string, { operationId: string }>>;
+      }>();
+      const listed = Object.entries(doc.paths)
+        .filter(([path]) => path.startsWith('/v2/'))
+        .flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`));
+      assert.deepEqual(listed.sort(), [
+        'DELETE /v2/{name}/blobs/uploads/{uuid}',
+        'GET /v2/{name}/blobs/uploads/{uuid}',
+        'HEAD /v2/{name}/blobs/{digest}',
+        'HEAD /v2/{name}/manifests/{reference}',
+        'PATCH /v2/{name}/blobs/uploads/{uuid}',
+        'POST /v2/{name}/blobs/uploads',
+        'PUT /v2/{name}/blobs/uploads/{uuid}',
+        'PUT /v2/{name}/manifests/{reference}',
+      ]);
+      // The documented start path, without the specification's trailing slash, is served too.
+      const data = 'documented';
+      const stored = await inject({
+        method: 'POST',
+        url: `/v2/doc/app/blobs/uploads?digest=${digestOf(data)}`,
+        headers: { ...alice, ...octet },
+        payload: data,
+      });
+      assert.equal(stored.statusCode, 201);
+      assert.equal(stored.headers['docker-content-digest'], digestOf(data));
+    });
+  });
+
   describe('monolithic uploads and blobs', () => {
     it('stores a blob in one POST ?digest= (201) and rejects a wrong digest', async () => {
       const data = 'monolithic';
