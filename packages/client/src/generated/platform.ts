@@ -1972,6 +1972,78 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/services/run/v2/{name}/blobs/{digest}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    /** Whether the repository has a blob (lets clients skip uploads) */
+    head: operations['runCheckBlob'];
+    patch?: never;
+    trace?: never;
+  };
+  '/services/run/v2/{name}/blobs/uploads': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Start a blob upload, or upload a whole blob at once with `?digest=` */
+    post: operations['runStartBlobUpload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/services/run/v2/{name}/blobs/uploads/{uuid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** How many bytes of an upload arrived */
+    get: operations['runGetBlobUploadStatus'];
+    /** Finish an upload with the digest of the whole blob (and an optional last chunk) */
+    put: operations['runFinishBlobUpload'];
+    post?: never;
+    /** Cancel an upload */
+    delete: operations['runCancelBlobUpload'];
+    options?: never;
+    head?: never;
+    /** Append a chunk (`Content-Range` optional, in order) */
+    patch: operations['runAppendBlobChunk'];
+    trace?: never;
+  };
+  '/services/run/v2/{name}/manifests/{reference}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /** Push an image manifest or index under a tag or its digest (at most 4 MiB) */
+    put: operations['runPutManifest'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    /** Whether a manifest exists under a tag or digest */
+    head: operations['runCheckManifest'];
+    patch?: never;
+    trace?: never;
+  };
   '/services/run/version': {
     parameters: {
       query?: never;
@@ -2384,6 +2456,14 @@ export interface components {
       method: string;
       path: string;
       started_at: string;
+    };
+    /** @description OCI Distribution error body */
+    RegistryErrors: {
+      errors: {
+        code: string;
+        detail?: unknown;
+        message: string;
+      }[];
     };
     Reservation: {
       id: string;
@@ -10794,6 +10874,434 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  runCheckBlob: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Content digest, `sha256:<64 hex>` */
+        digest: string;
+        /** @description Repository name; may contain '/' (OCI name grammar) */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Present */
+      200: {
+        headers: {
+          /** @description Its digest */
+          'Docker-Content-Digest'?: string;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description No credentials: `WWW-Authenticate: Basic` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description Unknown upload or blob */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+    };
+  };
+  runStartBlobUpload: {
+    parameters: {
+      query?: {
+        /** @description The digest of the whole blob: completes the upload */
+        digest?: string;
+      };
+      header?: never;
+      path: {
+        /** @description Repository name; may contain '/' (OCI name grammar) */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/octet-stream': string;
+      };
+    };
+    responses: {
+      /** @description The whole blob was stored (monolithic upload) */
+      201: {
+        headers: {
+          /** @description Its digest */
+          'Docker-Content-Digest'?: string;
+          /** @description The blob or manifest */
+          Location?: string;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description An upload session was opened */
+      202: {
+        headers: {
+          /** @description The upload session id */
+          'Docker-Upload-UUID'?: string;
+          /** @description Where to send the next chunk */
+          Location?: string;
+          /** @description Bytes received so far, `0-<last>` */
+          Range?: string;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Bad name or digest, or the content does not match the digest */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description No credentials: `WWW-Authenticate: Basic` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description Unknown upload or blob */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+    };
+  };
+  runGetBlobUploadStatus: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Repository name; may contain '/' (OCI name grammar) */
+        name: string;
+        /** @description Upload session id from the Location of the upload start */
+        uuid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Upload in progress */
+      204: {
+        headers: {
+          /** @description The upload session id */
+          'Docker-Upload-UUID'?: string;
+          /** @description Where to send the next chunk */
+          Location?: string;
+          /** @description Bytes received so far, `0-<last>` */
+          Range?: string;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description No credentials: `WWW-Authenticate: Basic` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description Unknown upload or blob */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+    };
+  };
+  runFinishBlobUpload: {
+    parameters: {
+      query: {
+        /** @description The digest of the whole blob: completes the upload */
+        digest: string;
+      };
+      header?: never;
+      path: {
+        /** @description Repository name; may contain '/' (OCI name grammar) */
+        name: string;
+        /** @description Upload session id from the Location of the upload start */
+        uuid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/octet-stream': string;
+      };
+    };
+    responses: {
+      /** @description The blob is stored under its digest */
+      201: {
+        headers: {
+          /** @description Its digest */
+          'Docker-Content-Digest'?: string;
+          /** @description The blob or manifest */
+          Location?: string;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The content does not match the digest */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description No credentials: `WWW-Authenticate: Basic` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description Unknown upload or blob */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+    };
+  };
+  runCancelBlobUpload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Repository name; may contain '/' (OCI name grammar) */
+        name: string;
+        /** @description Upload session id from the Location of the upload start */
+        uuid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Cancelled */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description No credentials: `WWW-Authenticate: Basic` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description Unknown upload or blob */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+    };
+  };
+  runAppendBlobChunk: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Repository name; may contain '/' (OCI name grammar) */
+        name: string;
+        /** @description Upload session id from the Location of the upload start */
+        uuid: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/octet-stream': string;
+      };
+    };
+    responses: {
+      /** @description The chunk was appended */
+      202: {
+        headers: {
+          /** @description The upload session id */
+          'Docker-Upload-UUID'?: string;
+          /** @description Where to send the next chunk */
+          Location?: string;
+          /** @description Bytes received so far, `0-<last>` */
+          Range?: string;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description No credentials: `WWW-Authenticate: Basic` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description Unknown upload or blob */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description The chunk does not start where the upload ends */
+      416: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+    };
+  };
+  runPutManifest: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Repository name; may contain '/' (OCI name grammar) */
+        name: string;
+        /** @description Tag or digest */
+        reference: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/vnd.docker.distribution.manifest.list.v2+json': Record<string, never>;
+        'application/vnd.docker.distribution.manifest.v2+json': Record<string, never>;
+        'application/vnd.oci.image.index.v1+json': Record<string, never>;
+        'application/vnd.oci.image.manifest.v1+json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Stored */
+      201: {
+        headers: {
+          /** @description Its digest */
+          'Docker-Content-Digest'?: string;
+          /** @description The blob or manifest */
+          Location?: string;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Invalid manifest, or a blob it names is missing */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description No credentials: `WWW-Authenticate: Basic` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description Unknown upload or blob */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+    };
+  };
+  runCheckManifest: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Repository name; may contain '/' (OCI name grammar) */
+        name: string;
+        /** @description Tag or digest */
+        reference: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Present */
+      200: {
+        headers: {
+          /** @description Its digest */
+          'Docker-Content-Digest'?: string;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description No credentials: `WWW-Authenticate: Basic` */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
+        };
+      };
+      /** @description Unknown upload or blob */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RegistryErrors'];
         };
       };
     };
