@@ -16,7 +16,13 @@ if (!node) {
   process.exit(1);
 }
 // --no-node-snapshot: isolated-vm's README requires it on Node 20 and later (see DESIGN.md §5).
-const child = spawn(node, ['--no-node-snapshot', '--import', tsx, cli, ...process.argv.slice(2)], { stdio: 'inherit' });
+// The project's tsconfig maps the workspace packages (@stratus/client, @stratus/cli) to their
+// sources; tsx reads it from the working directory unless told where it is.
+const tsconfig = fileURLToPath(new URL('../tsconfig.json', import.meta.url));
+const child = spawn(node, ['--no-node-snapshot', '--import', tsx, cli, ...process.argv.slice(2)], {
+  stdio: 'inherit',
+  env: { ...process.env, TSX_TSCONFIG_PATH: process.env.TSX_TSCONFIG_PATH ?? tsconfig },
+});
 // The child drains on the first SIGINT/SIGTERM and ignores later ones (a terminal's Ctrl-C reaches
 // both processes), then exits 0 (README.md: Rolling restarts); its exit code is ours.
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));

@@ -6,7 +6,7 @@ import { runUsersCommand, USERS_OPTIONS } from './services/auth/index.ts';
 
 const USAGE = `Usage: stratus <command> [options]
 
-Commands:
+Commands to run the platform:
   serve      run the gateway and services (all available services unless --services)
   migrate    apply every service's database migrations and exit
   users add --email EMAIL --password PASSWORD [--nick NICK]
@@ -65,10 +65,27 @@ function parseFlags(args: string[]): FlagValues {
   return flagValues(values);
 }
 
+/** What `stratus` takes from the user CLI (packages/cli). */
+interface UserCommands {
+  USER_COMMANDS: Readonly<Record<string, unknown>>;
+  USER_USAGE: string;
+  runUserCommand(argv: readonly string[]): Promise<number>;
+}
+
+/**
+ * The commands for a platform one uses (login, keys, lambda, …), from the `@stratus/cli`
+ * workspace package: loaded by name when asked for, so serving never loads the client and the
+ * platform's build (rootDir `src`) does not compile the package's source.
+ */
+async function userCommands(): Promise<UserCommands> {
+  const name = '@stratus/cli';
+  return (await import(name)) as UserCommands;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === 'help' || command === '--help' || command === '-h') {
-    process.stdout.write(USAGE);
+    process.stdout.write(`${USAGE}\n${(await userCommands()).USER_USAGE}`);
     return command ? 0 : 2;
   }
   if (command === 'version' || command === '--version') {
@@ -86,7 +103,9 @@ async function main(argv: string[]): Promise<number> {
     return runUsersCommand({ positionals, email, password, nick }, loadSettings(flagValues(values)));
   }
   if (command !== 'serve' && command !== 'migrate') {
-    process.stderr.write(`stratus: unknown command "${command}"\n\n${USAGE}`);
+    const user = await userCommands();
+    if (Object.hasOwn(user.USER_COMMANDS, command)) return user.runUserCommand(argv);
+    process.stderr.write(`stratus: unknown command "${command}"\n\n${USAGE}\n${user.USER_USAGE}`);
     return 2;
   }
   const settings = loadSettings(parseFlags(rest));

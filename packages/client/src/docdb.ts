@@ -147,21 +147,31 @@ export class CollectionHandle<T extends Document = Document> {
    * the documents before it stay.
    */
   async insert(documents: Iterable<Partial<T>> | AsyncIterable<Partial<T>>, options: CallOptions = {}): Promise<T[]> {
+    const stored: T[] = [];
+    for await (const document of this.insertEach(documents, options)) stored.push(document);
+    return stored;
+  }
+
+  /**
+   * `insert`, with the stored documents streamed back as the service answers them instead of
+   * gathered: for imports too large to hold (the `stratus db import` command uses it).
+   */
+  insertEach(
+    documents: Iterable<Partial<T>> | AsyncIterable<Partial<T>>,
+    options: CallOptions = {},
+  ): AsyncGenerator<T, void, undefined> {
     const body =
       Symbol.asyncIterator in documents
         ? ndjsonBody(documents as AsyncIterable<unknown>)
         : Array.from(documents as Iterable<unknown>, (document) => `${JSON.stringify(document)}\n`).join('');
-    const stored: T[] = [];
-    for await (const document of this.transport.ndjson<T>({
+    return this.transport.ndjson<T>({
       method: 'POST',
       service: 'docdb',
       path: this.action('insert'),
       body,
       headers: { 'content-type': 'application/x-ndjson' },
       ...options,
-    }))
-      stored.push(document);
-    return stored;
+    });
   }
 
   /**

@@ -123,13 +123,13 @@ export class BucketHandle {
 
   /** A file's content as a stream, for files too large to hold; cancel it to stop reading. */
   async open(path: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
-    const response = await this.transport.send({
-      method: 'GET',
-      service: 'files',
-      path: this.filePath(path),
-      ...options,
-    });
+    const response = await this.fetch(path, options);
     return response.body ?? new Blob([]).stream();
+  }
+
+  /** The download's answer itself: its headers (`Content-Length`, `Content-Type`, `ETag`) and its body unread. */
+  fetch(path: string, options: CallOptions = {}): Promise<Response> {
+    return this.transport.send({ method: 'GET', service: 'files', path: this.filePath(path), ...options });
   }
 
   /** The files whose name starts with `prefix` (all without one), in first-upload order. */
