@@ -19,6 +19,7 @@ interface PageResult {
   found: number[];
   progress: number[];
   downloaded: string;
+  reserved: unknown[];
   followed: string[];
   followEnded: string;
   missing: [boolean, number, string];
@@ -69,7 +70,7 @@ describe('client SDK in a browser', { timeout: 10 * 60_000 }, () => {
     rmSync(built, { recursive: true, force: true });
   });
 
-  it('signs in, streams documents, uploads with progress and follows a log until aborted', async () => {
+  it('signs in, streams documents, uploads with progress, follows a log until aborted and reserves a task', async () => {
     assert.ok(browser);
     const page = await browser.newPage();
     const log = pageLog(page);
@@ -111,8 +112,17 @@ describe('client SDK in a browser', { timeout: 10 * 60_000 }, () => {
           followEnded = error.name;
         }
 
+        // A worker on the page: the scheduler's own key, sent as X-API-Key across origins.
+        const worker = sdk.createClient({ url: ${JSON.stringify(`http://127.0.0.1:${t.platform.publicPort}`)}, schedulerKey: 'test-scheduler-key' });
+        await worker.scheduler.schedulers.create({ display_name: 'Browser jobs', id: 'browser-jobs' });
+        const queue = worker.scheduler.scheduler('browser-jobs');
+        await queue.enqueue({ id: 'job-1', payload: { page: true } });
+        const task = await queue.reserve({ worktime: '10s' });
+        await queue.ack(task.id, task.lease_id);
+        const reserved = [task.id, task.payload.page];
+
         const missing = await files.download('nope').catch((e) => [e instanceof sdk.StratusError, e.status, e.code]);
-        return { email: me.email, found, progress, downloaded: String(downloaded.length), followed, followEnded, missing };
+        return { email: me.email, found, progress, downloaded: String(downloaded.length), followed, followEnded, reserved, missing };
       })()`)) as PageResult;
       assert.equal(result.email, EMAIL);
       assert.deepEqual(result.found, [2, 3]);
@@ -120,6 +130,7 @@ describe('client SDK in a browser', { timeout: 10 * 60_000 }, () => {
       assert.equal(result.downloaded, '2000000');
       assert.deepEqual(result.followed, ['one', 'two']);
       assert.equal(result.followEnded, 'AbortError');
+      assert.deepEqual(result.reserved, ['job-1', true], 'a task reserved and acknowledged from the page');
       assert.deepEqual(result.missing, [true, 404, 'not_found']);
     } catch (error) {
       throw new Error(`${error instanceof Error ? error.message : String(error)}\n${log()}`, { cause: error });
