@@ -32,6 +32,17 @@ function arg(context: CommandContext, index: number, name: string): string {
   return value;
 }
 
+/** The item of `list` whose id or name is `target` (databases, buckets, loggers and lambdas are named either way). */
+async function byIdOrName<T extends { id: string; name: string }>(
+  list: Promise<T[]>,
+  target: string,
+  kind: string,
+): Promise<T> {
+  const found = (await list).find((item) => item.id === target || item.name === target);
+  if (!found) throw new CommandError(`no ${kind} named ${target}`);
+  return found;
+}
+
 /** A client for the stored credentials (`--url` or `STRATUS_URL` overrides the stored URL). */
 async function signedIn(context: CommandContext): Promise<{ client: StratusClient; credentials: Credentials }> {
   const credentials = await readCredentials(context.credentialsPath);
@@ -184,9 +195,7 @@ export async function lambda(context: CommandContext): Promise<void> {
       ),
     );
   } else if (action === 'invoke') {
-    const target = arg(context, 1, 'lambda name or id');
-    const found = (await client.lambda.list()).find((l) => l.id === target || l.name === target);
-    if (!found) throw new CommandError(`no lambda named ${target}`);
+    const found = await byIdOrName(client.lambda.list(), arg(context, 1, 'lambda name or id'), 'lambda');
     const body = flag(context, 'data');
     const result = await client.lambda.invoke(found.id, {
       method: flag(context, 'method') ?? (body === undefined ? 'GET' : 'POST'),
@@ -215,9 +224,7 @@ export async function logs(context: CommandContext): Promise<void> {
     return;
   }
   if (action !== 'tail') throw new UsageError(`unknown logs action ${action}`);
-  const target = arg(context, 1, 'logger name or id');
-  const found = (await client.logs.loggers.list()).find((l) => l.id === target || l.name === target);
-  if (!found) throw new CommandError(`no logger named ${target}`);
+  const found = await byIdOrName(client.logs.loggers.list(), arg(context, 1, 'logger name or id'), 'logger');
   const regex = flag(context, 'regex');
   const abort = new AbortController();
   const stop = () => abort.abort();
@@ -236,17 +243,10 @@ export async function logs(context: CommandContext): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Document database
 
-/** A database by id or name. */
-async function database(client: StratusClient, target: string): Promise<string> {
-  const found = (await client.docdb.databases.list()).find((d) => d.id === target || d.name === target);
-  if (!found) throw new CommandError(`no database named ${target}`);
-  return found.id;
-}
-
 export async function db(context: CommandContext): Promise<void> {
   const { client } = await signedIn(context);
   const action = arg(context, 0, 'db action (import or export)');
-  const id = await database(client, arg(context, 1, 'database name or id'));
+  const { id } = await byIdOrName(client.docdb.databases.list(), arg(context, 1, 'database name or id'), 'database');
   const collection = client.docdb.database(id).collection(arg(context, 2, 'collection'));
   if (action === 'import') {
     const file = arg(context, 3, 'NDJSON file (- for stdin)');
@@ -311,10 +311,9 @@ function remote(spec: string): { bucket: string; path: string } | null {
   return { bucket: spec.slice(0, colon), path: spec.slice(colon + 1).replace(/^\/+/, '') };
 }
 
+/** A bucket's id by its name or id. */
 async function bucket(client: StratusClient, target: string): Promise<string> {
-  const found = (await client.files.buckets.list()).find((b) => b.id === target || b.name === target);
-  if (!found) throw new CommandError(`no bucket named ${target}`);
-  return found.id;
+  return (await byIdOrName(client.files.buckets.list(), target, 'bucket')).id;
 }
 
 export async function files(context: CommandContext): Promise<void> {
