@@ -1,5 +1,6 @@
 // Signing in and out: password login, single sign-on through the auth service, the current user.
-import { ApiError, baseUrl, call, config, errorOf, json, onFrontDoor, setToken, token } from './api.ts';
+import { StratusError } from '@stratus/client';
+import { config, onFrontDoor, platform, servicePageUrl, setToken, token } from './session.ts';
 
 export interface User {
   id: string;
@@ -15,21 +16,23 @@ interface LoginAnswer {
 }
 
 export async function login(email: string, password: string): Promise<User> {
-  const answer = await json<LoginAnswer>('auth', '/v0/login', { method: 'POST', body: { email, password } });
-  if (!answer || typeof answer.token !== 'string')
-    throw new ApiError(500, 'bad_answer', 'The sign-in answer carried no session token.');
+  const answer = await platform().auth.login(email, password);
   setToken(answer.token);
   return answer.user;
 }
 
 /** Creates an account (only when sign-up is open) and signs in with it. */
 export async function signup(email: string, password: string, nick: string): Promise<User> {
-  const answer = await json<LoginAnswer>('auth', '/v0/signup', {
+  // The client has no sign-up method: the same route through its transport.
+  const answer = await platform().transport.json<LoginAnswer | undefined>({
     method: 'POST',
-    body: nick === '' ? { email, password } : { email, password, nick },
+    service: 'auth',
+    path: '/v0/signup',
+    json: nick === '' ? { email, password } : { email, password, nick },
+    credentials: null,
   });
   if (!answer || typeof answer.token !== 'string')
-    throw new ApiError(500, 'bad_answer', 'The sign-up answer carried no session token.');
+    throw new StratusError(500, 'bad_answer', 'The sign-up answer carried no session token.');
   setToken(answer.token);
   return answer.user;
 }
@@ -41,10 +44,12 @@ export async function signup(email: string, password: string, nick: string): Pro
 export async function logout(): Promise<void> {
   if (config().demo) return;
   try {
-    if (token()) await call('auth', '/v0/logout', { method: 'POST' });
+    if (token()) await platform().auth.logout();
   } finally {
     setToken(null);
-    await call('auth', '/v0/logout', { method: 'POST', bearer: false }).catch(() => undefined);
+    await platform()
+      .transport.empty({ method: 'POST', service: 'auth', path: '/v0/logout', credentials: null })
+      .catch(() => undefined);
   }
 }
 
@@ -52,9 +57,9 @@ export async function logout(): Promise<void> {
 export async function me(): Promise<User | null> {
   if (!config().demo && !token()) return null;
   try {
-    return await json<User>('auth', '/v0/me');
+    return await platform().auth.me();
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) {
+    if (err instanceof StratusError && err.status === 401) {
       setToken(null);
       return null;
     }
@@ -152,7 +157,7 @@ export function ssoLoginUrl(provider: string): string {
   // Sign-in codes go only to the console's own host (auth README): loaded from the front door, the
   // sign-in ends there, the auth service's default target.
   if (!onFrontDoor) query.set('redirect', location.origin + '/');
-  return `${baseUrl('auth')}/v0/sso/${encodeURIComponent(provider)}/login?${query.toString()}`;
+  return servicePageUrl('auth', `/v0/sso/${encodeURIComponent(provider)}/login?${query.toString()}`);
 }
 
 /**
@@ -173,15 +178,16 @@ export async function finishSso(): Promise<boolean> {
   // One verifier per sign-in: the next sign-in gets a fresh one.
   localStorage.removeItem(SSO_VERIFIER_KEY);
   const body = verifier !== null && VERIFIER_PATTERN.test(verifier) ? { code, code_verifier: verifier } : { code };
-  const res = await fetch(`${baseUrl('auth')}/v0/session/token`, {
+  // The code is the credential: the call carries no session (there is none yet).
+  const answer = await platform().transport.json<{ token?: unknown } | undefined>({
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
+    service: 'auth',
+    path: '/v0/session/token',
+    json: body,
+    credentials: null,
   });
-  if (!res.ok) throw await errorOf(res);
-  const answer = (await res.json()) as { token?: unknown };
-  if (typeof answer.token !== 'string')
-    throw new ApiError(500, 'bad_answer', 'The single sign-on answer carried no session token.');
+  if (typeof answer?.token !== 'string')
+    throw new StratusError(500, 'bad_answer', 'The single sign-on answer carried no session token.');
   setToken(answer.token);
   return true;
 }

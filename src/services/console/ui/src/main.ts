@@ -3,7 +3,7 @@ import { render } from 'preact';
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { UNAUTHORIZED_EVENT, config, loadConfig, messageOf, setToken } from './api.ts';
+import { UNAUTHORIZED_EVENT, config, loadConfig, messageOf, setToken } from './session.ts';
 import { finishSso, logout, me, type User } from './auth.ts';
 import { href, useRoute } from './router.ts';
 import { ApiKeysPage } from './pages/apikeys.ts';

@@ -2,7 +2,7 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { json } from '../api.ts';
+import { platform } from '../session.ts';
 import { listProjects } from './projects.ts';
 import { ErrorBox, Loading, SecretPanel, Section, readOnly, useAction, useLoad, valueOf } from './common.ts';
 
@@ -29,7 +29,7 @@ function describeScope(scope: Scope): string {
 }
 
 export function ApiKeysPage(): VNode {
-  const keys = useLoad(() => json<{ api_keys: ApiKey[] }>('apikeys', '/v0/apikeys').then((r) => r?.api_keys ?? []), []);
+  const keys = useLoad(() => platform().apikeys.keys.list(), []);
   const projects = useLoad(() => listProjects().catch(() => []), []);
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<ScopeDraft[]>([]);
@@ -55,7 +55,7 @@ export function ApiKeysPage(): VNode {
           ),
         })),
       };
-      const key = await json<ApiKey & { secret: string }>('apikeys', '/v0/apikeys', { method: 'POST', body });
+      const key = await platform().apikeys.keys.create(body);
       setCreated(key);
       setName('');
       setScopes([]);
@@ -65,7 +65,7 @@ export function ApiKeysPage(): VNode {
   const del = (k: ApiKey) => {
     if (!confirm(`Revoke the key ${k.name}? Clients using it stop working at once.`)) return;
     void revoke.run(async () => {
-      await json('apikeys', `/v0/apikeys/${encodeURIComponent(k.key)}`, { method: 'DELETE' });
+      await platform().apikeys.keys.revoke(k.key);
       keys.reload();
     });
   };

@@ -2,18 +2,9 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useRef, useState } from 'preact/hooks';
-import { call, encodePath, json, upload } from '../api.ts';
+import { platform } from '../session.ts';
 import { href, navigate } from '../router.ts';
 import { ErrorBox, Loading, Section, formatBytes, readOnly, useAction, useLoad, valueOf } from './common.ts';
-
-interface Bucket {
-  id: string;
-  name: string;
-  description: string;
-  created_timestamp?: number;
-  created_h?: string;
-  owners?: string[];
-}
 
 interface FileItem {
   id: string;
@@ -24,17 +15,15 @@ interface FileItem {
   hash_sha256: string;
 }
 
-const bucketPath = (id: string) => `/v1/buckets/${encodeURIComponent(id)}`;
-
 export function BucketsPage(): VNode {
-  const list = useLoad(() => json<Bucket[]>('files', '/v1/buckets').then((l) => l ?? []), []);
+  const list = useLoad(() => platform().files.buckets.list(), []);
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
   const create = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
-      const bucket = await json<Bucket>('files', '/v1/buckets', { method: 'POST', body: { name, description } });
+      const bucket = await platform().files.buckets.create({ name, description });
       navigate('buckets', bucket.id);
     });
   };
@@ -65,8 +54,8 @@ export function BucketsPage(): VNode {
 }
 
 export function BucketPage({ id }: { id: string }): VNode {
-  const bucket = useLoad(() => json<Bucket>('files', bucketPath(id)), [id]);
-  const files = useLoad(() => json<FileItem[]>('files', `${bucketPath(id)}/list/`).then((l) => l ?? []), [id]);
+  const bucket = useLoad(() => platform().files.buckets.get(id), [id]);
+  const files = useLoad(() => platform().files.bucket(id).list(), [id]);
   const input = useRef<HTMLInputElement>(null);
   const [path, setPath] = useState('');
   const [progress, setProgress] = useState<{ loaded: number; total: number } | null>(null);
@@ -82,9 +71,11 @@ export function BucketPage({ id }: { id: string }): VNode {
     setUploaded(null);
     setProgress({ loaded: 0, total: file.size });
     void up.run(async () => {
-      await upload('files', `${bucketPath(id)}/files/${encodePath(target)}`, file, (loaded, total) =>
-        setProgress({ loaded, total }),
-      );
+      await platform()
+        .files.bucket(id)
+        .upload(target, file, { onProgress: ({ loaded, total }) => setProgress({ loaded, total }) });
+      // The last progress event may come before the whole body is counted: done is 100 %.
+      setProgress({ loaded: file.size, total: file.size });
       setUploaded(target);
       setPath('');
       if (input.current) input.current.value = '';
@@ -93,8 +84,7 @@ export function BucketPage({ id }: { id: string }): VNode {
   };
   const download = (f: FileItem) => {
     void act.run(async () => {
-      const res = await call('files', `${bucketPath(id)}/files/${encodePath(f.name)}`);
-      const blob = await res.blob();
+      const blob = await platform().files.bucket(id).download(f.name);
       const url = URL.createObjectURL(blob);
       const a = document.createElement('a');
       a.href = url;
@@ -108,14 +98,14 @@ export function BucketPage({ id }: { id: string }): VNode {
   const del = (f: FileItem) => {
     if (!confirm(`Delete ${f.name}?`)) return;
     void act.run(async () => {
-      await call('files', `${bucketPath(id)}/files/${encodePath(f.name)}`, { method: 'DELETE' });
+      await platform().files.bucket(id).delete(f.name);
       files.reload();
     });
   };
   const deleteBucket = () => {
     if (!confirm('Delete this bucket and all its files?')) return;
     void act.run(async () => {
-      await json('files', bucketPath(id), { method: 'DELETE' });
+      await platform().files.buckets.delete(id);
       navigate('buckets');
     });
   };

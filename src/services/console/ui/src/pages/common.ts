@@ -2,7 +2,7 @@
 import { html } from 'htm/preact';
 import type { ComponentChildren, VNode } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { DEMO_READ_ONLY, DEMO_UNAVAILABLE, config, messageOf } from '../api.ts';
+import { DEMO_READ_ONLY, DEMO_UNAVAILABLE, config, messageOf } from '../session.ts';
 
 export interface Loaded<T> {
   data: T | undefined;

@@ -2,19 +2,19 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { json } from '../api.ts';
+import { platform } from '../session.ts';
 import { ErrorBox, Loading, Section, readOnly, useAction, useLoad, valueOf } from './common.ts';
 
 type Entries = Record<string, unknown>;
 
 export function ConfigPage(): VNode {
-  const entries = useLoad(() => json<{ entries: Entries }>('config', '/v1/config').then((r) => r?.entries ?? {}), []);
+  const entries = useLoad(() => platform().config.get(), []);
   const [key, setKey] = useState('');
   const [value, setValue] = useState('');
   const action = useAction();
   const patch = (change: Entries) =>
     action.run(async () => {
-      await json('config', '/v1/config', { method: 'PATCH', body: { entries: change } });
+      await platform().config.patch(change);
       entries.reload();
     });
   const submit = (e: Event) => {

@@ -1,11 +1,11 @@
 // The overview page: who is signed in and where each service lives.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
-import { baseUrl, config, type Service } from '../api.ts';
+import { config, platform } from '../session.ts';
 import type { User } from '../auth.ts';
 import { Section } from './common.ts';
 
-const SERVICES: Service[] = ['auth', 'api', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config'];
+const SERVICES = ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config'];
 
 export function HomePage({ user }: { user: User }): VNode {
   return html`<div>
@@ -20,7 +20,7 @@ export function HomePage({ user }: { user: User }): VNode {
     <${Section} title="Service endpoints">
       <table>
         <thead><tr><th>Service</th><th>Base URL</th></tr></thead>
-        <tbody>${SERVICES.map((s) => html`<tr><td>${s}</td><td><code>${baseUrl(s)}</code></td></tr>`)}</tbody>
+        <tbody>${SERVICES.map((s) => html`<tr><td>${s}</td><td><code>${platform().transport.url(s, '')}</code></td></tr>`)}</tbody>
       </table>
       <p class="muted">Stratus ${config().version}</p>
     <//>

@@ -2,7 +2,8 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { call, json, messageOf } from '../api.ts';
+import type { NewLambda } from '@stratus/client';
+import { messageOf, platform } from '../session.ts';
 import { href, navigate } from '../router.ts';
 import { ErrorBox, Loading, Section, readOnly, useAction, useLoad, valueOf } from './common.ts';
 
@@ -18,7 +19,7 @@ export interface Lambda {
   created_timestamp?: number;
 }
 
-const LANGUAGES = ['javascript', 'static-html', 'static-css', 'static-js'];
+const LANGUAGES = ['javascript', 'static-html', 'static-css', 'static-js'] as const;
 const METHODS = ['ANY', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const SAMPLE = `export default (req) => {
   console.log('called with', req.method, req.path);
@@ -45,14 +46,15 @@ function LambdaForm({ draft, onChange }: { draft: Draft; onChange: (d: Draft) =>
   </div>`;
 }
 
-function bodyOf(d: Draft): Record<string, string> {
-  const body: Record<string, string> = { name: d.name, language: d.language, method: d.method, code: d.code };
+function bodyOf(d: Draft): NewLambda {
+  const language = LANGUAGES.find((l) => l === d.language);
+  const body: NewLambda = { name: d.name, language, method: d.method, code: d.code };
   if (d.path.trim()) body.path = d.path.trim();
   return body;
 }
 
 export function LambdasPage(): VNode {
-  const lambdas = useLoad(() => json<Lambda[]>('lambda', '/api/v0/lambdas').then((l) => l ?? []), []);
+  const lambdas = useLoad(() => platform().lambda.list(), []);
   const [draft, setDraft] = useState<Draft>({
     name: '',
     language: 'javascript',
@@ -64,7 +66,7 @@ export function LambdasPage(): VNode {
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
-      const created = await json<Lambda>('lambda', '/api/v0/lambdas', { method: 'POST', body: bodyOf(draft) });
+      const created = await platform().lambda.create(bodyOf(draft));
       navigate('lambdas', created.id);
     });
   };
@@ -144,17 +146,12 @@ function Invoke({ lambda }: { lambda: Lambda }): VNode {
     }
     try {
       // The test-run endpoint answers the lambda's response and its console lines as data.
-      const res = await call('lambda', `/api/v0/lambdas/${encodeURIComponent(lambda.id)}/invoke`, {
-        method: 'POST',
-        body: { method, query: queryObject, headers, ...(hasBody ? { body: sent } : {}) },
+      const out = await platform().lambda.invoke(lambda.id, {
+        method,
+        query: queryObject,
+        headers,
+        ...(hasBody ? { body: sent } : {}),
       });
-      const out = (await res.json()) as {
-        status: number;
-        headers: Record<string, string>;
-        body: string;
-        logs: LogLine[];
-        duration_ms: number;
-      };
       setResult({
         status: out.status,
         contentType: out.headers['content-type'] ?? '',
@@ -203,7 +200,7 @@ function Invoke({ lambda }: { lambda: Lambda }): VNode {
 }
 
 export function LambdaPage({ id }: { id: string }): VNode {
-  const lambda = useLoad(() => json<Lambda>('lambda', `/api/v0/lambdas/${encodeURIComponent(id)}`), [id]);
+  const lambda = useLoad(() => platform().lambda.get(id), [id]);
   const [draft, setDraft] = useState<Draft | null>(null);
   const [saved, setSaved] = useState(false);
   const save = useAction();
@@ -224,10 +221,7 @@ export function LambdaPage({ id }: { id: string }): VNode {
     if (!draft) return;
     setSaved(false);
     void save.run(async () => {
-      await json<Lambda>('lambda', `/api/v0/lambdas/${encodeURIComponent(id)}`, {
-        method: 'PATCH',
-        body: bodyOf(draft),
-      });
+      await platform().lambda.update(id, bodyOf(draft));
       setSaved(true);
       lambda.reload();
     });
@@ -235,7 +229,7 @@ export function LambdaPage({ id }: { id: string }): VNode {
   const del = () => {
     if (!confirm('Delete this lambda?')) return;
     void remove.run(async () => {
-      await json('lambda', `/api/v0/lambdas/${encodeURIComponent(id)}`, { method: 'DELETE' });
+      await platform().lambda.delete(id);
       navigate('lambdas');
     });
   };

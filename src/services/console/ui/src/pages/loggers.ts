@@ -2,30 +2,20 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { json, messageOf, stream } from '../api.ts';
+import { messageOf, platform } from '../session.ts';
 import { href, navigate } from '../router.ts';
 import { ErrorBox, Loading, Section, formatBytes, readOnly, useAction, useLoad, valueOf } from './common.ts';
 
-interface Logger {
-  id: string;
-  name: string;
-  owners: string[];
-  api_keys: { id: string; name: string; created_at: string }[];
-  usage: { bytes: number; lines: number };
-  created_at: string;
-}
-
 const MAX_LINES = 2000;
-const loggerPath = (id: string) => `/v1/loggers/${encodeURIComponent(id)}`;
 
 export function LoggersPage(): VNode {
-  const list = useLoad(() => json<Logger[]>('logs', '/v1/loggers').then((l) => l ?? []), []);
+  const list = useLoad(() => platform().logs.loggers.list(), []);
   const [name, setName] = useState('');
   const create = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
-      const logger = await json<Logger>('logs', '/v1/loggers', { method: 'POST', body: { name } });
+      const logger = await platform().logs.loggers.create({ name });
       navigate('loggers', logger.id);
     });
   };
@@ -55,7 +45,7 @@ export function LoggersPage(): VNode {
 }
 
 export function LoggerPage({ id }: { id: string }): VNode {
-  const logger = useLoad(() => json<Logger>('logs', loggerPath(id)), [id]);
+  const logger = useLoad(() => platform().logs.loggers.get(id), [id]);
   const [regex, setRegex] = useState('');
   const [lines, setLines] = useState<string[]>([]);
   const [state, setState] = useState<'idle' | 'following' | 'searching'>('idle');
@@ -85,28 +75,16 @@ export function LoggerPage({ id }: { id: string }): VNode {
     setLines([]);
     setStreamError(null);
     setState(follow ? 'following' : 'searching');
-    const query = new URLSearchParams();
-    for (const pattern of regex
+    const patterns = regex
       .split('\n')
       .map((r) => r.trim())
-      .filter((r) => r !== ''))
-      query.append('regex', pattern);
-    if (follow) query.set('follow', '1');
-    let rest = '';
-    const qs = query.toString();
-    stream(
-      'logs',
-      `${loggerPath(id)}/filter${qs ? `?${qs}` : ''}`,
-      (text) => {
-        const parts = (rest + text).split('\n');
-        rest = parts.pop() ?? '';
-        if (parts.length > 0) setLines((prev) => [...prev, ...parts].slice(-MAX_LINES));
-      },
-      { signal: abort.signal },
-    )
-      .then(() => {
-        if (rest) setLines((prev) => [...prev, rest].slice(-MAX_LINES));
-      })
+      .filter((r) => r !== '');
+    const handle = platform().logs.logger(id);
+    const options = { regex: patterns, signal: abort.signal };
+    (async () => {
+      for await (const line of follow ? handle.follow(options) : handle.lines(options))
+        setLines((prev) => [...prev, line].slice(-MAX_LINES));
+    })()
       .catch((err: unknown) => {
         if (!abort.signal.aborted) setStreamError(messageOf(err));
       })
@@ -123,12 +101,8 @@ export function LoggerPage({ id }: { id: string }): VNode {
     setIngested(null);
     void ingest.run(async () => {
       const text = ingestText.endsWith('\n') ? ingestText : ingestText + '\n';
-      const answer = await json<{ n: number }>('logs', `${loggerPath(id)}/ingest`, {
-        method: 'POST',
-        body: text,
-        headers: { 'content-type': 'text/plain' },
-      });
-      setIngested(`Ingested ${answer?.n ?? 0} bytes.`);
+      const answer = await platform().logs.logger(id).ingest(text);
+      setIngested(`Ingested ${answer.n} bytes.`);
       logger.reload();
     });
   };
@@ -136,7 +110,7 @@ export function LoggerPage({ id }: { id: string }): VNode {
     if (!confirm('Delete this logger and all its lines?')) return;
     void remove.run(async () => {
       stop();
-      await json('logs', loggerPath(id), { method: 'DELETE' });
+      await platform().logs.loggers.delete(id);
       navigate('loggers');
     });
   };
@@ -167,7 +141,7 @@ export function LoggerPage({ id }: { id: string }): VNode {
       </form>
       ${ingested && html`<p class="ok-text">${ingested}</p>`}
       <${ErrorBox} error=${ingest.error} />
-      <p class="muted">Programs ingest with <code>POST ${loggerPath(id)}/ingest</code> and a logger key.</p>
+      <p class="muted">Programs ingest with <code>POST ${platform().transport.url('logs', `/v1/loggers/${encodeURIComponent(id)}/ingest`)}</code> and a logger key.</p>
     <//>
     <div class="buttons"><button type="button" class="danger" disabled=${readOnly()} onClick=${deleteLogger}>Delete logger</button></div>
   </div>`;

@@ -3,7 +3,7 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { config } from '../api.ts';
+import { config } from '../session.ts';
 import { login, signup, ssoLoginUrl, type User } from '../auth.ts';
 import { ErrorBox, useAction, valueOf } from './common.ts';
 

@@ -2,7 +2,7 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { json } from '../api.ts';
+import { platform } from '../session.ts';
 import { ErrorBox, Loading, Section, readOnly, useAction, useLoad, valueOf } from './common.ts';
 
 export interface Project {
@@ -22,7 +22,7 @@ function originsOf(text: string): string[] {
 }
 
 export function listProjects(): Promise<Project[]> {
-  return json<Project[]>('apikeys', '/v0/projects').then((list) => list ?? []);
+  return platform().apikeys.projects.list();
 }
 
 export function ProjectsPage(): VNode {
@@ -38,10 +38,7 @@ export function ProjectsPage(): VNode {
     e.preventDefault();
     if (!editing) return;
     void saveOrigins.run(async () => {
-      await json('apikeys', `/v0/projects/${encodeURIComponent(editing.id)}`, {
-        method: 'PATCH',
-        body: { allowed_origins: originsOf(editing.text) },
-      });
+      await platform().apikeys.projects.update(editing.id, { allowed_origins: originsOf(editing.text) });
       setEditing(null);
       projects.reload();
     });
@@ -49,10 +46,7 @@ export function ProjectsPage(): VNode {
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
-      await json('apikeys', '/v0/projects', {
-        method: 'POST',
-        body: slug.trim() ? { name, slug: slug.trim() } : { name },
-      });
+      await platform().apikeys.projects.create(slug.trim() ? { name, slug: slug.trim() } : { name });
       setName('');
       setSlug('');
       projects.reload();
@@ -61,7 +55,7 @@ export function ProjectsPage(): VNode {
   const del = (p: Project) => {
     if (!confirm(`Delete project ${p.name}?`)) return;
     void remove.run(async () => {
-      await json('apikeys', `/v0/projects/${encodeURIComponent(p.id)}`, { method: 'DELETE' });
+      await platform().apikeys.projects.delete(p.id);
       projects.reload();
     });
   };

@@ -2,19 +2,9 @@
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { call, json, messageOf, stream } from '../api.ts';
+import { messageOf, platform, withSchedulerKey } from '../session.ts';
 import { href, navigate } from '../router.ts';
 import { ErrorBox, Loading, Section, readOnly, useAction, useLoad, valueOf } from './common.ts';
-
-interface Scheduler {
-  id: string;
-  display_name: string;
-  ready: boolean;
-  scheduled: number;
-  inflight: number;
-  created_at: string;
-  updated_at: string;
-}
 
 interface PageMeta {
   total: number;
@@ -34,7 +24,6 @@ interface Snapshot {
 }
 
 const KEY = 'stratus.console.schedulerKey';
-const schedulerPath = (id: string) => `/schedulers/${encodeURIComponent(id)}`;
 
 /** Writes need a scheduler API key (not a platform key); it is kept for this browser tab only. */
 function useSchedulerKey(): [string, (k: string) => void] {
@@ -54,7 +43,10 @@ function KeyField({ value, onChange }: { value: string; onChange: (k: string) =>
 
 export function SchedulersPage(): VNode {
   const list = useLoad(
-    () => json<{ schedulers: Scheduler[] }>('scheduler', '/schedulers').then((r) => r?.schedulers ?? []),
+    () =>
+      platform()
+        .scheduler.schedulers.list()
+        .then((r) => r.schedulers),
     [],
   );
   const [key, setKey] = useSchedulerKey();
@@ -63,12 +55,8 @@ export function SchedulersPage(): VNode {
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
-      const answer = await json<{ scheduler: Scheduler }>('scheduler', '/schedulers', {
-        method: 'POST',
-        body: { display_name: name },
-        headers: { 'x-api-key': key },
-      });
-      navigate('schedulers', answer.scheduler.id);
+      const scheduler = await withSchedulerKey(key).scheduler.schedulers.create({ display_name: name });
+      navigate('schedulers', scheduler.id);
     });
   };
   return html`<div>
@@ -98,30 +86,6 @@ export function SchedulersPage(): VNode {
   </div>`;
 }
 
-/** Parses server-sent events out of a text stream; calls `onEvent` per complete frame. */
-function sseParser(onEvent: (event: string, data: string) => void): (text: string) => void {
-  let buffer = '';
-  return (text) => {
-    buffer += text.replace(/\r\n?/g, '\n');
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const frame = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let event = 'message';
-      const data: string[] = [];
-      for (const line of frame.split('\n')) {
-        if (line.startsWith(':')) continue;
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-        if (field === 'event') event = value;
-        else if (field === 'data') data.push(value);
-      }
-      if (data.length > 0) onEvent(event, data.join('\n'));
-    }
-  };
-}
-
 export function SchedulerPage({ id }: { id: string }): VNode {
   const [snapshot, setSnapshot] = useState<Snapshot | null>(null);
   const [live, setLive] = useState(false);
@@ -137,20 +101,25 @@ export function SchedulerPage({ id }: { id: string }): VNode {
     let retry: ReturnType<typeof setTimeout> | undefined;
     const connect = () => {
       setLive(true);
-      stream(
-        'scheduler',
-        `${schedulerPath(id)}/tasks/stream?scheduled_per_page=100&inflight_per_page=100`,
-        sseParser((event, data) => {
-          if (event !== 'snapshot') return;
+      // The transport's events, not `scheduler(id).stream()`: that takes no page sizes.
+      const events = platform().transport.events({
+        method: 'GET',
+        service: 'scheduler',
+        path: `/schedulers/${encodeURIComponent(id)}/tasks/stream`,
+        query: { scheduled_per_page: 100, inflight_per_page: 100 },
+        signal: abort.signal,
+      });
+      (async () => {
+        for await (const { event, data } of events) {
+          if (event !== 'snapshot') continue;
           try {
             setSnapshot(JSON.parse(data) as Snapshot);
             setError(null);
           } catch {
             // a malformed frame is skipped; the next snapshot is complete
           }
-        }),
-        { signal: abort.signal, headers: { accept: 'text/event-stream' } },
-      )
+        }
+      })()
         .catch((err: unknown) => {
           if (!abort.signal.aborted) setError(messageOf(err));
         })
@@ -184,21 +153,18 @@ export function SchedulerPage({ id }: { id: string }): VNode {
         .map((s) => s.trim())
         .filter((s) => s !== '');
       if (l.length) body.labels = l;
-      await json('scheduler', `${schedulerPath(id)}/tasks`, { method: 'POST', body, headers: { 'x-api-key': key } });
+      await withSchedulerKey(key).scheduler.scheduler(id).enqueue(body);
     });
   };
   const cancel = (task: string) => {
     void action.run(async () => {
-      await call('scheduler', `${schedulerPath(id)}/tasks/${encodeURIComponent(task)}`, {
-        method: 'DELETE',
-        headers: { 'x-api-key': key },
-      });
+      await withSchedulerKey(key).scheduler.scheduler(id).ack(task);
     });
   };
   const deleteScheduler = () => {
     if (!confirm('Delete this scheduler and all its tasks?')) return;
     void action.run(async () => {
-      await call('scheduler', schedulerPath(id), { method: 'DELETE', headers: { 'x-api-key': key } });
+      await withSchedulerKey(key).scheduler.schedulers.delete(id);
       navigate('schedulers');
     });
   };
