@@ -13,7 +13,7 @@ describe('client SDK against a running platform', () => {
   let client: StratusClient;
 
   before(async () => {
-    t = await startTestPlatform({ adminEmail: EMAIL, adminPassword: PASSWORD });
+    t = await startTestPlatform({ adminEmail: EMAIL, adminPassword: PASSWORD, signup: 'open' });
     url = `http://127.0.0.1:${t.platform.publicPort}`;
     client = createClient({ url, schedulerKey: 'test-scheduler-key' });
     const login = await client.auth.login(EMAIL, PASSWORD);
@@ -45,6 +45,27 @@ describe('client SDK against a running platform', () => {
       assert.equal(error.code, 'unauthorized');
       return true;
     });
+  });
+
+  it('signs up a new account, and refuses a sign-in code nobody issued', async () => {
+    const newcomer = createClient({ url });
+    const joined = await newcomer.auth.signup('newcomer@example.com', 'a long enough passphrase', 'newcomer');
+    assert.equal(joined.user.email, 'newcomer@example.com');
+    assert.equal(newcomer.auth.token, joined.token);
+    assert.equal((await newcomer.auth.me()).email, 'newcomer@example.com');
+    await assert.rejects(createClient({ url }).auth.exchangeCode('no-such-code', 'v'.repeat(43)), {
+      status: 401,
+      code: 'unauthorized',
+    });
+  });
+
+  it("revokes a database's own key", async () => {
+    const database = client.docdb.database((await client.docdb.databases.create('keys')).id);
+    const key = await database.createApiKey('reader');
+    const asKey = createClient({ url, apiKey: key.key, secret: key.secret });
+    assert.equal((await asKey.docdb.database(database.id).get()).id, database.id);
+    await database.deleteApiKey(key.key);
+    await assert.rejects(asKey.docdb.database(database.id).get(), { status: 401 });
   });
 
   it('creates API keys and projects, and a key works as the client credential', async () => {

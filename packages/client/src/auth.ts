@@ -23,6 +23,38 @@ export class AuthApi {
     return result;
   }
 
+  /** Creates an account and signs it in (the platform must allow sign-up: `SIGNUP=open`). */
+  async signup(email: string, password: string, nick?: string, options: CallOptions = {}): Promise<LoginResult> {
+    const result = await this.transport.json<LoginResult>({
+      method: 'POST',
+      service: 'auth',
+      path: '/v0/signup',
+      json: nick === undefined || nick === '' ? { email, password } : { email, password, nick },
+      credentials: null,
+      signal: options.signal,
+    });
+    this.transport.token = result.token;
+    return result;
+  }
+
+  /**
+   * Trades the one-time code a single sign-on hands back (`?sso_code=` on the redirect target) for
+   * a bearer session, with the PKCE verifier whose challenge started the sign-in (auth README:
+   * Single sign-on), and uses the new token from then on.
+   */
+  async exchangeCode(code: string, codeVerifier?: string, options: CallOptions = {}): Promise<SessionToken> {
+    const result = await this.transport.json<SessionToken>({
+      method: 'POST',
+      service: 'auth',
+      path: '/v0/session/token',
+      json: codeVerifier === undefined ? { code } : { code, code_verifier: codeVerifier },
+      credentials: null,
+      signal: options.signal,
+    });
+    this.transport.token = result.token;
+    return result;
+  }
+
   /** Ends the session on the platform (every instance at once) and forgets its token here. */
   async logout(options: CallOptions = {}): Promise<void> {
     try {

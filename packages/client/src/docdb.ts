@@ -12,7 +12,8 @@ export interface Collection {
   name: string;
   /** Documents in the collection. */
   total: number;
-  indexes: Index[];
+  /** How many indexes it has (`listIndexes` gives them). */
+  indexes: number;
   /** The defaults applied to inserted documents, or null for none. */
   defaults: Record<string, unknown> | null;
 }
@@ -99,6 +100,17 @@ export class DatabaseHandle {
       service: 'docdb',
       path: `${this.path}:createApiKey`,
       json: { name },
+      ...options,
+    });
+  }
+
+  /** Revokes one of this database's keys (204). */
+  deleteApiKey(key: string, options: CallOptions = {}): Promise<void> {
+    return this.transport.empty({
+      method: 'POST',
+      service: 'docdb',
+      path: `${this.path}:deleteApiKey`,
+      json: { key },
       ...options,
     });
   }

@@ -162,8 +162,11 @@ export class BucketHandle {
       xhr.open('PUT', this.transport.url('files', this.filePath(path)));
       for (const [name, value] of Object.entries({ ...this.transport.credentialHeaders(), ...headers }))
         xhr.setRequestHeader(name, value);
-      xhr.upload.onprogress = (event) =>
+      let lastLoaded = -1;
+      xhr.upload.onprogress = (event) => {
+        lastLoaded = event.loaded;
         options.onProgress?.({ loaded: event.loaded, total: event.total || blob.size });
+      };
       const onAbort = () => xhr.abort();
       signal?.addEventListener('abort', onAbort, { once: true });
       xhr.onload = () => {
@@ -175,7 +178,12 @@ export class BucketHandle {
         } catch {
           parsed = undefined;
         }
-        if (xhr.status >= 200 && xhr.status < 300) return resolve(parsed as StoredFile);
+        if (xhr.status >= 200 && xhr.status < 300) {
+          // Browsers may skip the last progress event (or every one, for a small body): the whole
+          // upload is reported once it is stored, as the counted stream does in Node.
+          if (lastLoaded < blob.size) options.onProgress?.({ loaded: blob.size, total: blob.size });
+          return resolve(parsed as StoredFile);
+        }
         reject(
           errorFromEnvelope(parsed, xhr.status, requestId) ??
             new StratusError(xhr.status, 'error', xhr.responseText.slice(0, 500), { requestId }),

@@ -131,9 +131,13 @@ export class SchedulerHandle {
    * The scheduler's tasks and health as Server-Sent Events: a snapshot now and after each change.
    * Leaving the loop or aborting `signal` closes the stream.
    */
-  async *stream(options: CallOptions = {}): AsyncGenerator<SchedulerStreamMessage, void, undefined> {
+  async *stream(
+    options: CallOptions & { scheduledPerPage?: number; inflightPerPage?: number } = {},
+  ): AsyncGenerator<SchedulerStreamMessage, void, undefined> {
+    const { scheduledPerPage, inflightPerPage, ...call } = options;
+    const query = { scheduled_per_page: scheduledPerPage, inflight_per_page: inflightPerPage };
     for await (const message of this.transport.events(
-      this.request({ method: 'GET', path: '/tasks/stream', ...options }),
+      this.request({ method: 'GET', path: '/tasks/stream', query, ...call }),
     ))
       yield { event: message.event, data: JSON.parse(message.data) as TaskSnapshot };
   }

@@ -10,11 +10,6 @@ export interface User {
   created_at?: string;
 }
 
-interface LoginAnswer {
-  user: User;
-  token: string;
-}
-
 export async function login(email: string, password: string): Promise<User> {
   const answer = await platform().auth.login(email, password);
   setToken(answer.token);
@@ -23,16 +18,7 @@ export async function login(email: string, password: string): Promise<User> {
 
 /** Creates an account (only when sign-up is open) and signs in with it. */
 export async function signup(email: string, password: string, nick: string): Promise<User> {
-  // The client has no sign-up method: the same route through its transport.
-  const answer = await platform().transport.json<LoginAnswer | undefined>({
-    method: 'POST',
-    service: 'auth',
-    path: '/v0/signup',
-    json: nick === '' ? { email, password } : { email, password, nick },
-    credentials: null,
-  });
-  if (!answer || typeof answer.token !== 'string')
-    throw new StratusError(500, 'bad_answer', 'The sign-up answer carried no session token.');
+  const answer = await platform().auth.signup(email, password, nick);
   setToken(answer.token);
   return answer.user;
 }
@@ -177,17 +163,11 @@ export async function finishSso(): Promise<boolean> {
   const verifier = localStorage.getItem(SSO_VERIFIER_KEY);
   // One verifier per sign-in: the next sign-in gets a fresh one.
   localStorage.removeItem(SSO_VERIFIER_KEY);
-  const body = verifier !== null && VERIFIER_PATTERN.test(verifier) ? { code, code_verifier: verifier } : { code };
   // The code is the credential: the call carries no session (there is none yet).
-  const answer = await platform().transport.json<{ token?: unknown } | undefined>({
-    method: 'POST',
-    service: 'auth',
-    path: '/v0/session/token',
-    json: body,
-    credentials: null,
-  });
-  if (typeof answer?.token !== 'string')
-    throw new StratusError(500, 'bad_answer', 'The single sign-on answer carried no session token.');
+  const answer = await platform().auth.exchangeCode(
+    code,
+    verifier !== null && VERIFIER_PATTERN.test(verifier) ? verifier : undefined,
+  );
   setToken(answer.token);
   return true;
 }

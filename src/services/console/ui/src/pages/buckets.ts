@@ -74,8 +74,6 @@ export function BucketPage({ id }: { id: string }): VNode {
       await platform()
         .files.bucket(id)
         .upload(target, file, { onProgress: ({ loaded, total }) => setProgress({ loaded, total }) });
-      // The last progress event may come before the whole body is counted: done is 100 %.
-      setProgress({ loaded: file.size, total: file.size });
       setUploaded(target);
       setPath('');
       if (input.current) input.current.value = '';

@@ -22,12 +22,6 @@ type Doc = Record<string, unknown>;
 const db = (id: string) => platform().docdb.database(id);
 const col = (id: string, name: string) => db(id).collection(name);
 
-/** A collection's index count: the list route answers a number, where the client's type says a list. */
-function indexCount(c: { indexes: unknown }): number {
-  if (typeof c.indexes === 'number') return c.indexes;
-  return Array.isArray(c.indexes) ? c.indexes.length : 0;
-}
-
 function parseObject(text: string, what: string): Record<string, unknown> {
   let value: unknown;
   try {
@@ -105,12 +99,7 @@ export function DatabasePage({ id }: { id: string }): VNode {
     if (!confirm('Delete this database key?')) return;
     void keys.run(async () => {
       // The client has no method for this action: the route through its transport.
-      await platform().transport.json({
-        method: 'POST',
-        service: 'docdb',
-        path: `/v1/databases/${encodeURIComponent(id)}:deleteApiKey`,
-        json: { key },
-      });
+      await db(id).deleteApiKey(key);
       record.reload();
     });
   };
@@ -135,7 +124,7 @@ export function DatabasePage({ id }: { id: string }): VNode {
         collections.data.length > 0 &&
         html`<table data-testid="collections-table">
         <thead><tr><th>Name</th><th>Documents</th><th>Indexes</th><th>Defaults</th></tr></thead>
-        <tbody>${collections.data.map((c) => html`<tr><td><a href=${href('databases', id, c.name)}>${c.name}</a></td><td>${c.total}</td><td>${indexCount(c)}</td><td><code>${c.defaults ? JSON.stringify(c.defaults) : '—'}</code></td></tr>`)}</tbody>
+        <tbody>${collections.data.map((c) => html`<tr><td><a href=${href('databases', id, c.name)}>${c.name}</a></td><td>${c.total}</td><td>${c.indexes}</td><td><code>${c.defaults ? JSON.stringify(c.defaults) : '—'}</code></td></tr>`)}</tbody>
       </table>`
       }
       <form class="inline" onSubmit=${addCollection} aria-label="New collection">

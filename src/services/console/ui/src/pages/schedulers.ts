@@ -101,23 +101,14 @@ export function SchedulerPage({ id }: { id: string }): VNode {
     let retry: ReturnType<typeof setTimeout> | undefined;
     const connect = () => {
       setLive(true);
-      // The transport's events, not `scheduler(id).stream()`: that takes no page sizes.
-      const events = platform().transport.events({
-        method: 'GET',
-        service: 'scheduler',
-        path: `/schedulers/${encodeURIComponent(id)}/tasks/stream`,
-        query: { scheduled_per_page: 100, inflight_per_page: 100 },
-        signal: abort.signal,
-      });
+      const events = platform()
+        .scheduler.scheduler(id)
+        .stream({ scheduledPerPage: 100, inflightPerPage: 100, signal: abort.signal });
       (async () => {
         for await (const { event, data } of events) {
           if (event !== 'snapshot') continue;
-          try {
-            setSnapshot(JSON.parse(data) as Snapshot);
-            setError(null);
-          } catch {
-            // a malformed frame is skipped; the next snapshot is complete
-          }
+          setSnapshot(data as Snapshot);
+          setError(null);
         }
       })()
         .catch((err: unknown) => {
