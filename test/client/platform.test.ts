@@ -1,10 +1,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { createClient, StratusError, type StratusClient } from '../../packages/client/src/index.ts';
+import { VERSION } from '../../src/core/version.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 const EMAIL = 'client-sdk@example.com';
 const PASSWORD = 'correct horse battery staple';
+const DOCKER_MANIFEST = 'application/vnd.docker.distribution.manifest.v2+json';
 
 /** @stratus/client against the whole platform on loopback, through the one base URL only. */
 describe('client SDK against a running platform', () => {
@@ -66,6 +69,79 @@ describe('client SDK against a running platform', () => {
     assert.equal((await asKey.docdb.database(database.id).get()).id, database.id);
     await database.deleteApiKey(key.key);
     await assert.rejects(asKey.docdb.database(database.id).get(), { status: 401 });
+  });
+
+  it('starts, configures, stops and rolls back a pushed repository', async () => {
+    // Images arrive with container tools; here three registry calls with the session as bearer.
+    const push = async (path: string, method: string, body: string, type: string) => {
+      const response = await fetch(`${url}/v2/${path}`, {
+        method,
+        headers: { authorization: `Bearer ${client.auth.token}`, 'content-type': type },
+        body,
+      });
+      assert.equal(response.status, 201, await response.text());
+      return String(response.headers.get('docker-content-digest'));
+    };
+    const sha = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
+    const blob = (text: string) =>
+      push(`sdk/app/blobs/uploads?digest=${sha(text)}`, 'POST', text, 'application/octet-stream');
+    const manifest = (tag: string, layer: string) =>
+      push(
+        `sdk/app/manifests/${tag}`,
+        'PUT',
+        JSON.stringify({
+          schemaVersion: 2,
+          mediaType: DOCKER_MANIFEST,
+          config: { mediaType: 'application/vnd.docker.container.image.v1+json', size: 2, digest: sha('{}') },
+          layers: [
+            { mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip', size: layer.length, digest: sha(layer) },
+          ],
+        }),
+        DOCKER_MANIFEST,
+      );
+    await blob('{}');
+    await blob('layer one');
+    await blob('layer two');
+    const v1 = await manifest('v1', 'layer one');
+    await manifest('v2', 'layer two');
+
+    const repository = client.run.repository('sdk/app');
+    assert.deepEqual((await repository.get()).references, ['v1', 'v2']);
+    const started = await repository.start({ reference: 'v2' });
+    assert.equal(started.desired.state, 'running');
+    assert.equal(started.desired.reference, 'v2');
+    const configured = await repository.setEnv([{ key: 'MODE', desired_value: 'sdk' }]);
+    assert.deepEqual(configured.env, [{ key: 'MODE', desired_value: 'sdk' }]);
+    assert.deepEqual((await repository.setVolumes([{ name: 'data', target: '/data' }])).volumes, [
+      { name: 'data', target: '/data', mode: 'rw' },
+    ]);
+    const rolledBack = await repository.rollBack({ digest: v1 });
+    assert.equal(rolledBack.desired.digest, v1);
+    const stopped = await repository.stop();
+    assert.equal(stopped.desired.state, 'stopped');
+    assert.deepEqual(
+      stopped.history.map((entry) => entry.action),
+      ['start', 'rollback', 'stop'],
+    );
+    await assert.rejects(client.run.repository('sdk/none').get(), { status: 404, code: 'not_found' });
+    await assert.rejects(repository.setEnv([{ key: '1bad', desired_value: 'x' }]), {
+      status: 400,
+      code: 'validation_error',
+    });
+  });
+
+  it("reads the gateway's version, traffic, health and instances", async () => {
+    assert.equal(await client.gateway.version(), VERSION);
+    const stats = await client.gateway.stats();
+    assert.ok((stats.find((row) => row.host === '*')?.served_requests ?? 0) > 0);
+    const status = await client.gateway.status();
+    assert.ok(
+      status.some((row) => row.id === 'docdb' && row.status === 200),
+      JSON.stringify(status),
+    );
+    const instances = await client.gateway.instances();
+    assert.equal(instances.filter((instance) => instance.answering).length, 1);
+    await assert.rejects(createClient({ url }).gateway.instances(), { status: 401 });
   });
 
   it('creates API keys and projects, and a key works as the client credential', async () => {

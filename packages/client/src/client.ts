@@ -3,9 +3,11 @@ import { AuthApi } from './auth.ts';
 import { ConfigApi } from './config.ts';
 import { DocdbApi } from './docdb.ts';
 import { FilesApi } from './files.ts';
+import { GatewayApi } from './gateway.ts';
 import { KvApi } from './kv.ts';
 import { LambdaApi } from './lambda.ts';
 import { LogsApi } from './logs.ts';
+import { RunApi } from './run.ts';
 import { SchedulerApi } from './scheduler.ts';
 import { Transport, type ClientOptions } from './transport.ts';
 
@@ -20,6 +22,8 @@ export interface StratusClient {
   readonly kv: KvApi;
   readonly config: ConfigApi;
   readonly lambda: LambdaApi;
+  readonly run: RunApi;
+  readonly gateway: GatewayApi;
   /** The HTTP layer, for routes the namespaces do not wrap. */
   readonly transport: Transport;
 }
@@ -37,6 +41,8 @@ export function createClient(options: ClientOptions): StratusClient {
     kv: new KvApi(transport),
     config: new ConfigApi(transport),
     lambda: new LambdaApi(transport),
+    run: new RunApi(transport),
+    gateway: new GatewayApi(transport),
     transport,
   };
 }

@@ -21,3 +21,5 @@ export * from './scheduler.ts';
 export * from './kv.ts';
 export * from './config.ts';
 export * from './lambda.ts';
+export * from './run.ts';
+export * from './gateway.ts';

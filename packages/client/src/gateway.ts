@@ -1,0 +1,38 @@
+import type { CallOptions, Transport } from './transport.ts';
+import type { ResultOf } from './types.ts';
+
+export type StatsRow = ResultOf<'gatewayGetStats', 200>[number];
+export type StatusRow = ResultOf<'gatewayGetStatus', 200>[number];
+export type Instance = ResultOf<'gatewayListInstances', 200>['instances'][number];
+
+/** The gateway's own endpoints (`/services/gateway`): version, traffic, health and instances. */
+export class GatewayApi {
+  constructor(private readonly transport: Transport) {}
+
+  /** The running Stratus version. */
+  async version(options: CallOptions = {}): Promise<string> {
+    const response = await this.transport.send({ method: 'GET', service: 'gateway', path: '/version', ...options });
+    return response.text();
+  }
+
+  /** Requests served per host, summed over every live instance. */
+  stats(options: CallOptions = {}): Promise<StatsRow[]> {
+    return this.transport.json({ method: 'GET', service: 'gateway', path: '/v0/stats', ...options });
+  }
+
+  /** The health of every service (and, signed in, of your project hosts and the live instances). */
+  status(options: CallOptions = {}): Promise<StatusRow[]> {
+    return this.transport.json({ method: 'GET', service: 'gateway', path: '/v0/status', ...options });
+  }
+
+  /** The live instances of the platform (signed in). */
+  async instances(options: CallOptions = {}): Promise<Instance[]> {
+    const result = await this.transport.json<ResultOf<'gatewayListInstances', 200>>({
+      method: 'GET',
+      service: 'gateway',
+      path: '/v0/instances',
+      ...options,
+    });
+    return result.instances;
+  }
+}
