@@ -33,9 +33,11 @@ export async function logout(): Promise<void> {
     if (token()) await platform().auth.logout();
   } finally {
     setToken(null);
-    await platform()
-      .transport.empty({ method: 'POST', service: 'auth', path: '/v0/logout', credentials: null })
-      .catch(() => undefined);
+    // The cookie is host-only on auth.<domain> (SECURITY.md, Origins), so this call goes there,
+    // not to the front door the client calls; it carries the cookie and no token.
+    await fetch(servicePageUrl('auth', '/v0/logout'), { method: 'POST', credentials: 'include' }).catch(
+      () => undefined,
+    );
   }
 }
 
