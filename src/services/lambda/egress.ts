@@ -1,5 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP } from 'node:net';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+
+type AllCallback = (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void;
 
 /**
  * Where a lambda's `fetch` may connect (issue 22, item 1; README: Egress). By default only public
@@ -178,10 +180,14 @@ export class EgressPolicy {
     return this.rules.hosts.has(host) || this.rules.suffixes.some((suffix) => host.endsWith(suffix));
   }
 
-  /** Throws EgressRefused unless `hostname` (as asked) may reach `address`:`port`. */
-  check(hostname: string, address: string, port: number): void {
+  /** Throws EgressRefused when `port` is one of the platform's own (whatever the allow list says). */
+  checkPort(hostname: string, port: number): void {
     if (this.ownPorts.has(port))
       throw new EgressRefused(`fetch to ${hostname}:${port} refused: that is this platform's own port`);
+  }
+
+  /** Throws EgressRefused unless `hostname` (as asked) may reach `address`. */
+  checkAddress(hostname: string, address: string): void {
     if (this.hostAllowed(hostname)) return;
     const family = isIP(address) === 4 ? 'ipv4' : 'ipv6';
     if (this.rules.networks.check(address, family)) return;
@@ -192,28 +198,55 @@ export class EgressPolicy {
       );
   }
 
+  /** Throws EgressRefused unless `hostname` (as asked) may reach `address`:`port`. */
+  check(hostname: string, address: string, port: number): void {
+    this.checkPort(hostname, port);
+    this.checkAddress(hostname, address);
+  }
+
   /**
-   * The address to connect to for `hostname`:`port`: a literal is checked as it is; a name is
-   * resolved and the first address that passes is used. None passing is EgressRefused, with
-   * the reason of the first one refused.
+   * The address a connection to `hostname` may use, whatever the port (checked apart, before the
+   * request): a literal as it is, a name resolved, the first address that passes.
    */
-  async resolve(hostname: string, port: number): Promise<LookupAddress> {
+  async resolveAddress(hostname: string): Promise<LookupAddress> {
     const literal = hostname.replace(/^\[|\]$/g, '');
     const family = isIP(literal);
     if (family !== 0) {
-      this.check(literal, literal, port);
+      this.checkAddress(literal, literal);
       return { address: literal, family };
     }
     const addresses = await this.resolver(hostname);
     let refusal: unknown;
     for (const candidate of addresses) {
       try {
-        this.check(hostname, candidate.address, port);
+        this.checkAddress(hostname, candidate.address);
         return candidate;
       } catch (error) {
         refusal ??= error;
       }
     }
     throw refusal ?? new EgressRefused(`fetch to ${hostname} refused: the name resolves to no address`);
+  }
+
+  /**
+   * A \`lookup\` for net.connect (undici's connector passes it on): the connection goes to the
+   * address this policy checked, so a DNS answer that changes afterwards cannot move it.
+   */
+  lookup(): LookupFunction {
+    return (hostname, options, callback) => {
+      this.resolveAddress(hostname).then(
+        ({ address, family }) => {
+          if ((options as { all?: boolean }).all) (callback as AllCallback)(null, [{ address, family }]);
+          else callback(null, address, family);
+        },
+        (error: NodeJS.ErrnoException) => callback(error, '', 0),
+      );
+    };
+  }
+
+  /** The address to connect to for \`hostname\`:\`port\`: the port checked, then \`resolveAddress\`. */
+  async resolve(hostname: string, port: number): Promise<LookupAddress> {
+    this.checkPort(hostname, port);
+    return this.resolveAddress(hostname);
   }
 }

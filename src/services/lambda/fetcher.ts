@@ -1,0 +1,211 @@
+import { Agent, request, type Dispatcher } from 'undici';
+import { EgressPolicy, EgressRefused } from './egress.ts';
+
+/**
+ * The host side of a lambda's `fetch` (issue 22, item 1; README: Egress): one `InvocationFetcher`
+ * per invocation performs its requests with undici, through the egress policy, within the
+ * invocation's limits. What comes back is plain data, to be copied into the isolate.
+ */
+
+export interface FetchLimits {
+  /** Requests per invocation, redirects included (default 50). */
+  maxRequests: number;
+  /** Requests in flight at once; more wait for a slot (default 8). */
+  maxConcurrent: number;
+  /** Bytes of response bodies per invocation, all together (default 10 MiB). */
+  maxResponseBytes: number;
+  /** Redirects followed per request, each hop checked again (default 5). */
+  maxRedirects: number;
+}
+
+export const DEFAULT_FETCH_LIMITS: FetchLimits = {
+  maxRequests: 50,
+  maxConcurrent: 8,
+  maxResponseBytes: 10 * 1024 * 1024,
+  maxRedirects: 5,
+};
+
+export interface OutboundRequest {
+  url: string;
+  method: string;
+  headers: readonly (readonly [string, string])[];
+  body?: Uint8Array;
+  /** `follow` (the default) or `manual`, as fetch's `redirect`; `error` refuses any redirect. */
+  redirect?: 'follow' | 'manual' | 'error';
+}
+
+export interface InboundResponse {
+  status: number;
+  statusText: string;
+  headers: [string, string][];
+  /** The URL of the last hop. */
+  url: string;
+  redirected: boolean;
+  body: Uint8Array;
+}
+
+/** Why a lambda's fetch failed, as the lambda sees it (a TypeError with this message, as fetch throws). */
+export class FetchFailed extends Error {
+  override readonly name = 'FetchFailed';
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** Request headers the host sets itself or that describe a connection, not a request. */
+const DROPPED_HEADERS = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
+
+/**
+ * The dispatcher lambdas fetch through: connections go to the address the policy checked (its
+ * `lookup`); a literal address never reaches `lookup`, so `InvocationFetcher` checks it first.
+ */
+export function egressAgent(policy: EgressPolicy): Agent {
+  return new Agent({ connect: { lookup: policy.lookup() }, connections: 64 });
+}
+
+export class InvocationFetcher {
+  private started = 0;
+  private inFlight = 0;
+  private readonly waiting: (() => void)[] = [];
+  private received = 0;
+
+  constructor(
+    private readonly policy: EgressPolicy,
+    private readonly dispatcher: Dispatcher,
+    /** When the invocation's wall-clock time runs out (Date.now() milliseconds). */
+    private readonly deadline: number,
+    private readonly limits: FetchLimits = DEFAULT_FETCH_LIMITS,
+  ) {}
+
+  /** Requests started so far, redirects included. */
+  get requests(): number {
+    return this.started;
+  }
+
+  async fetch(outbound: OutboundRequest): Promise<InboundResponse> {
+    let url = this.parse(outbound.url);
+    let method = outbound.method.toUpperCase();
+    let headers = outbound.headers.filter(([name]) => !DROPPED_HEADERS.has(name.toLowerCase()));
+    let body = outbound.body;
+    for (let hop = 0; ; hop++) {
+      const response = await this.once(url, method, headers, body);
+      const location = response.headers.find(([name]) => name === 'location')?.[1];
+      if (!REDIRECTS.has(response.status) || location === undefined || outbound.redirect === 'manual')
+        return { ...response, url: url.href, redirected: hop > 0 };
+      if (outbound.redirect === 'error')
+        throw new FetchFailed(`fetch to ${url.href} was redirected (redirect: "error")`);
+      if (hop >= this.limits.maxRedirects)
+        throw new FetchFailed(`fetch to ${outbound.url}: more than ${this.limits.maxRedirects} redirects`);
+      const next = this.parse(new URL(location, url).href);
+      // Fetch standard, HTTP-redirect fetch: 303 (and 301/302 after a POST) becomes a GET without a body.
+      if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === 'POST')) {
+        method = method === 'HEAD' ? 'HEAD' : 'GET';
+        body = undefined;
+        headers = headers.filter(([name]) => !/^content-/i.test(name));
+      }
+      // Credentials do not follow a redirect to another origin.
+      if (next.origin !== url.origin) headers = headers.filter(([name]) => !/^(authorization|cookie)$/i.test(name));
+      url = next;
+    }
+  }
+
+  private parse(text: string): URL {
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw new FetchFailed(`fetch: invalid URL ${JSON.stringify(text.slice(0, 200))}`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new FetchFailed(`fetch: only http and https URLs are supported, not ${url.protocol}`);
+    if (url.username !== '' || url.password !== '') throw new FetchFailed('fetch: URLs with credentials are refused');
+    return url;
+  }
+
+  /** One hop: the limits, the policy, the request, and the body read within the byte budget. */
+  private async once(
+    url: URL,
+    method: string,
+    headers: readonly (readonly [string, string])[],
+    body: Uint8Array | undefined,
+  ): Promise<Omit<InboundResponse, 'url' | 'redirected'>> {
+    if (this.started >= this.limits.maxRequests)
+      throw new FetchFailed(`fetch: at most ${this.limits.maxRequests} requests per invocation`);
+    this.started++;
+    const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+    // The port always, and a literal address here: net.connect never calls lookup for one.
+    try {
+      await this.policy.resolve(url.hostname, port);
+    } catch (error) {
+      if (error instanceof EgressRefused) throw new FetchFailed(error.message);
+      throw new FetchFailed(`fetch to ${url.host}: ${(error as Error).message}`);
+    }
+    await this.slot();
+    try {
+      const remaining = this.deadline - Date.now();
+      if (remaining <= 0) throw new FetchFailed(`fetch to ${url.host}: the invocation's time is up`);
+      const signal = AbortSignal.timeout(remaining);
+      let answer: Dispatcher.ResponseData;
+      try {
+        answer = await request(url, {
+          method: method as Dispatcher.HttpMethod,
+          headers: headers.flat() as string[],
+          body: body === undefined ? undefined : Buffer.from(body.buffer, body.byteOffset, body.byteLength),
+          dispatcher: this.dispatcher,
+          signal,
+        });
+      } catch (error) {
+        throw this.failure(url, error, signal);
+      }
+      const chunks: Buffer[] = [];
+      try {
+        for await (const chunk of answer.body as AsyncIterable<Buffer>) {
+          this.received += chunk.byteLength;
+          if (this.received > this.limits.maxResponseBytes) {
+            answer.body.destroy();
+            throw new FetchFailed(
+              `fetch to ${url.host}: response bodies over ${this.limits.maxResponseBytes} bytes in this invocation`,
+            );
+          }
+          chunks.push(chunk);
+        }
+      } catch (error) {
+        throw error instanceof FetchFailed ? error : this.failure(url, error, signal);
+      }
+      const responseHeaders: [string, string][] = [];
+      for (const [name, value] of Object.entries(answer.headers)) {
+        if (value === undefined) continue;
+        for (const one of Array.isArray(value) ? value : [value]) responseHeaders.push([name, one]);
+      }
+      return {
+        status: answer.statusCode,
+        statusText: answer.statusText ?? '',
+        headers: responseHeaders,
+        body: new Uint8Array(Buffer.concat(chunks)),
+      };
+    } finally {
+      this.release();
+    }
+  }
+
+  private failure(url: URL, error: unknown, signal: AbortSignal): FetchFailed {
+    if (error instanceof EgressRefused) return new FetchFailed(error.message);
+    // undici wraps what lookup threw as the connection's cause.
+    const cause = (error as { cause?: unknown }).cause;
+    if (cause instanceof EgressRefused) return new FetchFailed(cause.message);
+    if (signal.aborted) return new FetchFailed(`fetch to ${url.host}: the invocation's time is up`);
+    return new FetchFailed(`fetch to ${url.host} failed: ${(error as Error).message}`);
+  }
+
+  private async slot(): Promise<void> {
+    if (this.inFlight < this.limits.maxConcurrent) {
+      this.inFlight++;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.inFlight--;
+  }
+}
