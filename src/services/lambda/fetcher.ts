@@ -1,5 +1,5 @@
 import { Agent, request, type Dispatcher } from 'undici';
-import { EgressPolicy, EgressRefused } from './egress.ts';
+import { EgressRefused, type EgressPolicy } from './egress.ts';
 
 /**
  * The host side of a lambda's `fetch` (issue 22, item 1; README: Egress): one `InvocationFetcher`
