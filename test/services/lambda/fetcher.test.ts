@@ -121,10 +121,15 @@ describe('lambda fetch on the host', () => {
   });
 
   it('checks every redirect hop, turns 303 into a GET, and stops after five', async () => {
+    // A hop to a loopback address the allow list does not cover is refused before it connects.
+    // (Link-local, metadata and private addresses are refused by the same check; egress.test.ts
+    // shows that on the policy itself, since no test may connect outside loopback.)
+    const before = seen.length;
     const refused = fetcher('127.0.0.1').fetch(
-      get(`http://127.0.0.1:${port}/redirect?to=${encodeURIComponent('http://169.254.169.254/latest/meta-data/')}`),
+      get(`http://127.0.0.1:${port}/redirect?to=${encodeURIComponent(`http://127.0.0.2:${port}/hello`)}`),
     );
-    await assert.rejects(refused, /169\.254\.169\.254 refused: a link-local address/);
+    await assert.rejects(refused, /127\.0\.0\.2 refused: a loopback address/);
+    assert.equal(seen.length, before + 1, 'only the first hop reached a server');
     const followed = await fetcher('127.0.0.1').fetch({
       url: `http://127.0.0.1:${port}/see-other`,
       method: 'POST',
