@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { parseProxyEntry } from './core/addresses.ts';
+import { webOrigin } from './core/host.ts';
 
 /** Every service a Stratus process can run; the gateway is always there. */
 export const SERVICE_NAMES = [
@@ -444,24 +445,10 @@ function headerObject(text: string, from: string): Record<string, string> {
 /** Comma-separated exact origins (`https://app.example.com`, `http://localhost:5173`), normalised; no wildcards, paths or credentials. */
 function origins(text: string, from: string): string[] {
   const origin = (item: string): string => {
-    let url: URL | undefined;
-    try {
-      url = new URL(item);
-    } catch {
-      url = undefined;
-    }
-    const bare = url !== undefined && url.pathname === '/' && !item.includes('?') && !item.includes('#');
-    if (
-      !url ||
-      !bare ||
-      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
-      url.username !== '' ||
-      url.password !== '' ||
-      url.hostname.includes('*')
-    ) {
+    const parsed = webOrigin(item);
+    if (parsed === null)
       throw new SettingsError(`${from}: "${item}" is not an origin (scheme://host[:port], no path, no wildcard)`);
-    }
-    return url.origin;
+    return parsed;
   };
   return [...new Set(list(text).map(origin))];
 }

@@ -30,3 +30,26 @@ export const PLATFORM_HOSTS = [
   'kv',
   'console',
 ] as const;
+
+/**
+ * `text` as a web origin, written as browsers send `Origin` (lower-case host, no default port):
+ * `scheme://host[:port]`, http or https, with no path, query, fragment, credentials or wildcard;
+ * null for anything else. What settings (`CORS_ORIGINS`, `SSO_REDIRECT_ORIGINS`) and a project's
+ * `allowed_origins` accept.
+ */
+export function webOrigin(text: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return null;
+  }
+  const bare = url.pathname === '/' && !text.includes('?') && !text.includes('#');
+  const ok =
+    bare &&
+    (url.protocol === 'http:' || url.protocol === 'https:') &&
+    url.username === '' &&
+    url.password === '' &&
+    !url.hostname.includes('*');
+  return ok ? url.origin : null;
+}

@@ -1,4 +1,5 @@
 import { validationError } from '../../../../core/errors.ts';
+import { webOrigin } from '../../../../core/host.ts';
 import { newId, rfc3339 } from '../../../../core/ids.ts';
 import { ApikeysErrors } from '../../errors.ts';
 import type { Project } from '../../repository.ts';
@@ -52,30 +53,17 @@ export async function insertProject(
 }
 
 /**
- * Allowed origins as stored: each parsed and written as the browser sends `Origin` (lower-case
- * host, no default port), duplicates dropped in order. A path, query, credentials or a wildcard
- * is a 400 naming the item.
+ * Allowed origins as stored: each written as the browser sends `Origin` (`webOrigin`), duplicates
+ * dropped in order. A path, query, credentials or a wildcard is a 400 naming the item.
  */
 export function normalizedOrigins(origins: readonly string[] | undefined): string[] | undefined {
   if (origins === undefined) return undefined;
   const out = new Set<string>();
   origins.forEach((item, index) => {
-    let url: URL | undefined;
-    try {
-      url = new URL(item);
-    } catch {
-      url = undefined;
-    }
-    if (
-      !url ||
-      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
-      url.pathname !== '/' ||
-      url.search !== '' ||
-      url.hash !== '' ||
-      url.hostname.includes('*')
-    )
+    const origin = webOrigin(item);
+    if (origin === null)
       throw validationError(`body.allowed_origins.${index} "${item}" is not an origin (scheme://host[:port])`);
-    out.add(url.origin);
+    out.add(origin);
   });
   return [...out];
 }
