@@ -43,35 +43,34 @@ export class ProjectDirectory {
     );
   }
 
-  async bySlug(slug: string): Promise<ProjectRef | null> {
-    if (this.cache.has(slug)) {
-      // Scaled out, a hit counts once the notifier has applied every change announced before it.
-      const cached = (await caughtUp(this.notifier)) ? this.cache.get(slug) : undefined;
-      if (cached !== undefined) return cached;
-    }
-    const generation = this.generation;
-    const project = await findProjectBySlug(this.connection, slug);
-    const ref = project ? { id: project.id, slug: project.slug } : null;
-    if (generation === this.generation) {
-      if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value as string);
-      this.cache.set(slug, ref);
-    }
-    return ref;
+  bySlug(slug: string): Promise<ProjectRef | null> {
+    return this.cached(this.cache, slug, async () => {
+      const project = await findProjectBySlug(this.connection, slug);
+      return project ? { id: project.id, slug: project.slug } : null;
+    });
   }
 
   /** Whether any project lists `origin` among its allowed origins (root README.md, CORS), cached like slugs. */
-  async originListed(origin: string): Promise<boolean> {
-    if (this.origins.has(origin)) {
-      const cached = (await caughtUp(this.notifier)) ? this.origins.get(origin) : undefined;
-      if (cached !== undefined) return cached;
+  originListed(origin: string): Promise<boolean> {
+    return this.cached(this.origins, origin, () => originListed(this.connection, origin));
+  }
+
+  /**
+   * `map`'s answer for `key`, else `load`'s, kept unless an invalidation came while it loaded.
+   * Scaled out, a hit counts once the notifier has applied every change announced before it.
+   */
+  private async cached<V>(map: Map<string, V>, key: string, load: () => Promise<V>): Promise<V> {
+    if (map.has(key)) {
+      const hit = (await caughtUp(this.notifier)) ? map.get(key) : undefined;
+      if (hit !== undefined) return hit;
     }
     const generation = this.generation;
-    const listed = await originListed(this.connection, origin);
+    const value = await load();
     if (generation === this.generation) {
-      if (this.origins.size >= MAX_ENTRIES) this.origins.delete(this.origins.keys().next().value as string);
-      this.origins.set(origin, listed);
+      if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value as string);
+      map.set(key, value);
     }
-    return listed;
+    return value;
   }
 
   private clearOrigins(): void {
