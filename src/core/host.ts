@@ -53,3 +53,25 @@ export function webOrigin(text: string): string | null {
     !url.hostname.includes('*');
   return ok ? url.origin : null;
 }
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  return text?.split(',')[0]?.trim() || undefined;
+}
+
+/**
+ * The scheme and port the caller used, as the gateway reports them (`X-Forwarded-Proto`,
+ * `X-Forwarded-Host`) or the request shows (`Host`); the port is null when it is the scheme's
+ * default. Services build the addresses they hand back (sign-in redirects, document servers) from
+ * it; the host names themselves are always the platform's own, never the caller's.
+ */
+export function callerSchemeAndPort(headers: Readonly<Record<string, string | string[] | undefined>>): {
+  scheme: 'http' | 'https';
+  port: string | null;
+} {
+  const scheme = firstHeader(headers['x-forwarded-proto'])?.toLowerCase() === 'https' ? 'https' : 'http';
+  const host = firstHeader(headers['x-forwarded-host']) ?? firstHeader(headers.host) ?? '';
+  const port = /:(\d{1,5})$/.exec(host)?.[1] ?? null;
+  const isDefault = port === null || (scheme === 'http' && port === '80') || (scheme === 'https' && port === '443');
+  return { scheme, port: isDefault ? null : String(Number(port)) };
+}

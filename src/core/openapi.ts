@@ -1,6 +1,7 @@
 import type { FastifyRequest, FastifySchema } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { ServiceApp } from './app.ts';
+import { callerSchemeAndPort } from './host.ts';
 
 // What every service's OpenAPI document shares (issue 21, item 3: documents fit for generators):
 // the credentials callers really send, the servers a service is reachable at, named shared schemas,
@@ -297,11 +298,8 @@ export function serversFor(
   request: FastifyRequest,
   { service, domain }: DocumentAddress,
 ): { url: string; description: string }[] {
-  const proto = headerOf(request, 'x-forwarded-proto') === 'https' ? 'https' : 'http';
-  // Only the port is taken from the caller's Host: the host names are the platform's own.
-  const port = /:(\d{1,5})$/.exec(headerOf(request, 'x-forwarded-host') ?? headerOf(request, 'host') ?? '')?.[1];
-  const origin = (host: string) =>
-    `${proto}://${host}${port && port !== (proto === 'https' ? '443' : '80') ? `:${port}` : ''}`;
+  const { scheme, port } = callerSchemeAndPort(request.headers);
+  const origin = (host: string) => `${scheme}://${host}${port ? `:${port}` : ''}`;
   const prefix = `/services/${service}`;
   const ownHost = { url: origin(`${service}.${domain}`), description: `The ${service} service's own host` };
   if (headerOf(request, 'x-forwarded-prefix') === prefix)

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { AuthErrors } from '../../errors.ts';
+import { callerSchemeAndPort } from '../../../../core/host.ts';
 import {
   InvalidTokenError,
   ProviderError,
@@ -31,23 +32,9 @@ export const SSO_STATE_TTL_MS = 10 * 60 * 1000;
 
 export const b64url = (bytes: Buffer) => bytes.toString('base64url');
 
-function firstHeader(value: string | string[] | undefined): string | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  return text?.split(',')[0]?.trim() || undefined;
-}
-
-/** Scheme and port the browser used, as the gateway reports them (`X-Forwarded-*`) or the request shows. */
-function browserOrigin(request: FastifyRequest): { scheme: 'http' | 'https'; port: string | null } {
-  const scheme = firstHeader(request.headers['x-forwarded-proto'])?.toLowerCase() === 'https' ? 'https' : 'http';
-  const host = firstHeader(request.headers['x-forwarded-host']) ?? firstHeader(request.headers.host) ?? '';
-  const port = /:(\d{1,5})$/.exec(host)?.[1] ?? null;
-  const isDefault = port === null || (scheme === 'http' && port === '80') || (scheme === 'https' && port === '443');
-  return { scheme, port: isDefault ? null : String(Number(port)) };
-}
-
 /** `<scheme>://<name>.<domain>[:port]` as the browser reached the platform. */
 export function platformOrigin(request: FastifyRequest, name: string, domain: string): string {
-  const { scheme, port } = browserOrigin(request);
+  const { scheme, port } = callerSchemeAndPort(request.headers);
   return `${scheme}://${name}.${domain}${port ? `:${port}` : ''}`;
 }
 
