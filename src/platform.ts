@@ -12,6 +12,7 @@ import { createPolicy } from './gateway/policy.ts';
 import { credentialedOrigins } from './gateway/origins.ts';
 import { ProjectDirectory } from './gateway/projects.ts';
 import { createUpstreamProxy, type UpstreamProxy } from './gateway/proxy.ts';
+import { PlatformServiceCalls } from './gateway/service-calls.ts';
 import { Readiness } from './gateway/readiness.ts';
 import { TrustedProxies } from './gateway/client-address.ts';
 import { createGatewayHandler, listen, type Listener } from './gateway/server.ts';
@@ -142,6 +143,14 @@ export async function startPlatform(
       flushMs: settings.statsFlushSeconds * 1000,
       logger,
     });
+    // A service running here is served here; the others go to their configured URL, if any.
+    const upstreamUrls: Partial<Record<ServiceName, string>> = {};
+    for (const [name, url] of Object.entries(settings.upstreams) as [ServiceName, string][]) {
+      if (definitions.some((d) => d.name === name)) continue;
+      upstreamUrls[name] = url;
+    }
+    const serviceCalls = new PlatformServiceCalls({ domain: settings.domain, apps, upstreamUrls });
+    closers.push(() => void serviceCalls.close());
     for (const definition of definitions) {
       const app = await definition.build({
         settings,
@@ -149,17 +158,13 @@ export async function startPlatform(
         logger: logger.child({ service: definition.name }),
         version: VERSION,
         instance,
+        services: serviceCalls,
       });
       await app.ready();
       apps.set(definition.name, app);
     }
-    // A service running here is served here; the others go to their configured URL, if any.
-    const upstreamUrls: Partial<Record<ServiceName, string>> = {};
-    for (const [name, url] of Object.entries(settings.upstreams) as [ServiceName, string][]) {
-      if (apps.has(name)) continue;
-      upstreamUrls[name] = url;
+    for (const [name, url] of Object.entries(upstreamUrls) as [ServiceName, string][])
       upstreams.set(name, createUpstreamProxy(url, { headersTimeoutMs: settings.upstreamTimeoutSeconds * 1000 }));
-    }
     const stats = new GatewayStats(instance);
     gateway = await buildGatewayApp({
       version: VERSION,

@@ -4,6 +4,7 @@ import type { PlatformInstance } from '../instances/index.ts';
 import type { Store } from '../store/index.ts';
 import type { MigrationSet } from '../store/migrate.ts';
 import type { ServiceApp } from '../core/app.ts';
+import type { Identity } from '../core/identity.ts';
 
 /** What the platform hands a service when it builds it. */
 export interface ServiceContext {
@@ -14,6 +15,8 @@ export interface ServiceContext {
   readonly version: string;
   /** This process in the platform's instance registry (src/instances/README.md); absent for a service built alone. */
   readonly instance?: PlatformInstance;
+  /** The platform's services as callers on a user's behalf reach them; absent for a service built alone. */
+  readonly services?: ServiceCalls;
 }
 
 /** A service: its migrations and a builder for its own Fastify app (never listening by itself). */
@@ -21,4 +24,34 @@ export interface ServiceDefinition {
   readonly name: ServiceName;
   readonly migrations: MigrationSet;
   build(context: ServiceContext): Promise<ServiceApp>;
+}
+
+/** A call of a platform service on a user's behalf (ServiceCalls). */
+export interface ServiceCall {
+  method: string;
+  /** Path and query as the service's own routes see them (no `/services/<name>` prefix). */
+  path: string;
+  /** Request headers; identity, credential, routing and framing headers are dropped. */
+  headers?: Record<string, string>;
+  body?: Uint8Array | string;
+  /** Who calls: the identity the service sees, as if the gateway had authenticated this user. */
+  identity: Identity;
+  /** `X-Project-Id` of the call, when it acts within a project. */
+  project?: string;
+  signal?: AbortSignal;
+  /** Largest answer body read; past it the call fails. */
+  maxBodyBytes?: number;
+}
+
+export interface ServiceAnswer {
+  status: number;
+  /** Lower-case names, a repeated header once per value. */
+  headers: [string, string][];
+  body: Buffer;
+}
+
+/** The platform's services, callable by another part of it as a given user (src/gateway/service-calls.ts). */
+export interface ServiceCalls {
+  /** Answers whatever the service answers (4xx and 5xx included); rejects when it cannot be reached or read. */
+  call(service: ServiceName, call: ServiceCall): Promise<ServiceAnswer>;
 }

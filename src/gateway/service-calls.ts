@@ -1,0 +1,142 @@
+import type { Readable } from 'node:stream';
+import { Agent, request, type Dispatcher } from 'undici';
+import type { ServiceName } from '../config.ts';
+import type { ServiceApp } from '../core/app.ts';
+import { IDENTITY_HEADER, PROJECT_HEADER } from '../core/identity.ts';
+import type { ServiceAnswer, ServiceCall, ServiceCalls } from '../services/context.ts';
+import { hopByHopHeaderNames } from './headers.ts';
+
+/**
+ * Calls of a platform service by another part of the platform on a user's behalf (a lambda's
+ * bindings, issue 22): the request reaches the service as if the gateway had authenticated that
+ * user, in process (`inject`, no socket) when the service runs here, else on its remote upstream's
+ * internal port, which trusts the identity header as it does the gateway's (README: Remote
+ * upstream URL). The caller chooses the identity; nothing the request carries can change it.
+ */
+
+/** Request headers a call may not set: the identity, credentials, routing and framing are the platform's. */
+const CONTROLLED = new Set([
+  IDENTITY_HEADER,
+  PROJECT_HEADER,
+  'host',
+  'authorization',
+  'cookie',
+  'api-key',
+  'api-secret',
+  'apikey',
+  'secret',
+  'content-length',
+  'x-request-id',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'x-forwarded-prefix',
+]);
+
+/** Thrown when a call cannot be made or its answer cannot be read (never for a 4xx/5xx answer). */
+export class ServiceCallFailed extends Error {
+  override readonly name = 'ServiceCallFailed';
+}
+
+export interface ServiceCallsOptions {
+  /** The platform domain: the Host a service is called with is `<service>.<domain>`. */
+  domain: string;
+  /** The services running in this process (read at call time: the map fills as they are built). */
+  apps: ReadonlyMap<ServiceName, ServiceApp>;
+  /** The services in other processes: name → their internal port's URL. */
+  upstreamUrls: Partial<Record<ServiceName, string>>;
+}
+
+export class PlatformServiceCalls implements ServiceCalls {
+  private agent: Agent | undefined;
+
+  constructor(private readonly options: ServiceCallsOptions) {}
+
+  async close(): Promise<void> {
+    await this.agent?.close();
+  }
+
+  async call(service: ServiceName, call: ServiceCall): Promise<ServiceAnswer> {
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(call.headers ?? {})) {
+      const lower = name.toLowerCase();
+      if (!CONTROLLED.has(lower)) headers[lower] = value;
+    }
+    for (const name of hopByHopHeaderNames(headers)) delete headers[name];
+    headers.host = `${service}.${this.options.domain}`;
+    headers[IDENTITY_HEADER] = JSON.stringify(call.identity);
+    if (call.project) headers[PROJECT_HEADER] = call.project;
+    if (!call.path.startsWith('/')) throw new ServiceCallFailed(`the path must start with "/": ${call.path}`);
+    const body = call.body === undefined ? undefined : Buffer.from(call.body);
+    const app = this.options.apps.get(service);
+    if (app) {
+      const answer = await app.inject({
+        method: call.method as 'GET',
+        url: call.path,
+        headers,
+        payload: body,
+        signal: call.signal,
+        payloadAsStream: true,
+      });
+      return {
+        status: answer.statusCode,
+        headers: headerPairs(answer.headers),
+        body: await readCapped(answer.stream(), call.maxBodyBytes, service),
+      };
+    }
+    const base = this.options.upstreamUrls[service];
+    if (base === undefined) throw new ServiceCallFailed(`the ${service} service is not running anywhere known`);
+    this.agent ??= new Agent({ connections: 64 });
+    let answer: Dispatcher.ResponseData;
+    try {
+      answer = await request(new URL(call.path, base), {
+        method: call.method as Dispatcher.HttpMethod,
+        headers,
+        body,
+        signal: call.signal,
+        dispatcher: this.agent,
+      });
+    } catch (error) {
+      throw new ServiceCallFailed(`the ${service} service could not be reached: ${(error as Error).message}`);
+    }
+    return {
+      status: answer.statusCode,
+      headers: headerPairs(answer.headers),
+      body: await readCapped(answer.body, call.maxBodyBytes, service),
+    };
+  }
+}
+
+/** Response headers as [name, value] pairs, a repeated header once per value. */
+function headerPairs(headers: Record<string, string | string[] | number | undefined>): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    for (const one of Array.isArray(value) ? value : [value]) pairs.push([name, String(one)]);
+  }
+  return pairs;
+}
+
+/** The whole body, or ServiceCallFailed past `max` bytes (the stream is destroyed then). */
+async function readCapped(
+  stream: Readable | AsyncIterable<Buffer>,
+  max: number | undefined,
+  service: string,
+): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      size += chunk.byteLength;
+      if (max !== undefined && size > max) {
+        (stream as Readable).destroy?.();
+        throw new ServiceCallFailed(`the ${service} service's answer is over ${max} bytes`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (error instanceof ServiceCallFailed) throw error;
+    throw new ServiceCallFailed(`the ${service} service's answer could not be read: ${(error as Error).message}`);
+  }
+  return Buffer.concat(chunks);
+}
