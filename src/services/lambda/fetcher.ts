@@ -1,3 +1,4 @@
+import { brotliDecompressSync, gunzipSync, inflateSync, type ZlibOptions } from 'node:zlib';
 import { Agent, request, type Dispatcher } from 'undici';
 import { EgressRefused, type EgressPolicy } from './egress.ts';
 
@@ -49,6 +50,15 @@ export class FetchFailed extends Error {
   override readonly name = 'FetchFailed';
 }
 
+/** The content codings decoded for the lambda (RFC 9110, 8.4.1), as fetch decodes them. */
+const DECODERS: Record<string, (body: Buffer, options: ZlibOptions) => Buffer> = {
+  gzip: gunzipSync,
+  'x-gzip': gunzipSync,
+  deflate: inflateSync,
+  br: brotliDecompressSync,
+};
+const USER_AGENT = 'Stratus-Lambda';
+
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Request headers the host sets itself or that describe a connection, not a request. */
 const DROPPED_HEADERS = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
@@ -61,29 +71,96 @@ export function egressAgent(policy: EgressPolicy): Agent {
   return new Agent({ connect: { lookup: policy.lookup() }, connections: 64 });
 }
 
-export class InvocationFetcher {
+/**
+ * What one invocation may still spend on fetch and platform bindings together (README: Limits):
+ * requests, requests at once, bytes of answers, and the wall-clock time left.
+ */
+export class InvocationBudget {
   private started = 0;
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
   private received = 0;
 
   constructor(
-    private readonly policy: EgressPolicy,
-    private readonly dispatcher: Dispatcher,
     /** When the invocation's wall-clock time runs out (Date.now() milliseconds). */
-    private readonly deadline: number,
-    private readonly limits: FetchLimits = DEFAULT_FETCH_LIMITS,
+    readonly deadline: number,
+    readonly limits: FetchLimits = DEFAULT_FETCH_LIMITS,
   ) {}
 
-  /** Requests started so far, redirects included. */
+  /** Requests started so far (fetch hops and binding calls). */
   get requests(): number {
     return this.started;
+  }
+
+  /** Counts one request, or throws FetchFailed when the invocation has used them all. */
+  take(): void {
+    if (this.started >= this.limits.maxRequests)
+      throw new FetchFailed(`at most ${this.limits.maxRequests} requests (fetch and bindings) per invocation`);
+    this.started++;
+  }
+
+  /** Bytes of answers still allowed. */
+  get bytesLeft(): number {
+    return this.limits.maxResponseBytes - this.received;
+  }
+
+  /** Counts bytes of an answer, or throws FetchFailed past the invocation's total. */
+  receive(bytes: number, what: string): void {
+    this.received += bytes;
+    if (this.received > this.limits.maxResponseBytes)
+      throw new FetchFailed(`${what}: response bodies over ${this.limits.maxResponseBytes} bytes in this invocation`);
+  }
+
+  /** A signal that aborts when the invocation's time is up, or FetchFailed when it already is. */
+  signal(what: string): AbortSignal {
+    const remaining = this.deadline - Date.now();
+    if (remaining <= 0) throw new FetchFailed(`${what}: the invocation's time is up`);
+    return AbortSignal.timeout(remaining);
+  }
+
+  /** Waits for one of the requests that may be in flight at once; `release` gives it back. */
+  async slot(): Promise<void> {
+    if (this.inFlight < this.limits.maxConcurrent) {
+      this.inFlight++;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.inFlight--;
+  }
+}
+
+export class InvocationFetcher {
+  private hops = 0;
+
+  constructor(
+    private readonly policy: EgressPolicy,
+    private readonly dispatcher: Dispatcher,
+    private readonly budget: InvocationBudget,
+  ) {}
+
+  /** Requests this fetcher started, redirects included. */
+  get requests(): number {
+    return this.hops;
+  }
+
+  private get limits(): FetchLimits {
+    return this.budget.limits;
   }
 
   async fetch(outbound: OutboundRequest): Promise<InboundResponse> {
     let url = this.parse(outbound.url);
     let method = outbound.method.toUpperCase();
     let headers = outbound.headers.filter(([name]) => !DROPPED_HEADERS.has(name.toLowerCase()));
+    // What fetch sends unless the caller chose: the codings decoded below, and who is asking.
+    if (!headers.some(([name]) => name.toLowerCase() === 'accept-encoding'))
+      headers = [...headers, ['accept-encoding', 'gzip, deflate, br']];
+    if (!headers.some(([name]) => name.toLowerCase() === 'user-agent'))
+      headers = [...headers, ['user-agent', USER_AGENT]];
     let body = outbound.body;
     for (let hop = 0; ; hop++) {
       const response = await this.once(url, method, headers, body);
@@ -127,9 +204,8 @@ export class InvocationFetcher {
     headers: readonly (readonly [string, string])[],
     body: Uint8Array | undefined,
   ): Promise<Omit<InboundResponse, 'url' | 'redirected'>> {
-    if (this.started >= this.limits.maxRequests)
-      throw new FetchFailed(`fetch: at most ${this.limits.maxRequests} requests per invocation`);
-    this.started++;
+    this.budget.take();
+    this.hops++;
     const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
     // The port always, and a literal address here: net.connect never calls lookup for one.
     try {
@@ -138,11 +214,9 @@ export class InvocationFetcher {
       if (error instanceof EgressRefused) throw new FetchFailed(error.message);
       throw new FetchFailed(`fetch to ${url.host}: ${(error as Error).message}`);
     }
-    await this.slot();
+    await this.budget.slot();
     try {
-      const remaining = this.deadline - Date.now();
-      if (remaining <= 0) throw new FetchFailed(`fetch to ${url.host}: the invocation's time is up`);
-      const signal = AbortSignal.timeout(remaining);
+      const signal = this.budget.signal(`fetch to ${url.host}`);
       let answer: Dispatcher.ResponseData;
       try {
         answer = await request(url, {
@@ -158,31 +232,56 @@ export class InvocationFetcher {
       const chunks: Buffer[] = [];
       try {
         for await (const chunk of answer.body as AsyncIterable<Buffer>) {
-          this.received += chunk.byteLength;
-          if (this.received > this.limits.maxResponseBytes) {
+          try {
+            this.budget.receive(chunk.byteLength, `fetch to ${url.host}`);
+          } catch (error) {
             answer.body.destroy();
-            throw new FetchFailed(
-              `fetch to ${url.host}: response bodies over ${this.limits.maxResponseBytes} bytes in this invocation`,
-            );
+            throw error;
           }
           chunks.push(chunk);
         }
       } catch (error) {
         throw error instanceof FetchFailed ? error : this.failure(url, error, signal);
       }
-      const responseHeaders: [string, string][] = [];
+      let responseHeaders: [string, string][] = [];
       for (const [name, value] of Object.entries(answer.headers)) {
         if (value === undefined) continue;
         for (const one of Array.isArray(value) ? value : [value]) responseHeaders.push([name, one]);
+      }
+      let received: Buffer = Buffer.concat(chunks);
+      // As fetch does: a compressed answer reaches the lambda decoded, without the headers that
+      // described the encoded form.
+      const coding = responseHeaders
+        .find(([name]) => name === 'content-encoding')?.[1]
+        .trim()
+        .toLowerCase();
+      const decode = coding === undefined || method === 'HEAD' ? undefined : DECODERS[coding];
+      if (decode !== undefined && received.byteLength > 0) {
+        try {
+          const decoded = decode(received, {
+            maxOutputLength: Math.max(1, this.budget.bytesLeft + received.byteLength),
+          });
+          this.budget.receive(decoded.byteLength - received.byteLength, `fetch to ${url.host}`);
+          received = decoded;
+        } catch (error) {
+          if (error instanceof FetchFailed) throw error;
+          const code = (error as { code?: unknown }).code;
+          if (code === 'ERR_BUFFER_TOO_LARGE')
+            throw new FetchFailed(
+              `fetch to ${url.host}: response bodies over ${this.limits.maxResponseBytes} bytes in this invocation`,
+            );
+          throw new FetchFailed(`fetch to ${url.host}: the ${coding} body could not be decoded`);
+        }
+        responseHeaders = responseHeaders.filter(([name]) => name !== 'content-encoding' && name !== 'content-length');
       }
       return {
         status: answer.statusCode,
         statusText: answer.statusText ?? '',
         headers: responseHeaders,
-        body: new Uint8Array(Buffer.concat(chunks)),
+        body: new Uint8Array(received.buffer, received.byteOffset, received.byteLength),
       };
     } finally {
-      this.release();
+      this.budget.release();
     }
   }
 
@@ -193,19 +292,5 @@ export class InvocationFetcher {
     if (cause instanceof EgressRefused) return new FetchFailed(cause.message);
     if (signal.aborted) return new FetchFailed(`fetch to ${url.host}: the invocation's time is up`);
     return new FetchFailed(`fetch to ${url.host} failed: ${(error as Error).message}`);
-  }
-
-  private async slot(): Promise<void> {
-    if (this.inFlight < this.limits.maxConcurrent) {
-      this.inFlight++;
-      return;
-    }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-
-  private release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.inFlight--;
   }
 }

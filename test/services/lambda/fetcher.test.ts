@@ -2,11 +2,13 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { EgressPolicy } from '../../../src/services/lambda/egress.ts';
 import {
   DEFAULT_FETCH_LIMITS,
   egressAgent,
   FetchFailed,
+  InvocationBudget,
   InvocationFetcher,
   type FetchLimits,
 } from '../../../src/services/lambda/fetcher.ts';
@@ -50,6 +52,10 @@ describe('lambda fetch on the host', () => {
             res.writeHead(200).end('slow');
           }, 50);
         }
+        if (url.pathname === '/gzip')
+          return res.writeHead(200, { 'content-encoding': 'gzip' }).end(gzipSync('squeezed'));
+        if (url.pathname === '/bomb')
+          return res.writeHead(200, { 'content-encoding': 'gzip' }).end(gzipSync(Buffer.alloc(2_000_000)));
         if (url.pathname === '/hang') return; // never answers
         res.writeHead(404).end();
       });
@@ -66,10 +72,11 @@ describe('lambda fetch on the host', () => {
 
   const fetcher = (allow: string, limits: Partial<FetchLimits> = {}, timeMs = 5_000) => {
     const policy = new EgressPolicy({ allow, ownPorts: [ownPort] });
-    return new InvocationFetcher(policy, egressAgent(policy), Date.now() + timeMs, {
-      ...DEFAULT_FETCH_LIMITS,
-      ...limits,
-    });
+    return new InvocationFetcher(
+      policy,
+      egressAgent(policy),
+      new InvocationBudget(Date.now() + timeMs, { ...DEFAULT_FETCH_LIMITS, ...limits }),
+    );
   };
   const get = (url: string) => ({ url, method: 'GET', headers: [] as [string, string][] });
 
@@ -150,7 +157,10 @@ describe('lambda fetch on the host', () => {
     const few = fetcher('127.0.0.1', { maxRequests: 2 });
     await few.fetch(get(`http://127.0.0.1:${port}/hello`));
     await few.fetch(get(`http://127.0.0.1:${port}/hello`));
-    await assert.rejects(few.fetch(get(`http://127.0.0.1:${port}/hello`)), /at most 2 requests per invocation/);
+    await assert.rejects(
+      few.fetch(get(`http://127.0.0.1:${port}/hello`)),
+      /at most 2 requests \(fetch and bindings\) per invocation/,
+    );
 
     const small = fetcher('127.0.0.1', { maxResponseBytes: 1_000_000 });
     await small.fetch(get(`http://127.0.0.1:${port}/big`));
@@ -174,13 +184,26 @@ describe('lambda fetch on the host', () => {
       resolver: async () => [{ address: calls++ === 0 ? '127.0.0.1' : '127.0.0.2', family: 4 }],
     });
     const before = seen.length;
-    const rebinding = new InvocationFetcher(policy, egressAgent(policy), Date.now() + 5_000);
+    const rebinding = new InvocationFetcher(policy, egressAgent(policy), new InvocationBudget(Date.now() + 5_000));
     await assert.rejects(
       rebinding.fetch(get(`http://rebind.test:${port}/hello`)),
       /127\.0\.0\.2\) refused: a loopback/,
     );
     assert.equal(calls, 2, 'looked up again for the connection');
     assert.equal(seen.length, before);
+  });
+
+  it('decodes compressed answers as fetch does, within the byte budget', async () => {
+    const answer = await fetcher('127.0.0.1').fetch(get(`http://127.0.0.1:${port}/gzip`));
+    assert.equal(Buffer.from(answer.body).toString(), 'squeezed');
+    assert.ok(!answer.headers.some(([name]) => name === 'content-encoding' || name === 'content-length'));
+    assert.equal(seen.at(-1)!.headers['accept-encoding'], 'gzip, deflate, br');
+    assert.equal(seen.at(-1)!.headers['user-agent'], 'Stratus-Lambda');
+    // A small compressed body that expands past the invocation's bytes is refused.
+    await assert.rejects(
+      fetcher('127.0.0.1', { maxResponseBytes: 1_000_000 }).fetch(get(`http://127.0.0.1:${port}/bomb`)),
+      /response bodies over 1000000 bytes/,
+    );
   });
 
   it('refuses what is not an http(s) URL', async () => {
