@@ -192,11 +192,37 @@ describe('lambda runtime: sandbox escapes fail', () => {
     });
   }
 
-  it('has no timers, network or host globals', async () => {
+  it('has no timers or host globals; fetch exists but has no host to call without one', async () => {
     const r = await runtime.invoke(
-      '[typeof setTimeout, typeof setInterval, typeof fetch, typeof require, typeof process, typeof XMLHttpRequest].join()',
+      '[typeof setTimeout, typeof setInterval, typeof require, typeof process, typeof XMLHttpRequest, typeof fetch].join()',
       req(),
     );
-    assert.equal(json(r), 'undefined,undefined,undefined,undefined,undefined,undefined');
+    assert.equal(json(r), 'undefined,undefined,undefined,undefined,undefined,function');
+    const refused = await runtime.invoke(
+      'export default async () => { try { await fetch("http://example.com/"); return "fetched" } catch (e) { return e.name + ": " + e.message } }',
+      req(),
+    );
+    assert.equal(json(refused), 'TypeError: this invocation has ended');
+  });
+
+  it('reaches no host reference through the globals, the web APIs or ctx', async () => {
+    // Every value reachable in a few steps from the global object: none is an isolated-vm
+    // reference (an object with applySync, derefInto or copySync) to the host.
+    const code = `export default (req, ctx) => {
+      const seen = new Set(); const found = [];
+      const visit = (v, path, depth) => {
+        if (v === null || (typeof v !== 'object' && typeof v !== 'function') || seen.has(v) || depth > 4) return;
+        seen.add(v);
+        for (const k of ['applySync', 'derefInto', 'copySync']) if (typeof v[k] === 'function') found.push(path);
+        for (const name of Reflect.ownKeys(v)) {
+          let child; try { child = v[name]; } catch { continue; }
+          visit(child, path + '.' + String(name), depth + 1);
+        }
+        try { visit(Object.getPrototypeOf(v), path + '.__proto__', depth + 1); } catch {}
+      };
+      visit(globalThis, 'globalThis', 0); visit(ctx, 'ctx', 0);
+      return found;
+    }`;
+    assert.deepEqual(json(await runtime.invoke(code, req())), []);
   });
 });

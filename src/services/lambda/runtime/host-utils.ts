@@ -51,8 +51,11 @@ for (const label of ['csunicode', 'iso-10646-ucs-2', 'ucs-2', 'unicode', 'unicod
 for (const label of ['ascii', 'cp1252', 'iso-8859-1', 'l1', 'latin1', 'us-ascii', 'windows-1252', 'x-cp1252'])
   DECODER_LABELS.set(label, 'windows-1252');
 
+type ErrorKind =
+  'TypeError' | 'RangeError' | `DOMException/${'InvalidCharacterError' | 'QuotaExceededError' | 'NotSupportedError'}`;
+
 class Thrown extends Error {
-  constructor(kind: 'TypeError' | 'RangeError' | 'DOMException', message: string) {
+  constructor(kind: ErrorKind, message: string) {
     super(`${kind}: ${message}`);
   }
 }
@@ -117,12 +120,16 @@ export function hostUtility(op: unknown, a: unknown, b: unknown, c: unknown, d: 
         }
       }
       case 'base64.encode':
-        return btoa(String(a));
+        try {
+          return btoa(String(a));
+        } catch {
+          throw new Thrown('DOMException/InvalidCharacterError', 'Invalid character');
+        }
       case 'base64.decode':
         try {
           return atob(String(a));
         } catch {
-          throw new Thrown('DOMException', 'The string to be decoded is not correctly encoded.');
+          throw new Thrown('DOMException/InvalidCharacterError', 'The string to be decoded is not correctly encoded.');
         }
       case 'crypto.uuid':
         return randomUUID();
@@ -131,7 +138,7 @@ export function hostUtility(op: unknown, a: unknown, b: unknown, c: unknown, d: 
         if (!Number.isInteger(length) || length < 0) throw new Thrown('TypeError', 'invalid length');
         if (length > MAX_RANDOM_BYTES)
           throw new Thrown(
-            'DOMException',
+            'DOMException/QuotaExceededError',
             `The ArrayBufferView's byte length (${length}) exceeds the number of bytes of entropy available via this API (${MAX_RANDOM_BYTES})`,
           );
         return arrayBuffer(randomFillSync(new Uint8Array(length)));
@@ -139,7 +146,10 @@ export function hostUtility(op: unknown, a: unknown, b: unknown, c: unknown, d: 
       case 'crypto.digest': {
         const algorithm = DIGESTS[String(a).toUpperCase()];
         if (algorithm === undefined)
-          throw new Thrown('DOMException', `Unrecognized algorithm name ${JSON.stringify(String(a))}`);
+          throw new Thrown(
+            'DOMException/NotSupportedError',
+            `Unrecognized algorithm name ${JSON.stringify(String(a))}`,
+          );
         return arrayBuffer(createHash(algorithm).update(bytesOf(b)).digest());
       }
       default:

@@ -1,3 +1,5 @@
+import { PRELUDE_WEB } from './prelude-web.ts';
+
 /** Limits the prelude enforces inside the isolate; the host checks the same ones again. */
 export interface PreludeLimits {
   /** Largest response body, in UTF-16 code units for text (bytes for binary bodies). */
@@ -66,7 +68,7 @@ const PRELUDE_BODY = String.raw`
   // Per-call state, reset by install().
   let logs = list(), logSize = 0, logCount = 0;
   let written = '', wroteAny = false, writtenTooLarge = false;
-  let currentReq, moduleNs;
+  let currentReq, currentCtx, moduleNs;
 
   function fmt(v) {
     if (typeof v === 'string') return v;
@@ -194,6 +196,8 @@ const PRELUDE_BODY = String.raw`
     }
   }
 
+  function headersSetDefault(h, type) { if (!headersHas(h, 'content-type')) headersSet(h, 'content-type', type); }
+
   function bytesOf(body) {
     try { apply(abByteLength, body, []); return new Uint8ArrayCtor(body); } catch (e) { /* not an ArrayBuffer */ }
     if (!isView(body)) return null;
@@ -215,10 +219,55 @@ const PRELUDE_BODY = String.raw`
     return out;
   }
 
-  let readResponse;
+  // Set once by __stratus.connect (below, and prelude-web.ts): the host's utilities and calls.
+  let util = null;
+  function utf8Decode(bytes) { return util('text.decode', bytesCopy(bytes), 'utf-8', false, false); }
+  function utf8Encode(text) { return new Uint8ArrayCtor(util('text.encode', text)); }
+  /** A fresh ArrayBuffer holding the bytes of a Uint8Array (what crosses to the host is copied). */
+  function bytesCopy(bytes) { return apply(taBuffer, new Uint8ArrayCtor(bytes), []); }
+  function latin1Bytes(text) {
+    const out = new Uint8ArrayCtor(text.length);
+    for (let i = 0; i < text.length; i++) out[i] = apply(charCodeAt, text, [i]);
+    return out;
+  }
+
+  // A body read once, as the Fetch standard's Body mixin: text(), json(), arrayBuffer(), bodyUsed.
+  // kind: 'text' (a string), 'latin1' (bytes held one char per byte), 'bytes' (a Uint8Array).
+  function consume(state) {
+    if (state.used) throw new TypeErrorCtor('Body has already been consumed');
+    state.used = true;
+  }
+  function bodyText(state) {
+    if (state.kind === 'bytes') return utf8Decode(state.value);
+    if (state.kind === 'latin1') return utf8Decode(latin1Bytes(state.value));
+    return state.value === null ? '' : state.value;
+  }
+  function bodyBuffer(state) {
+    if (state.kind === 'bytes') return bytesCopy(state.value);
+    if (state.kind === 'latin1') return bytesCopy(latin1Bytes(state.value));
+    return bytesCopy(utf8Encode(state.value === null ? '' : state.value));
+  }
+  function readBody(state, how) {
+    return new PromiseCtor((resolve, reject) => {
+      try {
+        consume(state);
+        resolve(how === 'buffer' ? bodyBuffer(state) : how === 'json' ? parse(bodyText(state)) : bodyText(state));
+      } catch (e) { reject(e); }
+    });
+  }
+
+  const FETCHED = {};
+  let readResponse, fetchedResponse;
   class Response {
-    #status; #statusText; #headers; #body; #binary = false;
+    #status; #statusText; #headers; #body; #binary = false; #url = ''; #redirected = false; #state;
     constructor(body, init) {
+      if (body === FETCHED) {
+        // An answer from the host (fetch, platform bindings): any status, the body as bytes.
+        this.#status = init.status; this.#statusText = init.statusText; this.#headers = init.headers;
+        this.#url = init.url; this.#redirected = init.redirected;
+        this.#state = { __proto__: null, kind: 'bytes', value: init.bytes, used: false };
+        return;
+      }
       if (init === undefined || init === null) init = {};
       const status = init.status === undefined ? 200 : NumberCtor(init.status);
       if (!isInteger(status) || status < 200 || status > 599) throw new RangeErrorCtor('Response status must be an integer from 200 to 599');
@@ -228,6 +277,7 @@ const PRELUDE_BODY = String.raw`
       let text = null;
       if (body === undefined || body === null) text = '';
       else if (typeof body === 'string') text = body.length > MAX_BODY ? null : body;
+      else if (isParams(body)) { text = paramsText(body); headersSetDefault(this.#headers, 'application/x-www-form-urlencoded;charset=UTF-8'); }
       else {
         const bytes = bytesOf(body);
         if (bytes !== null) { this.#binary = true; text = latin1(bytes); }
@@ -235,16 +285,28 @@ const PRELUDE_BODY = String.raw`
       }
       // null: over the size limit; finish() answers lambda_response_too_large.
       this.#body = text;
+      this.#state = { __proto__: null, kind: this.#binary ? 'latin1' : 'text', value: text, used: false };
       if (typeof body === 'string' && !headersHas(this.#headers, 'content-type')) headersSet(this.#headers, 'content-type', 'text/plain; charset=utf-8');
     }
     get status() { return this.#status; }
     get statusText() { return this.#statusText; }
     get headers() { return this.#headers; }
     get ok() { return this.#status >= 200 && this.#status < 300; }
-    get redirected() { return false; }
+    get redirected() { return this.#redirected; }
+    get url() { return this.#url; }
     get type() { return 'default'; }
-    text() { const b = this.#body; return new PromiseCtor((resolve) => resolve(b === null ? '' : b)); }
-    json() { const b = this.#body; return new PromiseCtor((resolve) => resolve(parse(b === null ? '' : b))); }
+    get body() { return null; }
+    get bodyUsed() { return this.#state.used; }
+    text() { return readBody(this.#state, 'text'); }
+    json() { return readBody(this.#state, 'json'); }
+    arrayBuffer() { return readBody(this.#state, 'buffer'); }
+    clone() {
+      if (this.#state.used) throw new TypeErrorCtor('Response.clone: the body has already been consumed');
+      const copy = new Response(FETCHED, { status: this.#status, statusText: this.#statusText, headers: new Headers(this.#headers), url: this.#url, redirected: this.#redirected, bytes: null });
+      copy.#body = this.#body; copy.#binary = this.#binary;
+      copy.#state = { __proto__: null, kind: this.#state.kind, value: this.#state.value, used: false };
+      return copy;
+    }
     static json(data, init) {
       const s = stringify(data);
       if (typeof s !== 'string') throw new TypeErrorCtor('Response.json: the value is not representable as JSON');
@@ -260,9 +322,16 @@ const PRELUDE_BODY = String.raw`
       return r;
     }
     static {
-      readResponse = (v) => (v !== null && typeof v === 'object' && #body in v)
-        ? { __proto__: null, status: v.#status, headers: v.#headers, body: v.#body, binary: v.#binary }
-        : null;
+      readResponse = (v) => {
+        if (v === null || typeof v !== 'object' || !(#body in v)) return null;
+        // A fetched answer handed back as the lambda's own: its bytes, one char per byte.
+        if (v.#state.kind === 'bytes') {
+          const body = v.#state.value === null ? '' : latin1(v.#state.value);
+          return { __proto__: null, status: v.#status, headers: v.#headers, body: body, binary: true };
+        }
+        return { __proto__: null, status: v.#status, headers: v.#headers, body: v.#body, binary: v.#binary };
+      };
+      fetchedResponse = (meta, bytes) => new Response(FETCHED, meta === null ? null : { status: meta.status, statusText: meta.statusText, headers: meta.headers, url: meta.url, redirected: meta.redirected, bytes: bytes });
     }
   }
 
@@ -317,18 +386,21 @@ const PRELUDE_BODY = String.raw`
     try { handler = moduleNs === undefined || moduleNs === null ? undefined : moduleNs.default; } catch (e) { return fail(e); }
     if (typeof handler !== 'function') return fail(new TypeErrorCtor('the default export is not a function'));
     let value;
-    try { value = handler(currentReq); } catch (e) { return fail(e); }
+    try { value = handler(currentReq, currentCtx); } catch (e) { return fail(e); }
     try { value = await value; } catch (e) { return fail(e); }
     try { return finish(value); } catch (e) { return fail(e); }
   }
-  function install(reqJson) {
+  function install(reqJson, ctxJson) {
     // A warm module context serves many calls in turn: each starts with empty output buffers.
     logs = list(); logSize = 0; logCount = 0;
     written = ''; wroteAny = false; writtenTooLarge = false;
     const req = parse(reqJson);
     currentReq = req;
-    g.req = req; g.body = req.body; g.query = req.query; g.headers = req.headers;
+    currentCtx = makeCtx(ctxJson === undefined ? null : parse(ctxJson));
+    g.req = req; g.body = req.body; g.query = req.query; g.headers = req.headers; g.ctx = currentCtx;
   }
+
+${PRELUDE_WEB}
 
   defineProperty(g, 'console', { value: consoleObj, writable: true, configurable: true });
   defineProperty(g, 'Headers', { value: Headers, writable: true, configurable: true });
@@ -343,10 +415,11 @@ const PRELUDE_BODY = String.raw`
       install: install,
       bindModule: function (ns) { moduleNs = ns; },
       runModule: runModule,
-      callModule: function (reqJson) {
-        try { install(reqJson); } catch (e) { installError = e; }
+      callModule: function (reqJson, ctxJson) {
+        try { install(reqJson, ctxJson); } catch (e) { installError = e; }
         return runModule();
       },
+      connect: connect,
       finishScript: settle,
     }),
     enumerable: false, writable: false, configurable: false,

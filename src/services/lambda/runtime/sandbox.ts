@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import ivm from 'isolated-vm';
+import { hostUtility } from './host-utils.ts';
 import { preludeSource, type PreludeLimits } from './prelude.ts';
 
 /** What the host hands to a lambda as `req` (README: Invocation). Must be JSON-serialisable. */
@@ -30,6 +31,23 @@ export type InvokeResult =
   | { kind: 'response'; status: number; headers: [string, string][]; body: string | Buffer; logs: LogLine[] }
   | { kind: 'error'; code: LambdaErrorCode; message: string; logs: LogLine[] };
 
+/**
+ * The host side of one invocation's `fetch` and platform bindings (bridge.ts): `op` is `fetch` or
+ * `platform`, `meta` the request as JSON, `body` its bytes; answers [response meta JSON, body].
+ * A rejection's message reaches the lambda as `<ErrorName>: <message>` (a TypeError without one).
+ */
+export interface InvocationHost {
+  call(op: string, meta: string, body: ArrayBuffer | undefined): Promise<[string, ArrayBuffer]>;
+}
+
+/** What the handler's `ctx` is made of (besides the bindings): must be JSON-serialisable. */
+export interface InvocationContextData {
+  invocation_id: string;
+  lambda: { id: string; name: string };
+  /** The lambda's env with its secrets merged in. */
+  env: Record<string, string>;
+}
+
 export interface InvokeOptions {
   /**
    * Whose module state this call may see: a module's evaluated context is kept per key and code
@@ -37,6 +55,21 @@ export interface InvokeOptions {
    * Without a key the call gets a fresh context that nobody else sees.
    */
   contextKey?: string;
+  /** Performs this invocation's fetch and bindings; without it they fail inside the lambda. */
+  host?: InvocationHost;
+  /** The handler's `ctx` data; without it `ctx.env` is empty. */
+  ctx?: InvocationContextData;
+}
+
+/**
+ * A sandbox context and the door to its host calls: the slot names the invocation that may use
+ * them now, and is emptied when it ends, so code left running in a warm context (a promise that
+ * settles later) can never act for another invocation.
+ */
+interface SandboxContext {
+  context: ivm.Context;
+  slot: { host: InvocationHost | null };
+  calls: ivm.Reference;
 }
 
 export interface RuntimeOptions {
@@ -89,7 +122,7 @@ interface Worker {
   prelude: ivm.Script;
   scripts: Map<string, ivm.Script>;
   /** Evaluated module contexts by lambda (context key) and code version, least recently used first. */
-  modules: Map<string, ivm.Context>;
+  modules: Map<string, SandboxContext>;
   uses: number;
 }
 
@@ -117,6 +150,8 @@ export class LambdaRuntime {
   private live = 0;
   private readonly compiled = new Map<string, Compiled>();
   private closed = false;
+  /** The web utilities every context calls synchronously (host-utils.ts). */
+  private readonly utilities = new ivm.Reference(hostUtility);
 
   constructor(options: RuntimeOptions = {}) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -175,7 +210,8 @@ export class LambdaRuntime {
     const key = createHash('sha256').update(code).digest('base64');
     const worker = await this.acquire();
     let discard = false;
-    let context: ivm.Context | undefined;
+    let sandbox: SandboxContext | undefined;
+    let keep = false;
     let timer: NodeJS.Timeout | undefined;
     // Host-side wall clock: covers awaits inside the sandbox (a promise that never settles) that
     // isolated-vm's own `timeout` option does not; disposing the isolate aborts whatever runs.
@@ -188,8 +224,9 @@ export class LambdaRuntime {
       }, this.timeoutMs);
     });
     try {
-      const run = this.run(worker, key, code, request, options.contextKey, (c) => {
-        context = c;
+      const run = this.run(worker, key, code, request, options, (c, kept) => {
+        sandbox = c;
+        keep = kept;
       });
       run.catch(() => undefined); // settled by the race below; avoid an unhandled rejection
       const raw = await Promise.race([run, deadline]);
@@ -219,12 +256,9 @@ export class LambdaRuntime {
       return { kind: 'error', code: 'lambda_error', message: clip(errorMessage(err), MAX_MESSAGE_CHARS), logs: [] };
     } finally {
       clearTimeout(timer);
-      if (context && !worker.isolate.isDisposed) {
-        try {
-          context.release();
-        } catch {
-          /* isolate went away meanwhile */
-        }
+      if (sandbox) {
+        sandbox.slot.host = null;
+        if (!keep) releaseSandbox(sandbox);
       }
       this.release(worker, discard);
     }
@@ -235,29 +269,50 @@ export class LambdaRuntime {
     key: string,
     code: string,
     request: LambdaRequest,
-    contextKey: string | undefined,
-    onContext: (c: ivm.Context | undefined) => void,
+    options: InvokeOptions,
+    onContext: (c: SandboxContext, kept: boolean) => void,
   ): Promise<unknown> {
     const { isolate } = worker;
     const timeout = this.timeoutMs;
     const reqJson = JSON.stringify(request);
+    const ctxJson = options.ctx === undefined ? undefined : JSON.stringify(options.ctx);
+    const host = options.host ?? null;
     // Module state belongs to one lambda: contexts are kept per lambda and code version.
-    const moduleKey = contextKey === undefined ? undefined : `${contextKey}\u0000${key}`;
+    const moduleKey = options.contextKey === undefined ? undefined : `${options.contextKey}\u0000${key}`;
     const warm = moduleKey === undefined ? undefined : worker.modules.get(moduleKey);
     if (moduleKey !== undefined && warm) {
       // Module state lives on between calls of the same lambda and code version in this isolate,
       // as in a warm container; the request, output buffers and logs are per call.
       worker.modules.delete(moduleKey);
       worker.modules.set(moduleKey, warm);
-      return await warm.evalClosure('return __stratus.callModule($0)', [reqJson], {
+      onContext(warm, true);
+      warm.slot.host = host;
+      return await warm.context.evalClosure('return __stratus.callModule($0, $1)', [reqJson, ctxJson], {
         timeout,
         result: { promise: true },
       });
     }
     const context = await isolate.createContext();
-    onContext(context);
+    const slot: SandboxContext['slot'] = { host };
+    // Never a rejected promise across the boundary: a failure is answered as ["!<message>", empty].
+    const calls = new ivm.Reference(
+      async (op: unknown, meta: unknown, body: unknown): Promise<[string, ArrayBuffer]> => {
+        const current = slot.host;
+        if (current === null) return ['!TypeError: this invocation has ended', new ArrayBuffer(0)];
+        if (typeof op !== 'string' || typeof meta !== 'string' || !(body === undefined || body instanceof ArrayBuffer))
+          return ['!TypeError: malformed host call', new ArrayBuffer(0)];
+        try {
+          return await current.call(op, meta, body);
+        } catch (error) {
+          return [`!${error instanceof Error ? error.message : String(error)}`, new ArrayBuffer(0)];
+        }
+      },
+    );
+    const sandbox: SandboxContext = { context, slot, calls };
+    onContext(sandbox, false);
     await worker.prelude.run(context, { timeout });
-    await context.evalClosure('__stratus.install($0)', [reqJson], { timeout });
+    await context.evalClosure('__stratus.connect($0, $1)', [this.utilities, calls], { timeout });
+    await context.evalClosure('__stratus.install($0, $1)', [reqJson, ctxJson], { timeout });
 
     const compiled = this.compiled.get(key) ?? (await this.compile(isolate, key, code));
     if (compiled.form === 'module') {
@@ -274,15 +329,16 @@ export class LambdaRuntime {
       }
       if (moduleKey !== undefined) {
         // Keep the evaluated context for this lambda's next call (the caller must not release it).
-        onContext(undefined);
+        onContext(sandbox, true);
         if (worker.modules.size >= MODULE_CONTEXTS_PER_ISOLATE) {
           const oldest = worker.modules.keys().next().value;
           if (oldest !== undefined) {
-            worker.modules.get(oldest)?.release();
+            const evicted = worker.modules.get(oldest);
+            if (evicted) releaseSandbox(evicted);
             worker.modules.delete(oldest);
           }
         }
-        worker.modules.set(moduleKey, context);
+        worker.modules.set(moduleKey, sandbox);
       }
       return await context.eval('__stratus.runModule()', { timeout, promise: true });
     }
@@ -499,6 +555,17 @@ function cleanLogs(value: unknown): LogLine[] {
 
 function clip(text: string, max: number): string {
   return text.length > max ? text.slice(0, max) : text;
+}
+
+/** Releases a context and its host door (the isolate may already be gone). */
+function releaseSandbox(sandbox: SandboxContext): void {
+  sandbox.slot.host = null;
+  try {
+    sandbox.calls.release();
+    sandbox.context.release();
+  } catch {
+    /* isolate went away meanwhile */
+  }
 }
 
 function disposeQuietly(isolate: ivm.Isolate): void {
