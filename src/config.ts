@@ -70,6 +70,16 @@ export interface Settings {
   routePolicies: RoutePolicyRule[];
   /** Seconds to wait for a remote upstream's response headers before answering 504. */
   upstreamTimeoutSeconds: number;
+  /** Destinations a lambda's fetch may reach besides public addresses: hosts, `*.suffix`, addresses, CIDRs (lambda README: Fetch). */
+  lambdaEgressAllow: string;
+  /** Requests (fetch hops and binding calls) one lambda invocation may make. */
+  lambdaFetchRequests: number;
+  /** Of those, how many may be in flight at once. */
+  lambdaFetchConcurrency: number;
+  /** Bytes of answers (fetch and bindings) one invocation may receive, all together. */
+  lambdaFetchBytes: number;
+  /** Redirects one fetch follows. */
+  lambdaFetchRedirects: number;
   /** Wall-clock limit of one lambda invocation, in seconds. */
   lambdaTimeoutSeconds: number;
   /** Memory limit of a lambda isolate, in MiB. */
@@ -174,6 +184,11 @@ const SETTINGS: {
     fallback: 'FULL',
   },
   upstreamTimeoutSeconds: { env: 'UPSTREAM_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 30 },
+  lambdaEgressAllow: { env: 'LAMBDA_EGRESS_ALLOW', parse: (t) => t.trim(), fallback: '' },
+  lambdaFetchRequests: { env: 'LAMBDA_FETCH_REQUESTS', parse: (t, f) => positiveInteger(t, f), fallback: 50 },
+  lambdaFetchConcurrency: { env: 'LAMBDA_FETCH_CONCURRENCY', parse: (t, f) => positiveInteger(t, f), fallback: 8 },
+  lambdaFetchBytes: { env: 'LAMBDA_FETCH_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 2 },
+  lambdaFetchRedirects: { env: 'LAMBDA_FETCH_REDIRECTS', parse: (t, f) => nonNegativeInteger(t, f), fallback: 5 },
   lambdaTimeoutSeconds: { env: 'LAMBDA_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 10 },
   lambdaMemoryMib: { env: 'LAMBDA_MEMORY_MIB', parse: (t, f) => positiveNumber(t, f), fallback: 128 },
   lambdaMaxResponseBytes: {
@@ -366,6 +381,13 @@ function nonNegativeNumber(text: string, from: string): number {
   const value = Number(text);
   if (text.trim() === '' || !Number.isFinite(value) || value < 0)
     throw new SettingsError(`${from}: "${text}" must be a number ≥ 0`);
+  return value;
+}
+
+function nonNegativeInteger(text: string, from: string): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value))
+    throw new SettingsError(`${from}: "${text}" must be a whole number ≥ 0`);
   return value;
 }
 

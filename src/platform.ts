@@ -149,6 +149,8 @@ export async function startPlatform(
       if (definitions.some((d) => d.name === name)) continue;
       upstreamUrls[name] = url;
     }
+    // Filled once both ports listen (a lambda may never fetch from them: lambda/egress.ts).
+    const ports: number[] = [];
     const serviceCalls = new PlatformServiceCalls({ domain: settings.domain, apps, upstreamUrls });
     closers.push(() => void serviceCalls.close());
     for (const definition of definitions) {
@@ -159,6 +161,7 @@ export async function startPlatform(
         version: VERSION,
         instance,
         services: serviceCalls,
+        ports,
       });
       await app.ready();
       apps.set(definition.name, app);
@@ -214,6 +217,7 @@ export async function startPlatform(
         { readiness },
       ),
     );
+    ports.push(listeners[0]!.port, listeners[1]!.port);
     return {
       publicPort: listeners[0]!.port,
       internalPort: listeners[1]!.port,

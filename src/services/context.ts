@@ -15,6 +15,8 @@ export interface ServiceContext {
   readonly version: string;
   /** This process in the platform's instance registry (src/instances/README.md); absent for a service built alone. */
   readonly instance?: PlatformInstance;
+  /** This process's listening ports (public, internal), filled once they listen; absent for a service built alone. */
+  readonly ports?: readonly number[];
   /** The platform's services as callers on a user's behalf reach them; absent for a service built alone. */
   readonly services?: ServiceCalls;
 }

@@ -158,7 +158,10 @@ const systemResolver: Resolver = (hostname) =>
 export interface EgressPolicyOptions {
   /** `LAMBDA_EGRESS_ALLOW`. */
   allow?: string;
-  /** The platform's own ports (public and internal): never a destination. */
+  /**
+   * The platform's own ports (public and internal): never a destination. Read at each check, so
+   * the platform may fill the list once its listeners have their ports.
+   */
   ownPorts: readonly number[];
   resolver?: Resolver;
 }
@@ -166,12 +169,12 @@ export interface EgressPolicyOptions {
 /** Decides destinations and resolves names to the address a connection may use. */
 export class EgressPolicy {
   private readonly rules: AllowRules;
-  private readonly ownPorts: ReadonlySet<number>;
+  private readonly ownPorts: readonly number[];
   private readonly resolver: Resolver;
 
   constructor(options: EgressPolicyOptions) {
     this.rules = parseEgressAllow(options.allow ?? '');
-    this.ownPorts = new Set(options.ownPorts);
+    this.ownPorts = options.ownPorts;
     this.resolver = options.resolver ?? systemResolver;
   }
 
@@ -182,7 +185,7 @@ export class EgressPolicy {
 
   /** Throws EgressRefused when `port` is one of the platform's own (whatever the allow list says). */
   checkPort(hostname: string, port: number): void {
-    if (this.ownPorts.has(port))
+    if (this.ownPorts.includes(port))
       throw new EgressRefused(`fetch to ${hostname}:${port} refused: that is this platform's own port`);
   }
 

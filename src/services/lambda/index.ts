@@ -1,4 +1,8 @@
+import { SettingsError } from '../../config.ts';
 import { createServiceApp } from '../../core/app.ts';
+import { LambdaBridges } from './bridge.ts';
+import { EgressPolicy } from './egress.ts';
+import { egressAgent } from './fetcher.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { Invoker } from './invoke.ts';
 import { lambdaMigrations } from './migrations.ts';
@@ -18,7 +22,7 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: O
   return {
     name: 'lambda',
     migrations: lambdaMigrations,
-    async build({ settings, store, logger }) {
+    async build({ settings, store, logger, services, ports }) {
       const options: RuntimeOptions = {
         timeoutMs: settings.lambdaTimeoutSeconds * 1000,
         memoryLimitMiB: settings.lambdaMemoryMib,
@@ -51,11 +55,31 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: O
           logger.warn({ err }, 'could not remove the ongoing lambda invocations of this instance');
         }
       });
+      // fetch and the bindings (README: Fetch, Bindings): never to the platform's own ports.
+      let policy: EgressPolicy;
+      try {
+        policy = new EgressPolicy({ allow: settings.lambdaEgressAllow, ownPorts: ports ?? [] });
+      } catch (error) {
+        throw new SettingsError((error as Error).message);
+      }
+      const dispatcher = egressAgent(policy);
+      app.addHook('onClose', async () => dispatcher.close());
+      const bridges = new LambdaBridges({
+        policy,
+        dispatcher,
+        services,
+        limits: {
+          maxRequests: settings.lambdaFetchRequests,
+          maxConcurrent: settings.lambdaFetchConcurrency,
+          maxResponseBytes: settings.lambdaFetchBytes,
+          maxRedirects: settings.lambdaFetchRedirects,
+        },
+      });
       // Captured console output and failures go to the server log with the invocation id.
       const invoker = new Invoker(
         runtime,
         (entry) => logger.info(entry, 'lambda invocation'),
-        { domain: settings.domain, ownerConcurrency: settings.lambdaOwnerConcurrency },
+        { domain: settings.domain, ownerConcurrency: settings.lambdaOwnerConcurrency, bridges },
         ongoing,
       );
       const repository = new LambdaRepository(store.sql, store.notifier);

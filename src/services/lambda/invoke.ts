@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { newId, rfc3339 } from '../../core/ids.ts';
+import type { LambdaBridges } from './bridge.ts';
 import { LambdaErrors } from './errors.ts';
 import { OwnerLimiter } from './fairness.ts';
 import { allowedHeaders, isProjectHost, securityHeaders, visitorHeaders } from './output.ts';
@@ -13,6 +14,33 @@ export interface InvokerOptions {
   domain: string;
   /** Invocations of one owner's lambdas that run at once (settings.lambdaOwnerConcurrency). */
   ownerConcurrency: number;
+  /** The host of each invocation's fetch and bindings; without it they fail inside the lambda. */
+  bridges?: LambdaBridges;
+  /** A lambda's env and its secrets (decrypted); without it both are empty. */
+  envOf?: (lambda: Lambda) => Promise<LambdaEnv>;
+}
+
+/** What `ctx.env` is made of: the env and the secrets, kept apart so secret values can be masked. */
+export interface LambdaEnv {
+  env: Record<string, string>;
+  secrets: Record<string, string>;
+}
+
+/** Secret values shorter than this are not masked in output (they would mask ordinary words). */
+const MIN_MASKED_SECRET = 4;
+
+/**
+ * The invocation's console lines and error message with every secret value replaced by `***`, so
+ * a secret printed or thrown by mistake reaches no log, history or answer but the handler's own.
+ */
+export function maskSecrets(result: InvokeResult, secrets: Record<string, string>): InvokeResult {
+  const values = Object.values(secrets)
+    .filter((v) => v.length >= MIN_MASKED_SECRET)
+    .sort((a, b) => b.length - a.length);
+  if (values.length === 0) return result;
+  const mask = (text: string) => values.reduce((out, value) => out.split(value).join('***'), text);
+  const logs = result.logs.map((line) => ({ level: line.level, message: mask(line.message) }));
+  return result.kind === 'error' ? { ...result, message: mask(result.message), logs } : { ...result, logs };
 }
 
 const STATIC_TYPES: Record<string, string> = {
@@ -74,7 +102,17 @@ export class Invoker {
         method: req.method,
         path: req.path,
       });
-      result = await this.runtime.invoke(lambda.code, req, { contextKey: lambda.id });
+      const { env, secrets } = this.options.envOf ? await this.options.envOf(lambda) : { env: {}, secrets: {} };
+      const host = this.options.bridges?.open(
+        { owner: lambda.owner, projectId: lambda.project_id },
+        Date.now() + this.runtime.timeoutMs,
+      );
+      result = await this.runtime.invoke(lambda.code, req, {
+        contextKey: lambda.id,
+        host,
+        ctx: { invocation_id: id, lambda: { id: lambda.id, name: lambda.name }, env: { ...env, ...secrets } },
+      });
+      result = maskSecrets(result, secrets);
     } finally {
       this.ongoing.end(id);
       this.limiter.release(lambda.owner);

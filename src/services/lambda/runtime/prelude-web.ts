@@ -467,7 +467,16 @@ export const PRELUDE_WEB = String.raw`
           if (response.status === 404) return null;
           return (await expectOk('kv', 'GET', path, response, 'json')).value;
         },
-        set: (key, value) => call('kv', 'POST', base + slashPath(key), json({ value: value }), 'json'),
+        async set(key, value) {
+          const path = base + slashPath(key);
+          const response = await request('kv', path, { method: 'POST', ...json({ value: value }) });
+          if (response.status !== 404) return expectOk('kv', 'POST', path, response, 'json');
+          // A collection is made by its first write, as docdb's are by their first insert.
+          const missing = await expectOk('kv', 'POST', path, response.clone(), 'response').catch((e) => e);
+          if (missing.code !== 'missing_collection') throw missing;
+          await call('kv', 'POST', '/v1/collections', json({ name: StringCtor(collection) }), 'json');
+          return call('kv', 'POST', path, json({ value: value }), 'json');
+        },
         delete: (key) => call('kv', 'DELETE', base + slashPath(key), undefined, 'json'),
       });
     },

@@ -1,0 +1,172 @@
+import type { Dispatcher } from 'undici';
+import type { ServiceName } from '../../config.ts';
+import type { ServiceCalls } from '../context.ts';
+import type { EgressPolicy } from './egress.ts';
+import { FetchFailed, InvocationBudget, InvocationFetcher, type FetchLimits, type OutboundRequest } from './fetcher.ts';
+import type { InvocationHost } from './runtime/sandbox.ts';
+
+/**
+ * The host side of one invocation's `fetch` and `ctx.platform` (README: Fetch, Bindings): what the
+ * sandbox sends (prelude-web.ts) is checked here as untrusted input, then performed within the
+ * invocation's one budget of requests, bytes and time. Bindings call the platform's services as
+ * the lambda's owner, in the lambda's project, through the same authorization as any caller.
+ */
+
+/** The services a lambda reaches through `ctx.platform` (README: Bindings). */
+export const BINDABLE_SERVICES: readonly ServiceName[] = ['docdb', 'files', 'config', 'logs', 'kv', 'scheduler'];
+
+/** Whose calls the bindings make. */
+export interface BindingCaller {
+  owner: string;
+  /** The lambda's project ('' for none). */
+  projectId: string;
+}
+
+export interface BridgeOptions {
+  policy: EgressPolicy;
+  dispatcher: Dispatcher;
+  limits: FetchLimits;
+  /** The platform's services; absent when the lambda service runs alone (bindings then fail). */
+  services?: ServiceCalls;
+}
+
+/** A host answer: [meta JSON, body bytes]. */
+type Answer = [string, ArrayBuffer];
+
+function arrayBufferOf(bytes: Uint8Array): ArrayBuffer {
+  const out = new ArrayBuffer(bytes.byteLength);
+  new Uint8Array(out).set(bytes);
+  return out;
+}
+
+/** Thrown to the lambda as a TypeError with this message (the prelude maps the prefix). */
+function typeError(message: string): Error {
+  return new Error(`TypeError: ${message}`);
+}
+
+function headerPairs(value: unknown, what: string): [string, string][] {
+  if (!Array.isArray(value)) throw typeError(`${what}: malformed headers`);
+  for (const pair of value as unknown[])
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string' || typeof pair[1] !== 'string')
+      throw typeError(`${what}: malformed headers`);
+  return value as [string, string][];
+}
+
+function objectOf(meta: string, what: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(meta);
+  } catch {
+    throw typeError(`${what}: malformed request`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw typeError(`${what}: malformed request`);
+  return parsed as Record<string, unknown>;
+}
+
+/** Makes the host of each invocation; one per lambda service. */
+export class LambdaBridges {
+  constructor(private readonly options: BridgeOptions) {}
+
+  /** The host of one invocation that may run until `deadline` (Date.now() milliseconds). */
+  open(caller: BindingCaller, deadline: number): InvocationBridge {
+    const budget = new InvocationBudget(deadline, this.options.limits);
+    return new InvocationBridge(
+      new InvocationFetcher(this.options.policy, this.options.dispatcher, budget),
+      budget,
+      caller,
+      this.options.services,
+    );
+  }
+}
+
+export class InvocationBridge implements InvocationHost {
+  /** Binding calls made (each also counts against the budget's requests). */
+  bindings = 0;
+
+  constructor(
+    private readonly fetcher: InvocationFetcher,
+    private readonly budget: InvocationBudget,
+    private readonly caller: BindingCaller,
+    private readonly services: ServiceCalls | undefined,
+  ) {}
+
+  /** Fetch requests made, redirect hops included. */
+  get fetches(): number {
+    return this.fetcher.requests;
+  }
+
+  call(op: string, meta: string, body: ArrayBuffer | undefined): Promise<Answer> {
+    if (op === 'fetch') return this.fetch(meta, body);
+    if (op === 'platform') return this.platform(meta, body);
+    return Promise.reject(typeError(`unknown host call ${JSON.stringify(op.slice(0, 40))}`));
+  }
+
+  private async fetch(meta: string, body: ArrayBuffer | undefined): Promise<Answer> {
+    const m = objectOf(meta, 'fetch');
+    if (typeof m.url !== 'string' || typeof m.method !== 'string') throw typeError('fetch: malformed request');
+    const redirect = m.redirect === 'manual' || m.redirect === 'error' ? m.redirect : 'follow';
+    const outbound: OutboundRequest = {
+      url: m.url,
+      method: m.method,
+      headers: headerPairs(m.headers, 'fetch'),
+      body: body === undefined ? undefined : new Uint8Array(body),
+      redirect,
+    };
+    try {
+      const answer = await this.fetcher.fetch(outbound);
+      const { status, statusText, headers, url, redirected } = answer;
+      return [JSON.stringify({ status, statusText, headers, url, redirected }), arrayBufferOf(answer.body)];
+    } catch (error) {
+      if (error instanceof FetchFailed) throw typeError(error.message);
+      throw typeError(`fetch to ${m.url.slice(0, 200)} failed`);
+    }
+  }
+
+  private async platform(meta: string, body: ArrayBuffer | undefined): Promise<Answer> {
+    const m = objectOf(meta, 'platform.request');
+    const { service, method, path } = m;
+    if (typeof service !== 'string' || typeof method !== 'string' || typeof path !== 'string')
+      throw typeError('platform.request: malformed request');
+    if (!(BINDABLE_SERVICES as readonly string[]).includes(service))
+      throw typeError(
+        `platform.request: no service ${JSON.stringify(service.slice(0, 40))} (bindings reach ${BINDABLE_SERVICES.join(', ')})`,
+      );
+    if (!path.startsWith('/')) throw typeError('platform.request: the path must start with "/"');
+    const headers = Object.fromEntries(headerPairs(m.headers, 'platform.request'));
+    const services = this.services;
+    if (services === undefined) throw typeError(`platform.request: the ${service} service cannot be reached from here`);
+    const name = service as ServiceName;
+    const what = `platform.request ${service} ${method} ${path.slice(0, 200)}`;
+    try {
+      this.budget.take();
+    } catch (error) {
+      throw typeError((error as Error).message);
+    }
+    this.bindings++;
+    await this.budget.slot();
+    try {
+      const { owner, projectId } = this.caller;
+      const answer = await services.call(name, {
+        method,
+        path,
+        headers,
+        body: body === undefined ? undefined : new Uint8Array(body),
+        identity: { user: { id: owner } },
+        // The key-value node keeps tenants apart by project; a lambda outside a project uses its
+        // owner's own namespace, as the owner does through the gateway (kv README: Tenants).
+        project: projectId !== '' ? projectId : name === 'kv' ? owner : undefined,
+        signal: this.budget.signal(what),
+        maxBodyBytes: this.budget.bytesLeft,
+      });
+      this.budget.receive(answer.body.byteLength, what);
+      const response = { status: answer.status, statusText: '', headers: answer.headers, url: '', redirected: false };
+      return [JSON.stringify(response), arrayBufferOf(answer.body)];
+    } catch (error) {
+      if (error instanceof FetchFailed) throw typeError(error.message);
+      throw typeError(`${what} failed: ${(error as Error).message}`);
+    } finally {
+      this.budget.release();
+    }
+  }
+}

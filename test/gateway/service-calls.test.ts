@@ -1,0 +1,129 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pino from 'pino';
+import { IDENTITY_HEADER, PROJECT_HEADER } from '../../src/core/identity.ts';
+import { createServiceApp, type ServiceApp } from '../../src/core/app.ts';
+import { PlatformServiceCalls, ServiceCallFailed } from '../../src/gateway/service-calls.ts';
+import type { ServiceName } from '../../src/config.ts';
+
+// A part of the platform calling a service as a given user (lambda bindings, issue 22): in process
+// and on a remote upstream's internal port, with an identity the request cannot change.
+
+describe('platform service calls', () => {
+  let upstream: http.Server;
+  let upstreamUrl: string;
+  let app: ServiceApp;
+  const seen: http.IncomingHttpHeaders[] = [];
+
+  before(async () => {
+    upstream = http.createServer((req, res) => {
+      seen.push(req.headers);
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        if (req.url === '/big') return res.end(Buffer.alloc(5000));
+        res.writeHead(201, { 'content-type': 'application/json', 'x-two': ['a', 'b'] });
+        res.end(JSON.stringify({ url: req.url, method: req.method, body }));
+      });
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    app = await createServiceApp({
+      name: 'config',
+      domain: 'localhost',
+      version: '1',
+      logger: pino({ level: 'silent' }),
+      openapiPath: null,
+    });
+    app.all('/*', async (request) => ({
+      url: request.url,
+      host: request.headers.host,
+      identity: request.headers[IDENTITY_HEADER],
+      project: request.headers[PROJECT_HEADER] ?? null,
+      cookie: request.headers.cookie ?? null,
+      type: request.headers['content-type'] ?? null,
+      body: request.body ?? null,
+    }));
+    await app.ready();
+  });
+  after(async () => {
+    await app.close();
+    upstream.closeAllConnections();
+    await new Promise((resolve) => upstream.close(resolve));
+  });
+
+  const calls = () =>
+    new PlatformServiceCalls({
+      domain: 'localhost',
+      apps: new Map<ServiceName, ServiceApp>([['config', app]]),
+      upstreamUrls: { docdb: upstreamUrl },
+    });
+  const forged = {
+    [IDENTITY_HEADER]: '{"user":{"id":"user-admin"}}',
+    [PROJECT_HEADER]: 'project-other',
+    cookie: 'stratus_session=stolen',
+    authorization: 'Bearer x',
+    host: 'evil.localhost',
+  };
+
+  it('calls a service in this process as the given user; forged identity headers are dropped', async () => {
+    const answer = await calls().call('config', {
+      method: 'POST',
+      path: '/v1/config?x=1',
+      headers: { ...forged, 'content-type': 'application/json' },
+      body: '{"a":1}',
+      identity: { user: { id: 'user-owner' } },
+      project: 'project-mine',
+    });
+    assert.equal(answer.status, 200);
+    assert.deepEqual(JSON.parse(answer.body.toString()), {
+      url: '/v1/config?x=1',
+      host: 'config.localhost',
+      identity: '{"user":{"id":"user-owner"}}',
+      project: 'project-mine',
+      cookie: null,
+      type: 'application/json',
+      body: { a: 1 },
+    });
+  });
+
+  it("calls a remote service on its upstream's internal port, with the same headers", async () => {
+    const answer = await calls().call('docdb', {
+      method: 'PUT',
+      path: '/v1/databases',
+      headers: forged,
+      body: 'payload',
+      identity: { user: { id: 'user-owner' } },
+    });
+    assert.equal(answer.status, 201);
+    assert.deepEqual(JSON.parse(answer.body.toString()), { url: '/v1/databases', method: 'PUT', body: 'payload' });
+    assert.deepEqual(
+      answer.headers.filter(([name]) => name === 'x-two'),
+      [
+        ['x-two', 'a'],
+        ['x-two', 'b'],
+      ],
+    );
+    const headers = seen.at(-1)!;
+    assert.equal(headers.host, 'docdb.localhost');
+    assert.equal(headers[IDENTITY_HEADER], '{"user":{"id":"user-owner"}}');
+    assert.equal(headers[PROJECT_HEADER], undefined);
+    assert.equal(headers.cookie, undefined);
+    assert.equal(headers.authorization, undefined);
+  });
+
+  it('fails clearly for a service running nowhere, a relative path and an answer over the cap', async () => {
+    const identity = { user: { id: 'user-owner' } };
+    await assert.rejects(
+      calls().call('kv', { method: 'GET', path: '/', identity }),
+      (error: unknown) => error instanceof ServiceCallFailed && /not running anywhere known/.test(error.message),
+    );
+    await assert.rejects(calls().call('config', { method: 'GET', path: 'relative', identity }), /must start with/);
+    await assert.rejects(
+      calls().call('docdb', { method: 'GET', path: '/big', identity, maxBodyBytes: 1000 }),
+      /answer is over 1000 bytes/,
+    );
+  });
+});
