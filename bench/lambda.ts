@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
+import type autocannon from 'autocannon';
 import {
   benchDatabaseUrl,
   interleaved,
@@ -50,10 +51,11 @@ function request(
   path: string,
   body?: string,
   identity = false,
+  extra: Record<string, string> = {},
 ): Promise<{ status: number; body: string; ms: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string | number> = { host };
+    const headers: Record<string, string | number> = { host, ...extra };
     if (identity) headers['x-gateway-authentication'] = IDENTITY;
     if (body !== undefined)
       Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
@@ -70,16 +72,123 @@ function request(
 
 /** Lambdas are created on the internal port as the bench user; they are then called publicly. */
 async function createLambda(stratus: Child, name: string, code: string): Promise<string> {
-  const res = await request(
-    stratus.internalPort,
-    'lambda.localhost',
-    'POST',
-    '/api/v0/lambdas',
-    JSON.stringify({ name, code, method: 'GET', path: '/hello-world' }),
-    true,
+  return (
+    JSON.parse(
+      await setUp(stratus, 'lambda', 'POST', '/api/v0/lambdas', { name, code, method: 'GET', path: '/hello-world' }),
+    ) as { id: string }
+  ).id;
+}
+
+/** A set-up call as the bench user on the internal port; its body, or a throw unless 2xx. */
+async function setUp(
+  stratus: Child,
+  service: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  extra: Record<string, string> = {},
+): Promise<string> {
+  const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+  const res = await request(stratus.internalPort, `${service}.localhost`, method, path, text, true, extra);
+  if (res.status < 200 || res.status > 299)
+    throw new Error(`${method} ${service} ${path} answered ${res.status}: ${res.body}`);
+  return res.body;
+}
+
+const DOCUMENTS = 1000;
+
+/**
+ * A lambda that makes one binding call and returns its answer, beside the same call made directly
+ * through the public port with a platform API key of the same user (issue 22: target ≥ 0.5×).
+ */
+async function bindings(stratus: Child): Promise<void> {
+  const key = JSON.parse(await setUp(stratus, 'apikeys', 'POST', '/v0/apikeys', { name: 'bench' })) as {
+    key: string;
+    secret: string;
+  };
+  const auth = { 'api-key': key.key, 'api-secret': key.secret };
+  const db = (JSON.parse(await setUp(stratus, 'docdb', 'POST', '/v1/databases', { name: 'bench' })) as { id: string })
+    .id;
+  const C = `/v1/databases/${db}/collections/people`;
+  await setUp(stratus, 'docdb', 'POST', `${C}:createIndex`, { name: 'by-email', type: 'map', field: 'email' });
+  const people = Array.from({ length: DOCUMENTS }, (_, i) => JSON.stringify({ email: `user${i}@example.com`, n: i }));
+  await setUp(stratus, 'docdb', 'POST', `${C}:insert`, `${people.join('\n')}\n`);
+  // The key-value node keeps the owner's own namespace as the project of a caller outside one.
+  const namespace = { 'x-project-id': 'user-bench' };
+  await setUp(stratus, 'kv', 'POST', '/v1/collections', { name: 'bench' }, namespace);
+  for (let i = 0; i < DOCUMENTS; i++)
+    await setUp(stratus, 'kv', 'POST', `/v1/collections/bench/keys/key-${i}`, { value: { n: i } }, namespace);
+
+  const find = await createLambda(
+    stratus,
+    'bench-find',
+    `export default (req, ctx) => ctx.platform.docdb(${JSON.stringify(db)}).collection('people').findOne({}, { index: 'by-email', value: 'user' + req.query.n + '@example.com' })`,
   );
-  if (res.status !== 201) throw new Error(`create ${name} answered ${res.status}: ${res.body}`);
-  return (JSON.parse(res.body) as { id: string }).id;
+  const get = await createLambda(
+    stratus,
+    'bench-kv',
+    `export default (req, ctx) => ctx.platform.kv('bench').get('key-' + req.query.n)`,
+  );
+  const sample = await request(stratus.port, 'lambda.localhost', 'GET', `/run/${find}?n=42`);
+  if (JSON.parse(sample.body).n !== 42) throw new Error(`the find lambda answered ${sample.status} ${sample.body}`);
+  const kvSample = await request(stratus.port, 'lambda.localhost', 'GET', `/run/${get}?n=42`);
+  if (JSON.parse(kvSample.body).n !== 42) throw new Error(`the kv lambda answered ${kvSample.status} ${kvSample.body}`);
+
+  const random = () => Math.floor(Math.random() * DOCUMENTS);
+  const directFinds: autocannon.Request[] = Array.from({ length: 20_000 }, () => ({
+    method: 'POST',
+    path: `${C}:find`,
+    body: JSON.stringify({ index: 'by-email', value: `user${random()}@example.com` }),
+  }));
+  const lambdaCalls = (id: string): autocannon.Request[] =>
+    Array.from({ length: 20_000 }, () => ({ method: 'GET', path: `/run/${id}?n=${random()}` }));
+  const directGets: autocannon.Request[] = Array.from({ length: 20_000 }, () => ({
+    method: 'GET',
+    path: `/v1/collections/bench/keys/key-${random()}`,
+  }));
+  const url = `http://127.0.0.1:${stratus.port}`;
+  const rounds = { rounds: 2, roundSeconds: DURATION_S / 2, warmupSeconds: 3 };
+  const [directFind, lambdaFind] = await interleaved(
+    [
+      {
+        name: 'docdb find by map index, direct (API key)',
+        options: {
+          url,
+          headers: { host: 'docdb.localhost', 'content-type': 'application/json', ...auth },
+          requests: directFinds,
+          connections: CONNECTIONS,
+        },
+      },
+      {
+        name: 'the same find from a warm lambda (ctx.platform)',
+        options: { url, headers: { host: 'lambda.localhost' }, requests: lambdaCalls(find), connections: CONNECTIONS },
+      },
+    ],
+    rounds,
+  );
+  report(
+    `lambda bindings: one docdb find per request, ${CONNECTIONS} connections, store ${stratus.store} (target ≥ 0.5× direct)`,
+    directFind!,
+    [lambdaFind!],
+  );
+  const [directGet, lambdaGet] = await interleaved(
+    [
+      {
+        name: 'kv get, direct (API key)',
+        options: { url, headers: { host: 'kv.localhost', ...auth }, requests: directGets, connections: CONNECTIONS },
+      },
+      {
+        name: 'the same get from a warm lambda (ctx.platform)',
+        options: { url, headers: { host: 'lambda.localhost' }, requests: lambdaCalls(get), connections: CONNECTIONS },
+      },
+    ],
+    rounds,
+  );
+  report(
+    `lambda bindings: one kv get per request, ${CONNECTIONS} connections, store ${stratus.store} (target ≥ 0.5× direct)`,
+    directGet!,
+    [lambdaGet!],
+  );
 }
 
 const percentile = (values: number[], p: number) => {
@@ -132,6 +241,9 @@ export async function run(): Promise<void> {
       [warm!],
     );
 
+    // Only the bindings: BENCH_ONLY=bindings.
+    if (process.env.BENCH_ONLY === 'bindings') return await bindings(stratus);
+
     // 2. Cold first call after create: 100 lambdas with distinct code (no compile-cache hits).
     const cold: number[] = [];
     for (let i = 0; i < 100; i++) {
@@ -161,6 +273,9 @@ export async function run(): Promise<void> {
     console.log(
       `runaway lambdas answered: ${outcomes.map((o) => `${o.status} ${(JSON.parse(o.body) as { error?: { code: string } }).error?.code ?? ''}`).join(', ')}`,
     );
+
+    // 4. Bindings (issue 22).
+    await bindings(stratus);
   } finally {
     for (const child of children.reverse()) await child.stop();
     await database.drop();
