@@ -1,5 +1,6 @@
 import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../context.ts';
+import { LambdaEnvironment } from './environment.ts';
 import { Invoker } from './invoke.ts';
 import { lambdaMigrations } from './migrations.ts';
 import { OngoingInvocations, type OngoingOptions } from './ongoing.ts';
@@ -7,6 +8,7 @@ import { LambdaRepository } from './repository.ts';
 import type { RouteDeps } from './routes/deps.ts';
 import { registerRoutes } from './routes/index.ts';
 import { LambdaRuntime, type RuntimeOptions } from './runtime/sandbox.ts';
+import { LambdaSecrets } from './secrets.ts';
 
 /**
  * Builds the lambda service; `limits` overrides what the settings `lambdaTimeoutSeconds`,
@@ -18,7 +20,7 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: O
   return {
     name: 'lambda',
     migrations: lambdaMigrations,
-    async build({ settings, store, logger }) {
+    async build({ settings, store, logger, services }) {
       const options: RuntimeOptions = {
         timeoutMs: settings.lambdaTimeoutSeconds * 1000,
         memoryLimitMiB: settings.lambdaMemoryMib,
@@ -60,7 +62,19 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: O
       );
       const repository = new LambdaRepository(store.sql, store.notifier);
       app.addHook('onClose', async () => repository.close());
-      const deps: RouteDeps = { repository, runtime, invoker };
+      // The key of the lambdas' secrets: LAMBDA_SECRETS_KEY, else the data directory's key file,
+      // made on first need (README: Environment and secrets).
+      const secrets = LambdaSecrets.fromSettings(settings, (path) =>
+        store.sql.database.soleWriter
+          ? logger.info({ path }, 'created the key of lambda secrets')
+          : logger.warn(
+              { path },
+              'created the key of lambda secrets in the data directory of this instance: other instances of this database cannot read these secrets; give every instance the same LAMBDA_SECRETS_KEY',
+            ),
+      );
+      // What an invocation gets as its environment: env and decrypted secrets (environment.ts).
+      const environment = new LambdaEnvironment(repository, secrets);
+      const deps: RouteDeps = { repository, runtime, invoker, secrets, environment, services };
       registerRoutes(app, deps);
       return app;
     },
