@@ -483,6 +483,33 @@ describe('lambda env, secrets and logger_id', () => {
     assert.deepEqual(await envOf(created.id), { ONE: secret('one-again') });
   });
 
+  it('never quotes a malformed body, which may carry secrets, in its 400', async () => {
+    const created = await create({ name: 'malformed' });
+    const bodies = [
+      `{"name":"m","code":"","secrets":{"A":${secret('unquoted')}}}`,
+      `{"name":"m","code":"","secrets":{"A":"${secret('open')}`,
+      `{"name":"m","code":"","secrets":{"A":"${secret('ctl')}\u0001"}}`,
+      `{"secrets":{"A":"${secret('after')}"}} trailing`,
+    ];
+    for (const payload of bodies) {
+      for (const [method, url] of [
+        ['POST', '/api/v0/lambdas'],
+        ['PATCH', `/api/v0/lambdas/${created.id}`],
+      ] as const) {
+        for (const type of ['application/json', 'application/merge-patch+json; charset=utf-8']) {
+          const res = clean(await lambda.inject({ method, url, headers: { 'content-type': type, ...ada }, payload }));
+          assert.equal(res.statusCode, 400, res.body);
+          assert.equal(errorOf(res).code, 'invalid_json');
+          assert.match(
+            errorOf(res).message,
+            /^request body is not valid JSON: (a syntax error( at position \d+)?|it ends early)$/,
+          );
+        }
+      }
+    }
+    assert.equal((await call('GET', `/api/v0/lambdas/${created.id}`, ada)).json().name, 'malformed');
+  });
+
   it('writes no secret value to the log', () => {
     for (const line of logLines) assert.ok(!line.includes(MARK), line);
   });
