@@ -88,6 +88,12 @@ export interface Settings {
   lambdaMaxResponseBytes: number;
   /** Invocations of one owner's lambdas that run at once (as many more wait); beyond → 429. */
   lambdaOwnerConcurrency: number;
+  /**
+   * Key that encrypts lambda secrets at rest (32 bytes, given as 64 hex characters or base64);
+   * unset: the key file `<dataDir>/lambda-secrets.key` (src/services/lambda/README.md: Environment
+   * and secrets). Every instance of a platform needs the same key.
+   */
+  lambdaSecretsKey: Buffer | undefined;
   /** Retained bytes per logger (raw lines and events together); the oldest data goes first. */
   logsMaxBytes: number;
   /** Largest logs ingest body, in bytes; above → 413. */
@@ -197,6 +203,7 @@ const SETTINGS: {
     fallback: 6 * 1024 ** 2,
   },
   lambdaOwnerConcurrency: { env: 'LAMBDA_OWNER_CONCURRENCY', parse: (t, f) => positiveInteger(t, f), fallback: 8 },
+  lambdaSecretsKey: { env: 'LAMBDA_SECRETS_KEY', parse: (t, f) => key32(t, f), fallback: undefined },
   logsMaxBytes: { env: 'LOGS_MAX_BYTES', parse: (t, f) => byteSize(t, f), fallback: 1024 ** 3 },
   logsMaxIngestBytes: { env: 'LOGS_MAX_INGEST_BYTES', parse: (t, f) => byteSize(t, f), fallback: 64 * 1024 ** 2 },
   filesMaxUploadBytes: { env: 'FILES_MAX_UPLOAD_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 3 },
@@ -419,6 +426,22 @@ function byteSize(text: string, from: string): number {
   if (!Number.isSafeInteger(value) || value <= 0)
     throw new SettingsError(`${from}: "${text}" must be a positive size in bytes (e.g. 1048576, 64MiB, 1GiB)`);
   return value;
+}
+
+/**
+ * A 32-byte key given as 64 hex characters or as base64 (standard or URL-safe, padding optional).
+ * The message of a bad value never repeats the value: it is a secret.
+ */
+function key32(text: string, from: string): Buffer {
+  const value = text.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(value)) return Buffer.from(value, 'hex');
+  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(value)) {
+    const key = Buffer.from(value.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+    if (key.length === 32) return key;
+  }
+  throw new SettingsError(
+    `${from} must be a key of 32 bytes given as 64 hex characters or as base64 (44 characters); the value given is not (and is not shown)`,
+  );
 }
 
 function nonEmpty(text: string, from: string): string {

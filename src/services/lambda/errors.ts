@@ -16,6 +16,32 @@ export const LambdaErrors = {
   runtimeDisagrees: () => new HttpError(400, 'validation_error', 'body.runtime disagrees with body.language'),
   codeDoesNotParse: (problem: string) => new HttpError(400, 'validation_error', `body.code does not parse: ${problem}`),
 
+  // 400: env and secrets (README: Environment and secrets). Messages name a secret, never its value.
+  envNameInvalid: (field: 'env' | 'secrets', name: string) =>
+    new HttpError(
+      400,
+      'validation_error',
+      `body.${field}: ${JSON.stringify(name.length > 140 ? `${name.slice(0, 140)}…` : name)} is not a valid name (letters, digits and _, not starting with a digit, at most 128 characters)`,
+    ),
+  envValueTooLong: (field: 'env' | 'secrets', name: string, max: number) =>
+    new HttpError(400, 'validation_error', `body.${field}.${name} is longer than ${max} characters`),
+  envTooManyNames: (count: number, max: number) =>
+    new HttpError(
+      400,
+      'validation_error',
+      `env and secrets may hold at most ${max} names together; this would make ${count}`,
+    ),
+  envTooLarge: (total: number, max: number) =>
+    new HttpError(
+      400,
+      'validation_error',
+      `env and secrets may hold at most ${max} characters of names and values together; this would make ${total}`,
+    ),
+  envNameInBoth: (name: string) =>
+    new HttpError(400, 'validation_error', `${name} would be both in env and in secrets: a name may be in only one`),
+  loggerNotOwned: (id: string) =>
+    new HttpError(400, 'validation_error', `body.logger_id: no logger ${id} that you own`),
+
   // 400, 413: bodies of the project mux, which the service reads itself (README: Invocation).
   bodyTooDeep: (maxNesting: number) =>
     new HttpError(400, 'validation_error', `request body is nested more than ${maxNesting} levels deep`),
@@ -48,4 +74,15 @@ export const LambdaErrors = {
    * Output rules, Runtime).
    */
   lambdaFailed: (code: LambdaErrorCode, message: string) => new HttpError(500, code, message),
+
+  /**
+   * 500: the stored secrets of a lambda cannot be opened, to change them: sealed under another key
+   * (every instance needs the same LAMBDA_SECRETS_KEY), or damaged (README: Environment and
+   * secrets). The message is the one of SecretsKeyMismatch or SecretsUnreadable (secrets.ts).
+   */
+  secretsUnreadable: (message: string) => new HttpError(500, 'secrets_unreadable', message),
+
+  // 503: the logs service could not answer whether the owner has the logger (README: Create / patch).
+  logsUnreachable: () =>
+    new HttpError(503, 'service_unavailable', 'the logs service cannot be reached to check body.logger_id'),
 } as const;

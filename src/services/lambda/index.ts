@@ -4,6 +4,7 @@ import { LambdaBridges } from './bridge.ts';
 import { EgressPolicy } from './egress.ts';
 import { egressAgent } from './fetcher.ts';
 import type { ServiceDefinition } from '../context.ts';
+import { LambdaEnvironment } from './environment.ts';
 import { Invoker } from './invoke.ts';
 import { lambdaMigrations } from './migrations.ts';
 import { OngoingInvocations, type OngoingOptions } from './ongoing.ts';
@@ -11,6 +12,7 @@ import { LambdaRepository } from './repository.ts';
 import type { RouteDeps } from './routes/deps.ts';
 import { registerRoutes } from './routes/index.ts';
 import { LambdaRuntime, type RuntimeOptions } from './runtime/sandbox.ts';
+import { LambdaSecrets } from './secrets.ts';
 
 /**
  * Builds the lambda service; `limits` overrides what the settings `lambdaTimeoutSeconds`,
@@ -75,16 +77,38 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: O
           maxRedirects: settings.lambdaFetchRedirects,
         },
       });
+      const repository = new LambdaRepository(store.sql, store.notifier);
+      app.addHook('onClose', async () => repository.close());
+      // The key of the lambdas' secrets: LAMBDA_SECRETS_KEY, else the data directory's key file,
+      // made on first need (README: Environment and secrets).
+      const secrets = LambdaSecrets.fromSettings(settings, (path) =>
+        store.sql.database.soleWriter
+          ? logger.info({ path }, 'created the key of lambda secrets')
+          : logger.warn(
+              { path },
+              'created the key of lambda secrets in the data directory of this instance: other instances of this database cannot read these secrets; give every instance the same LAMBDA_SECRETS_KEY',
+            ),
+      );
+      // What an invocation gets as its environment: env and decrypted secrets (environment.ts).
+      const environment = new LambdaEnvironment(repository, secrets);
       // Captured console output and failures go to the server log with the invocation id.
       const invoker = new Invoker(
         runtime,
         (entry) => logger.info(entry, 'lambda invocation'),
-        { domain: settings.domain, ownerConcurrency: settings.lambdaOwnerConcurrency, bridges },
+        {
+          domain: settings.domain,
+          ownerConcurrency: settings.lambdaOwnerConcurrency,
+          bridges,
+          envOf: async (lambda) => {
+            const merged = await environment.envFor(lambda);
+            const secretValues: Record<string, string> = {};
+            for (const name of lambda.secret_names) if (merged[name] !== undefined) secretValues[name] = merged[name];
+            return { env: merged, secrets: secretValues };
+          },
+        },
         ongoing,
       );
-      const repository = new LambdaRepository(store.sql, store.notifier);
-      app.addHook('onClose', async () => repository.close());
-      const deps: RouteDeps = { repository, runtime, invoker };
+      const deps: RouteDeps = { repository, runtime, invoker, secrets, environment, services };
       registerRoutes(app, deps);
       return app;
     },

@@ -102,7 +102,14 @@ export class Invoker {
         method: req.method,
         path: req.path,
       });
-      const { env, secrets } = this.options.envOf ? await this.options.envOf(lambda) : { env: {}, secrets: {} };
+      let parts: LambdaEnv;
+      try {
+        parts = this.options.envOf ? await this.options.envOf(lambda) : { env: {}, secrets: {} };
+      } catch (error) {
+        // Secrets this instance cannot open (another key): the run fails with the reason.
+        return { kind: 'error', code: 'lambda_error', message: (error as Error).message, logs: [] };
+      }
+      const { env, secrets } = parts;
       const host = this.options.bridges?.open(
         { owner: lambda.owner, projectId: lambda.project_id },
         Date.now() + this.runtime.timeoutMs,

@@ -44,5 +44,17 @@ export const lambdaMigrations: MigrationSet = {
         'create index lambda_ongoing_lease on lambda_ongoing (lease_until)',
       ],
     },
+    {
+      name: '003_lambda_settings',
+      // README: Environment and secrets. `env` and `secret_names` are JSON in clear text (a list
+      // needs no decryption); `secrets` is the sealed object (secrets.ts), null when there is none;
+      // `logger_id` the logger of the lambda's output, null when none.
+      statements: () => [
+        `alter table lambda_functions add column env text not null default '{}'`,
+        `alter table lambda_functions add column secret_names text not null default '[]'`,
+        'alter table lambda_functions add column secrets text',
+        'alter table lambda_functions add column logger_id text',
+      ],
+    },
   ],
 };

@@ -17,18 +17,50 @@ export interface Lambda {
   code: string;
   method: string;
   path: string;
+  /** Shown to the owner; the code's environment together with the secrets (README: Environment and secrets). */
+  env: Record<string, string>;
+  /** The names of the secrets, sorted; their sealed values are read apart (`secretsOf`). */
+  secret_names: string[];
+  /** The logger the lambda's output goes to, or null. */
+  logger_id: string | null;
 }
 
-const COLUMNS = 'id, created_timestamp, owner, project_id, name, language, code, method, path';
+/** What a lambda's env and secrets are stored as: `secrets` sealed (secrets.ts), null when there are none. */
+export interface StoredSettings {
+  env: Record<string, string>;
+  secret_names: string[];
+  secrets: string | null;
+}
+
+/** The fields a change may set besides env and secrets. */
+export type LambdaChanges = Partial<Pick<Lambda, 'name' | 'language' | 'code' | 'method' | 'path' | 'logger_id'>>;
+
+/** Every column of a `Lambda`; the sealed `secrets` are not among them. */
+const COLUMNS =
+  'id, created_timestamp, owner, project_id, name, language, code, method, path, env, secret_names, logger_id';
 
 /** The columns a change may set, in the order the update statement names them. */
-const CHANGEABLE = ['name', 'language', 'code', 'method', 'path'] as const;
+const CHANGEABLE = ['name', 'language', 'code', 'method', 'path', 'logger_id'] as const;
 
 /** Thrown when an owner already has a lambda with that name. */
 export class NameTaken extends Error {}
 
-function row(r: Lambda): Lambda {
-  return { ...r, created_timestamp: Number(r.created_timestamp) };
+/** A row as the database gives it: env and secret names as JSON text. */
+type LambdaRow = Omit<Lambda, 'env' | 'secret_names'> & { env: string; secret_names: string };
+
+function row(r: LambdaRow): Lambda {
+  return {
+    ...r,
+    created_timestamp: Number(r.created_timestamp),
+    env: JSON.parse(r.env) as Record<string, string>,
+    secret_names: JSON.parse(r.secret_names) as string[],
+  };
+}
+
+/** A cached lambda with its sealed secrets, which are kept out of the `Lambda` itself. */
+interface Stored {
+  lambda: Lambda;
+  secrets: string | null;
 }
 
 /** Strips one trailing slash so `/hello` and `/hello/` are one route; `/` stays `/`. */
@@ -41,7 +73,9 @@ export const LAMBDA_CHANGED_TOPIC = 'lambda.functions';
 export const LAMBDA_ROUTES_TOPIC = 'lambda.routes';
 
 const CACHE_BYTES = 32 * 1024 * 1024;
-const sizeOf = (lambda: Lambda): number => lambda.code.length + 256;
+const sizeOf = (lambda: Lambda): number =>
+  lambda.code.length + JSON.stringify(lambda.env).length + lambda.secret_names.join().length + 256;
+const storedSizeOf = (stored: Stored): number => sizeOf(stored.lambda) + (stored.secrets?.length ?? 0);
 
 /**
  * The lambda service's only door to storage. The invocation path's lookups (by id, and the mux's
@@ -51,14 +85,14 @@ const sizeOf = (lambda: Lambda): number => lambda.code.length + 256;
  */
 export class LambdaRepository {
   private readonly database: SqlDatabase;
-  private readonly byId: SharedCache<Lambda>;
+  private readonly byId: SharedCache<Stored>;
   private readonly routes: SharedCache<Lambda>;
 
   /** `feed` is required where the process is not the database's only writer. */
   constructor(connection: SqlConnection, feed?: ChangeFeed) {
     this.database = connection.database;
     const { soleWriter } = this.database;
-    this.byId = new SharedCache(new SizedCache(CACHE_BYTES, sizeOf), LAMBDA_CHANGED_TOPIC, soleWriter, feed);
+    this.byId = new SharedCache(new SizedCache(CACHE_BYTES, storedSizeOf), LAMBDA_CHANGED_TOPIC, soleWriter, feed);
     this.routes = new SharedCache(new SizedCache(CACHE_BYTES, sizeOf), LAMBDA_ROUTES_TOPIC, soleWriter, feed);
   }
 
@@ -73,12 +107,13 @@ export class LambdaRepository {
     await Promise.all([this.byId.written(id), this.routes.written(undefined)]);
   }
 
-  async create(lambda: Lambda): Promise<Lambda> {
-    const { id, created_timestamp, owner, project_id, name, language, code, method, path } = lambda;
+  /** Stores a new lambda with its sealed secrets (null: none). */
+  async create(lambda: Lambda, secrets: string | null): Promise<Lambda> {
+    const { id, created_timestamp, owner, project_id, name, language, code, method, path, env } = lambda;
     try {
       await this.database.write(() =>
         run(
-          `insert into lambda_functions (${COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `insert into lambda_functions (${COLUMNS}, secrets) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           id,
           created_timestamp,
           owner,
@@ -88,6 +123,10 @@ export class LambdaRepository {
           code,
           method,
           path,
+          JSON.stringify(env),
+          JSON.stringify(lambda.secret_names),
+          lambda.logger_id,
+          secrets,
         ),
       );
     } catch (err) {
@@ -101,8 +140,8 @@ export class LambdaRepository {
   async list(owner: string, projectId: string | null): Promise<Lambda[]> {
     const rows = await this.database.read(() =>
       projectId === null
-        ? all<Lambda>(`select ${COLUMNS} from lambda_functions where owner = ? order by seq`, owner)
-        : all<Lambda>(
+        ? all<LambdaRow>(`select ${COLUMNS} from lambda_functions where owner = ? order by seq`, owner)
+        : all<LambdaRow>(
             `select ${COLUMNS} from lambda_functions where owner = ? and project_id = ? order by seq`,
             owner,
             projectId,
@@ -111,27 +150,65 @@ export class LambdaRepository {
     return rows.map(row);
   }
 
-  get(id: string): Promise<Lambda | null> {
+  /** The lambda and its sealed secrets, from the cache. */
+  private stored(id: string): Promise<Stored | null> {
     return this.byId.read(id, async () => {
       const r = await this.database.read(() =>
-        first<Lambda>(`select ${COLUMNS} from lambda_functions where id = ?`, id),
+        first<LambdaRow & { secrets: string | null }>(
+          `select ${COLUMNS}, secrets from lambda_functions where id = ?`,
+          id,
+        ),
       );
-      return r ? row(r) : null;
+      if (!r) return null;
+      const { secrets, ...rest } = r;
+      return { lambda: row(rest), secrets };
     });
   }
 
+  async get(id: string): Promise<Lambda | null> {
+    return (await this.stored(id))?.lambda ?? null;
+  }
+
+  /** The sealed secrets of lambda `id` (secrets.ts), null when it has none or does not exist; cached as `get` is. */
+  async secretsOf(id: string): Promise<string | null> {
+    return (await this.stored(id))?.secrets ?? null;
+  }
+
+  /**
+   * Changes the lambda's fields. `settle`, when given, gets the stored env and secrets inside the
+   * write's transaction (the row locked) and returns what to store instead; what it throws
+   * leaves everything unchanged.
+   */
   async update(
     id: string,
-    changes: Partial<Pick<Lambda, 'name' | 'language' | 'code' | 'method' | 'path'>>,
+    changes: LambdaChanges,
+    settle?: (stored: StoredSettings) => StoredSettings,
   ): Promise<Lambda | null> {
     const columns = CHANGEABLE.filter((column) => changes[column] !== undefined);
-    if (columns.length > 0) {
-      const assignments = columns.map((column) => `${column} = ?`).join(', ');
-      const values = columns.map((column) => changes[column]);
+    if (columns.length > 0 || settle) {
+      const { forUpdate } = this.database.syntax;
       this.byId.writing(id);
       this.routes.writing();
       try {
-        await this.database.write(() => run(`update lambda_functions set ${assignments} where id = ?`, ...values, id));
+        await this.database.write(function* () {
+          const assignments = columns.map((column) => `${column} = ?`);
+          const values: unknown[] = columns.map((column) => changes[column]);
+          if (settle) {
+            const current = yield* first<{ env: string; secret_names: string; secrets: string | null }>(
+              `select env, secret_names, secrets from lambda_functions where id = ?${forUpdate}`,
+              id,
+            );
+            if (!current) return 0;
+            const next = settle({
+              env: JSON.parse(current.env) as Record<string, string>,
+              secret_names: JSON.parse(current.secret_names) as string[],
+              secrets: current.secrets,
+            });
+            assignments.push('env = ?', 'secret_names = ?', 'secrets = ?');
+            values.push(JSON.stringify(next.env), JSON.stringify(next.secret_names), next.secrets);
+          }
+          return yield* run(`update lambda_functions set ${assignments.join(', ')} where id = ?`, ...values, id);
+        });
       } catch (err) {
         if (this.database.isUniqueViolation(err)) throw new NameTaken(changes.name ?? '');
         throw err;
@@ -161,7 +238,7 @@ export class LambdaRepository {
     const [scopeColumn, scopeValue] = 'owner' in scope ? ['owner', scope.owner] : ['project_id', scope.projectId];
     return this.routes.read(`${scopeColumn}\n${scopeValue}\n${method}\n${key}`, async () => {
       const rows = await this.database.read(() =>
-        all<Lambda>(
+        all<LambdaRow>(
           `select ${COLUMNS} from lambda_functions where method in (${methods.map(() => '?').join(', ')}) and (path = ? or path = ?) and ${scopeColumn} = ? order by seq`,
           ...methods,
           key,

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { errorBody } from '../../core/schemas.ts';
+import { ENV_NAME_PATTERN, MAX_ENV_NAMES, MAX_ENV_TOTAL_LENGTH, MAX_ENV_VALUE_LENGTH } from './environment.ts';
 import { LANGUAGES } from './repository.ts';
 import { named } from '../../core/openapi.ts';
 
@@ -20,6 +21,29 @@ const method = Type.String({
 });
 const path = Type.String({ pattern: '^/', maxLength: 2048, description: 'Mux route path; default / + name' });
 
+const envRules = `names match ${ENV_NAME_PATTERN.source}; at most ${MAX_ENV_NAMES} names in env and secrets together, each value at most ${MAX_ENV_VALUE_LENGTH} characters, ${MAX_ENV_TOTAL_LENGTH} characters of names and values in all; a name is in env or in secrets, not both`;
+const envValue = Type.String({ maxLength: MAX_ENV_VALUE_LENGTH });
+const env = Type.Record(Type.String(), envValue, {
+  maxProperties: MAX_ENV_NAMES,
+  description: `Environment of the code, shown to the owner: name → value (${envRules})`,
+});
+const secrets = Type.Record(Type.String(), envValue, {
+  maxProperties: MAX_ENV_NAMES,
+  description: `Write-only environment of the code: name → value, encrypted at rest, never answered (${envRules})`,
+});
+const nullableEnvValue = Type.Union([envValue, Type.Null()]);
+const envPatch = Type.Record(Type.String(), nullableEnvValue, {
+  maxProperties: MAX_ENV_NAMES,
+  description: 'Merged into env: a named value is set, null deletes it, unnamed ones are kept',
+});
+const secretsPatch = Type.Record(Type.String(), nullableEnvValue, {
+  maxProperties: MAX_ENV_NAMES,
+  description: 'Merged into secrets: a named value is set, null deletes it, unnamed ones are kept',
+});
+const loggerId = Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()], {
+  description: "A logger of the lambda's owner that gets its output, or null for none",
+});
+
 export const lambdaObject = named(
   'Lambda',
   Type.Object({
@@ -32,6 +56,9 @@ export const lambdaObject = named(
     code: Type.String(),
     method: Type.String(),
     path: Type.String(),
+    env: Type.Record(Type.String(), Type.String(), { description: 'Environment of the code' }),
+    secrets: Type.Array(Type.String(), { description: 'Names of the secrets, sorted; values are never answered' }),
+    logger_id: Type.Union([Type.String(), Type.Null()], { description: "The logger of the lambda's output, or null" }),
   }),
 );
 
@@ -43,6 +70,9 @@ export const createBody = Type.Object(
     runtime: Type.Optional(Type.String({ description: 'Alias of language: js or javascript; never stored' })),
     method: Type.Optional(method),
     path: Type.Optional(path),
+    env: Type.Optional(env),
+    secrets: Type.Optional(secrets),
+    logger_id: Type.Optional(loggerId),
   },
   { additionalProperties: false },
 );
@@ -54,6 +84,9 @@ export const patchBody = Type.Object(
     language: Type.Optional(language),
     method: Type.Optional(method),
     path: Type.Optional(path),
+    env: Type.Optional(envPatch),
+    secrets: Type.Optional(secretsPatch),
+    logger_id: Type.Optional(loggerId),
   },
   { additionalProperties: false },
 );

@@ -67,6 +67,9 @@ describe('lambda service', () => {
           code: 'export default () => 1',
           method: 'ANY',
           path: '/hello-world',
+          env: {},
+          secrets: [],
+          logger_id: null,
         },
       );
     });

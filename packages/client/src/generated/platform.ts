@@ -2385,13 +2385,21 @@ export interface components {
     Lambda: {
       code: string;
       created_timestamp: number;
+      /** @description Environment of the code */
+      env: {
+        [key: string]: string;
+      };
       id: string;
       language: string;
+      /** @description The logger of the lambda's output, or null */
+      logger_id: string | null;
       method: string;
       name: string;
       owner: string;
       path: string;
       project_id: string;
+      /** @description Names of the secrets, sorted; values are never answered */
+      secrets: string[];
     };
     LambdaUser: {
       email?: string;
@@ -7092,8 +7100,14 @@ export interface operations {
         'application/json': {
           /** @description Source code or static content (at most 1 MiB) */
           code: string;
+          /** @description Environment of the code, shown to the owner: name → value (names match ^[A-Za-z_][A-Za-z0-9_]{0,127}$; at most 64 names in env and secrets together, each value at most 5120 characters, 65536 characters of names and values in all; a name is in env or in secrets, not both) */
+          env?: {
+            [key: string]: string;
+          };
           /** @description Default javascript */
           language?: 'javascript' | 'static-html' | 'static-css' | 'static-js';
+          /** @description A logger of the lambda's owner that gets its output, or null for none */
+          logger_id?: string | null;
           /** @description HTTP method or ANY (stored upper case); default ANY */
           method?: string;
           /** @description Unique among the caller's lambdas */
@@ -7102,6 +7116,10 @@ export interface operations {
           path?: string;
           /** @description Alias of language: js or javascript; never stored */
           runtime?: string;
+          /** @description Write-only environment of the code: name → value, encrypted at rest, never answered (names match ^[A-Za-z_][A-Za-z0-9_]{0,127}$; at most 64 names in env and secrets together, each value at most 5120 characters, 65536 characters of names and values in all; a name is in env or in secrets, not both) */
+          secrets?: {
+            [key: string]: string;
+          };
         };
       };
     };
@@ -7153,6 +7171,15 @@ export interface operations {
       };
       /** @description Default Response */
       413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -7267,14 +7294,24 @@ export interface operations {
         'application/json': {
           /** @description Source code or static content (at most 1 MiB) */
           code?: string;
+          /** @description Merged into env: a named value is set, null deletes it, unnamed ones are kept */
+          env?: {
+            [key: string]: string | null;
+          };
           /** @description Default javascript */
           language?: 'javascript' | 'static-html' | 'static-css' | 'static-js';
+          /** @description A logger of the lambda's owner that gets its output, or null for none */
+          logger_id?: string | null;
           /** @description HTTP method or ANY (stored upper case); default ANY */
           method?: string;
           /** @description Unique among the caller's lambdas */
           name?: string;
           /** @description Mux route path; default / + name */
           path?: string;
+          /** @description Merged into secrets: a named value is set, null deletes it, unnamed ones are kept */
+          secrets?: {
+            [key: string]: string | null;
+          };
         };
       };
     };
@@ -7335,6 +7372,24 @@ export interface operations {
       };
       /** @description Default Response */
       413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      503: {
         headers: {
           [name: string]: unknown;
         };

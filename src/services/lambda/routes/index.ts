@@ -3,7 +3,7 @@ import { requireIdentity } from '../../../core/identity.ts';
 import { projectOf } from '../project.ts';
 import { registerAccount } from './account.ts';
 import type { RouteDeps } from './deps.ts';
-import { registerInvocationBodies } from './invocation/bodies.ts';
+import { registerInvocationBodies, registerJsonBodies } from './invocation/bodies.ts';
 import { registerOwnerMux } from './invocation/mux.ts';
 import { registerProjectHosts } from './invocation/project-hosts.ts';
 import { registerRunById } from './invocation/run.ts';
@@ -29,6 +29,9 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
       requireIdentity(request);
     }
   });
+
+  // JSON bodies whose syntax errors never quote the body (it may carry secrets).
+  registerJsonBodies(app);
 
   // Management of the caller's lambdas.
   registerCreateLambda(app, deps);

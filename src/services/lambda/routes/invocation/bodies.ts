@@ -11,8 +11,47 @@ function isJsonType(contentType: string | undefined): boolean {
   return t === 'application/json' || t.endsWith('+json');
 }
 
+const JSON_SUFFIX_TYPE = /^application\/[^;]*\+json/;
+
 /**
- * Invocation bodies (README: Invocation): JSON types are parsed by the app's JSON parser (400
+ * JSON bodies (application/json and +json types) of every route, read as the shared app reads
+ * them except that a syntax error never quotes the body: V8's message repeats a stretch of the
+ * text around the error, and a create or patch carries secrets (README: Environment and secrets).
+ */
+export function registerJsonBodies(app: ServiceApp): void {
+  const parse = (_req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim().length === 0) return done(null, undefined);
+    try {
+      done(null, decodeJson(text));
+    } catch (err) {
+      done(err as Error);
+    }
+  };
+  app.removeContentTypeParser(['application/json', JSON_SUFFIX_TYPE]);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parse);
+  app.addContentTypeParser(JSON_SUFFIX_TYPE, { parseAs: 'string' }, parse);
+}
+
+/** What is wrong with JSON text, without any of the text. */
+function jsonProblem(error: unknown): string {
+  const message = error instanceof Error ? error.message : '';
+  if (message.startsWith('Unexpected end of JSON input')) return 'it ends early';
+  const position = /at position (\d+)/.exec(message)?.[1];
+  return position === undefined ? 'a syntax error' : `a syntax error at position ${position}`;
+}
+
+function decodeJson(text: string): unknown {
+  if (jsonTextDeeperThan(text, MAX_BODY_NESTING)) throw LambdaErrors.bodyTooDeep(MAX_BODY_NESTING);
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw LambdaErrors.invalidJson(jsonProblem(err));
+  }
+}
+
+/**
+ * Invocation bodies (README: Invocation): JSON types are parsed as registerJsonBodies says (400
  * invalid_json); any other type arrives as text, as the lambda's `req.body`.
  */
 export function registerInvocationBodies(app: ServiceApp): void {
@@ -37,10 +76,5 @@ export async function readBody(request: FastifyRequest): Promise<unknown> {
 function decodeBody(text: string, contentType: string | undefined): unknown {
   if (text.length === 0) return undefined;
   if (!isJsonType(contentType)) return text;
-  if (jsonTextDeeperThan(text, MAX_BODY_NESTING)) throw LambdaErrors.bodyTooDeep(MAX_BODY_NESTING);
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw LambdaErrors.invalidJson((err as Error).message);
-  }
+  return decodeJson(text);
 }

@@ -1,8 +1,10 @@
 import type { FastifyRequest } from 'fastify';
+import type { Static } from 'typebox';
 import { requireIdentity } from '../../../../core/identity.ts';
 import { LambdaErrors } from '../../errors.ts';
 import { projectOf } from '../../project.ts';
 import type { Lambda, Language } from '../../repository.ts';
+import type { lambdaObject } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { SIGNED_IN } from '../../../../core/openapi.ts';
 
@@ -14,6 +16,36 @@ export async function checkSyntax({ runtime }: RouteDeps, language: Language, co
   if (language !== 'javascript') return;
   const problem = await runtime.check(code);
   if (problem !== null) throw LambdaErrors.codeDoesNotParse(problem);
+}
+
+/** A lambda as management routes answer it: env shown, secrets by name only, never their values. */
+export function lambdaView(lambda: Lambda): Static<typeof lambdaObject> {
+  const { secret_names, logger_id, ...rest } = lambda;
+  return { ...rest, secrets: secret_names, logger_id };
+}
+
+/**
+ * A logger_id must be a logger the lambda's owner has (README: Create / patch): the logs service
+ * is asked as the owner. 200 → fine; 400, 403 or 404 → 400; no service calls, a failed call or
+ * any other answer → 503.
+ */
+export async function checkLogger({ services }: RouteDeps, owner: string, loggerId: string): Promise<void> {
+  if (!services) throw LambdaErrors.logsUnreachable();
+  let status: number;
+  try {
+    const answer = await services.call('logs', {
+      method: 'GET',
+      path: `/v1/loggers/${encodeURIComponent(loggerId)}`,
+      identity: { user: { id: owner } },
+      maxBodyBytes: 64 * 1024,
+    });
+    status = answer.status;
+  } catch {
+    throw LambdaErrors.logsUnreachable();
+  }
+  if (status === 200) return;
+  if (status === 400 || status === 403 || status === 404) throw LambdaErrors.loggerNotOwned(loggerId);
+  throw LambdaErrors.logsUnreachable();
 }
 
 /** The caller's lambda, scoped to the project host if any; foreign or unknown → 404. */

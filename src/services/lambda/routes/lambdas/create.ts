@@ -1,12 +1,13 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { newId } from '../../../../core/ids.ts';
 import { requireIdentity } from '../../../../core/identity.ts';
+import { checkNewEnv, secretNames } from '../../environment.ts';
 import { LambdaErrors } from '../../errors.ts';
 import { projectOf } from '../../project.ts';
 import { NameTaken, type Lambda, type Language } from '../../repository.ts';
 import { createBody, errors, lambdaObject } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
-import { assertMayManage, checkSyntax, security, tags } from './common.ts';
+import { assertMayManage, checkLogger, checkSyntax, lambdaView, security, tags } from './common.ts';
 
 export const createLambdaSchema = {
   tags,
@@ -14,10 +15,13 @@ export const createLambdaSchema = {
   operationId: 'createLambda',
   summary: 'Create a lambda',
   body: createBody,
-  response: { 201: lambdaObject, ...errors(400, 401, 403, 409, 413) },
+  response: { 201: lambdaObject, ...errors(400, 401, 403, 409, 413, 503) },
 };
 
-/** `POST /api/v0/lambdas` (README: Create / patch): 201 with the stored lambda. */
+/**
+ * `POST /api/v0/lambdas` (README: Create / patch; Environment and secrets): 201 with the stored
+ * lambda, its secrets by name only.
+ */
 export function registerCreateLambda(app: ServiceApp, deps: RouteDeps): void {
   app.post('/api/v0/lambdas', { schema: createLambdaSchema }, async (request, reply) => {
     const identity = requireIdentity(request);
@@ -29,9 +33,14 @@ export function registerCreateLambda(app: ServiceApp, deps: RouteDeps): void {
       if (body.language !== undefined && body.language !== 'javascript') throw LambdaErrors.runtimeDisagrees();
       language = 'javascript';
     }
+    const { env, secrets } = checkNewEnv(body.env, body.secrets);
     await checkSyntax(deps, language, body.code);
+    const loggerId = body.logger_id ?? null;
+    if (loggerId !== null) await checkLogger(deps, identity.user.id, loggerId);
+    const id = newId();
+    const names = secretNames(secrets);
     const lambda: Lambda = {
-      id: newId(),
+      id,
       created_timestamp: Math.floor(Date.now() / 1000),
       owner: identity.user.id,
       project_id: projectOf(request) ?? '',
@@ -40,13 +49,16 @@ export function registerCreateLambda(app: ServiceApp, deps: RouteDeps): void {
       code: body.code,
       method: (body.method ?? 'ANY').toUpperCase(),
       path: body.path ?? `/${body.name}`,
+      env,
+      secret_names: names,
+      logger_id: loggerId,
     };
     try {
-      await deps.repository.create(lambda);
+      await deps.repository.create(lambda, names.length === 0 ? null : deps.secrets.seal(id, secrets));
     } catch (err) {
       if (err instanceof NameTaken) throw LambdaErrors.nameTaken(body.name);
       throw err;
     }
-    return reply.code(201).send(lambda);
+    return reply.code(201).send(lambdaView(lambda));
   });
 }

@@ -1,7 +1,7 @@
 import type { ServiceApp } from '../../../../core/app.ts';
 import { errors, lambdaObject, lambdaParams } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
-import { ownLambda, security, tags } from './common.ts';
+import { lambdaView, ownLambda, security, tags } from './common.ts';
 
 export const getLambdaSchema = {
   tags,
@@ -12,9 +12,9 @@ export const getLambdaSchema = {
   response: { 200: lambdaObject, ...errors(401, 404) },
 };
 
-/** `GET /api/v0/lambdas/{lambda_id}`: one of the caller's lambdas. */
+/** `GET /api/v0/lambdas/{lambda_id}`: one of the caller's lambdas, its secrets by name only. */
 export function registerGetLambda(app: ServiceApp, deps: RouteDeps): void {
   app.get('/api/v0/lambdas/:lambda_id', { schema: getLambdaSchema }, async (request) =>
-    ownLambda(deps, request, request.params.lambda_id),
+    lambdaView(await ownLambda(deps, request, request.params.lambda_id)),
   );
 }

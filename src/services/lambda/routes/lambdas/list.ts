@@ -3,7 +3,7 @@ import { requireIdentity } from '../../../../core/identity.ts';
 import { projectOf } from '../../project.ts';
 import { errors, lambdaList } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
-import { security, tags } from './common.ts';
+import { lambdaView, security, tags } from './common.ts';
 
 export const listLambdasSchema = {
   tags,
@@ -13,9 +13,9 @@ export const listLambdasSchema = {
   response: { 200: lambdaList, ...errors(401) },
 };
 
-/** `GET /api/v0/lambdas`: the caller's lambdas (on a project host, those of the project). */
+/** `GET /api/v0/lambdas`: the caller's lambdas (on a project host, those of the project), secrets by name only. */
 export function registerListLambdas(app: ServiceApp, { repository }: RouteDeps): void {
   app.get('/api/v0/lambdas', { schema: listLambdasSchema }, async (request) =>
-    repository.list(requireIdentity(request).user.id, projectOf(request)),
+    (await repository.list(requireIdentity(request).user.id, projectOf(request))).map(lambdaView),
   );
 }

@@ -1,9 +1,10 @@
 import type { ServiceApp } from '../../../../core/app.ts';
+import { applyEnvChange, checkEnvChange } from '../../environment.ts';
 import { LambdaErrors } from '../../errors.ts';
 import { NameTaken } from '../../repository.ts';
 import { errors, lambdaObject, lambdaParams, patchBody } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
-import { assertMayManage, checkSyntax, ownLambda, security, tags } from './common.ts';
+import { assertMayManage, checkLogger, checkSyntax, lambdaView, ownLambda, security, tags } from './common.ts';
 
 export const updateLambdaSchema = {
   tags,
@@ -12,24 +13,35 @@ export const updateLambdaSchema = {
   summary: 'Modify a lambda',
   params: lambdaParams,
   body: patchBody,
-  response: { 200: lambdaObject, ...errors(400, 401, 403, 404, 409, 413) },
+  response: { 200: lambdaObject, ...errors(400, 401, 403, 404, 409, 413, 500, 503) },
 };
 
-/** `PATCH /api/v0/lambdas/{lambda_id}` (README: Create / patch): the changed lambda. */
+/**
+ * `PATCH /api/v0/lambdas/{lambda_id}` (README: Create / patch; Environment and secrets): the
+ * changed lambda. `env` and `secrets` are merged into what is stored, in the write's transaction,
+ * and checked on the result.
+ */
 export function registerUpdateLambda(app: ServiceApp, deps: RouteDeps): void {
   app.patch('/api/v0/lambdas/:lambda_id', { schema: updateLambdaSchema }, async (request) => {
     const lambda = await ownLambda(deps, request, request.params.lambda_id);
     await assertMayManage(deps, request, lambda.owner);
-    const { method, ...rest } = request.body;
+    const { method, env, secrets, ...rest } = request.body;
+    const change = { env, secrets };
+    // The names and values by themselves first; the merged result in the write's transaction.
+    checkEnvChange(change);
     if (rest.code !== undefined || rest.language !== undefined)
       await checkSyntax(deps, rest.language ?? lambda.language, rest.code ?? lambda.code);
+    if (typeof rest.logger_id === 'string') await checkLogger(deps, lambda.owner, rest.logger_id);
     try {
       const updated = await deps.repository.update(
         lambda.id,
         method === undefined ? rest : { ...rest, method: method.toUpperCase() },
+        env === undefined && secrets === undefined
+          ? undefined
+          : (stored) => applyEnvChange(lambda.id, stored, change, deps.secrets),
       );
       if (!updated) throw LambdaErrors.lambdaNotFound(lambda.id);
-      return updated;
+      return lambdaView(updated);
     } catch (err) {
       if (err instanceof NameTaken) throw LambdaErrors.nameTaken(request.body.name);
       throw err;
