@@ -209,6 +209,45 @@ describe('lambda fetch and bindings with LAMBDA_EGRESS_ALLOW=127.0.0.1', () => {
     assert.deepEqual(lines, ['from the lambda']);
   });
 
+  it('calls an API with a secret token, caches the answer in kv, and never shows the secret', async () => {
+    const SECRET = 'sk-live-7f3a9c2e51';
+    const code = `export default async (req, ctx) => {
+      const cache = ctx.platform.kv('quotes');
+      const cached = await cache.get('today');
+      if (cached) return { from: 'cache', quote: cached };
+      const r = await fetch(ctx.env.QUOTE_URL, { headers: { authorization: 'Bearer ' + ctx.env.QUOTE_TOKEN } });
+      if (!r.ok) throw new Error('quote service answered ' + r.status);
+      const quote = await r.json();
+      await cache.set('today', quote);
+      console.log('fetched with', ctx.env.QUOTE_TOKEN);
+      return { from: 'api', quote };
+    }`;
+    const lambda = await client.lambda.create({
+      name: 'quote-of-the-day',
+      code,
+      env: { QUOTE_URL: `http://127.0.0.1:${upstream.port}/quote` },
+      secrets: { QUOTE_TOKEN: SECRET },
+    });
+    const first = await client.lambda.invoke(lambda.id);
+    assert.deepEqual(JSON.parse(first.body), { from: 'api', quote: { quote: 'hello', auth: `Bearer ${SECRET}` } });
+    assert.deepEqual(first.logs, [{ level: 'log', message: 'fetched with ***' }]);
+    const second = await (await client.lambda.run(lambda.id)).json();
+    assert.equal((second as { from: string }).from, 'cache');
+    // A throw that carries the secret is masked too.
+    const leaky = await client.lambda.create({
+      name: 'leaky',
+      code: 'export default (req, ctx) => { throw new Error("token " + ctx.env.QUOTE_TOKEN) }',
+      secrets: { QUOTE_TOKEN: SECRET },
+    });
+    const failed = await client.lambda.invoke(leaky.id);
+    assert.match(failed.body, /token \*\*\*/);
+    const base = `http://127.0.0.1:${t.platform.publicPort}/services/lambda/api/v0/lambdas`;
+    for (const url of [base, `${base}/${lambda.id}`]) {
+      const text = await (await fetch(url, { headers: client.transport.credentialHeaders() })).text();
+      assert.ok(text.includes('QUOTE_TOKEN') && !text.includes(SECRET), `${url}: ${text.slice(0, 200)}`);
+    }
+  });
+
   it("reaches no other user's database or bucket, and no service outside the bindings", async () => {
     // Another user makes a database and a bucket (on the internal port, which trusts the identity).
     const other = { [IDENTITY_HEADER]: JSON.stringify({ user: { id: 'user-someone-else' } }) };
