@@ -78,6 +78,8 @@ export interface Settings {
   lambdaMaxResponseBytes: number;
   /** Invocations of one owner's lambdas that run at once (as many more wait); beyond → 429. */
   lambdaOwnerConcurrency: number;
+  /** Invocations of each lambda kept in its history (the newest; older ones are deleted). */
+  lambdaInvocationHistory: number;
   /** Retained bytes per logger (raw lines and events together); the oldest data goes first. */
   logsMaxBytes: number;
   /** Largest logs ingest body, in bytes; above → 413. */
@@ -182,6 +184,11 @@ const SETTINGS: {
     fallback: 6 * 1024 ** 2,
   },
   lambdaOwnerConcurrency: { env: 'LAMBDA_OWNER_CONCURRENCY', parse: (t, f) => positiveInteger(t, f), fallback: 8 },
+  lambdaInvocationHistory: {
+    env: 'LAMBDA_INVOCATION_HISTORY',
+    parse: (t, f) => positiveInteger(t, f),
+    fallback: 100,
+  },
   logsMaxBytes: { env: 'LOGS_MAX_BYTES', parse: (t, f) => byteSize(t, f), fallback: 1024 ** 3 },
   logsMaxIngestBytes: { env: 'LOGS_MAX_INGEST_BYTES', parse: (t, f) => byteSize(t, f), fallback: 64 * 1024 ** 2 },
   filesMaxUploadBytes: { env: 'FILES_MAX_UPLOAD_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 3 },
