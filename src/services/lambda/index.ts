@@ -1,5 +1,6 @@
 import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../context.ts';
+import { InvocationHistory, type HistoryOptions } from './history.ts';
 import { Invoker } from './invoke.ts';
 import { lambdaMigrations } from './migrations.ts';
 import { OngoingInvocations, type OngoingOptions } from './ongoing.ts';
@@ -12,9 +13,14 @@ import { LambdaRuntime, type RuntimeOptions } from './runtime/sandbox.ts';
  * Builds the lambda service; `limits` overrides what the settings `lambdaTimeoutSeconds`,
  * `lambdaMemoryMib` and `lambdaMaxResponseBytes` give the runtime, and sets the pool's size
  * (tests shorten and shrink them); `ongoingOptions` the lease and publication delay of the
- * ongoing invocations (tests shorten them).
+ * ongoing invocations (tests shorten them); `historyOptions` the invocation history's batching
+ * (its retention is the setting `lambdaInvocationHistory`).
  */
-export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: OngoingOptions = {}): ServiceDefinition {
+export function lambdaServiceWith(
+  limits: RuntimeOptions = {},
+  ongoingOptions: OngoingOptions = {},
+  historyOptions: Omit<HistoryOptions, 'keep'> = {},
+): ServiceDefinition {
   return {
     name: 'lambda',
     migrations: lambdaMigrations,
@@ -51,16 +57,24 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: O
           logger.warn({ err }, 'could not remove the ongoing lambda invocations of this instance');
         }
       });
+      // Every invocation's record, written in batches off the request path (history.ts); what
+      // waits is written on close. Warnings never carry console lines or error messages.
+      const history = new InvocationHistory(store.sql, (context, message) => logger.warn(context, message), {
+        ...historyOptions,
+        keep: settings.lambdaInvocationHistory,
+      });
+      app.addHook('onClose', async () => history.close());
       // Captured console output and failures go to the server log with the invocation id.
       const invoker = new Invoker(
         runtime,
         (entry) => logger.info(entry, 'lambda invocation'),
         { domain: settings.domain, ownerConcurrency: settings.lambdaOwnerConcurrency },
         ongoing,
+        { history },
       );
       const repository = new LambdaRepository(store.sql, store.notifier);
       app.addHook('onClose', async () => repository.close());
-      const deps: RouteDeps = { repository, runtime, invoker };
+      const deps: RouteDeps = { repository, runtime, invoker, history };
       registerRoutes(app, deps);
       return app;
     },

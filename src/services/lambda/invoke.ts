@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { newId, rfc3339 } from '../../core/ids.ts';
 import { LambdaErrors } from './errors.ts';
 import { OwnerLimiter } from './fairness.ts';
+import type { InvocationRecorder, InvocationTrigger } from './history.ts';
 import { allowedHeaders, isProjectHost, securityHeaders, visitorHeaders } from './output.ts';
 import { projectOf } from './project.ts';
 import type { OngoingInvocations } from './ongoing.ts';
@@ -13,6 +14,22 @@ export interface InvokerOptions {
   domain: string;
   /** Invocations of one owner's lambdas that run at once (settings.lambdaOwnerConcurrency). */
   ownerConcurrency: number;
+}
+
+/** Where finished invocations go besides the server log (README: Invocation history and logs). */
+export interface InvocationOutputs {
+  /** Every invocation's record: the lambda's history (history.ts). */
+  history?: InvocationRecorder;
+}
+
+/** What a run answered: 200 for JSON or text, a Response's own status, 500 for an error. */
+function statusOf(result: InvokeResult): number {
+  return result.kind === 'response' ? result.status : result.kind === 'error' ? 500 : 200;
+}
+
+/** Milliseconds since `started` (a performance.now() reading), to a hundredth. */
+function elapsedMs(started: number): number {
+  return Math.round((performance.now() - started) * 100) / 100;
 }
 
 const STATIC_TYPES: Record<string, string> = {
@@ -46,23 +63,31 @@ export interface TestInvocation {
 export class Invoker {
   private readonly limiter: OwnerLimiter;
 
-  /** `ongoing`: the running invocations, listed by `/ongoing` on every instance (ongoing.ts). */
+  /**
+   * `ongoing`: the running invocations, listed by `/ongoing` on every instance (ongoing.ts);
+   * `outputs`: the history every finished invocation is recorded in.
+   */
   constructor(
     private readonly runtime: LambdaRuntime,
     private readonly log: (entry: Record<string, unknown>) => void,
     private readonly options: InvokerOptions,
     readonly ongoing: OngoingInvocations,
+    private readonly outputs: InvocationOutputs = {},
   ) {
     this.limiter = new OwnerLimiter(options.ownerConcurrency);
   }
 
   /**
    * One run within its owner's share of the pool, listed in /ongoing while it runs; its console
-   * lines go to the server log. Module state is kept per lambda id (and code version).
+   * lines go to the server log. Module state is kept per lambda id (and code version). Once it
+   * has ended it is recorded in the lambda's history, off the request path (README: Invocation
+   * history and logs).
    */
-  private async execute(lambda: Lambda, req: LambdaRequest): Promise<InvokeResult> {
+  private async execute(lambda: Lambda, req: LambdaRequest, trigger: InvocationTrigger): Promise<InvokeResult> {
     await this.limiter.acquire(lambda.owner);
     const id = newId();
+    const started_at = rfc3339();
+    const started = performance.now();
     let result: InvokeResult;
     try {
       this.ongoing.start({
@@ -70,7 +95,7 @@ export class Invoker {
         owner: lambda.owner,
         lambda_id: lambda.id,
         lambda_name: lambda.name,
-        started_at: rfc3339(),
+        started_at,
         method: req.method,
         path: req.path,
       });
@@ -87,7 +112,35 @@ export class Invoker {
         logs: result.logs,
       });
     }
+    this.recorded(lambda, id, started_at, elapsedMs(started), trigger, result);
     return result;
+  }
+
+  /** Hands a finished run to the history. */
+  private recorded(
+    lambda: Lambda,
+    id: string,
+    started_at: string,
+    duration_ms: number,
+    trigger: InvocationTrigger,
+    result: InvokeResult,
+  ): void {
+    // The runtime's counts of outbound fetches and binding calls, where it reports them.
+    const { fetches, bindings } = result as { fetches?: number; bindings?: number };
+    this.outputs.history?.record({
+      id,
+      lambda_id: lambda.id,
+      owner: lambda.owner,
+      started_at,
+      duration_ms,
+      trigger,
+      status: statusOf(result),
+      error_code: result.kind === 'error' ? result.code : null,
+      error_message: result.kind === 'error' ? result.message : null,
+      logs: result.logs,
+      fetches,
+      bindings,
+    });
   }
 
   /**
@@ -99,8 +152,8 @@ export class Invoker {
     const started = performance.now();
     const type = STATIC_TYPES[lambda.language];
     if (type) return { status: 200, headers: { 'content-type': type }, body: lambda.code, logs: [], duration_ms: 0 };
-    const result = await this.execute(lambda, req);
-    const duration_ms = Math.round((performance.now() - started) * 100) / 100;
+    const result = await this.execute(lambda, req, 'invoke');
+    const duration_ms = elapsedMs(started);
     switch (result.kind) {
       case 'json':
         return {
@@ -137,9 +190,9 @@ export class Invoker {
   }
 
   /**
-   * Serves a lambda's output for a request: `/run`, `/api/v0/run`, `/mux` and the project mux.
-   * Every answer carries nosniff, and on a platform host the sandboxing CSP; a Response's headers
-   * pass allowedHeaders() first (output.ts).
+   * Serves a lambda's output for a request: `/run`, `/api/v0/run`, `/mux` and the project mux,
+   * each naming itself as the `trigger` the history records. Every answer carries nosniff, and on
+   * a platform host the sandboxing CSP; a Response's headers pass allowedHeaders() first (output.ts).
    */
   async serve(
     lambda: Lambda,
@@ -147,6 +200,7 @@ export class Invoker {
     reply: FastifyReply,
     routePath: string,
     body: unknown,
+    trigger: InvocationTrigger,
   ): Promise<FastifyReply> {
     const platformHost = !isProjectHost(request.headers.host, this.options.domain, projectOf(request));
     const type = STATIC_TYPES[lambda.language];
@@ -158,7 +212,7 @@ export class Invoker {
       headers: visitorHeaders(request),
       body,
     };
-    const result = await this.execute(lambda, req);
+    const result = await this.execute(lambda, req, trigger);
     switch (result.kind) {
       case 'json':
         return reply

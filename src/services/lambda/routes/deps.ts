@@ -1,3 +1,4 @@
+import type { InvocationHistory } from '../history.ts';
 import type { Invoker } from '../invoke.ts';
 import type { LambdaRepository } from '../repository.ts';
 import type { LambdaRuntime } from '../runtime/sandbox.ts';
@@ -9,4 +10,6 @@ export interface RouteDeps {
   runtime: LambdaRuntime;
   /** Runs lambdas for requests and test runs, and tracks the ongoing invocations. */
   invoker: Invoker;
+  /** Every lambda's recent invocations (README: Invocation history and logs). */
+  history: InvocationHistory;
 }
