@@ -2,6 +2,7 @@ import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { InvocationHistory, type HistoryOptions } from './history.ts';
 import { Invoker } from './invoke.ts';
+import { LoggerIngest } from './logger-ingest.ts';
 import { lambdaMigrations } from './migrations.ts';
 import { OngoingInvocations, type OngoingOptions } from './ongoing.ts';
 import { LambdaRepository } from './repository.ts';
@@ -24,7 +25,7 @@ export function lambdaServiceWith(
   return {
     name: 'lambda',
     migrations: lambdaMigrations,
-    async build({ settings, store, logger }) {
+    async build({ settings, store, logger, services }) {
       const options: RuntimeOptions = {
         timeoutMs: settings.lambdaTimeoutSeconds * 1000,
         memoryLimitMiB: settings.lambdaMemoryMib,
@@ -63,14 +64,19 @@ export function lambdaServiceWith(
         ...historyOptions,
         keep: settings.lambdaInvocationHistory,
       });
-      app.addHook('onClose', async () => history.close());
+      // Console lines of lambdas that name a logger, ingested into it as the lambda's owner.
+      const loggers = new LoggerIngest(services, (context, message) => logger.warn(context, message));
+      app.addHook('onClose', async () => {
+        await history.close();
+        await loggers.flush();
+      });
       // Captured console output and failures go to the server log with the invocation id.
       const invoker = new Invoker(
         runtime,
         (entry) => logger.info(entry, 'lambda invocation'),
         { domain: settings.domain, ownerConcurrency: settings.lambdaOwnerConcurrency },
         ongoing,
-        { history },
+        { history, loggers },
       );
       const repository = new LambdaRepository(store.sql, store.notifier);
       app.addHook('onClose', async () => repository.close());

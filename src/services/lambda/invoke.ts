@@ -3,6 +3,7 @@ import { newId, rfc3339 } from '../../core/ids.ts';
 import { LambdaErrors } from './errors.ts';
 import { OwnerLimiter } from './fairness.ts';
 import type { InvocationRecorder, InvocationTrigger } from './history.ts';
+import type { ConsoleLineSink } from './logger-ingest.ts';
 import { allowedHeaders, isProjectHost, securityHeaders, visitorHeaders } from './output.ts';
 import { projectOf } from './project.ts';
 import type { OngoingInvocations } from './ongoing.ts';
@@ -20,6 +21,8 @@ export interface InvokerOptions {
 export interface InvocationOutputs {
   /** Every invocation's record: the lambda's history (history.ts). */
   history?: InvocationRecorder;
+  /** The console lines of a lambda that names a logger, ingested into it (logger-ingest.ts). */
+  loggers?: ConsoleLineSink;
 }
 
 /** What a run answered: 200 for JSON or text, a Response's own status, 500 for an error. */
@@ -65,7 +68,8 @@ export class Invoker {
 
   /**
    * `ongoing`: the running invocations, listed by `/ongoing` on every instance (ongoing.ts);
-   * `outputs`: the history every finished invocation is recorded in.
+   * `outputs`: the history every finished invocation is recorded in, and the loggers console
+   * lines go to.
    */
   constructor(
     private readonly runtime: LambdaRuntime,
@@ -80,8 +84,8 @@ export class Invoker {
   /**
    * One run within its owner's share of the pool, listed in /ongoing while it runs; its console
    * lines go to the server log. Module state is kept per lambda id (and code version). Once it
-   * has ended it is recorded in the lambda's history, off the request path (README: Invocation
-   * history and logs).
+   * has ended it is recorded in the lambda's history, and its console lines go to the lambda's
+   * logger if it names one — both off the request path (README: Invocation history and logs).
    */
   private async execute(lambda: Lambda, req: LambdaRequest, trigger: InvocationTrigger): Promise<InvokeResult> {
     await this.limiter.acquire(lambda.owner);
@@ -116,7 +120,7 @@ export class Invoker {
     return result;
   }
 
-  /** Hands a finished run to the history. */
+  /** Hands a finished run to the history and, when its lambda names a logger, its lines to the logger. */
   private recorded(
     lambda: Lambda,
     id: string,
@@ -141,6 +145,15 @@ export class Invoker {
       fetches,
       bindings,
     });
+    const loggerId = lambda.logger_id;
+    if (typeof loggerId === 'string' && loggerId !== '' && result.logs.length > 0)
+      this.outputs.loggers?.send({
+        invocationId: id,
+        lambdaId: lambda.id,
+        owner: lambda.owner,
+        loggerId,
+        logs: result.logs,
+      });
   }
 
   /**

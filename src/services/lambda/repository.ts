@@ -17,6 +17,8 @@ export interface Lambda {
   code: string;
   method: string;
   path: string;
+  /** The logger the lambda's console lines are ingested into, if any (README: Invocation history and logs). */
+  logger_id?: string | null;
 }
 
 const COLUMNS = 'id, created_timestamp, owner, project_id, name, language, code, method, path';
