@@ -94,6 +94,8 @@ export interface Settings {
    * and secrets). Every instance of a platform needs the same key.
    */
   lambdaSecretsKey: Buffer | undefined;
+  /** Invocations of each lambda kept in its history (the newest; older ones are deleted). */
+  lambdaInvocationHistory: number;
   /** Retained bytes per logger (raw lines and events together); the oldest data goes first. */
   logsMaxBytes: number;
   /** Largest logs ingest body, in bytes; above → 413. */
@@ -204,6 +206,11 @@ const SETTINGS: {
   },
   lambdaOwnerConcurrency: { env: 'LAMBDA_OWNER_CONCURRENCY', parse: (t, f) => positiveInteger(t, f), fallback: 8 },
   lambdaSecretsKey: { env: 'LAMBDA_SECRETS_KEY', parse: (t, f) => key32(t, f), fallback: undefined },
+  lambdaInvocationHistory: {
+    env: 'LAMBDA_INVOCATION_HISTORY',
+    parse: (t, f) => positiveInteger(t, f),
+    fallback: 100,
+  },
   logsMaxBytes: { env: 'LOGS_MAX_BYTES', parse: (t, f) => byteSize(t, f), fallback: 1024 ** 3 },
   logsMaxIngestBytes: { env: 'LOGS_MAX_INGEST_BYTES', parse: (t, f) => byteSize(t, f), fallback: 64 * 1024 ** 2 },
   filesMaxUploadBytes: { env: 'FILES_MAX_UPLOAD_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 3 },

@@ -341,6 +341,11 @@ describe('client SDK against a running platform', () => {
     assert.equal(await response.text(), 'hi sdk');
     const testRun = await client.lambda.invoke(lambda.id, { query: { name: 'test' } });
     assert.equal(testRun.status, 200);
+    const history = await client.lambda.invocations(lambda.id, { limit: 1 });
+    assert.deepEqual(
+      history.map((i) => [i.trigger, i.status, i.error]),
+      [['invoke', 200, null]],
+    );
   });
 
   it('reports 401 without credentials, 404 for an unknown resource and 400 for a bad body', async () => {

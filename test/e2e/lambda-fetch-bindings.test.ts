@@ -233,6 +233,17 @@ describe('lambda fetch and bindings with LAMBDA_EGRESS_ALLOW=127.0.0.1', () => {
     assert.deepEqual(first.logs, [{ level: 'log', message: 'fetched with ***' }]);
     const second = await (await client.lambda.run(lambda.id)).json();
     assert.equal((second as { from: string }).from, 'cache');
+    // The history counts what each run did, and shows no secret either.
+    const invocations = await client.lambda.invocations(lambda.id);
+    assert.deepEqual(
+      invocations.map((i) => [i.trigger, i.fetches, i.bindings]),
+      [
+        ['run', 0, 1],
+        // get; set, which made the collection on its first write (set, create, set again)
+        ['invoke', 1, 4],
+      ],
+    );
+    assert.ok(!JSON.stringify(invocations).includes(SECRET));
     // A throw that carries the secret is masked too.
     const leaky = await client.lambda.create({
       name: 'leaky',

@@ -1,11 +1,13 @@
 import { segment, slashPath, type CallOptions, type RequestBody, type Transport } from './transport.ts';
-import type { BodyOf, ResultOf, Schemas } from './types.ts';
+import type { BodyOf, QueryOf, ResultOf, Schemas } from './types.ts';
 
 export type Lambda = Schemas['Lambda'];
 export type NewLambda = BodyOf<'lambdaCreateLambda'>;
 export type LambdaChange = BodyOf<'lambdaUpdateLambda'>;
 export type TestRun = BodyOf<'lambdaTestLambda'>;
 export type TestRunResult = Schemas['TestInvocationResult'];
+export type LambdaInvocation = Schemas['LambdaInvocation'];
+export type InvocationsQuery = QueryOf<'lambdaListLambdaInvocations'>;
 
 export interface RunOptions extends CallOptions {
   method?: string;
@@ -74,6 +76,21 @@ export class LambdaApi {
       json: request,
       ...options,
     });
+  }
+
+  /**
+   * The lambda's recent invocations, newest first: status, error, console lines, trigger and
+   * counts of each run (`limit` 1 to the number the platform keeps, default 20).
+   */
+  async invocations(id: string, options: CallOptions & InvocationsQuery = {}): Promise<LambdaInvocation[]> {
+    const list: ResultOf<'lambdaListLambdaInvocations', 200> = await this.transport.json({
+      method: 'GET',
+      service: 'lambda',
+      path: `/api/v0/lambdas/${segment(id)}/invocations`,
+      query: { limit: options.limit },
+      signal: options.signal,
+    });
+    return list.invocations;
   }
 
   /** Runs one of the caller's lambdas as an HTTP request and answers its raw Response. */

@@ -5,7 +5,9 @@ import { EgressPolicy } from './egress.ts';
 import { egressAgent } from './fetcher.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { LambdaEnvironment } from './environment.ts';
+import { InvocationHistory, type HistoryOptions } from './history.ts';
 import { Invoker } from './invoke.ts';
+import { LoggerIngest } from './logger-ingest.ts';
 import { lambdaMigrations } from './migrations.ts';
 import { OngoingInvocations, type OngoingOptions } from './ongoing.ts';
 import { LambdaRepository } from './repository.ts';
@@ -18,9 +20,14 @@ import { LambdaSecrets } from './secrets.ts';
  * Builds the lambda service; `limits` overrides what the settings `lambdaTimeoutSeconds`,
  * `lambdaMemoryMib` and `lambdaMaxResponseBytes` give the runtime, and sets the pool's size
  * (tests shorten and shrink them); `ongoingOptions` the lease and publication delay of the
- * ongoing invocations (tests shorten them).
+ * ongoing invocations (tests shorten them); `historyOptions` the invocation history's batching
+ * (its retention is the setting `lambdaInvocationHistory`).
  */
-export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: OngoingOptions = {}): ServiceDefinition {
+export function lambdaServiceWith(
+  limits: RuntimeOptions = {},
+  ongoingOptions: OngoingOptions = {},
+  historyOptions: Omit<HistoryOptions, 'keep'> = {},
+): ServiceDefinition {
   return {
     name: 'lambda',
     migrations: lambdaMigrations,
@@ -91,6 +98,18 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: O
       );
       // What an invocation gets as its environment: env and decrypted secrets (environment.ts).
       const environment = new LambdaEnvironment(repository, secrets);
+      // Every invocation's record, written in batches off the request path (history.ts); what
+      // waits is written on close. Warnings never carry console lines or error messages.
+      const history = new InvocationHistory(store.sql, (context, message) => logger.warn(context, message), {
+        ...historyOptions,
+        keep: settings.lambdaInvocationHistory,
+      });
+      // Console lines of lambdas that name a logger, ingested into it as the lambda's owner.
+      const loggers = new LoggerIngest(services, (context, message) => logger.warn(context, message));
+      app.addHook('onClose', async () => {
+        await history.close();
+        await loggers.flush();
+      });
       // Captured console output and failures go to the server log with the invocation id.
       const invoker = new Invoker(
         runtime,
@@ -107,8 +126,9 @@ export function lambdaServiceWith(limits: RuntimeOptions = {}, ongoingOptions: O
           },
         },
         ongoing,
+        { history, loggers },
       );
-      const deps: RouteDeps = { repository, runtime, invoker, secrets, environment, services };
+      const deps: RouteDeps = { repository, runtime, invoker, secrets, environment, services, history };
       registerRoutes(app, deps);
       return app;
     },

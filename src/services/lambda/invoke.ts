@@ -3,6 +3,8 @@ import { newId, rfc3339 } from '../../core/ids.ts';
 import type { LambdaBridges } from './bridge.ts';
 import { LambdaErrors } from './errors.ts';
 import { OwnerLimiter } from './fairness.ts';
+import type { InvocationRecorder, InvocationTrigger } from './history.ts';
+import type { ConsoleLineSink } from './logger-ingest.ts';
 import { allowedHeaders, isProjectHost, securityHeaders, visitorHeaders } from './output.ts';
 import { projectOf } from './project.ts';
 import type { OngoingInvocations } from './ongoing.ts';
@@ -43,6 +45,24 @@ export function maskSecrets(result: InvokeResult, secrets: Record<string, string
   return result.kind === 'error' ? { ...result, message: mask(result.message), logs } : { ...result, logs };
 }
 
+/** Where finished invocations go besides the server log (README: Invocation history and logs). */
+export interface InvocationOutputs {
+  /** Every invocation's record: the lambda's history (history.ts). */
+  history?: InvocationRecorder;
+  /** The console lines of a lambda that names a logger, ingested into it (logger-ingest.ts). */
+  loggers?: ConsoleLineSink;
+}
+
+/** What a run answered: 200 for JSON or text, a Response's own status, 500 for an error. */
+function statusOf(result: InvokeResult): number {
+  return result.kind === 'response' ? result.status : result.kind === 'error' ? 500 : 200;
+}
+
+/** Milliseconds since `started` (a performance.now() reading), to a hundredth. */
+function elapsedMs(started: number): number {
+  return Math.round((performance.now() - started) * 100) / 100;
+}
+
 const STATIC_TYPES: Record<string, string> = {
   'static-html': 'text/html; charset=utf-8',
   'static-css': 'text/css; charset=utf-8',
@@ -74,52 +94,45 @@ export interface TestInvocation {
 export class Invoker {
   private readonly limiter: OwnerLimiter;
 
-  /** `ongoing`: the running invocations, listed by `/ongoing` on every instance (ongoing.ts). */
+  /**
+   * `ongoing`: the running invocations, listed by `/ongoing` on every instance (ongoing.ts);
+   * `outputs`: the history every finished invocation is recorded in, and the loggers console
+   * lines go to.
+   */
   constructor(
     private readonly runtime: LambdaRuntime,
     private readonly log: (entry: Record<string, unknown>) => void,
     private readonly options: InvokerOptions,
     readonly ongoing: OngoingInvocations,
+    private readonly outputs: InvocationOutputs = {},
   ) {
     this.limiter = new OwnerLimiter(options.ownerConcurrency);
   }
 
   /**
    * One run within its owner's share of the pool, listed in /ongoing while it runs; its console
-   * lines go to the server log. Module state is kept per lambda id (and code version).
+   * lines go to the server log. Module state is kept per lambda id (and code version). Once it
+   * has ended it is recorded in the lambda's history, and its console lines go to the lambda's
+   * logger if it names one — both off the request path (README: Invocation history and logs).
    */
-  private async execute(lambda: Lambda, req: LambdaRequest): Promise<InvokeResult> {
+  private async execute(lambda: Lambda, req: LambdaRequest, trigger: InvocationTrigger): Promise<InvokeResult> {
     await this.limiter.acquire(lambda.owner);
     const id = newId();
+    const started_at = rfc3339();
+    const started = performance.now();
     let result: InvokeResult;
+    const counts = { fetches: 0, bindings: 0 };
     try {
       this.ongoing.start({
         id,
         owner: lambda.owner,
         lambda_id: lambda.id,
         lambda_name: lambda.name,
-        started_at: rfc3339(),
+        started_at,
         method: req.method,
         path: req.path,
       });
-      let parts: LambdaEnv;
-      try {
-        parts = this.options.envOf ? await this.options.envOf(lambda) : { env: {}, secrets: {} };
-      } catch (error) {
-        // Secrets this instance cannot open (another key): the run fails with the reason.
-        return { kind: 'error', code: 'lambda_error', message: (error as Error).message, logs: [] };
-      }
-      const { env, secrets } = parts;
-      const host = this.options.bridges?.open(
-        { owner: lambda.owner, projectId: lambda.project_id },
-        Date.now() + this.runtime.timeoutMs,
-      );
-      result = await this.runtime.invoke(lambda.code, req, {
-        contextKey: lambda.id,
-        host,
-        ctx: { invocation_id: id, lambda: { id: lambda.id, name: lambda.name }, env: { ...env, ...secrets } },
-      });
-      result = maskSecrets(result, secrets);
+      result = await this.run(lambda, req, id, counts);
     } finally {
       this.ongoing.end(id);
       this.limiter.release(lambda.owner);
@@ -132,7 +145,74 @@ export class Invoker {
         logs: result.logs,
       });
     }
+    this.recorded(lambda, id, started_at, elapsedMs(started), trigger, result, counts);
     return result;
+  }
+
+  /** The run itself, with its env, secrets and host; `counts` gets its fetches and binding calls. */
+  private async run(
+    lambda: Lambda,
+    req: LambdaRequest,
+    id: string,
+    counts: { fetches: number; bindings: number },
+  ): Promise<InvokeResult> {
+    let parts: LambdaEnv;
+    try {
+      parts = this.options.envOf ? await this.options.envOf(lambda) : { env: {}, secrets: {} };
+    } catch (error) {
+      // Secrets this instance cannot open (another key): the run fails with the reason.
+      return { kind: 'error', code: 'lambda_error', message: (error as Error).message, logs: [] };
+    }
+    const { env, secrets } = parts;
+    const host = this.options.bridges?.open(
+      { owner: lambda.owner, projectId: lambda.project_id },
+      Date.now() + this.runtime.timeoutMs,
+    );
+    const result = await this.runtime.invoke(lambda.code, req, {
+      contextKey: lambda.id,
+      host,
+      ctx: { invocation_id: id, lambda: { id: lambda.id, name: lambda.name }, env: { ...env, ...secrets } },
+    });
+    if (host) {
+      counts.fetches = host.fetches;
+      counts.bindings = host.bindings;
+    }
+    return maskSecrets(result, secrets);
+  }
+
+  /** Hands a finished run to the history and, when its lambda names a logger, its lines to the logger. */
+  private recorded(
+    lambda: Lambda,
+    id: string,
+    started_at: string,
+    duration_ms: number,
+    trigger: InvocationTrigger,
+    result: InvokeResult,
+    { fetches, bindings }: { fetches: number; bindings: number },
+  ): void {
+    this.outputs.history?.record({
+      id,
+      lambda_id: lambda.id,
+      owner: lambda.owner,
+      started_at,
+      duration_ms,
+      trigger,
+      status: statusOf(result),
+      error_code: result.kind === 'error' ? result.code : null,
+      error_message: result.kind === 'error' ? result.message : null,
+      logs: result.logs,
+      fetches,
+      bindings,
+    });
+    const loggerId = lambda.logger_id;
+    if (typeof loggerId === 'string' && loggerId !== '' && result.logs.length > 0)
+      this.outputs.loggers?.send({
+        invocationId: id,
+        lambdaId: lambda.id,
+        owner: lambda.owner,
+        loggerId,
+        logs: result.logs,
+      });
   }
 
   /**
@@ -144,8 +224,8 @@ export class Invoker {
     const started = performance.now();
     const type = STATIC_TYPES[lambda.language];
     if (type) return { status: 200, headers: { 'content-type': type }, body: lambda.code, logs: [], duration_ms: 0 };
-    const result = await this.execute(lambda, req);
-    const duration_ms = Math.round((performance.now() - started) * 100) / 100;
+    const result = await this.execute(lambda, req, 'invoke');
+    const duration_ms = elapsedMs(started);
     switch (result.kind) {
       case 'json':
         return {
@@ -182,9 +262,9 @@ export class Invoker {
   }
 
   /**
-   * Serves a lambda's output for a request: `/run`, `/api/v0/run`, `/mux` and the project mux.
-   * Every answer carries nosniff, and on a platform host the sandboxing CSP; a Response's headers
-   * pass allowedHeaders() first (output.ts).
+   * Serves a lambda's output for a request: `/run`, `/api/v0/run`, `/mux` and the project mux,
+   * each naming itself as the `trigger` the history records. Every answer carries nosniff, and on
+   * a platform host the sandboxing CSP; a Response's headers pass allowedHeaders() first (output.ts).
    */
   async serve(
     lambda: Lambda,
@@ -192,6 +272,7 @@ export class Invoker {
     reply: FastifyReply,
     routePath: string,
     body: unknown,
+    trigger: InvocationTrigger,
   ): Promise<FastifyReply> {
     const platformHost = !isProjectHost(request.headers.host, this.options.domain, projectOf(request));
     const type = STATIC_TYPES[lambda.language];
@@ -203,7 +284,7 @@ export class Invoker {
       headers: visitorHeaders(request),
       body,
     };
-    const result = await this.execute(lambda, req);
+    const result = await this.execute(lambda, req, trigger);
     switch (result.kind) {
       case 'json':
         return reply

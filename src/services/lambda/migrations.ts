@@ -56,5 +56,28 @@ export const lambdaMigrations: MigrationSet = {
         'alter table lambda_functions add column logger_id text',
       ],
     },
+    {
+      name: '004_lambda_invocations',
+      // Invocation history (history.ts): a row per invocation, written in batches; each lambda
+      // keeps its newest `lambdaInvocationHistory` rows, read newest first (by `seq`).
+      statements: ({ types }) => [
+        `create table lambda_invocations (
+          seq ${types.serialPrimaryKey},
+          id text not null,
+          lambda_id text not null,
+          owner text not null,
+          started_at text not null,
+          duration_ms double precision not null,
+          trigger text not null,
+          status integer not null,
+          error_code text,
+          error_message text,
+          logs text not null,
+          fetches integer not null,
+          bindings integer not null
+        )`,
+        'create index lambda_invocations_lambda on lambda_invocations (lambda_id, seq)',
+      ],
+    },
   ],
 };

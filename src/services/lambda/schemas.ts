@@ -151,3 +151,48 @@ export const testInvocationResult = named(
 export const ownerParams = Type.Object({ owner_id: Type.String() });
 
 export const ownerPathParams = Type.Object({ owner_id: Type.String(), '*': Type.String() });
+
+/** A console line of a run. */
+const logLine = Type.Object({ level: Type.String(), message: Type.String() });
+
+/** One recorded invocation (README: Invocation history and logs). */
+export const invocationItem = named(
+  'LambdaInvocation',
+  Type.Object({
+    id: Type.String({ description: 'The invocation id (as /ongoing and the logger lines name it)' }),
+    lambda_id: Type.String(),
+    started_at: Type.String({ description: 'RFC 3339' }),
+    duration_ms: Type.Number(),
+    trigger: Type.Union(
+      [Type.Literal('invoke'), Type.Literal('http'), Type.Literal('run'), Type.Literal('mux'), Type.Literal('project')],
+      {
+        description:
+          'invoke: a test run; http: /run/{id}; run: /api/v0/run/{id}; mux: the owner router; project: a project host',
+      },
+    ),
+    status: Type.Integer({ description: 'The HTTP status answered (500 for an error)' }),
+    error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()], {
+      description: 'null when the run succeeded',
+    }),
+    logs: Type.Array(logLine, { description: 'The console lines of the run' }),
+    fetches: Type.Integer({ description: 'Outbound fetch requests made' }),
+    bindings: Type.Integer({ description: 'Platform binding calls made' }),
+  }),
+);
+
+/** The newest invocations of a lambda, newest first. */
+export const invocationList = named('LambdaInvocationList', Type.Object({ invocations: Type.Array(invocationItem) }));
+
+/** `?limit=` of the history: 1 to the invocations kept per lambda; default 20 (or fewer if fewer are kept). */
+export const invocationsQuery = (kept: number) =>
+  Type.Object({
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: kept,
+        default: Math.min(20, kept),
+        description:
+          'How many, newest first: 1 to the number kept (LAMBDA_INVOCATION_HISTORY, default 100); default 20',
+      }),
+    ),
+  });

@@ -1425,6 +1425,26 @@ export interface paths {
     patch: operations['lambdaUpdateLambda'];
     trace?: never;
   };
+  '/services/lambda/api/v0/lambdas/{lambda_id}/invocations': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A lambda's recent invocations, newest first
+     * @description Every run of the lambda (test runs, /run, /api/v0/run, the owner router, project hosts) with its status, error, console lines and counts of fetches and binding calls. The newest LAMBDA_INVOCATION_HISTORY (default 100) of each lambda are kept. A run is listed within about half a second, and at once on the instance that ran it.
+     */
+    get: operations['lambdaListLambdaInvocations'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/services/lambda/api/v0/lambdas/{lambda_id}/invoke': {
     parameters: {
       query?: never;
@@ -2400,6 +2420,35 @@ export interface components {
       project_id: string;
       /** @description Names of the secrets, sorted; values are never answered */
       secrets: string[];
+    };
+    LambdaInvocation: {
+      /** @description Platform binding calls made */
+      bindings: number;
+      duration_ms: number;
+      /** @description null when the run succeeded */
+      error: {
+        code: string;
+        message: string;
+      } | null;
+      /** @description Outbound fetch requests made */
+      fetches: number;
+      /** @description The invocation id (as /ongoing and the logger lines name it) */
+      id: string;
+      lambda_id: string;
+      /** @description The console lines of the run */
+      logs: {
+        level: string;
+        message: string;
+      }[];
+      /** @description RFC 3339 */
+      started_at: string;
+      /** @description The HTTP status answered (500 for an error) */
+      status: number;
+      /** @description invoke: a test run; http: /run/{id}; run: /api/v0/run/{id}; mux: the owner router; project: a project host */
+      trigger: 'invoke' | 'http' | 'run' | 'mux' | 'project';
+    };
+    LambdaInvocationList: {
+      invocations: components['schemas']['LambdaInvocation'][];
     };
     LambdaUser: {
       email?: string;
@@ -7390,6 +7439,58 @@ export interface operations {
       };
       /** @description Default Response */
       503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  lambdaListLambdaInvocations: {
+    parameters: {
+      query?: {
+        /** @description How many, newest first: 1 to the number kept (LAMBDA_INVOCATION_HISTORY, default 100); default 20 */
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        lambda_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LambdaInvocationList'];
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      404: {
         headers: {
           [name: string]: unknown;
         };

@@ -1,5 +1,6 @@
 import type { ServiceCalls } from '../../context.ts';
 import type { LambdaEnvironment } from '../environment.ts';
+import type { InvocationHistory } from '../history.ts';
 import type { Invoker } from '../invoke.ts';
 import type { LambdaRepository } from '../repository.ts';
 import type { LambdaRuntime } from '../runtime/sandbox.ts';
@@ -18,4 +19,6 @@ export interface RouteDeps {
   environment: LambdaEnvironment;
   /** The platform's services, to check a lambda's logger_id with the logs service; absent when built alone. */
   services?: ServiceCalls;
+  /** Every lambda's recent invocations (README: Invocation history and logs). */
+  history: InvocationHistory;
 }

@@ -11,6 +11,7 @@ import { registerTestInvocation } from './invocation/test.ts';
 import { registerCreateLambda } from './lambdas/create.ts';
 import { registerDeleteLambda } from './lambdas/delete.ts';
 import { registerGetLambda } from './lambdas/get.ts';
+import { registerListInvocations } from './lambdas/invocations.ts';
 import { registerListLambdas } from './lambdas/list.ts';
 import { registerUpdateLambda } from './lambdas/update.ts';
 
@@ -39,6 +40,7 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
   registerGetLambda(app, deps);
   registerUpdateLambda(app, deps);
   registerDeleteLambda(app, deps);
+  registerListInvocations(app, deps);
 
   // Invocation: the owner's test run, by id, through the owner mux, and on project hosts.
   registerInvocationBodies(app);

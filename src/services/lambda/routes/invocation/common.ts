@@ -28,5 +28,6 @@ export async function runById(
   if (!lambda || (owner !== null && lambda.owner !== owner) || (project !== null && lambda.project_id !== project)) {
     throw LambdaErrors.lambdaNotFound(lambda_id);
   }
-  return invoker.serve(lambda, request, reply, lambda.path, request.body);
+  // The owner's own run is `run`, the public one by id `http` (README: Invocation history and logs).
+  return invoker.serve(lambda, request, reply, lambda.path, request.body, owner === null ? 'http' : 'run');
 }

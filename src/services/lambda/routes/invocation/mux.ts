@@ -50,7 +50,7 @@ export function registerOwnerMux(app: ServiceApp, { repository, invoker }: Route
     const path = muxPath(request.url);
     const lambda = await repository.route({ owner: owner_id }, request.method, path);
     if (!lambda) throw LambdaErrors.noRoute(request.method, path);
-    return invoker.serve(lambda, request, reply, path, request.body);
+    return invoker.serve(lambda, request, reply, path, request.body, 'mux');
   };
   app.route({ method: [...ANY], url: '/mux/:owner_id', schema: ownerMuxRootSchema, handler: mux });
   app.route({ method: [...ANY], url: '/mux/:owner_id/*', schema: ownerMuxSchema, handler: mux });

@@ -18,6 +18,6 @@ export function registerProjectHosts(app: ServiceApp, { repository, invoker }: R
     const body = await readBody(request);
     const lambda = await repository.route({ projectId: project }, request.method, path);
     if (!lambda) throw LambdaErrors.noRoute(request.method, path);
-    return invoker.serve(lambda, request, reply, path, body);
+    return invoker.serve(lambda, request, reply, path, body, 'project');
   });
 }

@@ -19,6 +19,8 @@ export function registerDeleteLambda(app: ServiceApp, deps: RouteDeps): void {
     const lambda = await ownLambda(deps, request, request.params.lambda_id);
     await assertMayManage(deps, request, lambda.owner);
     if (!(await deps.repository.delete(lambda.id))) throw LambdaErrors.lambdaNotFound(lambda.id);
+    // After the lambda's row: no batch inserts history for it from now on (history.ts).
+    await deps.history.deleteOf(lambda.id);
     return { id: lambda.id };
   });
 }

@@ -1,0 +1,319 @@
+import type { SqlConnection } from '../../store/db.ts';
+import { all, run } from '../../store/sql-work.ts';
+import type { SqlColumn, SqlDatabase } from '../../store/sql/types.ts';
+import type { LogLine } from './runtime/sandbox.ts';
+
+/**
+ * What started an invocation (README: Invocation history and logs): `invoke` the owner's test
+ * run, `http` the public `/run/{id}`, `run` the owner's `/api/v0/run/{id}`, `mux` the owner's
+ * router, `project` a project host.
+ */
+export const INVOCATION_TRIGGERS = ['invoke', 'http', 'run', 'mux', 'project'] as const;
+export type InvocationTrigger = (typeof INVOCATION_TRIGGERS)[number];
+
+/** One finished invocation, as `Invoker.execute` hands it to the recorder. */
+export interface InvocationRecord {
+  /** The invocation id (the one `/ongoing` lists and the server log names). */
+  id: string;
+  lambda_id: string;
+  owner: string;
+  /** RFC 3339, when the run got its slot (as `/ongoing` shows it). */
+  started_at: string;
+  duration_ms: number;
+  trigger: InvocationTrigger;
+  /** The HTTP status answered: 200 for a JSON or text answer, a Response's own, 500 for an error. */
+  status: number;
+  /** Null on success; else the runtime's code (`lambda_error`, `lambda_timeout`, …) and message. */
+  error_code: string | null;
+  error_message: string | null;
+  /** The console lines of the run, as given (already redacted by whoever produced them). */
+  logs: LogLine[];
+  /** Outbound fetch requests the run made; 0 when absent. */
+  fetches?: number;
+  /** Platform binding calls the run made; 0 when absent. */
+  bindings?: number;
+}
+
+/** Where `Invoker.execute` records each finished invocation (InvocationHistory). */
+export interface InvocationRecorder {
+  /** Queues the record; never throws and never waits. */
+  record(entry: InvocationRecord): void;
+}
+
+/** An invocation as `GET /api/v0/lambdas/{id}/invocations` answers it. */
+export interface InvocationItem {
+  id: string;
+  lambda_id: string;
+  started_at: string;
+  duration_ms: number;
+  trigger: InvocationTrigger;
+  status: number;
+  error: { code: string; message: string } | null;
+  logs: LogLine[];
+  fetches: number;
+  bindings: number;
+}
+
+/** Something went wrong off the request path; `context` never holds console lines or messages. */
+export type HistoryWarning = (context: Record<string, unknown>, message: string) => void;
+
+export interface HistoryOptions {
+  /** Invocations kept per lambda (settings.lambdaInvocationHistory): older ones are deleted. */
+  keep: number;
+  /** At most this long after an invocation ends, its entry is written (default 500 ms). */
+  flushMs?: number;
+  /** A batch is written at once when this many entries wait, and holds at most this many (default 200). */
+  maxBatch?: number;
+  /** Entries waiting beyond this many (the database slow or down) are dropped (default 10,000). */
+  maxPending?: number;
+}
+
+/** The bound columns of a batch, in the insert's order (`SqlSyntax.rowSources`). */
+const BATCH_COLUMNS: readonly SqlColumn[] = [
+  { name: 'n', type: 'bigint' },
+  { name: 'id', type: 'text' },
+  { name: 'lambda_id', type: 'text' },
+  { name: 'owner', type: 'text' },
+  { name: 'started_at', type: 'text' },
+  // Bound as text (rowSources has no floating-point type) and cast in the select.
+  { name: 'duration_ms', type: 'text' },
+  { name: 'trigger', type: 'text' },
+  { name: 'status', type: 'bigint' },
+  { name: 'error_code', type: 'text' },
+  { name: 'error_message', type: 'text' },
+  { name: 'logs', type: 'text' },
+  { name: 'fetches', type: 'bigint' },
+  { name: 'bindings', type: 'bigint' },
+];
+
+interface Row {
+  id: string;
+  lambda_id: string;
+  started_at: string;
+  duration_ms: number | string;
+  trigger: string;
+  status: number | string;
+  error_code: string | null;
+  error_message: string | null;
+  logs: string;
+  fetches: number | string;
+  bindings: number | string;
+}
+
+function item(row: Row): InvocationItem {
+  let logs: LogLine[];
+  try {
+    logs = JSON.parse(row.logs) as LogLine[];
+  } catch {
+    logs = [];
+  }
+  return {
+    id: row.id,
+    lambda_id: row.lambda_id,
+    started_at: row.started_at,
+    duration_ms: Number(row.duration_ms),
+    trigger: row.trigger as InvocationTrigger,
+    status: Number(row.status),
+    error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? '' },
+    logs,
+    fetches: Number(row.fetches),
+    bindings: Number(row.bindings),
+  };
+}
+
+/** A count the runtime reports, or 0 when it reports none (or something that is not a count). */
+function count(value: number | undefined): number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
+}
+
+/**
+ * The invocation history of every lambda (README: Invocation history and logs). `record` costs
+ * the invocation path an array push: entries wait in memory and are written in batches off the
+ * request path — at most `flushMs` after the first one waits, at once when `maxBatch` wait — one
+ * batch at a time, each one multi-row insert in one write transaction, after which the lambdas
+ * it touched are trimmed to their newest `keep` rows. A batch that fails is reported and dropped;
+ * nothing is ever thrown at a request. `list` writes what waits first, so a caller sees its own
+ * invocations on this instance at once; `close` writes what waits.
+ */
+export class InvocationHistory implements InvocationRecorder {
+  private readonly database: SqlDatabase;
+  private readonly keep: number;
+  private readonly flushMs: number;
+  private readonly maxBatch: number;
+  private readonly maxPending: number;
+  private pending: InvocationRecord[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private draining: Promise<void> | undefined;
+  /** Entries dropped since the last report (too many waiting). */
+  private dropped = 0;
+  private closed = false;
+
+  constructor(
+    connection: SqlConnection,
+    private readonly warn: HistoryWarning,
+    options: HistoryOptions,
+  ) {
+    this.database = connection.database;
+    this.keep = options.keep;
+    this.flushMs = options.flushMs ?? 500;
+    this.maxBatch = options.maxBatch ?? 200;
+    this.maxPending = options.maxPending ?? 10_000;
+  }
+
+  /** Invocations kept per lambda. */
+  get retention(): number {
+    return this.keep;
+  }
+
+  /** Entries waiting to be written (for tests and metrics). */
+  get waiting(): number {
+    return this.pending.length;
+  }
+
+  /** Queues one finished invocation; never throws, never waits. */
+  record(entry: InvocationRecord): void {
+    if (this.closed) return;
+    if (this.pending.length >= this.maxPending) {
+      this.dropped += 1;
+      return;
+    }
+    this.pending.push(entry);
+    if (this.pending.length >= this.maxBatch) void this.drain();
+    else if (this.timer === undefined && this.draining === undefined) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        void this.drain();
+      }, this.flushMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Writes everything waiting now (and whatever arrives meanwhile); never rejects. */
+  flush(): Promise<void> {
+    return this.drain();
+  }
+
+  /** The lambda's newest invocations, newest first, after writing what waits on this instance. */
+  async list(lambdaId: string, limit: number): Promise<InvocationItem[]> {
+    await this.flush();
+    const rows = await this.database.read(() =>
+      all<Row>(
+        `select id, lambda_id, started_at, duration_ms, trigger, status, error_code, error_message, logs, fetches, bindings
+          from lambda_invocations where lambda_id = ? order by seq desc limit ?`,
+        lambdaId,
+        Math.min(limit, this.keep),
+      ),
+    );
+    return rows.map(item);
+  }
+
+  /**
+   * Forgets a deleted lambda: its waiting entries and its rows. Call it after the lambda's row is
+   * gone; a batch then inserts nothing more for it (the insert keeps only existing lambdas).
+   */
+  async deleteOf(lambdaId: string): Promise<void> {
+    this.pending = this.pending.filter((entry) => entry.lambda_id !== lambdaId);
+    await this.draining;
+    await this.database.write(() => run('delete from lambda_invocations where lambda_id = ?', lambdaId));
+  }
+
+  /** Writes what waits and takes no more entries. */
+  async close(): Promise<void> {
+    await this.drain();
+    this.closed = true;
+  }
+
+  /** Writes batches until nothing waits; one drain at a time, joined by later callers. */
+  private drain(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.draining) return this.draining;
+    let settle!: () => void;
+    // Set before the loop runs, and cleared by it in the turn it finds nothing waiting: an entry
+    // recorded while `draining` is set is always written by this loop.
+    const draining = new Promise<void>((resolve) => (settle = resolve));
+    this.draining = draining;
+    void (async () => {
+      try {
+        while (this.pending.length > 0) {
+          const batch = this.pending.splice(0, this.maxBatch);
+          await this.write(batch);
+        }
+        if (this.dropped > 0) {
+          this.warn(
+            { dropped: this.dropped, waiting_at_most: this.maxPending },
+            'lambda invocation history: entries dropped, too many waited to be written',
+          );
+          this.dropped = 0;
+        }
+      } finally {
+        this.draining = undefined;
+        settle();
+      }
+    })();
+    return draining;
+  }
+
+  /** One batch: one insert in one write, then the touched lambdas trimmed. Failures are reported, not thrown. */
+  private async write(batch: readonly InvocationRecord[]): Promise<void> {
+    const { syntax } = this.database;
+    const rows = batch.map((entry, n) => [
+      n,
+      entry.id,
+      entry.lambda_id,
+      entry.owner,
+      entry.started_at,
+      String(entry.duration_ms),
+      entry.trigger,
+      entry.status,
+      entry.error_code,
+      entry.error_message,
+      JSON.stringify(entry.logs),
+      count(entry.fetches),
+      count(entry.bindings),
+    ]);
+    const lambdas = [...new Set(batch.map((entry) => entry.lambda_id))].sort();
+    try {
+      await this.database.write(function* () {
+        for (const { source, params } of syntax.rowSources(BATCH_COLUMNS, rows))
+          // Only lambdas that still exist (a share lock on PostgreSQL orders this against a
+          // concurrent delete, which then finds these rows): a deleted lambda leaves no history.
+          yield* run(
+            `insert into lambda_invocations
+              (id, lambda_id, owner, started_at, duration_ms, trigger, status, error_code, error_message, logs, fetches, bindings)
+              select v.id, v.lambda_id, v.owner, v.started_at, cast(v.duration_ms as double precision), v.trigger, v.status,
+                v.error_code, v.error_message, v.logs, v.fetches, v.bindings
+              from ${source}
+              where exists (select 1 from lambda_functions f where f.id = v.lambda_id${syntax.forShare})
+              order by v.n`,
+            ...params,
+          );
+      });
+    } catch (error) {
+      this.warn(
+        { error: (error as Error).message, entries: batch.length, lambdas: lambdas.length },
+        'lambda invocation history: a batch could not be written and was dropped',
+      );
+      return;
+    }
+    const keep = this.keep;
+    try {
+      // Each delete stands alone (a trim that fails is done by the lambda's next batch).
+      await this.database.writeEach(function* () {
+        for (const lambdaId of lambdas)
+          yield* run(
+            `delete from lambda_invocations where lambda_id = ? and seq <= (
+              select seq from lambda_invocations where lambda_id = ? order by seq desc limit 1 offset ?)`,
+            lambdaId,
+            lambdaId,
+            keep,
+          );
+      });
+    } catch (error) {
+      this.warn(
+        { error: (error as Error).message, lambdas: lambdas.length },
+        'lambda invocation history: older entries could not be deleted',
+      );
+    }
+  }
+}
