@@ -75,13 +75,14 @@ export class PlatformServiceCalls implements ServiceCalls {
         url: call.path,
         headers,
         payload: body,
-        signal: call.signal,
+        // No `signal` here: light-my-request ties it to both streams with addAbortSignal, which
+        // costs more than the call itself (measured ~130 µs); readCapped stops the answer instead.
         payloadAsStream: true,
       });
       return {
         status: answer.statusCode,
         headers: headerPairs(answer.headers),
-        body: await readCapped(answer.stream(), call.maxBodyBytes, service),
+        body: await readCapped(answer.stream(), call.maxBodyBytes, service, call.signal),
       };
     }
     const base = this.options.upstreamUrls[service];
@@ -102,7 +103,7 @@ export class PlatformServiceCalls implements ServiceCalls {
     return {
       status: answer.statusCode,
       headers: headerPairs(answer.headers),
-      body: await readCapped(answer.body, call.maxBodyBytes, service),
+      body: await readCapped(answer.body, call.maxBodyBytes, service, call.signal),
     };
   }
 }
@@ -117,19 +118,23 @@ function headerPairs(headers: Record<string, string | string[] | number | undefi
   return pairs;
 }
 
-/** The whole body, or ServiceCallFailed past `max` bytes (the stream is destroyed then). */
+/** The whole body, or ServiceCallFailed past `max` bytes or on `signal` (the stream is destroyed then). */
 async function readCapped(
-  stream: Readable | AsyncIterable<Buffer>,
+  stream: Readable,
   max: number | undefined,
   service: string,
+  signal: AbortSignal | undefined,
 ): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
+  const abort = () => stream.destroy(new ServiceCallFailed(`the call of the ${service} service was cut short`));
+  if (signal?.aborted) abort();
+  else signal?.addEventListener('abort', abort, { once: true });
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       size += chunk.byteLength;
       if (max !== undefined && size > max) {
-        (stream as Readable).destroy?.();
+        stream.destroy();
         throw new ServiceCallFailed(`the ${service} service's answer is over ${max} bytes`);
       }
       chunks.push(chunk);
@@ -137,6 +142,8 @@ async function readCapped(
   } catch (error) {
     if (error instanceof ServiceCallFailed) throw error;
     throw new ServiceCallFailed(`the ${service} service's answer could not be read: ${(error as Error).message}`);
+  } finally {
+    signal?.removeEventListener('abort', abort);
   }
   return Buffer.concat(chunks);
 }

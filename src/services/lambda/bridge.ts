@@ -1,9 +1,10 @@
+import { isUtf8 } from 'node:buffer';
 import type { Dispatcher } from 'undici';
 import type { ServiceName } from '../../config.ts';
 import type { ServiceCalls } from '../context.ts';
 import type { EgressPolicy } from './egress.ts';
 import { FetchFailed, InvocationBudget, InvocationFetcher, type FetchLimits, type OutboundRequest } from './fetcher.ts';
-import type { InvocationHost } from './runtime/sandbox.ts';
+import type { HostAnswer, InvocationHost } from './runtime/sandbox.ts';
 
 /**
  * The host side of one invocation's `fetch` and `ctx.platform` (README: Fetch, Bindings): what the
@@ -30,13 +31,24 @@ export interface BridgeOptions {
   services?: ServiceCalls;
 }
 
-/** A host answer: [meta JSON, body bytes]. */
-type Answer = [string, ArrayBuffer];
+/** Content types whose UTF-8 bodies cross to the sandbox as strings (no decoding there). */
+const TEXTUAL = /^(text\/|application\/([a-z0-9.+-]*\+)?(json|x-ndjson|jsonl|xml|javascript|x-www-form-urlencoded)\b)/i;
 
-function arrayBufferOf(bytes: Uint8Array): ArrayBuffer {
+/** An answer's body for the sandbox: a string when it is UTF-8 text without a BOM, else a copy of its bytes. */
+function bodyOf(bytes: Uint8Array, headers: readonly (readonly [string, string])[]): ArrayBuffer | string {
+  const type = headers.find(([name]) => name === 'content-type')?.[1] ?? '';
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (TEXTUAL.test(type) && !(buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf) && isUtf8(buffer))
+    return buffer.toString('utf8');
   const out = new ArrayBuffer(bytes.byteLength);
   new Uint8Array(out).set(bytes);
   return out;
+}
+
+/** A request body from the sandbox: text is sent as UTF-8. */
+function requestBody(body: ArrayBuffer | string | undefined): Uint8Array | undefined {
+  if (body === undefined) return undefined;
+  return typeof body === 'string' ? Buffer.from(body, 'utf8') : new Uint8Array(body);
 }
 
 /** Thrown to the lambda as a TypeError with this message (the prelude maps the prefix). */
@@ -91,18 +103,23 @@ export class InvocationBridge implements InvocationHost {
     private readonly services: ServiceCalls | undefined,
   ) {}
 
+  /** The invocation has ended: its requests still in flight are aborted. */
+  close(): void {
+    this.budget.close();
+  }
+
   /** Fetch requests made, redirect hops included. */
   get fetches(): number {
     return this.fetcher.requests;
   }
 
-  call(op: string, meta: string, body: ArrayBuffer | undefined): Promise<Answer> {
+  call(op: string, meta: string, body: ArrayBuffer | string | undefined): Promise<HostAnswer> {
     if (op === 'fetch') return this.fetch(meta, body);
     if (op === 'platform') return this.platform(meta, body);
     return Promise.reject(typeError(`unknown host call ${JSON.stringify(op.slice(0, 40))}`));
   }
 
-  private async fetch(meta: string, body: ArrayBuffer | undefined): Promise<Answer> {
+  private async fetch(meta: string, body: ArrayBuffer | string | undefined): Promise<HostAnswer> {
     const m = objectOf(meta, 'fetch');
     if (typeof m.url !== 'string' || typeof m.method !== 'string') throw typeError('fetch: malformed request');
     const redirect = m.redirect === 'manual' || m.redirect === 'error' ? m.redirect : 'follow';
@@ -110,20 +127,20 @@ export class InvocationBridge implements InvocationHost {
       url: m.url,
       method: m.method,
       headers: headerPairs(m.headers, 'fetch'),
-      body: body === undefined ? undefined : new Uint8Array(body),
+      body: requestBody(body),
       redirect,
     };
     try {
       const answer = await this.fetcher.fetch(outbound);
       const { status, statusText, headers, url, redirected } = answer;
-      return [JSON.stringify({ status, statusText, headers, url, redirected }), arrayBufferOf(answer.body)];
+      return [JSON.stringify({ status, statusText, headers, url, redirected }), bodyOf(answer.body, headers)];
     } catch (error) {
       if (error instanceof FetchFailed) throw typeError(error.message);
       throw typeError(`fetch to ${m.url.slice(0, 200)} failed`);
     }
   }
 
-  private async platform(meta: string, body: ArrayBuffer | undefined): Promise<Answer> {
+  private async platform(meta: string, body: ArrayBuffer | string | undefined): Promise<HostAnswer> {
     const m = objectOf(meta, 'platform.request');
     const { service, method, path } = m;
     if (typeof service !== 'string' || typeof method !== 'string' || typeof path !== 'string')
@@ -151,7 +168,7 @@ export class InvocationBridge implements InvocationHost {
         method,
         path,
         headers,
-        body: body === undefined ? undefined : new Uint8Array(body),
+        body: requestBody(body),
         identity: { user: { id: owner } },
         // The key-value node keeps tenants apart by project; a lambda outside a project uses its
         // owner's own namespace, as the owner does through the gateway (kv README: Tenants).
@@ -161,7 +178,7 @@ export class InvocationBridge implements InvocationHost {
       });
       this.budget.receive(answer.body.byteLength, what);
       const response = { status: answer.status, statusText: '', headers: answer.headers, url: '', redirected: false };
-      return [JSON.stringify(response), arrayBufferOf(answer.body)];
+      return [JSON.stringify(response), bodyOf(answer.body, answer.headers)];
     } catch (error) {
       if (error instanceof FetchFailed) throw typeError(error.message);
       throw typeError(`${what} failed: ${(error as Error).message}`);

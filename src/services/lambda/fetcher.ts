@@ -80,6 +80,8 @@ export class InvocationBudget {
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
   private received = 0;
+  private aborter: AbortController | undefined;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     /** When the invocation's wall-clock time runs out (Date.now() milliseconds). */
@@ -111,11 +113,27 @@ export class InvocationBudget {
       throw new FetchFailed(`${what}: response bodies over ${this.limits.maxResponseBytes} bytes in this invocation`);
   }
 
-  /** A signal that aborts when the invocation's time is up, or FetchFailed when it already is. */
+  /**
+   * The signal every request of the invocation shares: it aborts when the invocation's time is up
+   * or it has ended (`close`). FetchFailed when the time is up already.
+   */
   signal(what: string): AbortSignal {
     const remaining = this.deadline - Date.now();
-    if (remaining <= 0) throw new FetchFailed(`${what}: the invocation's time is up`);
-    return AbortSignal.timeout(remaining);
+    if (remaining <= 0 || this.aborter?.signal.aborted) throw new FetchFailed(`${what}: the invocation's time is up`);
+    if (this.aborter === undefined) {
+      const aborter = new AbortController();
+      this.aborter = aborter;
+      this.timer = setTimeout(() => aborter.abort(), remaining);
+      this.timer.unref();
+    }
+    return this.aborter.signal;
+  }
+
+  /** The invocation has ended: what it still has in flight is aborted. */
+  close(): void {
+    clearTimeout(this.timer);
+    // Aborting makes an error object and wakes every listener: only worth it with work in flight.
+    if (this.inFlight > 0) this.aborter?.abort();
   }
 
   /** Waits for one of the requests that may be in flight at once; `release` gives it back. */

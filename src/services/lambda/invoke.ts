@@ -168,11 +168,16 @@ export class Invoker {
       { owner: lambda.owner, projectId: lambda.project_id },
       Date.now() + this.runtime.timeoutMs,
     );
-    const result = await this.runtime.invoke(lambda.code, req, {
-      contextKey: lambda.id,
-      host,
-      ctx: { invocation_id: id, lambda: { id: lambda.id, name: lambda.name }, env: { ...env, ...secrets } },
-    });
+    let result: InvokeResult;
+    try {
+      result = await this.runtime.invoke(lambda.code, req, {
+        contextKey: lambda.id,
+        host,
+        ctx: { invocation_id: id, lambda: { id: lambda.id, name: lambda.name }, env: { ...env, ...secrets } },
+      });
+    } finally {
+      host?.close();
+    }
     if (host) {
       counts.fetches = host.fetches;
       counts.bindings = host.bindings;

@@ -276,15 +276,20 @@ export const PRELUDE_WEB = String.raw`
   });
 
   // ---- Request and fetch (performed by the host, README: Fetch)
-  /** A body as bytes and the content type it implies (Fetch standard, extract a body). */
+  /**
+   * A body and the content type it implies (Fetch standard, extract a body): text stays a string
+   * (it crosses to the host as one, and the host encodes it), anything else becomes bytes.
+   */
   function extractBody(body) {
     if (body === undefined || body === null) return null;
-    if (typeof body === 'string') return { __proto__: null, bytes: utf8Encode(body), type: 'text/plain;charset=UTF-8' };
-    if (isParams(body)) return { __proto__: null, bytes: utf8Encode(paramsText(body)), type: 'application/x-www-form-urlencoded;charset=UTF-8' };
+    if (typeof body === 'string') return { __proto__: null, text: body, bytes: null, type: 'text/plain;charset=UTF-8' };
+    if (isParams(body)) return { __proto__: null, text: paramsText(body), bytes: null, type: 'application/x-www-form-urlencoded;charset=UTF-8' };
     const bytes = bytesOf(body);
-    if (bytes !== null) return { __proto__: null, bytes: new Uint8ArrayCtor(bytes), type: null };
-    return { __proto__: null, bytes: utf8Encode(StringCtor(body)), type: 'text/plain;charset=UTF-8' };
+    if (bytes !== null) return { __proto__: null, text: null, bytes: new Uint8ArrayCtor(bytes), type: null };
+    return { __proto__: null, text: StringCtor(body), bytes: null, type: 'text/plain;charset=UTF-8' };
   }
+  /** What crosses to the host for a body: its string, a copy of its bytes, or undefined. */
+  function bodyForHost(body) { return body === null ? undefined : body.text !== null ? body.text : bytesCopy(body.bytes); }
   const NORMALISED_METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH'];
   function requestMethod(value) {
     const m = StringCtor(value);
@@ -320,7 +325,9 @@ export const PRELUDE_WEB = String.raw`
       }
       if (body !== null && (this.#method === 'GET' || this.#method === 'HEAD')) throw new TypeErrorCtor('Request with GET/HEAD method cannot have body.');
       this.#body = body;
-      this.#state = { __proto__: null, kind: 'bytes', value: body === null ? new Uint8ArrayCtor(0) : body.bytes, used: false };
+      this.#state = body !== null && body.text !== null
+        ? { __proto__: null, kind: 'text', value: body.text, used: false }
+        : { __proto__: null, kind: 'bytes', value: body === null ? new Uint8ArrayCtor(0) : body.bytes, used: false };
     }
     get url() { return this.#url; }
     get method() { return this.#method; }
@@ -340,18 +347,18 @@ export const PRELUDE_WEB = String.raw`
         const h = readHeaders(r.#headers);
         const pairs = [];
         for (let i = 0; i < h.names.length; i++) pairs.push([h.names[i], h.values[i]]);
-        return { __proto__: null, url: r.#url, method: r.#method, headers: pairs, redirect: r.#redirect, body: r.#body === null ? undefined : bytesCopy(r.#body.bytes) };
+        return { __proto__: null, url: r.#url, method: r.#method, headers: pairs, redirect: r.#redirect, body: bodyForHost(r.#body) };
       };
     }
   }
-  /** What the host answered ([metaJson, ArrayBuffer]) as a Response. */
+  /** What the host answered ([metaJson, body as a string or an ArrayBuffer]) as a Response. */
   function answered(answer) {
     const meta = parse(answer[0]);
     const headers = new Headers();
     for (let i = 0; i < meta.headers.length; i++) {
       try { headers.append(meta.headers[i][0], meta.headers[i][1]); } catch (e) { /* a header the web API cannot hold */ }
     }
-    return fetchedResponse({ status: meta.status, statusText: meta.statusText, headers: headers, url: meta.url, redirected: meta.redirected }, new Uint8ArrayCtor(answer[1]));
+    return fetchedResponse({ status: meta.status, statusText: meta.statusText, headers: headers, url: meta.url, redirected: meta.redirected }, typeof answer[1] === 'string' ? answer[1] : new Uint8ArrayCtor(answer[1]));
   }
   async function fetch(input, init) {
     const r = readRequest(new Request(input, init));
@@ -371,12 +378,9 @@ export const PRELUDE_WEB = String.raw`
     if (p[0] !== '/') throw new TypeErrorCtor('platform.request: the path must start with "/"');
     const method = init.method === undefined ? 'GET' : requestMethod(init.method);
     const headers = new Headers(init.headers);
-    let body;
-    if (init.body !== undefined && init.body !== null) {
-      const extracted = extractBody(init.body);
-      if (extracted.type !== null) headersSetDefault(headers, extracted.type);
-      body = bytesCopy(extracted.bytes);
-    }
+    const extracted = extractBody(init.body);
+    if (extracted !== null && extracted.type !== null) headersSetDefault(headers, extracted.type);
+    const body = bodyForHost(extracted);
     const h = readHeaders(headers);
     const pairs = [];
     for (let i = 0; i < h.names.length; i++) pairs.push([h.names[i], h.values[i]]);

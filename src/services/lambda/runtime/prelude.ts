@@ -265,7 +265,11 @@ const PRELUDE_BODY = String.raw`
         // An answer from the host (fetch, platform bindings): any status, the body as bytes.
         this.#status = init.status; this.#statusText = init.statusText; this.#headers = init.headers;
         this.#url = init.url; this.#redirected = init.redirected;
-        this.#state = { __proto__: null, kind: 'bytes', value: init.bytes, used: false };
+        // The host sends a UTF-8 text body as a string (no decoding here), other bodies as bytes.
+        if (typeof init.body === 'string') {
+          this.#body = init.body.length > MAX_BODY ? null : init.body;
+          this.#state = { __proto__: null, kind: 'text', value: init.body, used: false };
+        } else this.#state = { __proto__: null, kind: 'bytes', value: init.body, used: false };
         return;
       }
       if (init === undefined || init === null) init = {};
@@ -302,7 +306,7 @@ const PRELUDE_BODY = String.raw`
     arrayBuffer() { return readBody(this.#state, 'buffer'); }
     clone() {
       if (this.#state.used) throw new TypeErrorCtor('Response.clone: the body has already been consumed');
-      const copy = new Response(FETCHED, { status: this.#status, statusText: this.#statusText, headers: new Headers(this.#headers), url: this.#url, redirected: this.#redirected, bytes: null });
+      const copy = new Response(FETCHED, { status: this.#status, statusText: this.#statusText, headers: new Headers(this.#headers), url: this.#url, redirected: this.#redirected, body: null });
       copy.#body = this.#body; copy.#binary = this.#binary;
       copy.#state = { __proto__: null, kind: this.#state.kind, value: this.#state.value, used: false };
       return copy;
@@ -331,7 +335,7 @@ const PRELUDE_BODY = String.raw`
         }
         return { __proto__: null, status: v.#status, headers: v.#headers, body: v.#body, binary: v.#binary };
       };
-      fetchedResponse = (meta, bytes) => new Response(FETCHED, meta === null ? null : { status: meta.status, statusText: meta.statusText, headers: meta.headers, url: meta.url, redirected: meta.redirected, bytes: bytes });
+      fetchedResponse = (meta, body) => new Response(FETCHED, { status: meta.status, statusText: meta.statusText, headers: meta.headers, url: meta.url, redirected: meta.redirected, body: body });
     }
   }
 

@@ -33,12 +33,16 @@ export type InvokeResult =
 
 /**
  * The host side of one invocation's `fetch` and platform bindings (bridge.ts): `op` is `fetch` or
- * `platform`, `meta` the request as JSON, `body` its bytes; answers [response meta JSON, body].
+ * `platform`, `meta` the request as JSON, `body` its text or bytes; answers [response meta JSON,
+ * body], the body as a string when it is UTF-8 text (the sandbox then need not decode it).
  * A rejection's message reaches the lambda as `<ErrorName>: <message>` (a TypeError without one).
  */
 export interface InvocationHost {
-  call(op: string, meta: string, body: ArrayBuffer | undefined): Promise<[string, ArrayBuffer]>;
+  call(op: string, meta: string, body: ArrayBuffer | string | undefined): Promise<HostAnswer>;
 }
+
+/** [response meta JSON, body as a string (UTF-8 text) or bytes]. */
+export type HostAnswer = [string, ArrayBuffer | string];
 
 /** What the handler's `ctx` is made of (besides the bindings): must be JSON-serialisable. */
 export interface InvocationContextData {
@@ -295,19 +299,21 @@ export class LambdaRuntime {
     const context = await isolate.createContext();
     const slot: SandboxContext['slot'] = { host };
     // Never a rejected promise across the boundary: a failure is answered as ["!<message>", empty].
-    const calls = new ivm.Reference(
-      async (op: unknown, meta: unknown, body: unknown): Promise<[string, ArrayBuffer]> => {
-        const current = slot.host;
-        if (current === null) return ['!TypeError: this invocation has ended', new ArrayBuffer(0)];
-        if (typeof op !== 'string' || typeof meta !== 'string' || !(body === undefined || body instanceof ArrayBuffer))
-          return ['!TypeError: malformed host call', new ArrayBuffer(0)];
-        try {
-          return await current.call(op, meta, body);
-        } catch (error) {
-          return [`!${error instanceof Error ? error.message : String(error)}`, new ArrayBuffer(0)];
-        }
-      },
-    );
+    const calls = new ivm.Reference(async (op: unknown, meta: unknown, body: unknown): Promise<HostAnswer> => {
+      const current = slot.host;
+      if (current === null) return ['!TypeError: this invocation has ended', new ArrayBuffer(0)];
+      if (
+        typeof op !== 'string' ||
+        typeof meta !== 'string' ||
+        !(body === undefined || typeof body === 'string' || body instanceof ArrayBuffer)
+      )
+        return ['!TypeError: malformed host call', new ArrayBuffer(0)];
+      try {
+        return await current.call(op, meta, body);
+      } catch (error) {
+        return [`!${error instanceof Error ? error.message : String(error)}`, new ArrayBuffer(0)];
+      }
+    });
     const sandbox: SandboxContext = { context, slot, calls };
     onContext(sandbox, false);
     await worker.prelude.run(context, { timeout });
