@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createClient, type StratusClient } from '@stratus/client';
@@ -209,10 +210,59 @@ describe('lambda fetch and bindings with LAMBDA_EGRESS_ALLOW=127.0.0.1', () => {
     assert.deepEqual(lines, ['from the lambda']);
   });
 
+  it("runs the lambda README's two examples as written", async () => {
+    const readme = await readFile(new URL('../../src/services/lambda/README.md', import.meta.url), 'utf8');
+    const examples = readme.slice(readme.indexOf('## Examples'));
+    const [webhookCode, quoteCode] = [...examples.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    assert.ok(webhookCode && quoteCode);
+    const database = await client.docdb.databases.create('readme-hooks');
+    const logger = await client.logs.loggers.create({ name: 'readme-webhook' });
+    const webhook = await client.lambda.create({
+      name: 'readme-webhook',
+      code: webhookCode,
+      env: { DATABASE_ID: database.id },
+      logger_id: logger.id,
+    });
+    const stored = await client.lambda.run(webhook.id, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ event: 'push' }),
+    });
+    assert.equal(stored.status, 201);
+    const { id } = (await stored.json()) as { id: string };
+    const document = await client.docdb.database(database.id).collection('events').getDocument(id);
+    assert.deepEqual(document.payload, { event: 'push' });
+    const refused = await fetch(`http://127.0.0.1:${t.platform.publicPort}/run/${webhook.id}`, {
+      headers: { host: 'lambda.localhost' },
+    });
+    assert.equal(refused.status, 405);
+    const lines: string[] = [];
+    for (let tries = 0; tries < 50 && lines.length === 0; tries++) {
+      for await (const line of client.logs.logger(logger.id).lines()) lines.push(line);
+      if (lines.length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.match(lines[0] ?? '', new RegExp(`^\\S+ log stored event ${id}$`));
+
+    const quote = await client.lambda.create({
+      name: 'readme-quote',
+      code: quoteCode,
+      env: { QUOTE_URL: `http://127.0.0.1:${upstream.port}/quote` },
+      secrets: { QUOTE_TOKEN: 'readme-token' },
+    });
+    assert.deepEqual(await (await client.lambda.run(quote.id)).json(), {
+      from: 'api',
+      quote: { quote: 'hello', auth: 'Bearer readme-token' },
+    });
+    // The owner's cache as the lambda left it; cleared for the next test's own run.
+    const cached = await client.kv.collection('quotes').get('today');
+    assert.deepEqual(cached.value, { quote: 'hello', auth: 'Bearer readme-token' });
+    await client.kv.collection('quotes').delete('today');
+  });
+
   it('calls an API with a secret token, caches the answer in kv, and never shows the secret', async () => {
     const SECRET = 'sk-live-7f3a9c2e51';
     const code = `export default async (req, ctx) => {
-      const cache = ctx.platform.kv('quotes');
+      const cache = ctx.platform.kv('secret-quotes');
       const cached = await cache.get('today');
       if (cached) return { from: 'cache', quote: cached };
       const r = await fetch(ctx.env.QUOTE_URL, { headers: { authorization: 'Bearer ' + ctx.env.QUOTE_TOKEN } });
