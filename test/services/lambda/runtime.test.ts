@@ -185,6 +185,12 @@ describe('lambda runtime: sandbox escapes fail', () => {
     ['a static import', 'import fs from "fs"; export default () => "escaped"'],
     ['globalThis.require', 'globalThis.require("fs")'],
     ['process', 'process.exit(1)'],
+    ["fetch's Function constructor", 'fetch.constructor("return process")().exit(1)'],
+    ["a web API's Function constructor", 'new URL("http://x").constructor.constructor("return require")()("fs")'],
+    [
+      "ctx.platform's Function constructor",
+      'export default (req, ctx) => ctx.platform.request.constructor("return process")().pid',
+    ],
   ];
   for (const [name, code] of escapes) {
     it(`rejects ${name}`, async () => {
