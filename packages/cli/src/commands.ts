@@ -4,7 +4,7 @@ import { basename } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createClient, StratusError, type StratusClient } from '@stratus/client';
+import { createClient, StratusError, type LambdaInvocation, type StratusClient } from '@stratus/client';
 import { readCredentials, removeCredentials, writeCredentials, type Credentials } from './credentials.ts';
 import { CommandError, print, readAll, table, UsageError, type CommandIo } from './io.ts';
 import { ProgressBar } from './progress.ts';
@@ -12,7 +12,8 @@ import { ProgressBar } from './progress.ts';
 /** What every command gets: its arguments after the command words, the flags, and where to write. */
 export interface CommandContext {
   args: string[];
-  flags: Record<string, string | boolean | undefined>;
+  /** A flag given more than once where that is allowed (`--env`, `--secret`) is a list. */
+  flags: Record<string, string | boolean | string[] | undefined>;
   io: CommandIo;
   /** `--json`: machine-readable output, no progress bars. */
   json: boolean;
@@ -21,9 +22,70 @@ export interface CommandContext {
 
 const DEFAULT_URL = 'http://localhost:8080';
 
+/** A flag's value; of a flag that may be repeated, the last one given. */
 function flag(context: CommandContext, name: string): string | undefined {
   const value = context.flags[name];
+  if (Array.isArray(value)) return value.at(-1);
   return typeof value === 'string' ? value : undefined;
+}
+
+/** Every value of a repeatable flag, in order. */
+function flagList(context: CommandContext, name: string): string[] {
+  const value = context.flags[name];
+  if (Array.isArray(value)) return value;
+  return typeof value === 'string' ? [value] : [];
+}
+
+/**
+ * `NAME=VALUE` flags (`--env`, `--secret`) as an object, split at the first `=`; a later name wins.
+ * A mistake names the flag, never the text given, which may be a secret.
+ */
+function assignments(context: CommandContext, name: string): Record<string, string> | undefined {
+  const given = flagList(context, name);
+  if (given.length === 0) return undefined;
+  const values: Record<string, string> = {};
+  for (const text of given) {
+    const equals = text.indexOf('=');
+    if (equals <= 0) throw new UsageError(`--${name} takes NAME=VALUE`);
+    values[text.slice(0, equals)] = text.slice(equals + 1);
+  }
+  return values;
+}
+
+/** A count flag (`--limit`): a positive whole number, or undefined when not given. */
+function countFlag(context: CommandContext, name: string): number | undefined {
+  const text = flag(context, name);
+  if (text === undefined) return undefined;
+  if (!/^[1-9][0-9]*$/.test(text)) throw new UsageError(`--${name} takes a positive whole number`);
+  return Number(text);
+}
+
+/** Resolves after `ms`, or at once when `signal` is aborted. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done);
+  });
+}
+
+/** Runs `body` with a signal that Ctrl-C (SIGINT) aborts; ending that way is no failure. */
+async function untilInterrupted(body: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  process.once('SIGINT', stop);
+  try {
+    await body(abort.signal);
+  } catch (error) {
+    if (!abort.signal.aborted) throw error;
+  } finally {
+    process.removeListener('SIGINT', stop);
+  }
 }
 
 function arg(context: CommandContext, index: number, name: string): string {
@@ -165,26 +227,59 @@ export async function keys(context: CommandContext): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Lambdas
 
+/** How often `lambda logs --follow` asks for new invocations of a lambda without a logger. */
+export const LAMBDA_LOGS_POLL_MS = 1000;
+
+/** `--logger NAME|ID` as a logger id, `--logger none` as null; undefined when not given. */
+async function loggerFlag(context: CommandContext, client: StratusClient): Promise<string | null | undefined> {
+  const target = flag(context, 'logger');
+  if (target === undefined) return undefined;
+  if (target === 'none') return null;
+  return (await byIdOrName(client.logs.loggers.list(), target, 'logger')).id;
+}
+
+/** One invocation for people: a header line, then its console lines indented (a line per line of a message). */
+function invocationText(invocation: LambdaInvocation): string {
+  const i = invocation;
+  const header = `${i.started_at} ${i.trigger} ${i.status} ${i.duration_ms}ms ${i.id}${i.error ? ` error ${i.error.code}: ${i.error.message}` : ''}`;
+  const lines = i.logs.flatMap((line) => line.message.split(/\r?\n/).map((text) => `  ${line.level} ${text}`));
+  return [header, ...lines].join('\n');
+}
+
 export async function lambda(context: CommandContext): Promise<void> {
   const { client } = await signedIn(context);
-  const action = arg(context, 0, 'lambda action (deploy, list or invoke)');
+  const action = arg(context, 0, 'lambda action (deploy, list, invoke or logs)');
   if (action === 'deploy') {
     const file = arg(context, 1, 'the file to deploy');
+    // The flags are checked before the file is read or anything is asked of the platform.
+    const env = assignments(context, 'env');
+    const secrets = assignments(context, 'secret');
     const code = await readAll(createReadStream(file));
     const name = flag(context, 'name') ?? basename(file).replace(/\.[^.]*$/, '');
     const path = flag(context, 'path');
     const method = flag(context, 'method');
-    // Deploying a name that exists replaces its code (and path or method when given).
+    const loggerId = await loggerFlag(context, client);
+    const settings = {
+      ...(path && { path }),
+      ...(method && { method }),
+      ...(env && { env }),
+      ...(secrets && { secrets }),
+      ...(loggerId !== undefined && { logger_id: loggerId }),
+    };
+    // Deploying a name that exists replaces its code (and path or method when given); the names
+    // given with --env and --secret are set, the others kept.
     const existing = (await client.lambda.list()).find((l) => l.name === name);
     const deployed = existing
-      ? await client.lambda.update(existing.id, { code, ...(path && { path }), ...(method && { method }) })
-      : await client.lambda.create({ name, code, ...(path && { path }), ...(method && { method }) });
-    print(
-      context.io,
-      context.json,
-      deployed,
-      () =>
+      ? await client.lambda.update(existing.id, { code, ...settings })
+      : await client.lambda.create({ name, code, ...settings });
+    // The answer names the secrets and never holds their values.
+    print(context.io, context.json, deployed, () =>
+      [
         `${existing ? 'Updated' : 'Deployed'} ${deployed.name} (${deployed.id}): ${deployed.method} ${deployed.path}`,
+        ...(env || Object.keys(deployed.env).length > 0 ? [`env: ${Object.keys(deployed.env).join(', ') || '-'}`] : []),
+        ...(secrets || deployed.secrets.length > 0 ? [`secrets: ${deployed.secrets.join(', ') || '-'}`] : []),
+        ...(loggerId !== undefined || deployed.logger_id !== null ? [`logger: ${deployed.logger_id ?? 'none'}`] : []),
+      ].join('\n'),
     );
   } else if (action === 'list') {
     const list = await client.lambda.list();
@@ -204,7 +299,49 @@ export async function lambda(context: CommandContext): Promise<void> {
     print(context.io, context.json, result, () =>
       [...result.logs.map((line) => `# ${line.level}: ${line.message}`), `${result.status}`, result.body].join('\n'),
     );
+  } else if (action === 'logs') {
+    await lambdaLogs(context, client);
   } else throw new UsageError(`unknown lambda action ${action}`);
+}
+
+/**
+ * `lambda logs NAME [--limit N] [--follow]`: the lambda's recent invocations, oldest first, each
+ * with its console lines. `--follow` streams the lambda's logger when it has one, else asks the
+ * history for new invocations every second; Ctrl-C ends it.
+ */
+async function lambdaLogs(context: CommandContext, client: StratusClient): Promise<void> {
+  const target = arg(context, 1, 'lambda name or id');
+  const limit = countFlag(context, 'limit');
+  const follow = context.flags.follow === true;
+  const found = await byIdOrName(client.lambda.list(), target, 'lambda');
+  const write = (invocation: LambdaInvocation) =>
+    context.io.stdout.write(`${context.json ? JSON.stringify(invocation) : invocationText(invocation)}\n`);
+  if (!follow) {
+    const list = (await client.lambda.invocations(found.id, { limit })).reverse();
+    if (context.json) context.io.stdout.write(`${JSON.stringify(list)}\n`);
+    else for (const invocation of list) write(invocation);
+    return;
+  }
+  const lambda = await client.lambda.get(found.id);
+  if (lambda.logger_id !== null) {
+    const loggerId = lambda.logger_id;
+    await untilInterrupted(async (signal) => {
+      for await (const line of client.logs.logger(loggerId).follow({ signal }))
+        context.io.stdout.write(context.json ? `${JSON.stringify({ line })}\n` : `${line}\n`);
+    });
+    return;
+  }
+  await untilInterrupted(async (signal) => {
+    // The ids of the last answer: the history is newest first and only drops its oldest, so an
+    // invocation not among them is new.
+    let seen = new Set<string>();
+    while (!signal.aborted) {
+      const list = await client.lambda.invocations(found.id, { limit, signal });
+      for (const invocation of [...list].reverse()) if (!seen.has(invocation.id)) write(invocation);
+      seen = new Set(list.map((invocation) => invocation.id));
+      await sleep(LAMBDA_LOGS_POLL_MS, signal);
+    }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -226,18 +363,11 @@ export async function logs(context: CommandContext): Promise<void> {
   if (action !== 'tail') throw new UsageError(`unknown logs action ${action}`);
   const found = await byIdOrName(client.logs.loggers.list(), arg(context, 1, 'logger name or id'), 'logger');
   const regex = flag(context, 'regex');
-  const abort = new AbortController();
-  const stop = () => abort.abort();
-  process.once('SIGINT', stop);
-  try {
-    const lines = client.logs.logger(found.id).follow({ ...(regex !== undefined && { regex }), signal: abort.signal });
+  await untilInterrupted(async (signal) => {
+    const lines = client.logs.logger(found.id).follow({ ...(regex !== undefined && { regex }), signal });
     for await (const line of lines)
       context.io.stdout.write(context.json ? `${JSON.stringify({ line })}\n` : `${line}\n`);
-  } catch (error) {
-    if (!abort.signal.aborted) throw error;
-  } finally {
-    process.removeListener('SIGINT', stop);
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,7 +13,10 @@ export const USER_USAGE = `Commands for a platform you use (on the client SDK; c
   logout | whoami
   keys create NAME | keys list | keys revoke KEY
   lambda deploy FILE [--name N] [--path P] [--method M]   create, or update the lambda of that name
+         [--env NAME=VALUE]... [--secret NAME=VALUE]... [--logger LOGGER|none]
   lambda list | lambda invoke NAME [--data BODY] [--method M]
+  lambda logs NAME [--limit N] [--follow]          recent runs and their console lines, oldest first;
+                                                   --follow keeps printing new ones (Ctrl-C stops)
   logs list | logs tail LOGGER [--regex RE]        follow a logger's lines (Ctrl-C stops)
   db import DATABASE COLLECTION FILE|-             NDJSON in, streamed, with progress
   db export DATABASE COLLECTION [FILE]             NDJSON out (stdout without FILE)
@@ -46,7 +49,12 @@ const OPTIONS = {
   email: { type: 'string' },
   password: { type: 'string' },
   'api-key': { type: 'string' },
-  secret: { type: 'string' },
+  // login's API secret, and lambda deploy's NAME=VALUE secrets (repeatable).
+  secret: { type: 'string', multiple: true },
+  env: { type: 'string', multiple: true },
+  logger: { type: 'string' },
+  limit: { type: 'string' },
+  follow: { type: 'boolean' },
   name: { type: 'string' },
   path: { type: 'string' },
   method: { type: 'string' },

@@ -1,23 +1,15 @@
-// Lambdas: list, create, edit code, invoke and see the answer.
+// Lambdas: list, create, edit code, environment, secrets and logger, invoke and see the answer,
+// and the history of runs.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import type { NewLambda } from '@stratus/client';
+import type { Lambda, NewLambda } from '@stratus/client';
 import { messageOf, platform } from '../session.ts';
 import { href, navigate } from '../router.ts';
+import { draftOf, lambdaChange, type LambdaDraft, type LambdaFields } from '../lambda-change.ts';
 import { ErrorBox, Loading, Section, readOnly, useAction, useLoad, valueOf } from './common.ts';
-
-export interface Lambda {
-  id: string;
-  name: string;
-  method: string;
-  path: string;
-  language?: string;
-  code?: string;
-  owner?: string;
-  project_id?: string;
-  created_timestamp?: number;
-}
+import { Invocations } from './lambda-invocations.ts';
+import { EnvFieldset, LoggerField, SecretsFieldset } from './lambda-settings.ts';
 
 const LANGUAGES = ['javascript', 'static-html', 'static-css', 'static-js'] as const;
 const METHODS = ['ANY', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -27,16 +19,8 @@ const SAMPLE = `export default (req) => {
 };
 `;
 
-interface Draft {
-  name: string;
-  language: string;
-  method: string;
-  path: string;
-  code: string;
-}
-
-function LambdaForm({ draft, onChange }: { draft: Draft; onChange: (d: Draft) => void }): VNode {
-  const set = (field: keyof Draft) => (e: Event) => onChange({ ...draft, [field]: valueOf(e) });
+function LambdaForm<D extends LambdaFields>({ draft, onChange }: { draft: D; onChange: (d: D) => void }): VNode {
+  const set = (field: keyof LambdaFields) => (e: Event) => onChange({ ...draft, [field]: valueOf(e) });
   return html`<div class="form-grid">
     <label>Name<input name="name" required value=${draft.name} onInput=${set('name')} /></label>
     <label>Language<select name="language" value=${draft.language} onChange=${set('language')}>${LANGUAGES.map((l) => html`<option value=${l}>${l}</option>`)}</select></label>
@@ -46,7 +30,7 @@ function LambdaForm({ draft, onChange }: { draft: Draft; onChange: (d: Draft) =>
   </div>`;
 }
 
-function bodyOf(d: Draft): NewLambda {
+function bodyOf(d: LambdaFields): NewLambda {
   const language = LANGUAGES.find((l) => l === d.language);
   const body: NewLambda = { name: d.name, language, method: d.method, code: d.code };
   if (d.path.trim()) body.path = d.path.trim();
@@ -55,7 +39,7 @@ function bodyOf(d: Draft): NewLambda {
 
 export function LambdasPage(): VNode {
   const lambdas = useLoad(() => platform().lambda.list(), []);
-  const [draft, setDraft] = useState<Draft>({
+  const [draft, setDraft] = useState<LambdaFields>({
     name: '',
     language: 'javascript',
     method: 'ANY',
@@ -113,7 +97,8 @@ interface LogLine {
   message: string;
 }
 
-function Invoke({ lambda }: { lambda: Lambda }): VNode {
+/** A test run; `onDone` is told when one ended (it is in the lambda's history then). */
+function Invoke({ lambda, onDone }: { lambda: Lambda; onDone: () => void }): VNode {
   const [method, setMethod] = useState(lambda.method === 'ANY' ? 'GET' : lambda.method);
   const [query, setQuery] = useState('');
   const [body, setBody] = useState('');
@@ -163,6 +148,7 @@ function Invoke({ lambda }: { lambda: Lambda }): VNode {
       setError(messageOf(err));
     } finally {
       setBusy(false);
+      onDone();
     }
   };
   let shown = result?.body ?? '';
@@ -201,28 +187,33 @@ function Invoke({ lambda }: { lambda: Lambda }): VNode {
 
 export function LambdaPage({ id }: { id: string }): VNode {
   const lambda = useLoad(() => platform().lambda.get(id), [id]);
-  const [draft, setDraft] = useState<Draft | null>(null);
-  const [saved, setSaved] = useState(false);
+  const loggers = useLoad(() => platform().logs.loggers.list(), []);
+  const [draft, setDraft] = useState<LambdaDraft | null>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const [runs, setRuns] = useState(0);
   const save = useAction();
   const remove = useAction();
   useEffect(() => {
-    const l = lambda.data;
-    if (l)
-      setDraft({
-        name: l.name,
-        language: l.language ?? 'javascript',
-        method: l.method,
-        path: l.path,
-        code: l.code ?? '',
-      });
+    if (lambda.data) setDraft(draftOf(lambda.data));
   }, [lambda.data]);
+  const edit = (d: LambdaDraft) => {
+    setSaved(null);
+    setDraft(d);
+  };
   const submit = (e: Event) => {
     e.preventDefault();
     if (!draft) return;
-    setSaved(false);
+    setSaved(null);
     void save.run(async () => {
-      await platform().lambda.update(id, bodyOf(draft));
-      setSaved(true);
+      const change = lambdaChange(draft);
+      if (change === null) {
+        setSaved('Nothing to save.');
+        return;
+      }
+      const updated = await platform().lambda.update(id, change);
+      // The form starts again from the answer: secret values typed in it are gone from the page.
+      setDraft(draftOf(updated));
+      setSaved('Saved.');
       lambda.reload();
     });
   };
@@ -239,22 +230,24 @@ export function LambdaPage({ id }: { id: string }): VNode {
     <${ErrorBox} error=${lambda.error ?? remove.error} />
     <${Loading} loading=${lambda.loading && !lambda.data} />
     ${lambda.data && html`<p class="muted">Id <code>${lambda.data.id}</code></p>`}
-    ${lambda.data && html`<${Invoke} lambda=${lambda.data} />`}
+    ${lambda.data && html`<${Invoke} lambda=${lambda.data} onDone=${() => setRuns((n) => n + 1)} />`}
+    ${lambda.data && html`<${Invocations} id=${id} version=${runs} />`}
     ${
       draft &&
       html`<${Section} title="Code and settings">
-      <form onSubmit=${submit} aria-label="Edit lambda">
-        <${LambdaForm} draft=${draft} onChange=${(d: Draft) => {
-          setSaved(false);
-          setDraft(d);
-        }} />
+      <form onSubmit=${submit} aria-label="Edit lambda" autocomplete="off">
+        <${LambdaForm} draft=${draft} onChange=${edit} />
+        <${EnvFieldset} rows=${draft.env} onChange=${(env: LambdaDraft['env']) => edit({ ...draft, env })} />
+        <${SecretsFieldset} rows=${draft.secrets} onChange=${(secrets: LambdaDraft['secrets']) => edit({ ...draft, secrets })} />
+        <${LoggerField} value=${draft.logger} loggers=${loggers.data} error=${loggers.error} onChange=${(logger: string) => edit({ ...draft, logger })} />
         <div class="buttons">
           <button type="submit" class="primary" disabled=${save.busy || readOnly()}>Save</button>
           <button type="button" class="danger" disabled=${readOnly()} onClick=${del}>Delete lambda</button>
-          ${saved && html`<span class="ok-text">Saved.</span>`}
+          ${saved && html`<span class=${saved === 'Saved.' ? 'ok-text' : 'muted'} data-testid="save-state">${saved}</span>`}
         </div>
       </form>
       <${ErrorBox} error=${save.error} />
+      <p class="muted">Saving sends only what changed; a secret's value is sent once and never shown again.</p>
     <//>`
     }
   </div>`;
