@@ -115,6 +115,8 @@ const NOT_LATIN1 = /[\u0100-\uffff]/;
 const COMPILE_CACHE_MAX = 1000;
 const SCRIPT_CACHE_PER_ISOLATE = 64;
 const MODULE_CONTEXTS_PER_ISOLATE = 16;
+/** Characters of code whose version is remembered (versionOf). */
+const VERSION_CHARS_REMEMBERED = 32 * 1024 * 1024;
 
 interface Compiled {
   form: 'module' | 'script';
@@ -153,6 +155,9 @@ export class LambdaRuntime {
   private readonly waiting: ((w: Worker) => void)[] = [];
   private live = 0;
   private readonly compiled = new Map<string, Compiled>();
+  /** Code → its version (versionOf); keys are the code strings the lambda cache already holds. */
+  private readonly versions = new Map<string, string>();
+  private versionChars = 0;
   private closed = false;
   /** The web utilities every context calls synchronously (host-utils.ts). */
   private readonly utilities = new ivm.Reference(hostUtility);
@@ -196,7 +201,7 @@ export class LambdaRuntime {
    */
   async check(code: string): Promise<string | null> {
     if (this.closed) throw new Error('lambda runtime is closed');
-    const key = createHash('sha256').update(code).digest('base64');
+    const key = this.versionOf(code);
     if (this.compiled.has(key)) return null;
     const worker = await this.acquire();
     try {
@@ -211,7 +216,7 @@ export class LambdaRuntime {
 
   async invoke(code: string, request: LambdaRequest, options: InvokeOptions = {}): Promise<InvokeResult> {
     if (this.closed) throw new Error('lambda runtime is closed');
-    const key = createHash('sha256').update(code).digest('base64');
+    const key = this.versionOf(code);
     const worker = await this.acquire();
     let discard = false;
     let sandbox: SandboxContext | undefined;
@@ -370,6 +375,27 @@ export class LambdaRuntime {
     } finally {
       ref.release();
     }
+  }
+
+  /**
+   * The code version: SHA-256 of the code, remembered for the last code strings seen, so a warm
+   * invocation does not hash its code again (1 MiB of code takes milliseconds to hash).
+   */
+  private versionOf(code: string): string {
+    let key = this.versions.get(code);
+    if (key === undefined) {
+      key = createHash('sha256').update(code).digest('base64');
+      this.versionChars += code.length;
+      // Bounded by the characters of code held, as the lambda cache is (oldest first out).
+      for (const oldest of this.versions.keys()) {
+        if (this.versionChars <= VERSION_CHARS_REMEMBERED) break;
+        this.versions.delete(oldest);
+        this.versionChars -= oldest.length;
+      }
+    } else this.versions.delete(code);
+    // Most recently used last.
+    this.versions.set(code, key);
+    return key;
   }
 
   /** Decides module vs script once per code version and produces V8 cached data for it. */
