@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { aptInstall } from './apt.ts';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -11,9 +11,21 @@ export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CHROMIUM = '/usr/bin/chromium';
 export const ARTIFACTS = join(ROOT, 'test-artifacts', 'console');
 
-/** Builds the web console into dist/console when it is not there yet. */
+/** The newest modification time of the files under `dir`. */
+function newestIn(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestIn(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** Builds the web console into dist/console when it is not there yet or its sources (or the client's) changed since. */
 export async function ensureConsoleBuilt(): Promise<void> {
-  if (existsSync(join(ROOT, 'dist', 'console', 'index.html'))) return;
+  const built = join(ROOT, 'dist', 'console', 'index.html');
+  const sources = [join(ROOT, 'src', 'services', 'console', 'ui'), join(ROOT, 'packages', 'client', 'src')];
+  if (existsSync(built) && statSync(built).mtimeMs >= Math.max(...sources.map(newestIn))) return;
   await run('npm', ['run', 'build:console'], { cwd: ROOT, timeout: 5 * 60_000, maxBuffer: 16 * 1024 * 1024 });
 }
 
