@@ -118,32 +118,44 @@ function headerPairs(headers: Record<string, string | string[] | number | undefi
   return pairs;
 }
 
-/** The whole body, or ServiceCallFailed past `max` bytes or on `signal` (the stream is destroyed then). */
-async function readCapped(
+const ignore = (): void => {};
+
+/**
+ * The whole body, or ServiceCallFailed past `max` bytes or on `signal` (the stream is destroyed
+ * then). Read with events rather than an async iterator: this is on every binding call's path.
+ */
+function readCapped(
   stream: Readable,
   max: number | undefined,
   service: string,
   signal: AbortSignal | undefined,
 ): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const abort = () => stream.destroy(new ServiceCallFailed(`the call of the ${service} service was cut short`));
-  if (signal?.aborted) abort();
-  else signal?.addEventListener('abort', abort, { once: true });
-  try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      size += chunk.byteLength;
-      if (max !== undefined && size > max) {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (error?: Error) => {
+      signal?.removeEventListener('abort', abort);
+      stream.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      if (error) {
+        // A destroyed body may still emit its own abort error (undici's does): nobody waits for it.
+        stream.on('error', ignore);
         stream.destroy();
-        throw new ServiceCallFailed(`the ${service} service's answer is over ${max} bytes`);
-      }
-      chunks.push(chunk);
-    }
-  } catch (error) {
-    if (error instanceof ServiceCallFailed) throw error;
-    throw new ServiceCallFailed(`the ${service} service's answer could not be read: ${(error as Error).message}`);
-  } finally {
-    signal?.removeEventListener('abort', abort);
-  }
-  return Buffer.concat(chunks);
+        reject(error);
+      } else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    };
+    const abort = () => done(new ServiceCallFailed(`the call of the ${service} service was cut short`));
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (max !== undefined && size > max)
+        done(new ServiceCallFailed(`the ${service} service's answer is over ${max} bytes`));
+      else chunks.push(chunk);
+    };
+    const onEnd = () => done();
+    const onError = (error: Error) =>
+      done(new ServiceCallFailed(`the ${service} service's answer could not be read: ${error.message}`));
+    const onClose = () => done(new ServiceCallFailed(`the ${service} service's answer ended early`));
+    if (signal?.aborted) return abort();
+    signal?.addEventListener('abort', abort, { once: true });
+    stream.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
 }

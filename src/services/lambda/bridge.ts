@@ -161,7 +161,8 @@ export class InvocationBridge implements InvocationHost {
       throw typeError((error as Error).message);
     }
     this.bindings++;
-    await this.budget.slot();
+    const wait = this.budget.slot();
+    if (wait) await wait;
     try {
       const { owner, projectId } = this.caller;
       const answer = await services.call(name, {

@@ -136,13 +136,16 @@ export class InvocationBudget {
     if (this.inFlight > 0) this.aborter?.abort();
   }
 
-  /** Waits for one of the requests that may be in flight at once; `release` gives it back. */
-  async slot(): Promise<void> {
+  /**
+   * One of the requests that may be in flight at once, `release` gives it back: undefined when one
+   * is free now (no promise on the common path), else a promise of the next one.
+   */
+  slot(): Promise<void> | undefined {
     if (this.inFlight < this.limits.maxConcurrent) {
       this.inFlight++;
-      return;
+      return undefined;
     }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    return new Promise<void>((resolve) => this.waiting.push(resolve));
   }
 
   release(): void {
@@ -232,7 +235,8 @@ export class InvocationFetcher {
       if (error instanceof EgressRefused) throw new FetchFailed(error.message);
       throw new FetchFailed(`fetch to ${url.host}: ${(error as Error).message}`);
     }
-    await this.budget.slot();
+    const wait = this.budget.slot();
+    if (wait) await wait;
     try {
       const signal = this.budget.signal(`fetch to ${url.host}`);
       let answer: Dispatcher.ResponseData;
