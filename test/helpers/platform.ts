@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
 import type { Settings } from '../../src/config.ts';
 import { startPlatform, type RunningPlatform } from '../../src/platform.ts';
@@ -30,8 +31,12 @@ export interface TestPlatform {
 /**
  * The whole platform in this process (every service, the gateway on both ports) on an isolated
  * test database, listening on ephemeral loopback ports. `close()` stops it and drops the database.
+ * Its log goes nowhere unless a `logger` is given.
  */
-export async function startTestPlatform(overrides: Partial<Settings> = {}): Promise<TestPlatform> {
+export async function startTestPlatform(
+  overrides: Partial<Settings> = {},
+  logger: FastifyBaseLogger = pino({ level: 'silent' }),
+): Promise<TestPlatform> {
   const database = await createTestDatabase();
   const settings = testSettings(database, {
     port: 0,
@@ -41,7 +46,7 @@ export async function startTestPlatform(overrides: Partial<Settings> = {}): Prom
     schedulerApiKeys: ['test-scheduler-key'],
     ...overrides,
   });
-  const platform = await startPlatform(settings, pino({ level: 'silent' }));
+  const platform = await startPlatform(settings, logger);
   return {
     platform,
     database,

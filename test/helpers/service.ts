@@ -78,6 +78,27 @@ export function call(
   });
 }
 
+/**
+ * In-process requests to one app with JSON bodies: a payload that is not a string is sent as JSON,
+ * and any payload with `Content-Type: application/json` unless the headers name one.
+ */
+export function jsonCaller(
+  app: ServiceApp,
+): (
+  method: string,
+  url: string,
+  headers?: Record<string, string>,
+  payload?: unknown,
+) => Promise<LightMyRequestResponse> {
+  return (method, url, headers = {}, payload) =>
+    app.inject({
+      method: method as 'GET',
+      url,
+      headers: payload === undefined ? headers : { 'content-type': 'application/json', ...headers },
+      payload: payload === undefined ? undefined : typeof payload === 'string' ? payload : JSON.stringify(payload),
+    });
+}
+
 /** The JSON body of a response that must have `status` (200 by default). */
 export function jsonOf<T>(response: LightMyRequestResponse, status = 200): T {
   assert.equal(response.statusCode, status, `expected ${status}, got ${response.statusCode}: ${response.body}`);

@@ -1,10 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import type { LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import type { Settings } from '../../../src/config.ts';
-import { startPlatform, type RunningPlatform } from '../../../src/platform.ts';
+import type { RunningPlatform } from '../../../src/platform.ts';
 import { InvocationHistory, type InvocationItem, type InvocationRecord } from '../../../src/services/lambda/history.ts';
 import { lambdaServiceWith } from '../../../src/services/lambda/index.ts';
 import { ingestText, LoggerIngest } from '../../../src/services/lambda/logger-ingest.ts';
@@ -14,10 +13,8 @@ import type { SqlConnection } from '../../../src/store/db.ts';
 import { migrate } from '../../../src/store/migrate.ts';
 import { all, first, run } from '../../../src/store/sql-work.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/database.ts';
-import { request } from '../../helpers/http.ts';
-import { asUser, startTestService, testSettings, type TestService } from '../../helpers/service.ts';
-
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+import { asUser, startTestService, type TestService, jsonCaller } from '../../helpers/service.ts';
+import { startTestPlatform } from '../../helpers/platform.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
@@ -62,18 +59,7 @@ describe('lambda invocation history', () => {
 
   const ada = asUser('user-ada');
   const bob = asUser('user-bob');
-  const call = (
-    method: Method,
-    url: string,
-    headers: Record<string, string> = {},
-    payload?: unknown,
-  ): Promise<LightMyRequestResponse> =>
-    service.app.inject({
-      method,
-      url,
-      headers: payload === undefined ? headers : { 'content-type': 'application/json', ...headers },
-      payload: payload === undefined ? undefined : JSON.stringify(payload),
-    });
+  const call = (...args: Parameters<ReturnType<typeof jsonCaller>>) => jsonCaller(service.app)(...args);
   const create = async (name: string, code: string, headers = ada) => {
     const res = await call('POST', '/api/v0/lambdas', headers, { name, code });
     assert.equal(res.statusCode, 201, res.body);
@@ -492,23 +478,17 @@ interface Platform {
 }
 
 async function startLambdaAndLogs(overrides: Partial<Settings> = {}): Promise<Platform> {
-  const database = await createTestDatabase();
-  const settings = testSettings(database, {
-    port: 0,
-    host: '127.0.0.1',
-    internalPort: 0,
-    internalHost: '127.0.0.1',
-    services: ['lambda', 'logs'],
-    ...overrides,
-  });
   const { logger, entries } = capturedLogger();
-  const platform = await startPlatform(settings, logger);
+  const { platform, database, callInternal } = await startTestPlatform(
+    { services: ['lambda', 'logs'], ...overrides },
+    logger,
+  );
   return {
     platform,
     database,
     warnings: entries,
     call: ({ method, path, host, user, body }) =>
-      request(platform.internalPort, {
+      callInternal({
         method: method ?? 'GET',
         path,
         host,

@@ -3,9 +3,7 @@ import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { lambdaServiceWith } from '../../../src/services/lambda/index.ts';
 import { run } from '../../../src/store/sql-work.ts';
-import { asUser, startTestService, type TestService } from '../../helpers/service.ts';
-
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD' | 'OPTIONS';
+import { asUser, startTestService, type TestService, jsonCaller } from '../../helpers/service.ts';
 
 describe('lambda service', () => {
   let service: TestService;
@@ -25,18 +23,7 @@ describe('lambda service', () => {
 
   const ada = asUser('user-ada', {});
   const bob = asUser('user-bob');
-  const call = (
-    method: Method,
-    url: string,
-    headers: Record<string, string> = {},
-    payload?: unknown,
-  ): Promise<LightMyRequestResponse> =>
-    service.app.inject({
-      method,
-      url,
-      headers: payload === undefined ? headers : { 'content-type': 'application/json', ...headers },
-      payload: payload === undefined ? undefined : typeof payload === 'string' ? payload : JSON.stringify(payload),
-    });
+  const call = (...args: Parameters<ReturnType<typeof jsonCaller>>) => jsonCaller(service.app)(...args);
   const create = async (body: Record<string, unknown>, headers = ada) => {
     const res = await call('POST', '/api/v0/lambdas', headers, body);
     assert.equal(res.statusCode, 201, res.body);

@@ -24,7 +24,7 @@ import { migrateStore, openStore, type Store } from '../../../src/store/index.ts
 import { first, run } from '../../../src/store/sql-work.ts';
 import { createTestDatabase, type TestDatabase } from '../../helpers/database.ts';
 import { storeDigest } from '../../helpers/platform.ts';
-import { asUser, startTestService, testSettings, type TestService } from '../../helpers/service.ts';
+import { asUser, startTestService, testSettings, type TestService, jsonCaller } from '../../helpers/service.ts';
 
 /** Every secret value below contains this, so one search finds any of them. */
 const MARK = 'sEcReT-9f31c7';
@@ -93,13 +93,7 @@ describe('lambda env, secrets and logger_id', () => {
     headers: Record<string, string>,
     payload?: unknown,
     app: ServiceApp = lambda,
-  ): Promise<LightMyRequestResponse> =>
-    app.inject({
-      method,
-      url,
-      headers: payload === undefined ? headers : { 'content-type': 'application/json', ...headers },
-      payload: payload === undefined ? undefined : JSON.stringify(payload),
-    });
+  ): Promise<LightMyRequestResponse> => jsonCaller(app)(method, url, headers, payload);
   /** The answer, after checking that no secret value is in its raw text. */
   const clean = (res: LightMyRequestResponse): LightMyRequestResponse => {
     assert.ok(!res.body.includes(MARK), `a secret value is in the answer: ${res.body}`);

@@ -299,9 +299,10 @@ export const PRELUDE_WEB = String.raw`
     return NORMALISED_METHODS.includes(upper) ? upper : m;
   }
   let readRequest;
-  class Request {
-    #url; #method; #headers; #body; #redirect; #state;
+  class Request extends Body {
+    #url; #method; #headers; #body; #redirect;
     constructor(input, init) {
+      super();
       if (init === undefined || init === null) init = {};
       let from = null;
       if (input !== null && typeof input === 'object' && #url in input) from = input;
@@ -320,26 +321,20 @@ export const PRELUDE_WEB = String.raw`
         body = extractBody(init.body);
         if (body.type !== null) headersSetDefault(this.#headers, body.type);
       } else if (from !== null && from.#body !== null) {
-        if (from.#state.used) throw new TypeErrorCtor('Request: the body of the given Request has already been consumed');
+        if (bodyState(from).used) throw new TypeErrorCtor('Request: the body of the given Request has already been consumed');
         body = from.#body;
       }
       if (body !== null && (this.#method === 'GET' || this.#method === 'HEAD')) throw new TypeErrorCtor('Request with GET/HEAD method cannot have body.');
       this.#body = body;
-      this.#state = body !== null && body.text !== null
-        ? { __proto__: null, kind: 'text', value: body.text, used: false }
-        : { __proto__: null, kind: 'bytes', value: body === null ? new Uint8ArrayCtor(0) : body.bytes, used: false };
+      if (body !== null && body.text !== null) setBodyState(this, 'text', body.text);
+      else setBodyState(this, 'bytes', body === null ? new Uint8ArrayCtor(0) : body.bytes);
     }
     get url() { return this.#url; }
     get method() { return this.#method; }
     get headers() { return this.#headers; }
     get redirect() { return this.#redirect; }
-    get body() { return null; }
-    get bodyUsed() { return this.#state.used; }
-    text() { return readBody(this.#state, 'text'); }
-    json() { return readBody(this.#state, 'json'); }
-    arrayBuffer() { return readBody(this.#state, 'buffer'); }
     clone() {
-      if (this.#state.used) throw new TypeErrorCtor('Request.clone: the body has already been consumed');
+      if (bodyState(this).used) throw new TypeErrorCtor('Request.clone: the body has already been consumed');
       return new Request(this);
     }
     static {

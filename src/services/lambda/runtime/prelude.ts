@@ -256,11 +256,27 @@ const PRELUDE_BODY = String.raw`
     });
   }
 
+  // The Fetch standard's Body mixin, shared by Response and Request (prelude-web.ts).
+  let bodyState, setBodyState;
+  class Body {
+    #state = null;
+    get body() { return null; }
+    get bodyUsed() { return this.#state.used; }
+    text() { return readBody(this.#state, 'text'); }
+    json() { return readBody(this.#state, 'json'); }
+    arrayBuffer() { return readBody(this.#state, 'buffer'); }
+    static {
+      bodyState = (o) => o.#state;
+      setBodyState = (o, kind, value) => { o.#state = { __proto__: null, kind: kind, value: value, used: false }; };
+    }
+  }
+
   const FETCHED = {};
   let readResponse, fetchedResponse;
-  class Response {
-    #status; #statusText; #headers; #body; #binary = false; #url = ''; #redirected = false; #state;
+  class Response extends Body {
+    #status; #statusText; #headers; #body; #binary = false; #url = ''; #redirected = false;
     constructor(body, init) {
+      super();
       if (body === FETCHED) {
         // An answer from the host (fetch, platform bindings): any status, the body as bytes.
         this.#status = init.status; this.#statusText = init.statusText; this.#headers = init.headers;
@@ -268,8 +284,8 @@ const PRELUDE_BODY = String.raw`
         // The host sends a UTF-8 text body as a string (no decoding here), other bodies as bytes.
         if (typeof init.body === 'string') {
           this.#body = init.body.length > MAX_BODY ? null : init.body;
-          this.#state = { __proto__: null, kind: 'text', value: init.body, used: false };
-        } else this.#state = { __proto__: null, kind: 'bytes', value: init.body, used: false };
+          setBodyState(this, 'text', init.body);
+        } else setBodyState(this, 'bytes', init.body);
         return;
       }
       if (init === undefined || init === null) init = {};
@@ -289,7 +305,7 @@ const PRELUDE_BODY = String.raw`
       }
       // null: over the size limit; finish() answers lambda_response_too_large.
       this.#body = text;
-      this.#state = { __proto__: null, kind: this.#binary ? 'latin1' : 'text', value: text, used: false };
+      setBodyState(this, this.#binary ? 'latin1' : 'text', text);
       if (typeof body === 'string' && !headersHas(this.#headers, 'content-type')) headersSet(this.#headers, 'content-type', 'text/plain; charset=utf-8');
     }
     get status() { return this.#status; }
@@ -299,16 +315,12 @@ const PRELUDE_BODY = String.raw`
     get redirected() { return this.#redirected; }
     get url() { return this.#url; }
     get type() { return 'default'; }
-    get body() { return null; }
-    get bodyUsed() { return this.#state.used; }
-    text() { return readBody(this.#state, 'text'); }
-    json() { return readBody(this.#state, 'json'); }
-    arrayBuffer() { return readBody(this.#state, 'buffer'); }
     clone() {
-      if (this.#state.used) throw new TypeErrorCtor('Response.clone: the body has already been consumed');
+      const state = bodyState(this);
+      if (state.used) throw new TypeErrorCtor('Response.clone: the body has already been consumed');
       const copy = new Response(FETCHED, { status: this.#status, statusText: this.#statusText, headers: new Headers(this.#headers), url: this.#url, redirected: this.#redirected, body: null });
       copy.#body = this.#body; copy.#binary = this.#binary;
-      copy.#state = { __proto__: null, kind: this.#state.kind, value: this.#state.value, used: false };
+      setBodyState(copy, state.kind, state.value);
       return copy;
     }
     static json(data, init) {
@@ -329,8 +341,9 @@ const PRELUDE_BODY = String.raw`
       readResponse = (v) => {
         if (v === null || typeof v !== 'object' || !(#body in v)) return null;
         // A fetched answer handed back as the lambda's own: its bytes, one char per byte.
-        if (v.#state.kind === 'bytes') {
-          const body = v.#state.value === null ? '' : latin1(v.#state.value);
+        const state = bodyState(v);
+        if (state.kind === 'bytes') {
+          const body = state.value === null ? '' : latin1(state.value);
           return { __proto__: null, status: v.#status, headers: v.#headers, body: body, binary: true };
         }
         return { __proto__: null, status: v.#status, headers: v.#headers, body: v.#body, binary: v.#binary };
