@@ -1,4 +1,6 @@
+import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
+import type { LightMyRequestResponse } from 'fastify';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { ServiceName } from '../config.ts';
 import type { ServiceApp } from '../core/app.ts';
@@ -26,12 +28,18 @@ const CONTROLLED = new Set([
   'apikey',
   'secret',
   'content-length',
+  'x-api-key',
+  'proxy-authorization',
   'x-request-id',
   'x-forwarded-for',
   'x-forwarded-proto',
   'x-forwarded-host',
   'x-forwarded-prefix',
 ]);
+
+/** A request target in origin form (RFC 9112, 3.2.1) that no URL parser reads as another host. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what it refuses
+const SAFE_PATH = /^\/(?!\/)[^\\\u0000-\u001f\u007f]*$/;
 
 /** Thrown when a call cannot be made or its answer cannot be read (never for a 4xx/5xx answer). */
 export class ServiceCallFailed extends Error {
@@ -66,23 +74,28 @@ export class PlatformServiceCalls implements ServiceCalls {
     headers.host = `${service}.${this.options.domain}`;
     headers[IDENTITY_HEADER] = JSON.stringify(call.identity);
     if (call.project) headers[PROJECT_HEADER] = call.project;
-    if (!call.path.startsWith('/')) throw new ServiceCallFailed(`the path must start with "/": ${call.path}`);
+    // A path only: never `//host…` or a backslash, which URL parsing would read as another host.
+    if (!SAFE_PATH.test(call.path))
+      throw new ServiceCallFailed(`the path must start with a single "/" and hold no backslash or control character`);
     const body = call.body === undefined ? undefined : Buffer.from(call.body);
     const app = this.options.apps.get(service);
     if (app) {
-      const answer = await app.inject({
+      const injected = app.inject({
         method: call.method as 'GET',
         url: call.path,
         headers,
         payload: body,
         // No `signal` here: light-my-request ties it to both streams with addAbortSignal, which
-        // costs more than the call itself (measured ~130 µs); readCapped stops the answer instead.
+        // costs more than the call itself (measured ~130 µs); the answer is stopped here instead,
+        // by closing the injected response (the service sees its 'close', as for a client gone).
         payloadAsStream: true,
       });
+      const answer = call.signal ? await abortable(injected, call.signal, service) : await injected;
+      const close = () => (answer.raw.res as ServerResponse).destroy();
       return {
         status: answer.statusCode,
         headers: headerPairs(answer.headers),
-        body: await readCapped(answer.stream(), call.maxBodyBytes, service, call.signal),
+        body: await readCapped(answer.stream(), call, service, close),
       };
     }
     const base = this.options.upstreamUrls[service];
@@ -90,7 +103,10 @@ export class PlatformServiceCalls implements ServiceCalls {
     this.agent ??= new Agent({ connections: 64 });
     let answer: Dispatcher.ResponseData;
     try {
-      answer = await request(new URL(call.path, base), {
+      const origin = new URL(base).origin;
+      const url = new URL(origin + call.path);
+      if (url.origin !== origin) throw new Error('the path leaves the service');
+      answer = await request(url, {
         method: call.method as Dispatcher.HttpMethod,
         headers,
         body,
@@ -103,7 +119,7 @@ export class PlatformServiceCalls implements ServiceCalls {
     return {
       status: answer.statusCode,
       headers: headerPairs(answer.headers),
-      body: await readCapped(answer.body, call.maxBodyBytes, service, call.signal),
+      body: await readCapped(answer.body, call, service),
     };
   }
 }
@@ -121,15 +137,45 @@ function headerPairs(headers: Record<string, string | string[] | number | undefi
 const ignore = (): void => {};
 
 /**
- * The whole body, or ServiceCallFailed past `max` bytes or on `signal` (the stream is destroyed
- * then). Read with events rather than an async iterator: this is on every binding call's path.
+ * The injected answer, or ServiceCallFailed as soon as `signal` aborts; an answer that arrives
+ * after that is closed at once.
  */
-function readCapped(
-  stream: Readable,
-  max: number | undefined,
+function abortable(
+  injected: Promise<LightMyRequestResponse>,
+  signal: AbortSignal,
   service: string,
-  signal: AbortSignal | undefined,
-): Promise<Buffer> {
+): Promise<LightMyRequestResponse> {
+  const cut = () => new ServiceCallFailed(`the call of the ${service} service was cut short`);
+  if (signal.aborted) {
+    injected.then((late) => (late.raw.res as ServerResponse).destroy(), ignore);
+    return Promise.reject(cut());
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      injected.then((late) => (late.raw.res as ServerResponse).destroy(), ignore);
+      reject(cut());
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    injected.then(
+      (answer) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(answer);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * The whole body, or a failure past `call.maxBodyBytes`, when `call.onBytes` throws (the error is
+ * the call's), or when `call.signal` aborts; `close` (and the stream) are destroyed then. Read with
+ * events rather than an async iterator: this is on every binding call's path.
+ */
+function readCapped(stream: Readable, call: ServiceCall, service: string, close?: () => void): Promise<Buffer> {
+  const { maxBodyBytes: max, onBytes, signal } = call;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -140,6 +186,7 @@ function readCapped(
         // A destroyed body may still emit its own abort error (undici's does): nobody waits for it.
         stream.on('error', ignore);
         stream.destroy();
+        close?.();
         reject(error);
       } else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     };
@@ -147,8 +194,13 @@ function readCapped(
     const onData = (chunk: Buffer) => {
       size += chunk.byteLength;
       if (max !== undefined && size > max)
-        done(new ServiceCallFailed(`the ${service} service's answer is over ${max} bytes`));
-      else chunks.push(chunk);
+        return done(new ServiceCallFailed(`the ${service} service's answer is over ${max} bytes`));
+      try {
+        onBytes?.(chunk.byteLength);
+      } catch (error) {
+        return done(error as Error);
+      }
+      chunks.push(chunk);
     };
     const onEnd = () => done();
     const onError = (error: Error) =>

@@ -43,6 +43,8 @@ export interface ServiceCall {
   signal?: AbortSignal;
   /** Largest answer body read; past it the call fails. */
   maxBodyBytes?: number;
+  /** Told of each piece of the answer's body as it arrives; a throw fails the call with that error. */
+  onBytes?: (bytes: number) => void;
 }
 
 export interface ServiceAnswer {

@@ -345,5 +345,10 @@ describe('lambda fetch and bindings with LAMBDA_EGRESS_ALLOW=127.0.0.1', () => {
       error: string;
     };
     assert.match(apikeys.error, /TypeError: platform.request: no service "apikeys"/);
+    // The key-value replication feed carries every tenant: never open to a lambda.
+    const feed = (await runLambda(client, 'feed', catching(`ctx.platform.request('kv', '/v1/%72eplicate')`))) as {
+      error: string;
+    };
+    assert.match(feed.error, /replication feed is not open to lambdas/);
   });
 });

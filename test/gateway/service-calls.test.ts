@@ -16,6 +16,7 @@ describe('platform service calls', () => {
   let upstreamUrl: string;
   let app: ServiceApp;
   const seen: http.IncomingHttpHeaders[] = [];
+  const closed: string[] = [];
 
   before(async () => {
     upstream = http.createServer((req, res) => {
@@ -36,6 +37,15 @@ describe('platform service calls', () => {
       version: '1',
       logger: pino({ level: 'silent' }),
       openapiPath: null,
+    });
+    app.get('/forever', (request, reply) => {
+      // Writes a line every 10 ms until the response closes (a follow-like stream).
+      reply.raw.writeHead(200, { 'content-type': 'text/plain' });
+      const timer = setInterval(() => reply.raw.write('line\n'), 10);
+      reply.raw.on('close', () => {
+        clearInterval(timer);
+        closed.push('forever');
+      });
     });
     app.all('/*', async (request) => ({
       url: request.url,
@@ -112,6 +122,41 @@ describe('platform service calls', () => {
     assert.equal(headers[PROJECT_HEADER], undefined);
     assert.equal(headers.cookie, undefined);
     assert.equal(headers.authorization, undefined);
+  });
+
+  it('keeps every call on its service: no `//host` or backslash path reaches another host', async () => {
+    const identity = { user: { id: 'user-owner' } };
+    const before = seen.length;
+    for (const path of ['//127.0.0.1:1/x', '/\\127.0.0.1:1/x', '/a\\b', '/x\n']) {
+      for (const service of ['config', 'docdb'] as const)
+        await assert.rejects(calls().call(service, { method: 'GET', path, identity }), /must start with a single/);
+    }
+    assert.equal(seen.length, before);
+  });
+
+  it('closes an in-process answer when the signal aborts, and counts its bytes as they come', async () => {
+    const identity = { user: { id: 'user-owner' } };
+    const aborter = new AbortController();
+    const pending = calls().call('config', { method: 'GET', path: '/forever', identity, signal: aborter.signal });
+    setTimeout(() => aborter.abort(), 50);
+    await assert.rejects(pending, /cut short/);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(closed, ['forever'], 'the service saw its response close');
+    let counted = 0;
+    await assert.rejects(
+      calls().call('config', {
+        method: 'GET',
+        path: '/forever',
+        identity,
+        onBytes: (bytes) => {
+          counted += bytes;
+          if (counted > 20) throw new Error('over the budget');
+        },
+      }),
+      /over the budget/,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(closed, ['forever', 'forever']);
   });
 
   it('fails clearly for a service running nowhere, a relative path and an answer over the cap', async () => {

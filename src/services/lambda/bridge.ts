@@ -76,13 +76,23 @@ function objectOf(meta: string, what: string): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
+/** The path part, percent-decoded where it can be (as a router would match it). */
+function decodedPathname(path: string): string {
+  const pathname = path.split('?')[0] ?? '';
+  try {
+    return decodeURIComponent(pathname);
+  } catch {
+    return pathname;
+  }
+}
+
 /** Makes the host of each invocation; one per lambda service. */
 export class LambdaBridges {
   constructor(private readonly options: BridgeOptions) {}
 
-  /** The host of one invocation that may run until `deadline` (Date.now() milliseconds). */
-  open(caller: BindingCaller, deadline: number): InvocationBridge {
-    const budget = new InvocationBudget(deadline, this.options.limits);
+  /** The host of one invocation (its clock starts when the runtime calls `start`). */
+  open(caller: BindingCaller): InvocationBridge {
+    const budget = new InvocationBudget(this.options.limits);
     return new InvocationBridge(
       new InvocationFetcher(this.options.policy, this.options.dispatcher, budget),
       budget,
@@ -103,7 +113,12 @@ export class InvocationBridge implements InvocationHost {
     private readonly services: ServiceCalls | undefined,
   ) {}
 
-  /** The invocation has ended: its requests still in flight are aborted. */
+  /** The run has its isolate: its requests may run until `deadline` (Date.now() milliseconds). */
+  start(deadline: number): void {
+    this.budget.start(deadline);
+  }
+
+  /** The invocation has ended: nothing more starts, and its requests still in flight are aborted. */
   close(): void {
     this.budget.close();
   }
@@ -150,13 +165,17 @@ export class InvocationBridge implements InvocationHost {
         `platform.request: no service ${JSON.stringify(service.slice(0, 40))} (bindings reach ${BINDABLE_SERVICES.join(', ')})`,
       );
     if (!path.startsWith('/')) throw typeError('platform.request: the path must start with "/"');
+    // The key-value replication feed carries every tenant: the gateway serves it on the internal
+    // port only, and so no binding reaches it either (kv README: The replication feed).
+    if (service === 'kv' && /^\/v1\/replicate(?:\/|$)/i.test(decodedPathname(path)))
+      throw typeError('platform.request: the key-value replication feed is not open to lambdas');
     const headers = Object.fromEntries(headerPairs(m.headers, 'platform.request'));
     const services = this.services;
     if (services === undefined) throw typeError(`platform.request: the ${service} service cannot be reached from here`);
     const name = service as ServiceName;
     const what = `platform.request ${service} ${method} ${path.slice(0, 200)}`;
     try {
-      this.budget.take();
+      this.budget.take(what);
     } catch (error) {
       throw typeError((error as Error).message);
     }
@@ -175,9 +194,9 @@ export class InvocationBridge implements InvocationHost {
         // owner's own namespace, as the owner does through the gateway (kv README: Tenants).
         project: projectId !== '' ? projectId : name === 'kv' ? owner : undefined,
         signal: this.budget.signal(what),
-        maxBodyBytes: this.budget.bytesLeft,
+        // Counted as it arrives, so calls in flight together share the invocation's bytes.
+        onBytes: (bytes) => this.budget.receive(bytes, what),
       });
-      this.budget.receive(answer.body.byteLength, what);
       const response = { status: answer.status, statusText: '', headers: answer.headers, url: '', redirected: false };
       return [JSON.stringify(response), bodyOf(answer.body, answer.headers)];
     } catch (error) {

@@ -59,6 +59,9 @@ const DECODERS: Record<string, (body: Buffer, options: ZlibOptions) => Buffer> =
 };
 const USER_AGENT = 'Stratus-Lambda';
 
+/** Why an invocation's requests were aborted: its time is up or it has ended. */
+const ENDED = new FetchFailed("the invocation's time is up");
+
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Request headers the host sets itself or that describe a connection, not a request. */
 const DROPPED_HEADERS = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
@@ -82,23 +85,36 @@ export class InvocationBudget {
   private received = 0;
   private aborter: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private ended = false;
+  /** When the invocation's wall-clock time runs out (Date.now() milliseconds); set by `start`. */
+  private deadline = Infinity;
 
-  constructor(
-    /** When the invocation's wall-clock time runs out (Date.now() milliseconds). */
-    readonly deadline: number,
-    readonly limits: FetchLimits = DEFAULT_FETCH_LIMITS,
-  ) {}
+  constructor(readonly limits: FetchLimits = DEFAULT_FETCH_LIMITS) {}
+
+  /** The invocation's clock starts (when it has its isolate): requests may run until `deadline`. */
+  start(deadline: number): void {
+    this.deadline = deadline;
+  }
 
   /** Requests started so far (fetch hops and binding calls). */
   get requests(): number {
     return this.started;
   }
 
-  /** Counts one request, or throws FetchFailed when the invocation has used them all. */
-  take(): void {
+  /**
+   * Counts one request, or throws FetchFailed when the invocation has used them all, its time is
+   * up or it has ended (a call still on its way then never starts).
+   */
+  take(what: string): void {
+    this.check(what);
     if (this.started >= this.limits.maxRequests)
       throw new FetchFailed(`at most ${this.limits.maxRequests} requests (fetch and bindings) per invocation`);
     this.started++;
+  }
+
+  /** Throws FetchFailed once the invocation's time is up or it has ended. */
+  check(what: string): void {
+    if (this.ended || Date.now() >= this.deadline) throw new FetchFailed(`${what}: the invocation's time is up`);
   }
 
   /** Bytes of answers still allowed. */
@@ -115,25 +131,26 @@ export class InvocationBudget {
 
   /**
    * The signal every request of the invocation shares: it aborts when the invocation's time is up
-   * or it has ended (`close`). FetchFailed when the time is up already.
+   * or it has ended (`close`). FetchFailed when either has happened already.
    */
   signal(what: string): AbortSignal {
-    const remaining = this.deadline - Date.now();
-    if (remaining <= 0 || this.aborter?.signal.aborted) throw new FetchFailed(`${what}: the invocation's time is up`);
+    this.check(what);
     if (this.aborter === undefined) {
       const aborter = new AbortController();
       this.aborter = aborter;
-      this.timer = setTimeout(() => aborter.abort(), remaining);
+      this.timer = setTimeout(() => aborter.abort(ENDED), this.deadline - Date.now());
       this.timer.unref();
     }
     return this.aborter.signal;
   }
 
-  /** The invocation has ended: what it still has in flight is aborted. */
+  /** The invocation has ended: nothing more starts, and what it still has in flight is aborted. */
   close(): void {
+    this.ended = true;
     clearTimeout(this.timer);
-    // Aborting makes an error object and wakes every listener: only worth it with work in flight.
-    if (this.inFlight > 0) this.aborter?.abort();
+    // One shared reason: aborting makes no error object per invocation.
+    this.aborter?.abort(ENDED);
+    for (const next of this.waiting.splice(0)) next();
   }
 
   /**
@@ -149,6 +166,7 @@ export class InvocationBudget {
   }
 
   release(): void {
+    if (this.ended) return;
     const next = this.waiting.shift();
     if (next) next();
     else this.inFlight--;
@@ -225,7 +243,7 @@ export class InvocationFetcher {
     headers: readonly (readonly [string, string])[],
     body: Uint8Array | undefined,
   ): Promise<Omit<InboundResponse, 'url' | 'redirected'>> {
-    this.budget.take();
+    this.budget.take(`fetch to ${url.host}`);
     this.hops++;
     const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
     // The port always, and a literal address here: net.connect never calls lookup for one.

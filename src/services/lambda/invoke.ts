@@ -164,10 +164,7 @@ export class Invoker {
       return { kind: 'error', code: 'lambda_error', message: (error as Error).message, logs: [] };
     }
     const { env, secrets } = parts;
-    const host = this.options.bridges?.open(
-      { owner: lambda.owner, projectId: lambda.project_id },
-      Date.now() + this.runtime.timeoutMs,
-    );
+    const host = this.options.bridges?.open({ owner: lambda.owner, projectId: lambda.project_id });
     let result: InvokeResult;
     try {
       result = await this.runtime.invoke(lambda.code, req, {

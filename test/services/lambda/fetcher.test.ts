@@ -75,8 +75,12 @@ describe('lambda fetch on the host', () => {
     return new InvocationFetcher(
       policy,
       egressAgent(policy),
-      new InvocationBudget(Date.now() + timeMs, { ...DEFAULT_FETCH_LIMITS, ...limits }),
+      started(new InvocationBudget({ ...DEFAULT_FETCH_LIMITS, ...limits }), timeMs),
     );
+  };
+  const started = (budget: InvocationBudget, timeMs: number) => {
+    budget.start(Date.now() + timeMs);
+    return budget;
   };
   const get = (url: string) => ({ url, method: 'GET', headers: [] as [string, string][] });
 
@@ -174,6 +178,19 @@ describe('lambda fetch on the host', () => {
     await assert.rejects(fetcher('127.0.0.1', {}, 300).fetch(get(`http://127.0.0.1:${port}/hang`)), /time is up/);
   });
 
+  it('aborts what is in flight when the invocation ends, and starts nothing after', async () => {
+    const policy = new EgressPolicy({ allow: '127.0.0.1', ownPorts: [] });
+    const budget = started(new InvocationBudget(), 5_000);
+    const f = new InvocationFetcher(policy, egressAgent(policy), budget);
+    const before = seen.length;
+    const hanging = f.fetch(get(`http://127.0.0.1:${port}/hang`));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    budget.close();
+    await assert.rejects(hanging, /time is up/);
+    await assert.rejects(f.fetch(get(`http://127.0.0.1:${port}/hello`)), /time is up/);
+    assert.equal(seen.length, before + 1, 'only the first request reached the server');
+  });
+
   it('connects to the address the policy checked when the connection is made (no rebinding window)', async () => {
     // The name passes the check before the request, then answers a refused address when the
     // connection looks it up: the connection is refused, not made.
@@ -184,7 +201,7 @@ describe('lambda fetch on the host', () => {
       resolver: async () => [{ address: calls++ === 0 ? '127.0.0.1' : '127.0.0.2', family: 4 }],
     });
     const before = seen.length;
-    const rebinding = new InvocationFetcher(policy, egressAgent(policy), new InvocationBudget(Date.now() + 5_000));
+    const rebinding = new InvocationFetcher(policy, egressAgent(policy), started(new InvocationBudget(), 5_000));
     await assert.rejects(
       rebinding.fetch(get(`http://rebind.test:${port}/hello`)),
       /127\.0\.0\.2\) refused: a loopback/,

@@ -113,6 +113,23 @@ describe('lambda web APIs', () => {
     assert.equal(unknown, 'NotSupportedError');
   });
 
+  it('bounds what one call and one run may hand the host utilities (they run on the Node thread)', async () => {
+    assert.deepEqual(
+      await value(`
+        const big = 'a'.repeat(17 * 1024 * 1024);
+        let one; try { btoa(big); } catch (e) { one = e.name + ': ' + e.message; }
+        const part = 'a'.repeat(15 * 1024 * 1024);
+        let calls = 0, many;
+        try { for (; calls < 10; calls++) new TextEncoder().encode(part); } catch (e) { many = e.name + ': ' + e.message; }
+        return [one, calls, many];`),
+      [
+        'RangeError: at most 16777216 bytes or characters of input per call',
+        4,
+        'RangeError: URL, text, base64 and crypto calls took more than 67108864 bytes or characters of input in this invocation',
+      ],
+    );
+  });
+
   it('Request and Response bodies: read once, clone, arrayBuffer, form bodies', async () => {
     assert.deepEqual(
       await value(`

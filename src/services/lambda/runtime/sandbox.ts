@@ -38,6 +38,8 @@ export type InvokeResult =
  * A rejection's message reaches the lambda as `<ErrorName>: <message>` (a TypeError without one).
  */
 export interface InvocationHost {
+  /** The run has its isolate and its wall-clock limit starts: it ends at `deadline` (Date.now() ms). */
+  start?(deadline: number): void;
   call(op: string, meta: string, body: ArrayBuffer | string | undefined): Promise<HostAnswer>;
 }
 
@@ -72,8 +74,9 @@ export interface InvokeOptions {
  */
 interface SandboxContext {
   context: ivm.Context;
-  slot: { host: InvocationHost | null };
+  slot: { host: InvocationHost | null; utilityChars: number };
   calls: ivm.Reference;
+  utilities: ivm.Reference;
 }
 
 export interface RuntimeOptions {
@@ -115,6 +118,9 @@ const NOT_LATIN1 = /[\u0100-\uffff]/;
 const COMPILE_CACHE_MAX = 1000;
 const SCRIPT_CACHE_PER_ISOLATE = 64;
 const MODULE_CONTEXTS_PER_ISOLATE = 16;
+/** Input of one web-utility call (URL, text, base64, crypto), and of all of one run's calls together. */
+const MAX_UTILITY_INPUT = 16 * 1024 * 1024;
+const MAX_UTILITY_INPUT_PER_RUN = 64 * 1024 * 1024;
 /** Characters of code whose version is remembered (versionOf). */
 const VERSION_CHARS_REMEMBERED = 32 * 1024 * 1024;
 
@@ -159,8 +165,6 @@ export class LambdaRuntime {
   private readonly versions = new Map<string, string>();
   private versionChars = 0;
   private closed = false;
-  /** The web utilities every context calls synchronously (host-utils.ts). */
-  private readonly utilities = new ivm.Reference(hostUtility);
 
   constructor(options: RuntimeOptions = {}) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -218,6 +222,7 @@ export class LambdaRuntime {
     if (this.closed) throw new Error('lambda runtime is closed');
     const key = this.versionOf(code);
     const worker = await this.acquire();
+    options.host?.start?.(Date.now() + this.timeoutMs);
     let discard = false;
     let sandbox: SandboxContext | undefined;
     let keep = false;
@@ -296,13 +301,26 @@ export class LambdaRuntime {
       worker.modules.set(moduleKey, warm);
       onContext(warm, true);
       warm.slot.host = host;
+      warm.slot.utilityChars = 0;
       return await warm.context.evalClosure('return __stratus.callModule($0, $1)', [reqJson, ctxJson], {
         timeout,
         result: { promise: true },
       });
     }
     const context = await isolate.createContext();
-    const slot: SandboxContext['slot'] = { host };
+    const slot: SandboxContext['slot'] = { host, utilityChars: 0 };
+    // The web utilities run on the Node thread: each call and each run get a bounded share of it.
+    const utilities = new ivm.Reference((op: unknown, a: unknown, b: unknown, c: unknown, d: unknown) => {
+      const size = inputSize(a) + inputSize(b);
+      if (size > MAX_UTILITY_INPUT)
+        throw new Error(`RangeError: at most ${MAX_UTILITY_INPUT} bytes or characters of input per call`);
+      slot.utilityChars += size;
+      if (slot.utilityChars > MAX_UTILITY_INPUT_PER_RUN)
+        throw new Error(
+          `RangeError: URL, text, base64 and crypto calls took more than ${MAX_UTILITY_INPUT_PER_RUN} bytes or characters of input in this invocation`,
+        );
+      return hostUtility(op, a, b, c, d);
+    });
     // Never a rejected promise across the boundary: a failure is answered as ["!<message>", empty].
     const calls = new ivm.Reference(async (op: unknown, meta: unknown, body: unknown): Promise<HostAnswer> => {
       const current = slot.host;
@@ -319,10 +337,10 @@ export class LambdaRuntime {
         return [`!${error instanceof Error ? error.message : String(error)}`, new ArrayBuffer(0)];
       }
     });
-    const sandbox: SandboxContext = { context, slot, calls };
+    const sandbox: SandboxContext = { context, slot, calls, utilities };
     onContext(sandbox, false);
     await worker.prelude.run(context, { timeout });
-    await context.evalClosure('__stratus.connect($0, $1)', [this.utilities, calls], { timeout });
+    await context.evalClosure('__stratus.connect($0, $1)', [utilities, calls], { timeout });
     await context.evalClosure('__stratus.install($0, $1)', [reqJson, ctxJson], { timeout });
 
     const compiled = this.compiled.get(key) ?? (await this.compile(isolate, key, code));
@@ -589,11 +607,17 @@ function clip(text: string, max: number): string {
   return text.length > max ? text.slice(0, max) : text;
 }
 
+/** Characters of a string or bytes of an ArrayBuffer handed to a utility; 0 for anything else. */
+function inputSize(value: unknown): number {
+  return typeof value === 'string' ? value.length : value instanceof ArrayBuffer ? value.byteLength : 0;
+}
+
 /** Releases a context and its host door (the isolate may already be gone). */
 function releaseSandbox(sandbox: SandboxContext): void {
   sandbox.slot.host = null;
   try {
     sandbox.calls.release();
+    sandbox.utilities.release();
     sandbox.context.release();
   } catch {
     /* isolate went away meanwhile */
