@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { LambdaErrors } from './errors.ts';
 import type { Lambda, LambdaRepository, StoredSettings } from './repository.ts';
 import { SecretsKeyMismatch, SecretsUnreadable, type LambdaSecrets } from './secrets.ts';
@@ -138,10 +139,33 @@ export class LambdaEnvironment {
    * Throws SecretsKeyMismatch or SecretsUnreadable (secrets.ts) when they cannot be opened.
    */
   async envFor(lambda: Lambda): Promise<Record<string, string>> {
-    const env = copy(lambda.env);
-    if (lambda.secret_names.length === 0) return env;
-    const sealed = await this.repository.secretsOf(lambda.id);
-    if (sealed === null) return env;
-    return { ...env, ...this.secrets.open(lambda.id, sealed) };
+    const { env, secrets } = await this.partsFor(lambda);
+    return { ...env, ...secrets };
   }
+
+  /**
+   * The env and the decrypted secrets apart (so output can be masked), and a version of both that
+   * changes whenever either does (so a warm module context never outlives a change of them).
+   */
+  async partsFor(
+    lambda: Lambda,
+  ): Promise<{ env: Record<string, string>; secrets: Record<string, string>; version: string }> {
+    const env = copy(lambda.env);
+    const sealed = lambda.secret_names.length === 0 ? null : await this.repository.secretsOf(lambda.id);
+    const secrets = sealed === null ? {} : copy(this.secrets.open(lambda.id, sealed));
+    let version = this.versions.get(lambda);
+    if (version === undefined) {
+      version = createHash('sha256')
+        .update(JSON.stringify(lambda.env))
+        .update('\n')
+        .update(sealed ?? '')
+        .digest('base64url')
+        .slice(0, 16);
+      this.versions.set(lambda, version);
+    }
+    return { env, secrets, version };
+  }
+
+  /** Versions by lambda object: a change of a lambda makes a new object (the repository's caches). */
+  private readonly versions = new WeakMap<Lambda, string>();
 }

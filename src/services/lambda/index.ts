@@ -118,12 +118,7 @@ export function lambdaServiceWith(
           domain: settings.domain,
           ownerConcurrency: settings.lambdaOwnerConcurrency,
           bridges,
-          envOf: async (lambda) => {
-            const merged = await environment.envFor(lambda);
-            const secretValues: Record<string, string> = {};
-            for (const name of lambda.secret_names) if (merged[name] !== undefined) secretValues[name] = merged[name];
-            return { env: merged, secrets: secretValues };
-          },
+          envOf: (lambda) => environment.partsFor(lambda),
         },
         ongoing,
         { history, loggers },

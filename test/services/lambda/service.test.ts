@@ -169,6 +169,24 @@ describe('lambda service', () => {
   });
 
   describe('invocation', () => {
+    it('keeps module state between runs only while env and secrets stay the same', async () => {
+      const l = await create({
+        name: 'stateful',
+        code: 'let n = 0; export default (req, ctx) => [++n, ctx.env.MODE]',
+        env: { MODE: 'a' },
+      });
+      assert.deepEqual((await call('GET', `/run/${l.id}`)).json(), [1, 'a']);
+      assert.deepEqual((await call('GET', `/run/${l.id}`)).json(), [2, 'a']);
+      assert.equal((await call('PATCH', `/api/v0/lambdas/${l.id}`, ada, { env: { MODE: 'b' } })).statusCode, 200);
+      assert.deepEqual((await call('GET', `/run/${l.id}`)).json(), [1, 'b']);
+      assert.equal(
+        (await call('PATCH', `/api/v0/lambdas/${l.id}`, ada, { secrets: { KEY: 'rotated-1' } })).statusCode,
+        200,
+      );
+      assert.deepEqual((await call('GET', `/run/${l.id}`)).json(), [1, 'b']);
+      assert.deepEqual((await call('GET', `/run/${l.id}`)).json(), [2, 'b']);
+    });
+
     it('test-runs a lambda for its owner, answering the response and the console lines', async () => {
       const l = await create({
         name: 'talker',
