@@ -34,6 +34,16 @@ export interface InvocationRecord {
   bindings?: number;
 }
 
+/** Characters of console lines and messages the waiting entries may hold together (beyond: dropped). */
+const MAX_PENDING_CHARS = 32 * 1024 * 1024;
+
+/** What an entry holds in memory, roughly: its console lines, its message and a fixed part. */
+function sizeOf(entry: InvocationRecord): number {
+  let chars = 256 + (entry.error_message?.length ?? 0);
+  for (const line of entry.logs) chars += line.message.length + 16;
+  return chars;
+}
+
 /** Where `Invoker.execute` records each finished invocation (InvocationHistory). */
 export interface InvocationRecorder {
   /** Queues the record; never throws and never waits. */
@@ -142,6 +152,8 @@ export class InvocationHistory implements InvocationRecorder {
   private readonly maxBatch: number;
   private readonly maxPending: number;
   private pending: InvocationRecord[] = [];
+  /** Characters the waiting entries hold (their console lines and messages), bounded by MAX_PENDING_CHARS. */
+  private pendingChars = 0;
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | undefined;
   /** Entries dropped since the last report (too many waiting). */
@@ -173,11 +185,13 @@ export class InvocationHistory implements InvocationRecorder {
   /** Queues one finished invocation; never throws, never waits. */
   record(entry: InvocationRecord): void {
     if (this.closed) return;
-    if (this.pending.length >= this.maxPending) {
+    const chars = sizeOf(entry);
+    if (this.pending.length >= this.maxPending || this.pendingChars + chars > MAX_PENDING_CHARS) {
       this.dropped += 1;
       return;
     }
     this.pending.push(entry);
+    this.pendingChars += chars;
     if (this.pending.length >= this.maxBatch) void this.drain();
     else if (this.timer === undefined && this.draining === undefined) {
       this.timer = setTimeout(() => {
@@ -213,6 +227,7 @@ export class InvocationHistory implements InvocationRecorder {
    */
   async deleteOf(lambdaId: string): Promise<void> {
     this.pending = this.pending.filter((entry) => entry.lambda_id !== lambdaId);
+    this.pendingChars = this.pending.reduce((n, entry) => n + sizeOf(entry), 0);
     await this.draining;
     await this.database.write(() => run('delete from lambda_invocations where lambda_id = ?', lambdaId));
   }
@@ -237,6 +252,7 @@ export class InvocationHistory implements InvocationRecorder {
       try {
         while (this.pending.length > 0) {
           const batch = this.pending.splice(0, this.maxBatch);
+          for (const entry of batch) this.pendingChars -= sizeOf(entry);
           await this.write(batch);
         }
         if (this.dropped > 0) {
@@ -267,7 +283,8 @@ export class InvocationHistory implements InvocationRecorder {
       entry.trigger,
       entry.status,
       entry.error_code,
-      entry.error_message,
+      // PostgreSQL text holds no NUL (SQLite would): one would fail the whole batch.
+      entry.error_message === null ? null : entry.error_message.replaceAll('\u0000', '\ufffd'),
       JSON.stringify(entry.logs),
       count(entry.fetches),
       count(entry.bindings),

@@ -59,6 +59,9 @@ interface Warned {
   suppressed: number;
 }
 
+/** Characters of lines waiting for all lambdas and loggers together; beyond, lines are dropped (and reported). */
+const MAX_TOTAL_WAITING_CHARS = 32 * 1024 * 1024;
+
 /**
  * Sends lambdas' console lines to the logger their lambda names, as the lambda's owner, through
  * the logs service's `POST /v1/loggers/{id}/ingest` (README: Invocation history and logs). Off the
@@ -69,6 +72,8 @@ interface Warned {
  */
 export class LoggerIngest implements ConsoleLineSink {
   private readonly queues = new Map<string, Queue>();
+  /** Characters waiting in every queue together (bounded by MAX_TOTAL_WAITING_CHARS). */
+  private totalChars = 0;
   private readonly warned = new Map<string, Warned>();
   private readonly maxWaitingChars: number;
   private readonly callTimeoutMs: number;
@@ -102,12 +107,16 @@ export class LoggerIngest implements ConsoleLineSink {
       };
       this.queues.set(key, queue);
     }
-    if (queue.waitingChars + text.length > this.maxWaitingChars) {
+    if (
+      queue.waitingChars + text.length > this.maxWaitingChars ||
+      this.totalChars + text.length > MAX_TOTAL_WAITING_CHARS
+    ) {
       queue.droppedChars += text.length;
       return;
     }
     queue.waiting.push(text);
     queue.waitingChars += text.length;
+    this.totalChars += text.length;
     queue.sending ??= this.pump(key, queue);
   }
 
@@ -124,6 +133,7 @@ export class LoggerIngest implements ConsoleLineSink {
       while (queue.waiting.length > 0) {
         const body = queue.waiting.join('');
         queue.waiting = [];
+        this.totalChars -= queue.waitingChars;
         queue.waitingChars = 0;
         await this.call(key, queue, body);
       }

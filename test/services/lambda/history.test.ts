@@ -75,6 +75,14 @@ describe('lambda invocation history', () => {
       all<{ id: string }>('select id from lambda_invocations where lambda_id = ? order by seq', lambdaId),
     );
 
+  it('records a message or line holding NUL on either store (PostgreSQL text cannot hold one)', async () => {
+    const l = await create('nul', 'export default () => { console.log("a\\u0000b"); throw new Error("x\\u0000y") }');
+    assert.equal((await call('GET', `/run/${l.id}`)).statusCode, 500);
+    const [entry] = await history(l.id);
+    assert.deepEqual(entry?.error, { code: 'lambda_error', message: 'x\ufffdy' });
+    assert.deepEqual(entry?.logs, [{ level: 'log', message: 'a\u0000b' }]);
+  });
+
   it('records a test run with its status, console lines and counts', async () => {
     const l = await create(
       'talker',
