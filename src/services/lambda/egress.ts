@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 
@@ -8,7 +9,7 @@ type AllCallback = (error: NodeJS.ErrnoException | null, addresses: LookupAddres
  * unicast addresses: loopback, private (RFC 1918), shared address space (CGNAT, RFC 6598), unique
  * local (fc00::/7), link-local (169.254.0.0/16 with the cloud metadata address, fe80::/10),
  * multicast, and the reserved, documentation and benchmarking blocks are refused, and so are the
- * platform's own ports on any address. `LAMBDA_EGRESS_ALLOW` (host names, `*.suffix`, and CIDRs)
+ * platform's own ports on a local address. `LAMBDA_EGRESS_ALLOW` (host names, `*.suffix`, and CIDRs)
  * opens more; the platform's own ports stay closed whatever it says: its internal port trusts the
  * identity headers a caller sends.
  *
@@ -159,22 +160,37 @@ export interface EgressPolicyOptions {
   /** `LAMBDA_EGRESS_ALLOW`. */
   allow?: string;
   /**
-   * The platform's own ports (public and internal): never a destination. Read at each check, so
-   * the platform may fill the list once its listeners have their ports.
+   * The platform's own ports (its public and internal ports, and its remote upstreams'): never a
+   * destination on a local address. Read at each check, so the platform may fill the list once its
+   * listeners have their ports.
    */
-  ownPorts: readonly number[];
+  ownPorts: readonly number[] | (() => readonly number[]);
   resolver?: Resolver;
+}
+
+/** This machine's own addresses (every interface's), read once. */
+let machineAddresses: ReadonlySet<string> | undefined;
+
+/** Whether `address` is this machine or a network that is not the public internet. */
+function isLocal(address: string): boolean {
+  machineAddresses ??= new Set(
+    Object.values(networkInterfaces())
+      .flatMap((list) => list ?? [])
+      .map((info) => info.address),
+  );
+  return classifyAddress(address) !== 'public' || machineAddresses.has(address);
 }
 
 /** Decides destinations and resolves names to the address a connection may use. */
 export class EgressPolicy {
   private readonly rules: AllowRules;
-  private readonly ownPorts: readonly number[];
+  private readonly ownPorts: () => readonly number[];
   private readonly resolver: Resolver;
 
   constructor(options: EgressPolicyOptions) {
     this.rules = parseEgressAllow(options.allow ?? '');
-    this.ownPorts = options.ownPorts;
+    const own = options.ownPorts;
+    this.ownPorts = typeof own === 'function' ? own : () => own;
     this.resolver = options.resolver ?? systemResolver;
   }
 
@@ -183,14 +199,17 @@ export class EgressPolicy {
     return this.rules.hosts.has(host) || this.rules.suffixes.some((suffix) => host.endsWith(suffix));
   }
 
-  /** Throws EgressRefused when `port` is one of the platform's own (whatever the allow list says). */
-  checkPort(hostname: string, port: number): void {
-    if (this.ownPorts.includes(port))
-      throw new EgressRefused(`fetch to ${hostname}:${port} refused: that is this platform's own port`);
-  }
-
-  /** Throws EgressRefused unless `hostname` (as asked) may reach `address`. */
-  checkAddress(hostname: string, address: string): void {
+  /**
+   * Throws EgressRefused unless `hostname` (as asked) may reach `address`, and, with a `port`,
+   * unless that is one of the platform's own ports on a local address (loopback, private,
+   * link-local…, or one of this machine's): whatever the allow list says, since an internal port
+   * trusts the identity a caller names. The same port on a public address is someone else's.
+   */
+  checkAddress(hostname: string, address: string, port?: number): void {
+    if (port !== undefined && this.ownPorts().includes(port) && isLocal(address))
+      throw new EgressRefused(
+        `fetch to ${hostname}${hostname === address ? '' : ` (${address})`}:${port} refused: that is this platform's own port`,
+      );
     if (this.hostAllowed(hostname)) return;
     const family = isIP(address) === 4 ? 'ipv4' : 'ipv6';
     if (this.rules.networks.check(address, family)) return;
@@ -203,26 +222,25 @@ export class EgressPolicy {
 
   /** Throws EgressRefused unless `hostname` (as asked) may reach `address`:`port`. */
   check(hostname: string, address: string, port: number): void {
-    this.checkPort(hostname, port);
-    this.checkAddress(hostname, address);
+    this.checkAddress(hostname, address, port);
   }
 
   /**
    * The address a connection to `hostname` may use, whatever the port (checked apart, before the
    * request): a literal as it is, a name resolved, the first address that passes.
    */
-  async resolveAddress(hostname: string): Promise<LookupAddress> {
+  async resolveAddress(hostname: string, port?: number): Promise<LookupAddress> {
     const literal = hostname.replace(/^\[|\]$/g, '');
     const family = isIP(literal);
     if (family !== 0) {
-      this.checkAddress(literal, literal);
+      this.checkAddress(literal, literal, port);
       return { address: literal, family };
     }
     const addresses = await this.resolver(hostname);
     let refusal: unknown;
     for (const candidate of addresses) {
       try {
-        this.checkAddress(hostname, candidate.address);
+        this.checkAddress(hostname, candidate.address, port);
         return candidate;
       } catch (error) {
         refusal ??= error;
@@ -235,9 +253,9 @@ export class EgressPolicy {
    * A \`lookup\` for net.connect (undici's connector passes it on): the connection goes to the
    * address this policy checked, so a DNS answer that changes afterwards cannot move it.
    */
-  lookup(): LookupFunction {
+  lookup(port?: number): LookupFunction {
     return (hostname, options, callback) => {
-      this.resolveAddress(hostname).then(
+      this.resolveAddress(hostname, port).then(
         ({ address, family }) => {
           if ((options as { all?: boolean }).all) (callback as AllCallback)(null, [{ address, family }]);
           else callback(null, address, family);
@@ -247,9 +265,8 @@ export class EgressPolicy {
     };
   }
 
-  /** The address to connect to for \`hostname\`:\`port\`: the port checked, then \`resolveAddress\`. */
-  async resolve(hostname: string, port: number): Promise<LookupAddress> {
-    this.checkPort(hostname, port);
-    return this.resolveAddress(hostname);
+  /** The address to connect to for \`hostname\`:\`port\`. */
+  resolve(hostname: string, port: number): Promise<LookupAddress> {
+    return this.resolveAddress(hostname, port);
   }
 }

@@ -1,5 +1,5 @@
 import { brotliDecompressSync, gunzipSync, inflateSync, type ZlibOptions } from 'node:zlib';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, buildConnector, request, type Dispatcher } from 'undici';
 import { EgressRefused, type EgressPolicy } from './egress.ts';
 
 /**
@@ -71,7 +71,19 @@ const DROPPED_HEADERS = new Set(['host', 'connection', 'keep-alive', 'transfer-e
  * `lookup`); a literal address never reaches `lookup`, so `InvocationFetcher` checks it first.
  */
 export function egressAgent(policy: EgressPolicy): Agent {
-  return new Agent({ connect: { lookup: policy.lookup() }, connections: 64 });
+  // One connector per port, so the lookup that checks the address also knows the port (the
+  // platform's own ports are refused on local addresses only; net.connect's lookup gets no port).
+  const connectors = new Map<number, buildConnector.connector>();
+  const connect: buildConnector.connector = (options, callback) => {
+    const port = Number(options.port) || (options.protocol === 'https:' ? 443 : 80);
+    let connector = connectors.get(port);
+    if (connector === undefined) {
+      connector = buildConnector({ lookup: policy.lookup(port) } as buildConnector.BuildOptions);
+      connectors.set(port, connector);
+    }
+    return connector(options, callback);
+  };
+  return new Agent({ connect, connections: 64 });
 }
 
 /**

@@ -67,7 +67,15 @@ export function lambdaServiceWith(
       // fetch and the bindings (README: Fetch, Bindings): never to the platform's own ports.
       let policy: EgressPolicy;
       try {
-        policy = new EgressPolicy({ allow: settings.lambdaEgressAllow, ownPorts: ports ?? [] });
+        // This process's ports (filled once they listen) and its remote upstreams' internal ports.
+        const upstreamPorts = Object.values(settings.upstreams).map((url) => {
+          const { port, protocol } = new URL(url);
+          return Number(port) || (protocol === 'https:' ? 443 : 80);
+        });
+        policy = new EgressPolicy({
+          allow: settings.lambdaEgressAllow,
+          ownPorts: () => [...(ports ?? []), ...upstreamPorts],
+        });
       } catch (error) {
         throw new SettingsError((error as Error).message);
       }

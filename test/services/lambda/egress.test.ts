@@ -101,6 +101,17 @@ describe('egress: the policy', () => {
     await assert.rejects(policy.resolve('db.corp', 8080), /this platform's own port/);
   });
 
+  it("refuses the platform's own ports on local addresses only: on a public one they are someone else's", async () => {
+    const policy = new EgressPolicy({
+      ownPorts: () => [443, 8081],
+      resolver: resolving({ 'api.example.com': ['93.184.216.34'] }),
+    });
+    assert.equal((await policy.resolve('api.example.com', 443)).address, '93.184.216.34');
+    assert.doesNotThrow(() => policy.check('api.example.com', '93.184.216.34', 8081));
+    assert.throws(() => policy.check('localhost', '127.0.0.1', 443), /this platform's own port/);
+    assert.throws(() => policy.check('x', '10.1.2.3', 8081), /this platform's own port/);
+  });
+
   it('refuses an allow list it cannot read', () => {
     for (const bad of ['10.0.0.0/33', 'not a host!', '::1/129', '1.2.3.4/x'])
       assert.throws(() => parseEgressAllow(bad), /LAMBDA_EGRESS_ALLOW/, bad);
