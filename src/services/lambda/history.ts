@@ -140,8 +140,9 @@ function count(value: number | undefined): number {
  * The invocation history of every lambda (README: Invocation history and logs). `record` costs
  * the invocation path an array push: entries wait in memory and are written in batches off the
  * request path — at most `flushMs` after the first one waits, at once when `maxBatch` wait — one
- * batch at a time, each one multi-row insert in one write transaction, after which the lambdas
- * it touched are trimmed to their newest `keep` rows. A batch that fails is reported and dropped;
+ * batch at a time, each one multi-row insert and the touched lambdas trimmed to their newest
+ * `keep` rows in one write transaction. No more than `keep` entries of a lambda wait: an older
+ * one would only be trimmed. A batch that fails is reported and dropped;
  * nothing is ever thrown at a request. `list` writes what waits first, so a caller sees its own
  * invocations on this instance at once; `close` writes what waits.
  */
@@ -154,8 +155,12 @@ export class InvocationHistory implements InvocationRecorder {
   private pending: InvocationRecord[] = [];
   /** Characters the waiting entries hold (their console lines and messages), bounded by MAX_PENDING_CHARS. */
   private pendingChars = 0;
+  /** How many entries of each lambda wait (at most `keep`). */
+  private readonly waitingOf = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | undefined;
+  /** A drain is to write everything waiting, not only full batches. */
+  private whole = false;
   /** Entries dropped since the last report (too many waiting). */
   private dropped = 0;
   private closed = false;
@@ -190,16 +195,18 @@ export class InvocationHistory implements InvocationRecorder {
       this.dropped += 1;
       return;
     }
+    // A lambda keeps its newest `keep` runs: an older one still waiting would be trimmed as soon as
+    // it was written, so it is not written at all (a busy lambda costs `keep` rows a batch at most).
+    const waiting = (this.waitingOf.get(entry.lambda_id) ?? 0) + 1;
+    if (waiting > this.keep) {
+      const oldest = this.pending.findIndex((other) => other.lambda_id === entry.lambda_id);
+      this.pendingChars -= sizeOf(this.pending[oldest]!);
+      this.pending.splice(oldest, 1);
+    } else this.waitingOf.set(entry.lambda_id, waiting);
     this.pending.push(entry);
     this.pendingChars += chars;
-    if (this.pending.length >= this.maxBatch) void this.drain();
-    else if (this.timer === undefined && this.draining === undefined) {
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        void this.drain();
-      }, this.flushMs);
-      this.timer.unref();
-    }
+    if (this.pending.length >= this.maxBatch) void this.drain(false);
+    else if (this.draining === undefined) this.schedule();
   }
 
   /** Writes everything waiting now (and whatever arrives meanwhile); never rejects. */
@@ -228,6 +235,7 @@ export class InvocationHistory implements InvocationRecorder {
   async deleteOf(lambdaId: string): Promise<void> {
     this.pending = this.pending.filter((entry) => entry.lambda_id !== lambdaId);
     this.pendingChars = this.pending.reduce((n, entry) => n + sizeOf(entry), 0);
+    this.waitingOf.delete(lambdaId);
     await this.draining;
     await this.database.write(() => run('delete from lambda_invocations where lambda_id = ?', lambdaId));
   }
@@ -238,21 +246,31 @@ export class InvocationHistory implements InvocationRecorder {
     this.closed = true;
   }
 
-  /** Writes batches until nothing waits; one drain at a time, joined by later callers. */
-  private drain(): Promise<void> {
+  /**
+   * Writes full batches while there are, and with `whole` (a flush, a read, close, the delay run
+   * out) everything waiting; one drain at a time, joined by later callers. What is left waits for
+   * the delay: under a steady stream, writing each remainder at once would make a transaction (and
+   * on PostgreSQL a commit) per few entries.
+   */
+  private drain(whole = true): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
+    if (whole) this.whole = true;
     if (this.draining) return this.draining;
     let settle!: () => void;
-    // Set before the loop runs, and cleared by it in the turn it finds nothing waiting: an entry
-    // recorded while `draining` is set is always written by this loop.
     const draining = new Promise<void>((resolve) => (settle = resolve));
     this.draining = draining;
     void (async () => {
       try {
-        while (this.pending.length > 0) {
+        // `whole` is read again after each write: a flush asked for meanwhile is honoured here.
+        while (this.pending.length >= this.maxBatch || (this.whole && this.pending.length > 0)) {
           const batch = this.pending.splice(0, this.maxBatch);
-          for (const entry of batch) this.pendingChars -= sizeOf(entry);
+          for (const entry of batch) {
+            this.pendingChars -= sizeOf(entry);
+            const left = (this.waitingOf.get(entry.lambda_id) ?? 1) - 1;
+            if (left > 0) this.waitingOf.set(entry.lambda_id, left);
+            else this.waitingOf.delete(entry.lambda_id);
+          }
           await this.write(batch);
         }
         if (this.dropped > 0) {
@@ -263,11 +281,24 @@ export class InvocationHistory implements InvocationRecorder {
           this.dropped = 0;
         }
       } finally {
+        this.whole = false;
         this.draining = undefined;
+        // In the turn the loop ended: what arrived meanwhile waits for the delay.
+        if (this.pending.length > 0) this.schedule();
         settle();
       }
     })();
     return draining;
+  }
+
+  /** Writes what waits after the delay, unless that is already planned. */
+  private schedule(): void {
+    if (this.timer !== undefined || this.closed) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.drain();
+    }, this.flushMs);
+    this.timer.unref();
   }
 
   /** One batch: one insert in one write, then the touched lambdas trimmed. Failures are reported, not thrown. */
@@ -290,7 +321,9 @@ export class InvocationHistory implements InvocationRecorder {
       count(entry.bindings),
     ]);
     const lambdas = [...new Set(batch.map((entry) => entry.lambda_id))].sort();
+    const keep = this.keep;
     try {
+      // One write (one commit on PostgreSQL): the rows, then the touched lambdas trimmed.
       await this.database.write(function* () {
         for (const { source, params } of syntax.rowSources(BATCH_COLUMNS, rows))
           // Only lambdas that still exist (a share lock on PostgreSQL orders this against a
@@ -305,18 +338,6 @@ export class InvocationHistory implements InvocationRecorder {
               order by v.n`,
             ...params,
           );
-      });
-    } catch (error) {
-      this.warn(
-        { error: (error as Error).message, entries: batch.length, lambdas: lambdas.length },
-        'lambda invocation history: a batch could not be written and was dropped',
-      );
-      return;
-    }
-    const keep = this.keep;
-    try {
-      // Each delete stands alone (a trim that fails is done by the lambda's next batch).
-      await this.database.writeEach(function* () {
         for (const lambdaId of lambdas)
           yield* run(
             `delete from lambda_invocations where lambda_id = ? and seq <= (
@@ -328,8 +349,8 @@ export class InvocationHistory implements InvocationRecorder {
       });
     } catch (error) {
       this.warn(
-        { error: (error as Error).message, lambdas: lambdas.length },
-        'lambda invocation history: older entries could not be deleted',
+        { error: (error as Error).message, entries: batch.length, lambdas: lambdas.length },
+        'lambda invocation history: a batch could not be written and was dropped',
       );
     }
   }

@@ -339,6 +339,27 @@ describe('lambda invocation history: the recorder', () => {
     assert.equal(await countOf('lambda-b'), 4, 'close writes what waits');
   });
 
+  it("lets no more than `keep` of a lambda's entries wait: the newest, written in their order", async () => {
+    const history = new InvocationHistory(connection, () => assert.fail('no warning expected'), {
+      keep: 3,
+      flushMs: 60_000,
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const e = entry('lambda-b');
+      ids.push(e.id);
+      history.record(e);
+    }
+    history.record(entry('lambda-a'));
+    assert.equal(history.waiting, 4, "lambda-b's three newest and lambda-a's one");
+    const listed = await history.list('lambda-b', 3);
+    assert.deepEqual(
+      listed.map((i) => i.id),
+      ids.slice(-3).reverse(),
+    );
+    await history.close();
+  });
+
   it('records 0 for absent counts and keeps no entry of a lambda that does not exist', async () => {
     const history = new InvocationHistory(connection, () => assert.fail('no warning expected'), { keep: 100 });
     history.record(entry('lambda-gone'));
