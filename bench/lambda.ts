@@ -148,47 +148,40 @@ async function bindings(stratus: Child): Promise<void> {
   }));
   const url = `http://127.0.0.1:${stratus.port}`;
   const rounds = { rounds: 2, roundSeconds: DURATION_S / 2, warmupSeconds: 3 };
-  const [directFind, lambdaFind] = await interleaved(
-    [
-      {
-        name: 'docdb find by map index, direct (API key)',
-        options: {
-          url,
-          headers: { host: 'docdb.localhost', 'content-type': 'application/json', ...auth },
-          requests: directFinds,
-          connections: CONNECTIONS,
+  // The direct call and the same call from a lambda, interleaved, then their ratio.
+  const compare = async (
+    what: string,
+    direct: { name: string; host: string; requests: autocannon.Request[] },
+    lambdaId: string,
+  ) => {
+    const headers = { host: direct.host, 'content-type': 'application/json', ...auth };
+    const [baseline, fromLambda] = await interleaved(
+      [
+        { name: direct.name, options: { url, headers, requests: direct.requests, connections: CONNECTIONS } },
+        {
+          name: `the same ${what} from a warm lambda (ctx.platform)`,
+          options: {
+            url,
+            headers: { host: 'lambda.localhost' },
+            requests: lambdaCalls(lambdaId),
+            connections: CONNECTIONS,
+          },
         },
-      },
-      {
-        name: 'the same find from a warm lambda (ctx.platform)',
-        options: { url, headers: { host: 'lambda.localhost' }, requests: lambdaCalls(find), connections: CONNECTIONS },
-      },
-    ],
-    rounds,
+      ],
+      rounds,
+    );
+    report(
+      `lambda bindings: one ${what} per request, ${CONNECTIONS} connections, store ${stratus.store} (target ≥ 0.5× direct)`,
+      baseline!,
+      [fromLambda!],
+    );
+  };
+  await compare(
+    'docdb find',
+    { name: 'docdb find by map index, direct (API key)', host: 'docdb.localhost', requests: directFinds },
+    find,
   );
-  report(
-    `lambda bindings: one docdb find per request, ${CONNECTIONS} connections, store ${stratus.store} (target ≥ 0.5× direct)`,
-    directFind!,
-    [lambdaFind!],
-  );
-  const [directGet, lambdaGet] = await interleaved(
-    [
-      {
-        name: 'kv get, direct (API key)',
-        options: { url, headers: { host: 'kv.localhost', ...auth }, requests: directGets, connections: CONNECTIONS },
-      },
-      {
-        name: 'the same get from a warm lambda (ctx.platform)',
-        options: { url, headers: { host: 'lambda.localhost' }, requests: lambdaCalls(get), connections: CONNECTIONS },
-      },
-    ],
-    rounds,
-  );
-  report(
-    `lambda bindings: one kv get per request, ${CONNECTIONS} connections, store ${stratus.store} (target ≥ 0.5× direct)`,
-    directGet!,
-    [lambdaGet!],
-  );
+  await compare('kv get', { name: 'kv get, direct (API key)', host: 'kv.localhost', requests: directGets }, get);
 }
 
 const percentile = (values: number[], p: number) => {
