@@ -21,7 +21,7 @@ import {
   transformRouteSchema,
   type OpenApiDocument,
 } from './openapi.ts';
-import { JsonTooDeepError, MAX_BODY_NESTING, jsonTextDeeperThan, parseJsonBody } from './json.ts';
+import { JsonTooDeepError, MAX_BODY_NESTING, jsonSyntaxProblem, jsonTextDeeperThan, parseJsonBody } from './json.ts';
 
 /** A service's Fastify instance: TypeBox schemas give validation, types and OpenAPI at once. */
 export type ServiceApp = FastifyInstance<
@@ -232,7 +232,7 @@ function installJsonParser(app: ServiceApp, anyContentType: boolean): void {
     try {
       done(null, JSON.parse(text));
     } catch (error) {
-      done(new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(error as Error).message}`));
+      done(new HttpError(400, 'invalid_json', `request body is not valid JSON: ${jsonSyntaxProblem(error)}`));
     }
   };
   app.removeContentTypeParser(['application/json', 'text/plain']);
@@ -252,7 +252,7 @@ function installExactJsonParser(app: ServiceApp): void {
       done(
         error instanceof JsonTooDeepError
           ? tooDeep()
-          : new HttpError(400, 'invalid_json', `request body is not valid JSON: ${(error as Error).message}`),
+          : new HttpError(400, 'invalid_json', `request body is not valid JSON: ${jsonSyntaxProblem(error)}`),
       );
     }
   });

@@ -415,3 +415,14 @@ function hexValue(c: number): number {
   if (c >= 0x61 && c <= 0x66) return c - 0x57;
   return -1;
 }
+
+/**
+ * What is wrong with JSON text, without any of the text: V8's message repeats a stretch of it
+ * around the error, and a body may carry a password or a secret, so a 400 names the position only.
+ */
+export function jsonSyntaxProblem(error: unknown): string {
+  const message = error instanceof Error ? error.message : '';
+  if (message.startsWith('Unexpected end of JSON input')) return 'it ends early';
+  const position = /at position (\d+)/.exec(message)?.[1];
+  return position === undefined ? 'a syntax error' : `a syntax error at position ${position}`;
+}

@@ -121,6 +121,14 @@ describe('service app kernel (DESIGN §6 overrides)', () => {
     assert.equal(res.json().error.code, 'invalid_json');
   });
 
+  it('never quotes a malformed body in the error (it may carry a password): the position only', async () => {
+    const res = await post('{"name":"x","password":"hunter2-secret" oops}');
+    assert.equal(res.statusCode, 400);
+    assert.doesNotMatch(res.body, /hunter2|oops/);
+    assert.match(res.json().error.message, /^request body is not valid JSON: a syntax error at position \d+$/);
+    assert.equal((await post('{"name":')).json().error.message, 'request body is not valid JSON: it ends early');
+  });
+
   it('parses JSON whatever the Content-Type by default', async () => {
     assert.equal((await post('{"name":"form"}', 'application/x-www-form-urlencoded')).statusCode, 201);
     assert.equal((await post('{"name":"text"}', 'text/plain')).statusCode, 201);

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { ServiceApp } from '../../../../core/app.ts';
-import { MAX_BODY_NESTING, jsonTextDeeperThan } from '../../../../core/json.ts';
+import { MAX_BODY_NESTING, jsonSyntaxProblem, jsonTextDeeperThan } from '../../../../core/json.ts';
 import { LambdaErrors } from '../../errors.ts';
 
 /** The body limit of the project mux, as the app's own (10 MiB). */
@@ -33,20 +33,12 @@ export function registerJsonBodies(app: ServiceApp): void {
   app.addContentTypeParser(JSON_SUFFIX_TYPE, { parseAs: 'string' }, parse);
 }
 
-/** What is wrong with JSON text, without any of the text. */
-function jsonProblem(error: unknown): string {
-  const message = error instanceof Error ? error.message : '';
-  if (message.startsWith('Unexpected end of JSON input')) return 'it ends early';
-  const position = /at position (\d+)/.exec(message)?.[1];
-  return position === undefined ? 'a syntax error' : `a syntax error at position ${position}`;
-}
-
 function decodeJson(text: string): unknown {
   if (jsonTextDeeperThan(text, MAX_BODY_NESTING)) throw LambdaErrors.bodyTooDeep(MAX_BODY_NESTING);
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw LambdaErrors.invalidJson(jsonProblem(err));
+    throw LambdaErrors.invalidJson(jsonSyntaxProblem(err));
   }
 }
 
