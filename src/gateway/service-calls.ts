@@ -5,6 +5,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import type { ServiceName } from '../config.ts';
 import type { ServiceApp } from '../core/app.ts';
 import { IDENTITY_HEADER, PROJECT_HEADER } from '../core/identity.ts';
+import { TRIGGER_HEADER } from '../core/trigger.ts';
 import type { ServiceAnswer, ServiceCall, ServiceCalls } from '../services/context.ts';
 import { hopByHopHeaderNames } from './headers.ts';
 
@@ -20,6 +21,7 @@ import { hopByHopHeaderNames } from './headers.ts';
 const CONTROLLED = new Set([
   IDENTITY_HEADER,
   PROJECT_HEADER,
+  TRIGGER_HEADER,
   'host',
   'authorization',
   'cookie',
@@ -74,6 +76,7 @@ export class PlatformServiceCalls implements ServiceCalls {
     headers.host = `${service}.${this.options.domain}`;
     headers[IDENTITY_HEADER] = JSON.stringify(call.identity);
     if (call.project) headers[PROJECT_HEADER] = call.project;
+    if (call.trigger) headers[TRIGGER_HEADER] = JSON.stringify(call.trigger);
     // A path only: never `//host…` or a backslash, which URL parsing would read as another host.
     if (!SAFE_PATH.test(call.path))
       throw new ServiceCallFailed(`the path must start with a single "/" and hold no backslash or control character`);

@@ -5,6 +5,7 @@ import type { Store } from '../store/index.ts';
 import type { MigrationSet } from '../store/migrate.ts';
 import type { ServiceApp } from '../core/app.ts';
 import type { Identity } from '../core/identity.ts';
+import type { PlatformTrigger } from '../core/trigger.ts';
 
 /** What the platform hands a service when it builds it. */
 export interface ServiceContext {
@@ -40,6 +41,8 @@ export interface ServiceCall {
   identity: Identity;
   /** `X-Project-Id` of the call, when it acts within a project. */
   project?: string;
+  /** What started the run, for a lambda run the platform starts itself (a cron tick, a task). */
+  trigger?: PlatformTrigger;
   signal?: AbortSignal;
   /** Largest answer body read; past it the call fails. */
   maxBodyBytes?: number;

@@ -94,6 +94,7 @@ describe('gateway dispatch over real sockets', () => {
   const forged = {
     'X-Gateway-Authentication': '{"user":{"id":"admin"}}',
     'x-project-id': 'project-forged',
+    'X-Stratus-Trigger': '{"type":"cron","scheduled_at":"2026-01-01T00:00:00Z"}',
     'X-Other': 'kept',
   };
 
@@ -103,10 +104,12 @@ describe('gateway dispatch over real sockets', () => {
     const body = res.json<{ headers: Record<string, string>; rawHeaders: string[] }>();
     assert.equal(body.headers['x-gateway-authentication'], undefined);
     assert.equal(body.headers['x-project-id'], undefined);
+    assert.equal(body.headers['x-stratus-trigger'], undefined, 'only the platform starts a cron or task run');
     assert.equal(body.headers['x-other'], 'kept');
     const rawNames = body.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
     assert.ok(!rawNames.includes('x-gateway-authentication'));
     assert.ok(!rawNames.includes('x-project-id'));
+    assert.ok(!rawNames.includes('x-stratus-trigger'));
     assert.ok(rawNames.includes('x-other'));
   });
 

@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { IDENTITY_HEADER, PROJECT_HEADER } from '../../src/core/identity.ts';
+import { TRIGGER_HEADER, type TaskTrigger } from '../../src/core/trigger.ts';
 import { createServiceApp, type ServiceApp } from '../../src/core/app.ts';
 import { PlatformServiceCalls, ServiceCallFailed } from '../../src/gateway/service-calls.ts';
 import type { ServiceName } from '../../src/config.ts';
@@ -52,6 +53,7 @@ describe('platform service calls', () => {
       host: request.headers.host,
       identity: request.headers[IDENTITY_HEADER],
       project: request.headers[PROJECT_HEADER] ?? null,
+      trigger: request.headers[TRIGGER_HEADER] ?? null,
       cookie: request.headers.cookie ?? null,
       type: request.headers['content-type'] ?? null,
       body: request.body ?? null,
@@ -73,6 +75,7 @@ describe('platform service calls', () => {
   const forged = {
     [IDENTITY_HEADER]: '{"user":{"id":"user-admin"}}',
     [PROJECT_HEADER]: 'project-other',
+    [TRIGGER_HEADER]: '{"type":"cron","scheduled_at":"2026-01-01T00:00:00Z"}',
     cookie: 'stratus_session=stolen',
     authorization: 'Bearer x',
     host: 'evil.localhost',
@@ -93,10 +96,23 @@ describe('platform service calls', () => {
       host: 'config.localhost',
       identity: '{"user":{"id":"user-owner"}}',
       project: 'project-mine',
+      trigger: null,
       cookie: null,
       type: 'application/json',
       body: { a: 1 },
     });
+  });
+
+  it("sends the platform's own trigger of a run, never one the request headers carry", async () => {
+    const trigger: TaskTrigger = { type: 'task', scheduler_id: 's1', task_id: 't1', attempt: 2, labels: ['a:b'] };
+    const answer = await calls().call('config', {
+      method: 'POST',
+      path: '/x',
+      headers: forged,
+      identity: { user: { id: 'user-owner' } },
+      trigger,
+    });
+    assert.deepEqual(JSON.parse(JSON.parse(answer.body.toString()).trigger as string), trigger);
   });
 
   it("calls a remote service on its upstream's internal port, with the same headers", async () => {

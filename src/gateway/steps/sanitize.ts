@@ -1,12 +1,13 @@
 import { IDENTITY_HEADER, PROJECT_HEADER } from '../../core/identity.ts';
+import { TRIGGER_HEADER } from '../../core/trigger.ts';
 import { NEXT, refuse, type Exchange, type Verdict } from '../exchange.ts';
 import { hopByHopHeaderNames, removeRequestHeaders } from '../headers.ts';
 
-/** Client-sent identity headers never pass the public port: only the gateway sets them. */
-const FORGEABLE_HEADERS = [IDENTITY_HEADER, PROJECT_HEADER];
+/** Client-sent identity and trigger headers never pass the public port: only the platform sets them. */
+const FORGEABLE_HEADERS = [IDENTITY_HEADER, PROJECT_HEADER, TRIGGER_HEADER];
 
 /** Headers only the gateway sets; a client naming one in `Connection` is refused (400). */
-const INJECTED_HEADERS = new Set([IDENTITY_HEADER, PROJECT_HEADER]);
+const INJECTED_HEADERS = new Set([IDENTITY_HEADER, PROJECT_HEADER, TRIGGER_HEADER]);
 
 /**
  * Public port, first step, whatever the route: strips client-sent identity headers, then removes

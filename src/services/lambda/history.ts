@@ -6,9 +6,10 @@ import type { LogLine } from './runtime/sandbox.ts';
 /**
  * What started an invocation (README: Invocation history and logs): `invoke` the owner's test
  * run, `http` the public `/run/{id}`, `run` the owner's `/api/v0/run/{id}`, `mux` the owner's
- * router, `project` a project host.
+ * router, `project` a project host, `cron` a tick of the lambda's schedule, `task` a scheduler's
+ * task delivered to it.
  */
-export const INVOCATION_TRIGGERS = ['invoke', 'http', 'run', 'mux', 'project'] as const;
+export const INVOCATION_TRIGGERS = ['invoke', 'http', 'run', 'mux', 'project', 'cron', 'task'] as const;
 export type InvocationTrigger = (typeof INVOCATION_TRIGGERS)[number];
 
 /** One finished invocation, as `Invoker.execute` hands it to the recorder. */

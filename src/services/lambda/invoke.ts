@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { newId, rfc3339 } from '../../core/ids.ts';
+import type { PlatformTrigger } from '../../core/trigger.ts';
 import type { LambdaBridges } from './bridge.ts';
 import { LambdaErrors } from './errors.ts';
 import { OwnerLimiter } from './fairness.ts';
@@ -159,7 +160,12 @@ export class Invoker {
    * has ended it is recorded in the lambda's history, and its console lines go to the lambda's
    * logger if it names one — both off the request path (README: Invocation history and logs).
    */
-  private async execute(lambda: Lambda, req: LambdaRequest, trigger: InvocationTrigger): Promise<InvokeResult> {
+  private async execute(
+    lambda: Lambda,
+    req: LambdaRequest,
+    trigger: InvocationTrigger,
+    triggerData?: PlatformTrigger,
+  ): Promise<InvokeResult> {
     await this.limiter.acquire(lambda.owner);
     const id = newId();
     const started_at = rfc3339();
@@ -176,7 +182,7 @@ export class Invoker {
         method: req.method,
         path: req.path,
       });
-      result = await this.run(lambda, req, id, counts);
+      result = await this.run(lambda, req, id, counts, triggerData ?? { type: trigger });
     } finally {
       this.ongoing.end(id);
       this.limiter.release(lambda.owner);
@@ -199,6 +205,7 @@ export class Invoker {
     req: LambdaRequest,
     id: string,
     counts: { fetches: number; bindings: number },
+    trigger: PlatformTrigger | { type: InvocationTrigger },
   ): Promise<InvokeResult> {
     let parts: LambdaEnv;
     try {
@@ -215,7 +222,12 @@ export class Invoker {
         // Module state lives on between runs only while env and secrets stay as they were.
         contextKey: version === undefined ? lambda.id : `${lambda.id}\u0000${version}`,
         host,
-        ctx: { invocation_id: id, lambda: { id: lambda.id, name: lambda.name }, env: { ...env, ...secrets } },
+        ctx: {
+          invocation_id: id,
+          lambda: { id: lambda.id, name: lambda.name },
+          env: { ...env, ...secrets },
+          trigger: { ...trigger },
+        },
       });
     } finally {
       host?.close();
@@ -310,7 +322,8 @@ export class Invoker {
 
   /**
    * Serves a lambda's output for a request: `/run`, `/api/v0/run`, `/mux` and the project mux,
-   * each naming itself as the `trigger` the history records. Every answer carries nosniff, and on
+   * each naming itself as the `trigger` the history records, unless the platform itself started
+   * the run (`triggerData`: a cron tick or a task, which are then `ctx.trigger` and the record's). Every answer carries nosniff, and on
    * a platform host the sandboxing CSP; a Response's headers pass allowedHeaders() first (output.ts).
    */
   async serve(
@@ -320,6 +333,7 @@ export class Invoker {
     routePath: string,
     body: unknown,
     trigger: InvocationTrigger,
+    triggerData?: PlatformTrigger,
   ): Promise<FastifyReply> {
     const platformHost = !isProjectHost(request.headers.host, this.options.domain, projectOf(request));
     const type = STATIC_TYPES[lambda.language];
@@ -331,7 +345,7 @@ export class Invoker {
       headers: visitorHeaders(request),
       body,
     };
-    const result = await this.execute(lambda, req, trigger);
+    const result = await this.execute(lambda, req, triggerData?.type ?? trigger, triggerData);
     switch (result.kind) {
       case 'json':
         return reply

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { hostName, PLATFORM_HOSTS } from '../../core/host.ts';
 import { IDENTITY_HEADER, identityOf } from '../../core/identity.ts';
+import { TRIGGER_HEADER } from '../../core/trigger.ts';
 
 /**
  * The rules for what lambda output may carry and what a lambda learns of its visitor (issue 17).
@@ -107,7 +108,8 @@ export function securityHeaders(platformHost: boolean): Record<string, string> {
 export function visitorHeaders(request: FastifyRequest): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(request.headers)) {
-    if (v === undefined || k === IDENTITY_HEADER) continue;
+    // The trigger header is the platform's word to this service; the run sees it as ctx.trigger.
+    if (v === undefined || k === IDENTITY_HEADER || k === TRIGGER_HEADER) continue;
     out[k] = Array.isArray(v) ? v.join(', ') : v;
   }
   if (out.cookie !== undefined) {

@@ -164,10 +164,18 @@ export const invocationItem = named(
     started_at: Type.String({ description: 'RFC 3339' }),
     duration_ms: Type.Number(),
     trigger: Type.Union(
-      [Type.Literal('invoke'), Type.Literal('http'), Type.Literal('run'), Type.Literal('mux'), Type.Literal('project')],
+      [
+        Type.Literal('invoke'),
+        Type.Literal('http'),
+        Type.Literal('run'),
+        Type.Literal('mux'),
+        Type.Literal('project'),
+        Type.Literal('cron'),
+        Type.Literal('task'),
+      ],
       {
         description:
-          'invoke: a test run; http: /run/{id}; run: /api/v0/run/{id}; mux: the owner router; project: a project host',
+          "invoke: a test run; http: /run/{id}; run: /api/v0/run/{id}; mux: the owner router; project: a project host; cron: a tick of the lambda's schedule; task: a scheduler's task delivered to it",
       },
     ),
     status: Type.Integer({ description: 'The HTTP status answered (500 for an error)' }),

@@ -142,6 +142,42 @@ describe('lambda invocation history', () => {
     assert.equal(new Set(entries.map((e) => e.id)).size, 4);
   });
 
+  it('gives the run its trigger as ctx.trigger; a task or cron run the platform starts is recorded as such', async () => {
+    const owner = asUser('user-trigger-data');
+    const l = await create(
+      'trigger',
+      'export default (req, ctx) => ({ trigger: ctx.trigger, frozen: Object.isFrozen(ctx.trigger) && (ctx.trigger.labels ? Object.isFrozen(ctx.trigger.labels) : true), header: req.headers["x-stratus-trigger"] ?? null })',
+      owner,
+    );
+    const task = { type: 'task', scheduler_id: 'sched-1', task_id: 'task-1', attempt: 3, labels: ['kind:mail'] };
+    const cron = { type: 'cron', scheduled_at: '2026-11-28T12:00:00Z' };
+    const asTask = { ...owner, 'x-stratus-trigger': JSON.stringify(task) };
+    const asCron = { ...owner, 'x-stratus-trigger': JSON.stringify(cron) };
+    const forged = { 'x-stratus-trigger': JSON.stringify(cron) };
+    const bodies = [
+      await call('POST', `/api/v0/run/${l.id}`, asTask, { some: 'payload' }),
+      await call('POST', `/api/v0/run/${l.id}`, asCron),
+      // Only a run as the owner may carry one (the gateway strips it on the public port anyway),
+      // and a header that is not a trigger the platform makes is no trigger.
+      await call('GET', `/run/${l.id}`, forged),
+      await call('GET', `/api/v0/run/${l.id}`, { ...owner, 'x-stratus-trigger': '{"type":"task"}' }),
+    ].map((res) => {
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json<{ trigger: unknown; frozen: boolean; header: unknown }>();
+    });
+    assert.deepEqual(bodies, [
+      { trigger: task, frozen: true, header: null },
+      { trigger: cron, frozen: true, header: null },
+      { trigger: { type: 'http' }, frozen: true, header: null },
+      { trigger: { type: 'run' }, frozen: true, header: null },
+    ]);
+    const entries = await history(l.id, '', owner);
+    assert.deepEqual(
+      entries.map((e) => e.trigger),
+      ['run', 'http', 'cron', 'task'],
+    );
+  });
+
   it('records errors: a throw and a timeout, with the lines written before', async () => {
     const throwing = await create(
       'throwing',

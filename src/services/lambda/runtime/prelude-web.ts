@@ -491,6 +491,16 @@ export const PRELUDE_WEB = String.raw`
     },
   });
   /** The handler's second argument: the invocation, its lambda, env (secrets merged in) and the bindings. */
+  // ctx.trigger arrived as JSON, so it is plain data of this context: frozen all the way down.
+  function deepFreeze(value) {
+    if (value !== null && typeof value === 'object') {
+      const names = objectKeys(value);
+      for (let i = 0; i < names.length; i++) deepFreeze(value[names[i]]);
+      freeze(value);
+    }
+    return value;
+  }
+
   function makeCtx(data) {
     const env = { __proto__: null };
     const given = data !== null && data.env !== null && typeof data.env === 'object' ? data.env : {};
@@ -500,6 +510,7 @@ export const PRELUDE_WEB = String.raw`
       invocation_id: data !== null ? data.invocation_id : undefined,
       lambda: data !== null && data.lambda ? freeze({ id: data.lambda.id, name: data.lambda.name }) : undefined,
       env: freeze(env),
+      trigger: data !== null && data.trigger !== null && typeof data.trigger === 'object' ? deepFreeze(data.trigger) : undefined,
       platform: platform,
     });
   }

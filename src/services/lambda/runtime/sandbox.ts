@@ -52,6 +52,8 @@ export interface InvocationContextData {
   lambda: { id: string; name: string };
   /** The lambda's env with its secrets merged in. */
   env: Record<string, string>;
+  /** What started the run (`ctx.trigger`): `{type}` of an HTTP run, or a cron tick's or a task's data. */
+  trigger?: Record<string, unknown>;
 }
 
 export interface InvokeOptions {

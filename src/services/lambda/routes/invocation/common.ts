@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { parseTrigger, TRIGGER_HEADER } from '../../../../core/trigger.ts';
 import { LambdaErrors } from '../../errors.ts';
 import { projectOf } from '../../project.ts';
 import { errors } from '../../schemas.ts';
@@ -28,6 +29,17 @@ export async function runById(
   if (!lambda || (owner !== null && lambda.owner !== owner) || (project !== null && lambda.project_id !== project)) {
     throw LambdaErrors.lambdaNotFound(lambda_id);
   }
-  // The owner's own run is `run`, the public one by id `http` (README: Invocation history and logs).
-  return invoker.serve(lambda, request, reply, lambda.path, request.body, owner === null ? 'http' : 'run');
+  // The owner's own run is `run`, the public one by id `http` (README: Invocation history and logs);
+  // a run the platform starts as the owner (a cron tick, a task: README: Triggers) says so in a
+  // header that no client can send through the public port.
+  const triggerData = owner === null ? null : parseTrigger(request.headers[TRIGGER_HEADER]);
+  return invoker.serve(
+    lambda,
+    request,
+    reply,
+    lambda.path,
+    request.body,
+    owner === null ? 'http' : 'run',
+    triggerData ?? undefined,
+  );
 }
