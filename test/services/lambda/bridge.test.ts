@@ -54,3 +54,73 @@ describe('lambda bindings: the path of ctx.platform.request', () => {
     assert.equal(host.bindings, 1);
   });
 });
+
+describe('lambda bindings: kv set', () => {
+  /** Runs `ctx.platform.kv('c').set('k', 1)` against services answering `answers` in turn. */
+  async function set(answers: [number, unknown][]): Promise<{ outcome: unknown; calls: string[] }> {
+    const calls: string[] = [];
+    const services: ServiceCalls = {
+      call: async (service, call) => {
+        calls.push(`${service} ${call.method} ${call.path} ${String(call.body)}`);
+        const [status, body] = answers.shift() ?? [500, { error: { code: 'unexpected', message: 'no answer left' } }];
+        return { status, headers: [['content-type', 'application/json']], body: Buffer.from(JSON.stringify(body)) };
+      },
+    };
+    const bridges = new LambdaBridges({ policy, dispatcher: agent, limits: DEFAULT_FETCH_LIMITS, services });
+    const result = await runtime.invoke(
+      `export default async (req, ctx) => {
+        try { return { value: await ctx.platform.kv('c').set('k', 1) }; }
+        catch (e) { return { error: e.name + ': ' + e.message, status: e.status, code: e.code }; }
+      }`,
+      req,
+      { host: bridges.open({ owner: 'user-ada', projectId: '' }) },
+    );
+    assert.equal(result.kind, 'json', JSON.stringify(result));
+    return { outcome: JSON.parse(result.kind === 'json' ? result.json : 'null'), calls };
+  }
+  const write = 'kv POST /v1/collections/c/keys/k {"value":1}';
+  const missing = { error: { code: 'missing_collection', message: 'collection does not exist' } };
+
+  it('makes a missing collection on the first write, then writes again', async () => {
+    assert.deepEqual(
+      await set([
+        [404, missing],
+        [201, { name: 'c' }],
+        [200, { version: 1 }],
+      ]),
+      {
+        outcome: { value: { version: 1 } },
+        calls: [write, 'kv POST /v1/collections {"name":"c"}', write],
+      },
+    );
+  });
+
+  it('throws any other refusal as it came, a 404 of another code or a missing_collection of another status', async () => {
+    assert.deepEqual(await set([[404, { error: { code: 'not_found', message: 'gone' } }]]), {
+      outcome: {
+        error: 'PlatformError: kv POST /v1/collections/c/keys/k: 404 not_found: gone',
+        status: 404,
+        code: 'not_found',
+      },
+      calls: [write],
+    });
+    assert.deepEqual(await set([[400, missing]]), {
+      outcome: {
+        error: 'PlatformError: kv POST /v1/collections/c/keys/k: 400 missing_collection: collection does not exist',
+        status: 400,
+        code: 'missing_collection',
+      },
+      calls: [write],
+    });
+    assert.deepEqual(
+      await set([
+        [404, missing],
+        [403, { error: { code: 'forbidden', message: 'no' } }],
+      ]),
+      {
+        outcome: { error: 'PlatformError: kv POST /v1/collections: 403 forbidden: no', status: 403, code: 'forbidden' },
+        calls: [write, 'kv POST /v1/collections {"name":"c"}'],
+      },
+    );
+  });
+});
