@@ -6,7 +6,13 @@ import type { ServiceName } from '../config.ts';
 import type { ServiceApp } from '../core/app.ts';
 import { IDENTITY_HEADER, PROJECT_HEADER } from '../core/identity.ts';
 import { TRIGGER_HEADER } from '../core/trigger.ts';
-import type { ServiceAnswer, ServiceCall, ServiceCalls } from '../services/context.ts';
+import {
+  isSafeServicePath,
+  SERVICE_PATH_RULE,
+  type ServiceAnswer,
+  type ServiceCall,
+  type ServiceCalls,
+} from '../services/context.ts';
 import { hopByHopHeaderNames } from './headers.ts';
 
 /**
@@ -38,10 +44,6 @@ const CONTROLLED = new Set([
   'x-forwarded-host',
   'x-forwarded-prefix',
 ]);
-
-/** A request target in origin form (RFC 9112, 3.2.1) that no URL parser reads as another host. */
-// eslint-disable-next-line no-control-regex -- control characters are exactly what it refuses
-const SAFE_PATH = /^\/(?!\/)[^\\\u0000-\u001f\u007f]*$/;
 
 /** Thrown when a call cannot be made or its answer cannot be read (never for a 4xx/5xx answer). */
 export class ServiceCallFailed extends Error {
@@ -78,8 +80,7 @@ export class PlatformServiceCalls implements ServiceCalls {
     if (call.project) headers[PROJECT_HEADER] = call.project;
     if (call.trigger) headers[TRIGGER_HEADER] = JSON.stringify(call.trigger);
     // A path only: never `//host…` or a backslash, which URL parsing would read as another host.
-    if (!SAFE_PATH.test(call.path))
-      throw new ServiceCallFailed(`the path must start with a single "/" and hold no backslash or control character`);
+    if (!isSafeServicePath(call.path)) throw new ServiceCallFailed(SERVICE_PATH_RULE);
     const body = call.body === undefined ? undefined : Buffer.from(call.body);
     const app = this.options.apps.get(service);
     if (app) {

@@ -32,7 +32,7 @@ export interface ServiceDefinition {
 /** A call of a platform service on a user's behalf (ServiceCalls). */
 export interface ServiceCall {
   method: string;
-  /** Path and query as the service's own routes see them (no `/services/<name>` prefix). */
+  /** Path and query as the service's own routes see them (no `/services/<name>` prefix); see isSafeServicePath. */
   path: string;
   /** Request headers; identity, credential, routing and framing headers are dropped. */
   headers?: Record<string, string>;
@@ -48,6 +48,22 @@ export interface ServiceCall {
   maxBodyBytes?: number;
   /** Told of each piece of the answer's body as it arrives; a throw fails the call with that error. */
   onBytes?: (bytes: number) => void;
+}
+
+/** The rule isSafeServicePath checks, for the errors of whoever refuses a path. */
+export const SERVICE_PATH_RULE = 'the path must start with a single "/" and hold no backslash or control character';
+
+/** A request target in origin form (RFC 9112, 3.2.1) that no URL parser reads as another host. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what it refuses
+const SAFE_PATH = /^\/(?!\/)[^\\\u0000-\u001f\u007f]*$/;
+
+/**
+ * Whether a ServiceCall's path stays on its service: never `//host…` or a backslash, which URL
+ * parsing would read as another host. Here, not in the gateway, so that the callers (the lambda
+ * bindings) can refuse a path before they spend anything on it with the rule the gateway enforces.
+ */
+export function isSafeServicePath(path: string): boolean {
+  return SAFE_PATH.test(path);
 }
 
 export interface ServiceAnswer {

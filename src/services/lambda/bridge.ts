@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { Dispatcher } from 'undici';
 import type { ServiceName } from '../../config.ts';
-import type { ServiceCalls } from '../context.ts';
+import { isSafeServicePath, SERVICE_PATH_RULE, type ServiceCalls } from '../context.ts';
 import type { EgressPolicy } from './egress.ts';
 import { FetchFailed, InvocationBudget, InvocationFetcher, type FetchLimits, type OutboundRequest } from './fetcher.ts';
 import type { HostAnswer, InvocationHost } from './runtime/sandbox.ts';
@@ -164,7 +164,8 @@ export class InvocationBridge implements InvocationHost {
       throw typeError(
         `platform.request: no service ${JSON.stringify(service.slice(0, 40))} (bindings reach ${BINDABLE_SERVICES.join(', ')})`,
       );
-    if (!path.startsWith('/')) throw typeError('platform.request: the path must start with "/"');
+    // The rule the service calls enforce, checked here so a bad path costs nothing of the budget.
+    if (!isSafeServicePath(path)) throw typeError(`platform.request: ${SERVICE_PATH_RULE}`);
     // The key-value replication feed carries every tenant: the gateway serves it on the internal
     // port only, and so no binding reaches it either (kv README: The replication feed).
     if (service === 'kv' && /^\/v1\/replicate(?:\/|$)/i.test(decodedPathname(path)))

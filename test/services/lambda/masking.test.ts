@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { maskSecrets, sharedEnd } from '../../../src/services/lambda/invoke.ts';
+import { maskSecrets, sharedEnd } from '../../../src/services/lambda/masking.ts';
 import { MAX_LOG_CHARS, MAX_MESSAGE_CHARS } from '../../../src/services/lambda/runtime/sandbox.ts';
 
 // Issue 22, item 2: a secret a run prints or throws reaches no output but the handler's own.

@@ -42,14 +42,18 @@ const DIGESTS: Record<string, string> = {
 };
 /** crypto.getRandomValues: at most 65,536 bytes a call (Web Crypto, QuotaExceededError beyond). */
 const MAX_RANDOM_BYTES = 65_536;
+/** Encoding → its labels (as WHATWG Encoding lists them), turned into the label → encoding map the decoder looks up. */
+function byLabel(encodings: Record<string, readonly string[]>): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const [encoding, labels] of Object.entries(encodings)) for (const label of labels) map.set(label, encoding);
+  return map;
+}
 /** Labels a TextDecoder accepts here (WHATWG Encoding names Node decodes without ICU data). */
-const DECODER_LABELS = new Map<string, string>();
-for (const label of ['unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'utf-8', 'utf8', 'x-unicode20utf8'])
-  DECODER_LABELS.set(label, 'utf-8');
-for (const label of ['csunicode', 'iso-10646-ucs-2', 'ucs-2', 'unicode', 'unicodefeff', 'utf-16', 'utf-16le'])
-  DECODER_LABELS.set(label, 'utf-16le');
-for (const label of ['ascii', 'cp1252', 'iso-8859-1', 'l1', 'latin1', 'us-ascii', 'windows-1252', 'x-cp1252'])
-  DECODER_LABELS.set(label, 'windows-1252');
+const DECODER_LABELS = byLabel({
+  'utf-8': ['unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'utf-8', 'utf8', 'x-unicode20utf8'],
+  'utf-16le': ['csunicode', 'iso-10646-ucs-2', 'ucs-2', 'unicode', 'unicodefeff', 'utf-16', 'utf-16le'],
+  'windows-1252': ['ascii', 'cp1252', 'iso-8859-1', 'l1', 'latin1', 'us-ascii', 'windows-1252', 'x-cp1252'],
+});
 
 type ErrorKind =
   'TypeError' | 'RangeError' | `DOMException/${'InvalidCharacterError' | 'QuotaExceededError' | 'NotSupportedError'}`;

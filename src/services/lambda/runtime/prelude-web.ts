@@ -468,11 +468,12 @@ export const PRELUDE_WEB = String.raw`
         },
         async set(key, value) {
           const path = base + slashPath(key);
-          const response = await request('kv', path, { method: 'POST', ...json({ value: value }) });
-          if (response.status !== 404) return expectOk('kv', 'POST', path, response, 'json');
-          // A collection is made by its first write, as docdb's are by their first insert.
-          const missing = await expectOk('kv', 'POST', path, response.clone(), 'response').catch((e) => e);
-          if (missing.code !== 'missing_collection') throw missing;
+          try {
+            return await call('kv', 'POST', path, json({ value: value }), 'json');
+          } catch (e) {
+            // A collection is made by its first write, as docdb's are by their first insert.
+            if (!(e instanceof PlatformError) || e.status !== 404 || e.code !== 'missing_collection') throw e;
+          }
           await call('kv', 'POST', '/v1/collections', json({ name: StringCtor(collection) }), 'json');
           return call('kv', 'POST', path, json({ value: value }), 'json');
         },
