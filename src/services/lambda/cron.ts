@@ -1,7 +1,8 @@
 import { CronExpressionParser } from 'cron-parser';
 import { rfc3339 } from '../../core/ids.ts';
 import type { CronTrigger } from '../../core/trigger.ts';
-import type { Lambda, LambdaRepository } from './repository.ts';
+import type { Notifier } from '../../store/notifier/types.ts';
+import { LAMBDA_CHANGED_TOPIC, type Lambda, type LambdaRepository } from './repository.ts';
 
 /** Longest schedule expression and time zone name accepted (README: Cron schedules). */
 export const MAX_SCHEDULE_LENGTH = 256;
@@ -109,6 +110,11 @@ export interface CronTickerDeps {
   run: (lambda: Lambda, trigger: CronTrigger) => Promise<unknown>;
   /** Warnings: never the code, env, secrets or output of a lambda. */
   warn: (context: Record<string, unknown>, message: string) => void;
+  /**
+   * Other instances' changes of lambdas (the repository's notifier topic): each one wakes the
+   * ticker, so a schedule set elsewhere is read at once rather than at the next poll.
+   */
+  feed?: Pick<Notifier, 'subscribe'>;
 }
 
 /**
@@ -128,6 +134,9 @@ export class CronTicker {
   private passing: Promise<void> | null = null;
   /** Runs started and not yet ended: close() waits for them, so their records are kept. */
   private readonly running = new Set<Promise<unknown>>();
+  /** A wake arrived during a pass: the next pass follows at once. */
+  private again = false;
+  private unsubscribe: (() => void) | null = null;
 
   constructor(
     private readonly deps: CronTickerDeps,
@@ -139,12 +148,20 @@ export class CronTicker {
   }
 
   start(): void {
+    this.unsubscribe = this.deps.feed?.subscribe(LAMBDA_CHANGED_TOPIC, () => this.wake()) ?? null;
     this.arm(0);
+  }
+
+  /** Reads what is due now instead of at the next poll: a schedule was set or changed. */
+  wake(): void {
+    if (this.passing) this.again = true;
+    else this.arm(0);
   }
 
   /** Stops ticking; waits for the pass in progress and the runs it started. */
   async close(): Promise<void> {
     this.closed = true;
+    this.unsubscribe?.();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.passing;
@@ -180,7 +197,8 @@ export class CronTicker {
     } catch (err) {
       this.deps.warn({ err }, 'could not read the due lambda schedules');
     } finally {
-      this.arm(delay);
+      this.arm(this.again ? 0 : delay);
+      this.again = false;
     }
   }
 

@@ -135,19 +135,31 @@ export function lambdaServiceWith(
         { history, loggers },
       );
       const now = cronOptions.now ?? Date.now;
-      const deps: RouteDeps = { repository, runtime, invoker, secrets, environment, services, history, now };
-      registerRoutes(app, deps);
       // Every lambda's schedule, each tick claimed in the database so it runs on one instance
-      // (cron.ts). Its hook is added last so it runs first on close (Fastify closes in reverse):
-      // its runs end before the runtime closes and the history writes what waits.
+      // (cron.ts).
       const ticker = new CronTicker(
         {
           repository,
           run: (lambda, trigger) => invoker.runCron(lambda, trigger),
           warn: (context, message) => logger.warn(context, message),
+          feed: store.notifier,
         },
         { ...cronOptions, now },
       );
+      const deps: RouteDeps = {
+        repository,
+        runtime,
+        invoker,
+        secrets,
+        environment,
+        services,
+        history,
+        now,
+        scheduleChanged: () => ticker.wake(),
+      };
+      registerRoutes(app, deps);
+      // The ticker's hook is added last so it runs first on close (Fastify closes in reverse):
+      // its runs end before the runtime closes and the history writes what waits.
       app.addHook('onReady', async () => ticker.start());
       app.addHook('onClose', async () => ticker.close());
       return app;

@@ -23,4 +23,6 @@ export interface RouteDeps {
   history: InvocationHistory;
   /** The time in epoch ms: a schedule's first tick is the first after it (the ticker's clock). */
   now: () => number;
+  /** Tells this instance's cron ticker that a schedule was set or changed (cron.ts). */
+  scheduleChanged: () => void;
 }

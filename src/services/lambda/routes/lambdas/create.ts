@@ -64,6 +64,7 @@ export function registerCreateLambda(app: ServiceApp, deps: RouteDeps): void {
       if (err instanceof NameTaken) throw LambdaErrors.nameTaken(body.name);
       throw err;
     }
+    if (nextRunMs !== null) deps.scheduleChanged();
     return reply.code(201).send(lambdaView(lambda, nextRunMs));
   });
 }

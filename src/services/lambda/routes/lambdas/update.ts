@@ -60,6 +60,7 @@ export function registerUpdateLambda(app: ServiceApp, deps: RouteDeps): void {
           : (stored) => applyEnvChange(lambda.id, stored, change, deps.secrets),
       );
       if (!updated) throw LambdaErrors.lambdaNotFound(lambda.id);
+      if (scheduleChange.next_run_ms != null) deps.scheduleChanged();
       return lambdaView(updated, updated.schedule === null ? null : await deps.repository.nextRunOf(updated.id));
     } catch (err) {
       if (err instanceof NameTaken) throw LambdaErrors.nameTaken(request.body.name);
