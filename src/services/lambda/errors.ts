@@ -39,6 +39,16 @@ export const LambdaErrors = {
     ),
   envNameInBoth: (name: string) =>
     new HttpError(400, 'validation_error', `${name} would be both in env and in secrets: a name may be in only one`),
+  // 400: cron schedules (README: Cron schedules); `problem` says what is wrong (cron.ts).
+  scheduleInvalid: (problem: string) => new HttpError(400, 'validation_error', problem),
+  scheduleOnStatic: (language: string) =>
+    new HttpError(
+      400,
+      'validation_error',
+      `body.schedule: a ${language} lambda runs no code and cannot have a schedule`,
+    ),
+  scheduleTzWithoutSchedule: () =>
+    new HttpError(400, 'validation_error', 'body.schedule_tz needs a schedule: set body.schedule as well'),
   loggerNotOwned: (id: string) =>
     new HttpError(400, 'validation_error', `body.logger_id: no logger ${id} that you own`),
 

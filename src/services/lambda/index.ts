@@ -6,6 +6,7 @@ import { egressAgent } from './fetcher.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { LambdaEnvironment } from './environment.ts';
 import { InvocationHistory, type HistoryOptions } from './history.ts';
+import { CronTicker, type CronOptions } from './cron.ts';
 import { Invoker } from './invoke.ts';
 import { LoggerIngest } from './logger-ingest.ts';
 import { lambdaMigrations } from './migrations.ts';
@@ -21,12 +22,14 @@ import { LambdaSecrets } from './secrets.ts';
  * `lambdaMemoryMib` and `lambdaMaxResponseBytes` give the runtime, and sets the pool's size
  * (tests shorten and shrink them); `ongoingOptions` the lease and publication delay of the
  * ongoing invocations (tests shorten them); `historyOptions` the invocation history's batching
- * (its retention is the setting `lambdaInvocationHistory`).
+ * (its retention is the setting `lambdaInvocationHistory`); `cronOptions` the clock and poll of
+ * the cron ticker (tests inject a clock and poll often; README: Cron schedules).
  */
 export function lambdaServiceWith(
   limits: RuntimeOptions = {},
   ongoingOptions: OngoingOptions = {},
   historyOptions: Omit<HistoryOptions, 'keep'> = {},
+  cronOptions: CronOptions = {},
 ): ServiceDefinition {
   return {
     name: 'lambda',
@@ -131,8 +134,34 @@ export function lambdaServiceWith(
         ongoing,
         { history, loggers },
       );
-      const deps: RouteDeps = { repository, runtime, invoker, secrets, environment, services, history };
+      const now = cronOptions.now ?? Date.now;
+      // Every lambda's schedule, each tick claimed in the database so it runs on one instance
+      // (cron.ts).
+      const ticker = new CronTicker(
+        {
+          repository,
+          run: (lambda, trigger) => invoker.runCron(lambda, trigger),
+          warn: (context, message) => logger.warn(context, message),
+          feed: store.notifier,
+        },
+        { ...cronOptions, now },
+      );
+      const deps: RouteDeps = {
+        repository,
+        runtime,
+        invoker,
+        secrets,
+        environment,
+        services,
+        history,
+        now,
+        scheduleChanged: () => ticker.wake(),
+      };
       registerRoutes(app, deps);
+      // The ticker's hook is added last so it runs first on close (Fastify closes in reverse):
+      // its runs end before the runtime closes and the history writes what waits.
+      app.addHook('onReady', async () => ticker.start());
+      app.addHook('onClose', async () => ticker.close());
       return app;
     },
   };

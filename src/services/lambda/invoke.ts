@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { newId, rfc3339 } from '../../core/ids.ts';
-import type { PlatformTrigger } from '../../core/trigger.ts';
+import type { CronTrigger, PlatformTrigger } from '../../core/trigger.ts';
 import type { LambdaBridges } from './bridge.ts';
 import { LambdaErrors } from './errors.ts';
 import { OwnerLimiter } from './fairness.ts';
@@ -214,6 +214,19 @@ export class Invoker {
         loggerId,
         logs: result.logs,
       });
+  }
+
+  /**
+   * A tick of the lambda's schedule (cron.ts): the run of a `POST` to its own path with no query,
+   * headers or body, `ctx.trigger` the tick. Like any run it waits for its owner's share of the
+   * pool (throwing 429's error when that is full), is listed in /ongoing, recorded in the history
+   * as `cron`, and its console lines go to the server log and the lambda's logger. Static lambdas
+   * run no code.
+   */
+  async runCron(lambda: Lambda, trigger: CronTrigger): Promise<InvokeResult | null> {
+    if (STATIC_TYPES[lambda.language]) return null;
+    const req: LambdaRequest = { method: 'POST', path: lambda.path, query: {}, headers: {}, body: null };
+    return this.execute(lambda, req, 'cron', trigger);
   }
 
   /**

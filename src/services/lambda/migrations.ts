@@ -79,5 +79,17 @@ export const lambdaMigrations: MigrationSet = {
         'create index lambda_invocations_lambda on lambda_invocations (lambda_id, seq)',
       ],
     },
+    {
+      name: '005_lambda_schedules',
+      // Cron schedules (cron.ts): the expression and its time zone (null: UTC), and the next tick
+      // in epoch milliseconds, which is also the claim of that tick (compare-and-set by every
+      // instance's ticker); null when the lambda has no schedule. The index serves "what is due".
+      statements: ({ types }) => [
+        'alter table lambda_functions add column schedule text',
+        'alter table lambda_functions add column schedule_tz text',
+        `alter table lambda_functions add column next_run_ms ${types.bigint}`,
+        'create index lambda_functions_next_run on lambda_functions (next_run_ms)',
+      ],
+    },
   ],
 };

@@ -23,6 +23,10 @@ export interface Lambda {
   secret_names: string[];
   /** The logger the lambda's output goes to, or null. */
   logger_id: string | null;
+  /** Its cron schedule, or null (README: Cron schedules). */
+  schedule: string | null;
+  /** The schedule's IANA time zone; null is UTC. */
+  schedule_tz: string | null;
 }
 
 /** What a lambda's env and secrets are stored as: `secrets` sealed (secrets.ts), null when there are none. */
@@ -32,15 +36,41 @@ export interface StoredSettings {
   secrets: string | null;
 }
 
-/** The fields a change may set besides env and secrets. */
-export type LambdaChanges = Partial<Pick<Lambda, 'name' | 'language' | 'code' | 'method' | 'path' | 'logger_id'>>;
+/**
+ * The fields a change may set besides env and secrets. A change of the schedule carries its next
+ * tick (`next_run_ms`, epoch ms, null without a schedule), written with it.
+ */
+export type LambdaChanges = Partial<
+  Pick<Lambda, 'name' | 'language' | 'code' | 'method' | 'path' | 'logger_id' | 'schedule' | 'schedule_tz'>
+> & { next_run_ms?: number | null };
 
-/** Every column of a `Lambda`; the sealed `secrets` are not among them. */
+/**
+ * Every column of a `Lambda`; the sealed `secrets` are not among them, nor `next_run_ms`, which
+ * every tick changes: a cached lambda would show it stale, so it is read apart (`nextRunOf`).
+ */
 const COLUMNS =
-  'id, created_timestamp, owner, project_id, name, language, code, method, path, env, secret_names, logger_id';
+  'id, created_timestamp, owner, project_id, name, language, code, method, path, env, secret_names, logger_id, schedule, schedule_tz';
 
 /** The columns a change may set, in the order the update statement names them. */
-const CHANGEABLE = ['name', 'language', 'code', 'method', 'path', 'logger_id'] as const;
+const CHANGEABLE = [
+  'name',
+  'language',
+  'code',
+  'method',
+  'path',
+  'logger_id',
+  'schedule',
+  'schedule_tz',
+  'next_run_ms',
+] as const;
+
+/** A scheduled lambda whose tick is due (cron.ts). */
+export interface DueSchedule {
+  id: string;
+  schedule: string;
+  schedule_tz: string | null;
+  next_run_ms: number;
+}
 
 /** Thrown when an owner already has a lambda with that name. */
 export class NameTaken extends Error {}
@@ -107,13 +137,13 @@ export class LambdaRepository {
     await Promise.all([this.byId.written(id), this.routes.written(undefined)]);
   }
 
-  /** Stores a new lambda with its sealed secrets (null: none). */
-  async create(lambda: Lambda, secrets: string | null): Promise<Lambda> {
+  /** Stores a new lambda with its sealed secrets (null: none) and its first tick (null: no schedule). */
+  async create(lambda: Lambda, secrets: string | null, nextRunMs: number | null = null): Promise<Lambda> {
     const { id, created_timestamp, owner, project_id, name, language, code, method, path, env } = lambda;
     try {
       await this.database.write(() =>
         run(
-          `insert into lambda_functions (${COLUMNS}, secrets) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `insert into lambda_functions (${COLUMNS}, secrets, next_run_ms) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           id,
           created_timestamp,
           owner,
@@ -126,7 +156,10 @@ export class LambdaRepository {
           JSON.stringify(env),
           JSON.stringify(lambda.secret_names),
           lambda.logger_id,
+          lambda.schedule,
+          lambda.schedule_tz,
           secrets,
+          nextRunMs,
         ),
       );
     } catch (err) {
@@ -251,6 +284,71 @@ export class LambdaRepository {
       const chosen = exact ?? any;
       return chosen ? row(chosen) : null;
     });
+  }
+
+  /** The next tick of lambda `id` in epoch ms, read from the database (never cached); null without a schedule. */
+  async nextRunOf(id: string): Promise<number | null> {
+    const r = await this.database.read(() =>
+      first<{ next_run_ms: unknown }>('select next_run_ms from lambda_functions where id = ?', id),
+    );
+    return r?.next_run_ms == null ? null : Number(r.next_run_ms);
+  }
+
+  /** The next ticks of the owner's scheduled lambdas (in the project, if given), by id. */
+  async nextRunsOf(owner: string, projectId: string | null): Promise<Map<string, number>> {
+    const rows = await this.database.read(() =>
+      projectId === null
+        ? all<{ id: string; next_run_ms: unknown }>(
+            'select id, next_run_ms from lambda_functions where owner = ? and next_run_ms is not null',
+            owner,
+          )
+        : all<{ id: string; next_run_ms: unknown }>(
+            'select id, next_run_ms from lambda_functions where owner = ? and project_id = ? and next_run_ms is not null',
+            owner,
+            projectId,
+          ),
+    );
+    return new Map(rows.map((r) => [r.id, Number(r.next_run_ms)]));
+  }
+
+  /** Up to `limit` scheduled lambdas whose tick is due at `nowMs`, the earliest first. */
+  async dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
+    const rows = await this.database.read(() =>
+      all<{ id: string; schedule: string; schedule_tz: string | null; next_run_ms: unknown }>(
+        'select id, schedule, schedule_tz, next_run_ms from lambda_functions where next_run_ms <= ? and schedule is not null order by next_run_ms limit ?',
+        nowMs,
+        limit,
+      ),
+    );
+    return rows.map((r) => ({ ...r, next_run_ms: Number(r.next_run_ms) }));
+  }
+
+  /** The earliest next tick of any lambda, or null when none has a schedule. */
+  async earliestRun(): Promise<number | null> {
+    const r = await this.database.read(() =>
+      first<{ next_run_ms: unknown }>('select min(next_run_ms) as next_run_ms from lambda_functions'),
+    );
+    return r?.next_run_ms == null ? null : Number(r.next_run_ms);
+  }
+
+  /**
+   * The claim of a due tick: moves `next_run_ms` from the value `due` was read with to `next`,
+   * only if the row still has that value and that schedule. One statement, so of the instances
+   * that read the same row exactly one changes it; true for that one. The schedule is compared as
+   * well, so a tick computed from a schedule changed meanwhile never overwrites the new one's.
+   */
+  async claimTick(due: DueSchedule, next: number | null): Promise<boolean> {
+    const changed = await this.database.writeEach(() =>
+      run(
+        "update lambda_functions set next_run_ms = ? where id = ? and next_run_ms = ? and schedule = ? and coalesce(schedule_tz, '') = ?",
+        next,
+        due.id,
+        due.next_run_ms,
+        due.schedule,
+        due.schedule_tz ?? '',
+      ),
+    );
+    return changed > 0;
   }
 
   /** Whether the user owns the project (the apikeys service's table; absent → nobody owns it). */

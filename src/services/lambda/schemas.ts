@@ -3,6 +3,7 @@ import { errorBody } from '../../core/schemas.ts';
 import { ENV_NAME_PATTERN, MAX_ENV_NAMES, MAX_ENV_TOTAL_LENGTH, MAX_ENV_VALUE_LENGTH } from './environment.ts';
 import { LANGUAGES } from './repository.ts';
 import { named } from '../../core/openapi.ts';
+import { MAX_SCHEDULE_LENGTH, MAX_SCHEDULE_TZ_LENGTH } from './cron.ts';
 
 export { errorBody };
 
@@ -40,6 +41,25 @@ const secretsPatch = Type.Record(Type.String(), nullableEnvValue, {
   maxProperties: MAX_ENV_NAMES,
   description: 'Merged into secrets: a named value is set, null deletes it, unnamed ones are kept',
 });
+const schedule = Type.Union(
+  [
+    Type.String({
+      minLength: 1,
+      maxLength: MAX_SCHEDULE_LENGTH,
+      description:
+        'Cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with a leading seconds field, or @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly',
+    }),
+    Type.Null(),
+  ],
+  { description: 'When the lambda runs by itself (a POST to its path, ctx.trigger.type "cron"); null for never' },
+);
+const scheduleTz = Type.Union(
+  [
+    Type.String({ minLength: 1, maxLength: MAX_SCHEDULE_TZ_LENGTH, description: 'IANA time zone, e.g. Europe/Paris' }),
+    Type.Null(),
+  ],
+  { description: "The schedule's time zone (needs a schedule); null or absent is UTC" },
+);
 const loggerId = Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()], {
   description: "A logger of the lambda's owner that gets its output, or null for none",
 });
@@ -59,6 +79,13 @@ export const lambdaObject = named(
     env: Type.Record(Type.String(), Type.String(), { description: 'Environment of the code' }),
     secrets: Type.Array(Type.String(), { description: 'Names of the secrets, sorted; values are never answered' }),
     logger_id: Type.Union([Type.String(), Type.Null()], { description: "The logger of the lambda's output, or null" }),
+    schedule: Type.Union([Type.String(), Type.Null()], { description: 'The cron schedule, or null' }),
+    schedule_tz: Type.Union([Type.String(), Type.Null()], {
+      description: "The schedule's IANA time zone; null is UTC",
+    }),
+    next_run_at: Type.Union([Type.String(), Type.Null()], {
+      description: 'The next tick of the schedule (RFC 3339 UTC), or null without a schedule',
+    }),
   }),
 );
 
@@ -73,6 +100,8 @@ export const createBody = Type.Object(
     env: Type.Optional(env),
     secrets: Type.Optional(secrets),
     logger_id: Type.Optional(loggerId),
+    schedule: Type.Optional(schedule),
+    schedule_tz: Type.Optional(scheduleTz),
   },
   { additionalProperties: false },
 );
@@ -87,6 +116,8 @@ export const patchBody = Type.Object(
     env: Type.Optional(envPatch),
     secrets: Type.Optional(secretsPatch),
     logger_id: Type.Optional(loggerId),
+    schedule: Type.Optional(schedule),
+    schedule_tz: Type.Optional(scheduleTz),
   },
   { additionalProperties: false },
 );

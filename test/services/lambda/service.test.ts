@@ -57,6 +57,9 @@ describe('lambda service', () => {
           env: {},
           secrets: [],
           logger_id: null,
+          schedule: null,
+          schedule_tz: null,
+          next_run_at: null,
         },
       );
     });

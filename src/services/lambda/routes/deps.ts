@@ -21,4 +21,8 @@ export interface RouteDeps {
   services?: ServiceCalls;
   /** Every lambda's recent invocations (README: Invocation history and logs). */
   history: InvocationHistory;
+  /** The time in epoch ms: a schedule's first tick is the first after it (the ticker's clock). */
+  now: () => number;
+  /** Tells this instance's cron ticker that a schedule was set or changed (cron.ts). */
+  scheduleChanged: () => void;
 }

@@ -7,6 +7,8 @@ import type { Lambda, Language } from '../../repository.ts';
 import type { lambdaObject } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
 import { SIGNED_IN } from '../../../../core/openapi.ts';
+import { rfc3339 } from '../../../../core/ids.ts';
+import { nextTick, scheduleProblem } from '../../cron.ts';
 
 export const tags = ['lambdas'];
 export const security = SIGNED_IN;
@@ -18,10 +20,40 @@ export async function checkSyntax({ runtime }: RouteDeps, language: Language, co
   if (problem !== null) throw LambdaErrors.codeDoesNotParse(problem);
 }
 
-/** A lambda as management routes answer it: env shown, secrets by name only, never their values. */
-export function lambdaView(lambda: Lambda): Static<typeof lambdaObject> {
-  const { secret_names, logger_id, ...rest } = lambda;
-  return { ...rest, secrets: secret_names, logger_id };
+/**
+ * A lambda as management routes answer it: env shown, secrets by name only, never their values;
+ * `nextRunMs` its next tick (read apart: the cached lambda does not follow the ticks).
+ */
+export function lambdaView(lambda: Lambda, nextRunMs: number | null): Static<typeof lambdaObject> {
+  const { secret_names, logger_id, schedule, schedule_tz, ...rest } = lambda;
+  return {
+    ...rest,
+    secrets: secret_names,
+    logger_id,
+    schedule,
+    schedule_tz,
+    next_run_at: nextRunMs === null ? null : rfc3339(new Date(nextRunMs)),
+  };
+}
+
+/**
+ * The schedule a create or patch leaves the lambda with, checked (README: Cron schedules):
+ * answers its first tick after now, null without a schedule; what is wrong is a 400.
+ */
+export function checkSchedule(
+  { now }: RouteDeps,
+  language: Language,
+  schedule: string | null,
+  tz: string | null,
+): number | null {
+  if (schedule === null) {
+    if (tz !== null) throw LambdaErrors.scheduleTzWithoutSchedule();
+    return null;
+  }
+  if (language !== 'javascript') throw LambdaErrors.scheduleOnStatic(language);
+  const problem = scheduleProblem(schedule, tz);
+  if (problem !== null) throw LambdaErrors.scheduleInvalid(problem);
+  return nextTick({ schedule, schedule_tz: tz }, now());
 }
 
 /**

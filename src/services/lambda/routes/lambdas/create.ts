@@ -7,7 +7,7 @@ import { projectOf } from '../../project.ts';
 import { NameTaken, type Lambda, type Language } from '../../repository.ts';
 import { createBody, errors, lambdaObject } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
-import { assertMayManage, checkLogger, checkSyntax, lambdaView, security, tags } from './common.ts';
+import { assertMayManage, checkLogger, checkSchedule, checkSyntax, lambdaView, security, tags } from './common.ts';
 
 export const createLambdaSchema = {
   tags,
@@ -34,6 +34,9 @@ export function registerCreateLambda(app: ServiceApp, deps: RouteDeps): void {
       language = 'javascript';
     }
     const { env, secrets } = checkNewEnv(body.env, body.secrets);
+    const schedule = body.schedule ?? null;
+    const scheduleTz = body.schedule_tz ?? null;
+    const nextRunMs = checkSchedule(deps, language, schedule, scheduleTz);
     await checkSyntax(deps, language, body.code);
     const loggerId = body.logger_id ?? null;
     if (loggerId !== null) await checkLogger(deps, identity.user.id, loggerId);
@@ -52,13 +55,16 @@ export function registerCreateLambda(app: ServiceApp, deps: RouteDeps): void {
       env,
       secret_names: names,
       logger_id: loggerId,
+      schedule,
+      schedule_tz: schedule === null ? null : scheduleTz,
     };
     try {
-      await deps.repository.create(lambda, names.length === 0 ? null : deps.secrets.seal(id, secrets));
+      await deps.repository.create(lambda, names.length === 0 ? null : deps.secrets.seal(id, secrets), nextRunMs);
     } catch (err) {
       if (err instanceof NameTaken) throw LambdaErrors.nameTaken(body.name);
       throw err;
     }
-    return reply.code(201).send(lambdaView(lambda));
+    if (nextRunMs !== null) deps.scheduleChanged();
+    return reply.code(201).send(lambdaView(lambda, nextRunMs));
   });
 }

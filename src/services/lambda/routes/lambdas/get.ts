@@ -14,7 +14,8 @@ export const getLambdaSchema = {
 
 /** `GET /api/v0/lambdas/{lambda_id}`: one of the caller's lambdas, its secrets by name only. */
 export function registerGetLambda(app: ServiceApp, deps: RouteDeps): void {
-  app.get('/api/v0/lambdas/:lambda_id', { schema: getLambdaSchema }, async (request) =>
-    lambdaView(await ownLambda(deps, request, request.params.lambda_id)),
-  );
+  app.get('/api/v0/lambdas/:lambda_id', { schema: getLambdaSchema }, async (request) => {
+    const lambda = await ownLambda(deps, request, request.params.lambda_id);
+    return lambdaView(lambda, lambda.schedule === null ? null : await deps.repository.nextRunOf(lambda.id));
+  });
 }

@@ -15,7 +15,13 @@ export const listLambdasSchema = {
 
 /** `GET /api/v0/lambdas`: the caller's lambdas (on a project host, those of the project), secrets by name only. */
 export function registerListLambdas(app: ServiceApp, { repository }: RouteDeps): void {
-  app.get('/api/v0/lambdas', { schema: listLambdasSchema }, async (request) =>
-    (await repository.list(requireIdentity(request).user.id, projectOf(request))).map(lambdaView),
-  );
+  app.get('/api/v0/lambdas', { schema: listLambdasSchema }, async (request) => {
+    const owner = requireIdentity(request).user.id;
+    const project = projectOf(request);
+    const [lambdas, nextRuns] = await Promise.all([
+      repository.list(owner, project),
+      repository.nextRunsOf(owner, project),
+    ]);
+    return lambdas.map((lambda) => lambdaView(lambda, nextRuns.get(lambda.id) ?? null));
+  });
 }
