@@ -25,6 +25,9 @@ const LAMBDA: Lambda = {
   env: { A: '1', B: '2' },
   secrets: ['S', 'T'],
   logger_id: null,
+  schedule: null,
+  schedule_tz: null,
+  next_run_at: null,
 };
 
 const row = (name: string, value: string) => ({ key: rowKey(), name, value });

@@ -2415,9 +2415,15 @@ export interface components {
       logger_id: string | null;
       method: string;
       name: string;
+      /** @description The next tick of the schedule (RFC 3339 UTC), or null without a schedule */
+      next_run_at: string | null;
       owner: string;
       path: string;
       project_id: string;
+      /** @description The cron schedule, or null */
+      schedule: string | null;
+      /** @description The schedule's IANA time zone; null is UTC */
+      schedule_tz: string | null;
       /** @description Names of the secrets, sorted; values are never answered */
       secrets: string[];
     };
@@ -2444,8 +2450,8 @@ export interface components {
       started_at: string;
       /** @description The HTTP status answered (500 for an error) */
       status: number;
-      /** @description invoke: a test run; http: /run/{id}; run: /api/v0/run/{id}; mux: the owner router; project: a project host */
-      trigger: 'invoke' | 'http' | 'run' | 'mux' | 'project';
+      /** @description invoke: a test run; http: /run/{id}; run: /api/v0/run/{id}; mux: the owner router; project: a project host; cron: a tick of the lambda's schedule; task: a scheduler's task delivered to it */
+      trigger: 'invoke' | 'http' | 'run' | 'mux' | 'project' | 'cron' | 'task';
     };
     LambdaInvocationList: {
       invocations: components['schemas']['LambdaInvocation'][];
@@ -7165,6 +7171,10 @@ export interface operations {
           path?: string;
           /** @description Alias of language: js or javascript; never stored */
           runtime?: string;
+          /** @description When the lambda runs by itself (a POST to its path, ctx.trigger.type "cron"); null for never */
+          schedule?: string | null;
+          /** @description The schedule's time zone (needs a schedule); null or absent is UTC */
+          schedule_tz?: string | null;
           /** @description Write-only environment of the code: name → value, encrypted at rest, never answered (names match ^[A-Za-z_][A-Za-z0-9_]{0,127}$; at most 64 names in env and secrets together, each value at most 5120 characters, 65536 characters of names and values in all; a name is in env or in secrets, not both) */
           secrets?: {
             [key: string]: string;
@@ -7357,6 +7367,10 @@ export interface operations {
           name?: string;
           /** @description Mux route path; default / + name */
           path?: string;
+          /** @description When the lambda runs by itself (a POST to its path, ctx.trigger.type "cron"); null for never */
+          schedule?: string | null;
+          /** @description The schedule's time zone (needs a schedule); null or absent is UTC */
+          schedule_tz?: string | null;
           /** @description Merged into secrets: a named value is set, null deletes it, unnamed ones are kept */
           secrets?: {
             [key: string]: string | null;

@@ -16,6 +16,8 @@ const TRIGGERS: Record<LambdaInvocation['trigger'], string> = {
   run: 'owner /api/v0/run',
   mux: 'mux',
   project: 'project host',
+  cron: 'cron schedule',
+  task: 'scheduler task',
 };
 
 function Row({
