@@ -9,6 +9,7 @@ const BENCHMARKS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   gateway: () => import('./gateway.ts'),
   kv: () => import('./kv.ts'),
   scheduler: () => import('./scheduler.ts'),
+  triggers: () => import('./triggers.ts'),
   run: () => import('./run-service.ts'),
   cluster: () => import('./cluster.ts'),
 };
