@@ -156,12 +156,7 @@ export function ScheduleFieldset({
       <datalist id="time-zones">${timeZones().map((z) => html`<option value=${z} />`)}</datalist>
       ${(schedule !== '' || scheduleTz !== '') && html`<button type="button" onClick=${() => onChange('', '')}>Remove schedule</button>`}
     </div>
-    <p class="muted">
-      <code>minute hour day-of-month month day-of-week</code>, e.g. <code>*/15 * * * *</code> or <code>0 9 * * MON-FRI</code>;
-      a sixth field in front is seconds (<code>*/30 * * * * *</code>); or <code>@hourly</code>, <code>@daily</code>,
-      <code>@weekly</code>, <code>@monthly</code>, <code>@yearly</code>. Read in the time zone (empty: UTC). Empty the
-      expression to remove the schedule. A tick runs the code as a <code>POST</code> with <code>ctx.trigger.type</code> <code>"cron"</code>.
-    </p>
+    <p class="muted"><code>minute hour day-of-month month day-of-week</code>, e.g. <code>*/15 * * * *</code> or <code>0 9 * * MON-FRI</code>; a sixth field in front is seconds (<code>*/30 * * * * *</code>); or <code>@hourly</code>, <code>@daily</code>, <code>@weekly</code>, <code>@monthly</code>, <code>@yearly</code>. Read in the time zone (empty: UTC). Empty the expression to remove the schedule. A tick runs the code as a <code>POST</code> with <code>ctx.trigger.type</code> <code>"cron"</code>.</p>
     <p>Next run (UTC): <${NextRun} lambda=${lambda} />${edited && html` <span class="muted">(computed again when you save)</span>`}</p>
   </fieldset>`;
 }
