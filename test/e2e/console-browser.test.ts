@@ -278,166 +278,209 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
     }
   });
 
-  it("edits a lambda's env, secrets and logger, and shows its invocations", { timeout: 3 * 60_000 }, async () => {
-    assert.ok(browser && server);
-    const port = server.publicPort;
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    page.setDefaultTimeout(WAIT);
-    page.on('dialog', (dialog) => void dialog.accept());
-    const log = pageLog(page);
-    const origin = `http://console.localhost:${port}`;
-    const SECRET = 'sk-console-test-0123456789-never-shown';
-    const REPLACED = 'sk-console-test-replaced-value';
-    /** The PATCH bodies the page sent, in order. */
-    const patches: Record<string, unknown>[] = [];
-    page.on('request', (r) => {
-      if (r.method() === 'PATCH') patches.push(JSON.parse(r.postData() ?? '{}') as Record<string, unknown>);
-    });
-    let token = '';
-    let lambdaId = '';
-    let loggerId = '';
-    const api = async <T>(path: string, host = 'lambda.localhost'): Promise<T> => {
-      const answer = await request(port, { path, host, headers: { authorization: `Bearer ${token}` } });
-      assert.equal(answer.status, 200, answer.text);
-      return answer.json<T>();
-    };
-    /** Nothing of a secret's value anywhere in the page: its markup, or any field's value. */
-    const assertSecretGone = async (value: string) => {
-      assert.ok(!(await page.evaluate<string>('document.body.innerHTML')).includes(value), 'not in the DOM');
-      const fields = await page.evaluate<string[]>(
-        "[...document.querySelectorAll('input, textarea, select')].map((e) => e.value)",
-      );
-      assert.ok(!fields.some((v) => v.includes(value)), 'not in any field');
-    };
-    const env = page.getByRole('group', { name: 'Environment' });
-    const secrets = page.getByRole('group', { name: 'Secrets' });
-    const invocations = page.getByTestId('invocations-table');
+  it(
+    "edits a lambda's env, secrets, logger and schedule, and shows its invocations",
+    { timeout: 3 * 60_000 },
+    async () => {
+      assert.ok(browser && server);
+      const port = server.publicPort;
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      page.setDefaultTimeout(WAIT);
+      page.on('dialog', (dialog) => void dialog.accept());
+      const log = pageLog(page);
+      const origin = `http://console.localhost:${port}`;
+      const SECRET = 'sk-console-test-0123456789-never-shown';
+      const REPLACED = 'sk-console-test-replaced-value';
+      /** The PATCH bodies the page sent, in order. */
+      const patches: Record<string, unknown>[] = [];
+      page.on('request', (r) => {
+        if (r.method() === 'PATCH') patches.push(JSON.parse(r.postData() ?? '{}') as Record<string, unknown>);
+      });
+      let token = '';
+      let lambdaId = '';
+      let loggerId = '';
+      const api = async <T>(path: string, host = 'lambda.localhost'): Promise<T> => {
+        const answer = await request(port, { path, host, headers: { authorization: `Bearer ${token}` } });
+        assert.equal(answer.status, 200, answer.text);
+        return answer.json<T>();
+      };
+      /** Nothing of a secret's value anywhere in the page: its markup, or any field's value. */
+      const assertSecretGone = async (value: string) => {
+        assert.ok(!(await page.evaluate<string>('document.body.innerHTML')).includes(value), 'not in the DOM');
+        const fields = await page.evaluate<string[]>(
+          "[...document.querySelectorAll('input, textarea, select')].map((e) => e.value)",
+        );
+        assert.ok(!fields.some((v) => v.includes(value)), 'not in any field');
+      };
+      const env = page.getByRole('group', { name: 'Environment' });
+      const secrets = page.getByRole('group', { name: 'Secrets' });
+      const invocations = page.getByTestId('invocations-table');
 
-    try {
-      await step(page, log, '16-lambda-settings', async () => {
-        await page.goto(`${origin}/`, { timeout: WAIT });
-        await page.getByLabel('Email').fill(ADMIN_EMAIL);
-        await page.getByLabel('Password').fill(ADMIN_PASSWORD);
-        await page.getByRole('button', { name: 'Sign in' }).click();
-        await page.getByTestId('user').filter({ hasText: ADMIN_EMAIL }).waitFor();
-        token = (await page.evaluate<string | null>("sessionStorage.getItem('stratus.console.token')")) ?? '';
-        assert.ok(token);
-        await open(page, 'Loggers');
-        await page.getByLabel('Name').fill('lambda-out');
-        await page.getByRole('button', { name: 'Create logger' }).click();
-        await page.getByRole('heading', { name: 'Logger lambda-out' }).waitFor();
-        loggerId = decodeURIComponent(page.url().split('/').pop() ?? '');
+      try {
+        await step(page, log, '16-lambda-settings', async () => {
+          await page.goto(`${origin}/`, { timeout: WAIT });
+          await page.getByLabel('Email').fill(ADMIN_EMAIL);
+          await page.getByLabel('Password').fill(ADMIN_PASSWORD);
+          await page.getByRole('button', { name: 'Sign in' }).click();
+          await page.getByTestId('user').filter({ hasText: ADMIN_EMAIL }).waitFor();
+          token = (await page.evaluate<string | null>("sessionStorage.getItem('stratus.console.token')")) ?? '';
+          assert.ok(token);
+          await open(page, 'Loggers');
+          await page.getByLabel('Name').fill('lambda-out');
+          await page.getByRole('button', { name: 'Create logger' }).click();
+          await page.getByRole('heading', { name: 'Logger lambda-out' }).waitFor();
+          loggerId = decodeURIComponent(page.url().split('/').pop() ?? '');
 
-        await open(page, 'Lambdas');
-        await page.getByLabel('Name').fill('configured');
-        await page
-          .getByLabel('Code')
-          .fill(
-            [
-              'export default (req, ctx) => {',
-              "  console.log('greeting is', ctx.env.GREETING);",
-              "  console.log('token', ctx.env.API_TOKEN);",
-              "  if (req.query.fail) throw new Error('failed on purpose');",
-              '  return { body: { greeting: ctx.env.GREETING ?? null, token_length: (ctx.env.API_TOKEN ?? "").length } };',
-              '};',
-            ].join('\n'),
+          await open(page, 'Lambdas');
+          await page.getByLabel('Name').fill('configured');
+          await page
+            .getByLabel('Code')
+            .fill(
+              [
+                'export default (req, ctx) => {',
+                "  console.log('greeting is', ctx.env.GREETING);",
+                "  console.log('token', ctx.env.API_TOKEN);",
+                "  if (req.query.fail) throw new Error('failed on purpose');",
+                '  return { body: { greeting: ctx.env.GREETING ?? null, token_length: (ctx.env.API_TOKEN ?? "").length } };',
+                '};',
+              ].join('\n'),
+            );
+          await page.getByRole('button', { name: 'Create lambda' }).click();
+          await page.getByRole('heading', { name: 'configured' }).waitFor();
+          lambdaId = decodeURIComponent(page.url().split('/').pop() ?? '');
+          await page.getByTestId('no-invocations').waitFor();
+
+          await env.getByRole('button', { name: 'Add variable' }).click();
+          await env.getByLabel('Variable name').last().fill('GREETING');
+          await env.getByLabel('Variable value').last().fill('hello from env');
+          await secrets.getByRole('button', { name: 'Add secret' }).click();
+          await secrets.getByLabel('Secret name').last().fill('API_TOKEN');
+          const value = secrets.getByLabel('Secret value').last();
+          assert.equal(await value.getAttribute('type'), 'password');
+          await value.fill(SECRET);
+          await page.getByLabel(/^Logger/).selectOption({ label: 'lambda-out' });
+          await screenshot(page, '16-lambda-settings-form');
+          await page.getByRole('button', { name: 'Save' }).click();
+          await page.getByText('Saved.').waitFor();
+          // Only what changed went out: env and secrets as merge patches, and the logger.
+          assert.deepEqual(patches, [
+            { env: { GREETING: 'hello from env' }, secrets: { API_TOKEN: SECRET }, logger_id: loggerId },
+          ]);
+          const stored = await api<{ env: object; secrets: string[]; logger_id: string | null }>(
+            `/api/v0/lambdas/${lambdaId}`,
           );
-        await page.getByRole('button', { name: 'Create lambda' }).click();
-        await page.getByRole('heading', { name: 'configured' }).waitFor();
-        lambdaId = decodeURIComponent(page.url().split('/').pop() ?? '');
-        await page.getByTestId('no-invocations').waitFor();
+          assert.deepEqual(stored.env, { GREETING: 'hello from env' });
+          assert.deepEqual(stored.secrets, ['API_TOKEN']);
+          assert.equal(stored.logger_id, loggerId);
+          await secrets.locator('[data-secret=API_TOKEN]').getByText('value set (hidden)').waitFor();
+          assert.equal(await secrets.getByLabel('Secret value').count(), 0, 'no value field is left');
+          await assertSecretGone(SECRET);
+        });
 
-        await env.getByRole('button', { name: 'Add variable' }).click();
-        await env.getByLabel('Variable name').last().fill('GREETING');
-        await env.getByLabel('Variable value').last().fill('hello from env');
-        await secrets.getByRole('button', { name: 'Add secret' }).click();
-        await secrets.getByLabel('Secret name').last().fill('API_TOKEN');
-        const value = secrets.getByLabel('Secret value').last();
-        assert.equal(await value.getAttribute('type'), 'password');
-        await value.fill(SECRET);
-        await page.getByLabel(/^Logger/).selectOption({ label: 'lambda-out' });
-        await screenshot(page, '16-lambda-settings-form');
-        await page.getByRole('button', { name: 'Save' }).click();
-        await page.getByText('Saved.').waitFor();
-        // Only what changed went out: env and secrets as merge patches, and the logger.
-        assert.deepEqual(patches, [
-          { env: { GREETING: 'hello from env' }, secrets: { API_TOKEN: SECRET }, logger_id: loggerId },
-        ]);
-        const stored = await api<{ env: object; secrets: string[]; logger_id: string | null }>(
-          `/api/v0/lambdas/${lambdaId}`,
-        );
-        assert.deepEqual(stored.env, { GREETING: 'hello from env' });
-        assert.deepEqual(stored.secrets, ['API_TOKEN']);
-        assert.equal(stored.logger_id, loggerId);
-        await secrets.locator('[data-secret=API_TOKEN]').getByText('value set (hidden)').waitFor();
-        assert.equal(await secrets.getByLabel('Secret value').count(), 0, 'no value field is left');
-        await assertSecretGone(SECRET);
-      });
+        await step(page, log, '17-lambda-invocations', async () => {
+          await page.getByRole('button', { name: 'Invoke' }).click();
+          await page
+            .getByTestId('invoke-output')
+            .filter({ hasText: `"token_length": ${SECRET.length}` })
+            .waitFor();
+          // The test run is in the history at once, with its console lines behind a button.
+          const first = invocations.locator('tbody tr').first();
+          await first.getByRole('cell', { name: 'invoke', exact: true }).waitFor();
+          await first.getByText('200', { exact: true }).waitFor();
+          await first.getByRole('button', { name: 'Show 2 lines' }).click();
+          const lines = page.getByTestId('invocation-logs').first();
+          await lines.filter({ hasText: '[log] greeting is hello from env' }).waitFor();
+          assert.match((await lines.textContent()) ?? '', /\[log\] token \*\*\*/, 'the secret is masked');
+          // A failed test run, and a public run from elsewhere that Refresh brings in.
+          await page.getByLabel('Query').fill('fail=1');
+          await page.getByRole('button', { name: 'Invoke' }).click();
+          await invocations.getByText('failed on purpose').waitFor();
+          const run = await request(port, { path: `/run/${lambdaId}`, host: 'lambda.localhost' });
+          assert.equal(run.status, 200, run.text);
+          await page.getByRole('button', { name: 'Refresh' }).click();
+          await invocations.locator('tbody tr').first().getByRole('cell', { name: 'http', exact: true }).waitFor();
+          assert.equal(await invocations.locator('tbody tr[data-invocation]').count(), 3);
+          await assertSecretGone(SECRET);
+        });
 
-      await step(page, log, '17-lambda-invocations', async () => {
-        await page.getByRole('button', { name: 'Invoke' }).click();
-        await page
-          .getByTestId('invoke-output')
-          .filter({ hasText: `"token_length": ${SECRET.length}` })
-          .waitFor();
-        // The test run is in the history at once, with its console lines behind a button.
-        const first = invocations.locator('tbody tr').first();
-        await first.getByRole('cell', { name: 'invoke', exact: true }).waitFor();
-        await first.getByText('200', { exact: true }).waitFor();
-        await first.getByRole('button', { name: 'Show 2 lines' }).click();
-        const lines = page.getByTestId('invocation-logs').first();
-        await lines.filter({ hasText: '[log] greeting is hello from env' }).waitFor();
-        assert.match((await lines.textContent()) ?? '', /\[log\] token \*\*\*/, 'the secret is masked');
-        // A failed test run, and a public run from elsewhere that Refresh brings in.
-        await page.getByLabel('Query').fill('fail=1');
-        await page.getByRole('button', { name: 'Invoke' }).click();
-        await invocations.getByText('failed on purpose').waitFor();
-        const run = await request(port, { path: `/run/${lambdaId}`, host: 'lambda.localhost' });
-        assert.equal(run.status, 200, run.text);
-        await page.getByRole('button', { name: 'Refresh' }).click();
-        await invocations.locator('tbody tr').first().getByRole('cell', { name: 'http', exact: true }).waitFor();
-        assert.equal(await invocations.locator('tbody tr[data-invocation]').count(), 3);
-        await assertSecretGone(SECRET);
-      });
+        await step(page, log, '18-lambda-settings-change', async () => {
+          patches.length = 0;
+          // Replace the secret's value, remove the variable, drop the logger.
+          await secrets.getByRole('button', { name: 'Replace the value of API_TOKEN' }).click();
+          await secrets.getByLabel('New value of API_TOKEN').fill(REPLACED);
+          await env.getByRole('button', { name: 'Remove variable GREETING' }).click();
+          await page.getByLabel(/^Logger/).selectOption({ label: 'none' });
+          await page.getByRole('button', { name: 'Save' }).click();
+          await page.getByText('Saved.').waitFor();
+          assert.deepEqual(patches, [{ env: { GREETING: null }, secrets: { API_TOKEN: REPLACED }, logger_id: null }]);
+          const stored = await api<{ env: object; secrets: string[]; logger_id: string | null }>(
+            `/api/v0/lambdas/${lambdaId}`,
+          );
+          assert.deepEqual(stored, { ...stored, env: {}, secrets: ['API_TOKEN'], logger_id: null });
+          await assertSecretGone(REPLACED);
+          // Over a limit: the platform's 400 message is shown, and nothing is changed.
+          await env.getByRole('button', { name: 'Add variable' }).click();
+          await env.getByLabel('Variable name').last().fill('BIG');
+          await env.getByLabel('Variable value').last().fill('x'.repeat(5121));
+          await page.getByRole('button', { name: 'Save' }).click();
+          await page.getByRole('alert').filter({ hasText: /5120/ }).waitFor();
+          await screenshot(page, '18-lambda-settings-limit');
+          assert.deepEqual((await api<{ env: object }>(`/api/v0/lambdas/${lambdaId}`)).env, {});
+          await env.getByRole('button', { name: 'Remove variable BIG' }).click();
+          // Remove the secret: a null in the patch.
+          patches.length = 0;
+          await secrets.getByRole('button', { name: 'Remove secret API_TOKEN' }).click();
+          await page.getByRole('button', { name: 'Save' }).click();
+          await page.getByText('Saved.').waitFor();
+          assert.deepEqual(patches, [{ secrets: { API_TOKEN: null } }]);
+          assert.deepEqual((await api<{ secrets: string[] }>(`/api/v0/lambdas/${lambdaId}`)).secrets, []);
+          await secrets.getByText('No secrets.').waitFor();
+        });
 
-      await step(page, log, '18-lambda-settings-change', async () => {
-        patches.length = 0;
-        // Replace the secret's value, remove the variable, drop the logger.
-        await secrets.getByRole('button', { name: 'Replace the value of API_TOKEN' }).click();
-        await secrets.getByLabel('New value of API_TOKEN').fill(REPLACED);
-        await env.getByRole('button', { name: 'Remove variable GREETING' }).click();
-        await page.getByLabel(/^Logger/).selectOption({ label: 'none' });
-        await page.getByRole('button', { name: 'Save' }).click();
-        await page.getByText('Saved.').waitFor();
-        assert.deepEqual(patches, [{ env: { GREETING: null }, secrets: { API_TOKEN: REPLACED }, logger_id: null }]);
-        const stored = await api<{ env: object; secrets: string[]; logger_id: string | null }>(
-          `/api/v0/lambdas/${lambdaId}`,
-        );
-        assert.deepEqual(stored, { ...stored, env: {}, secrets: ['API_TOKEN'], logger_id: null });
-        await assertSecretGone(REPLACED);
-        // Over a limit: the platform's 400 message is shown, and nothing is changed.
-        await env.getByRole('button', { name: 'Add variable' }).click();
-        await env.getByLabel('Variable name').last().fill('BIG');
-        await env.getByLabel('Variable value').last().fill('x'.repeat(5121));
-        await page.getByRole('button', { name: 'Save' }).click();
-        await page.getByRole('alert').filter({ hasText: /5120/ }).waitFor();
-        await screenshot(page, '18-lambda-settings-limit');
-        assert.deepEqual((await api<{ env: object }>(`/api/v0/lambdas/${lambdaId}`)).env, {});
-        await env.getByRole('button', { name: 'Remove variable BIG' }).click();
-        // Remove the secret: a null in the patch.
-        patches.length = 0;
-        await secrets.getByRole('button', { name: 'Remove secret API_TOKEN' }).click();
-        await page.getByRole('button', { name: 'Save' }).click();
-        await page.getByText('Saved.').waitFor();
-        assert.deepEqual(patches, [{ secrets: { API_TOKEN: null } }]);
-        assert.deepEqual((await api<{ secrets: string[] }>(`/api/v0/lambdas/${lambdaId}`)).secrets, []);
-        await secrets.getByText('No secrets.').waitFor();
-      });
-    } finally {
-      await context.close();
-    }
-  });
+        await step(page, log, '19-lambda-schedule', async () => {
+          const schedule = page.getByRole('group', { name: 'Schedule' });
+          // A refused expression: the platform's 400 message is shown, nothing is stored.
+          await schedule.getByLabel('Cron expression').fill('61 * * * *');
+          await page.getByRole('button', { name: 'Save' }).click();
+          await page.getByRole('alert').filter({ hasText: /61/ }).waitFor();
+          assert.equal((await api<{ schedule: string | null }>(`/api/v0/lambdas/${lambdaId}`)).schedule, null);
+          // Set with a zone: both are sent, and the next run is shown as the platform computed it.
+          patches.length = 0;
+          await schedule.getByLabel('Cron expression').fill('0 9 * * MON-FRI');
+          await schedule.getByLabel('Time zone').fill('Europe/Paris');
+          await page.getByRole('button', { name: 'Save' }).click();
+          await page.getByText('Saved.').waitFor();
+          assert.deepEqual(patches, [{ schedule: '0 9 * * MON-FRI', schedule_tz: 'Europe/Paris' }]);
+          const stored = await api<{ next_run_at: string | null }>(`/api/v0/lambdas/${lambdaId}`);
+          assert.match(stored.next_run_at ?? '', /^\d{4}-\d\d-\d\dT0[78]:00:00Z$/);
+          await page
+            .getByTestId('next-run')
+            .filter({ hasText: stored.next_run_at ?? '' })
+            .waitFor();
+          await open(page, 'Lambdas');
+          await page
+            .getByTestId('lambda-next-run')
+            .filter({ hasText: stored.next_run_at ?? '' })
+            .waitFor();
+          await page.getByRole('link', { name: 'configured' }).click();
+          await page.getByTestId('next-run').waitFor();
+          // Remove it: schedule null alone, and the page says there is none.
+          patches.length = 0;
+          await schedule.getByRole('button', { name: 'Remove schedule' }).click();
+          await page.getByRole('button', { name: 'Save' }).click();
+          await page.getByText('Saved.').waitFor();
+          assert.deepEqual(patches, [{ schedule: null }]);
+          await schedule.getByText('no schedule').waitFor();
+          assert.equal(await page.getByTestId('next-run').count(), 0);
+          const cleared = await api<{ schedule: unknown; schedule_tz: unknown }>(`/api/v0/lambdas/${lambdaId}`);
+          assert.deepEqual([cleared.schedule, cleared.schedule_tz], [null, null]);
+        });
+      } finally {
+        await context.close();
+      }
+    },
+  );
 
   it(
     'works from the front door under /services/console, calling every service on the same origin',

@@ -7,6 +7,7 @@ import {
   envChange,
   lambdaChange,
   rowKey,
+  scheduleChange,
   secretsChange,
   type LambdaDraft,
   type SecretRow,
@@ -53,6 +54,8 @@ describe('console lambda editor: the PATCH a save sends', () => {
       ],
     );
     assert.equal(draft.logger, '');
+    assert.equal(draft.schedule, '');
+    assert.equal(draft.scheduleTz, '');
   });
 
   it('env: changed and new names with values, removed names null, blank rows ignored, renames both', () => {
@@ -101,5 +104,40 @@ describe('console lambda editor: the PATCH a save sends', () => {
     const withLogger = draftOf({ ...LAMBDA, logger_id: 'log-1' });
     assert.equal(withLogger.logger, 'log-1');
     assert.deepEqual(lambdaChange({ ...withLogger, logger: '' }), { logger_id: null });
+  });
+
+  it('schedule: set with or without a zone, changed, zone alone, cleared (null, the zone goes with it)', () => {
+    const none = { schedule: null, schedule_tz: null };
+    const paris = { schedule: '0 9 * * MON-FRI', schedule_tz: 'Europe/Paris' };
+    assert.equal(scheduleChange(none, '', ''), undefined);
+    assert.equal(scheduleChange(none, '  ', ' '), undefined);
+    assert.deepEqual(scheduleChange(none, ' */5 * * * * * ', ''), { schedule: '*/5 * * * * *' });
+    assert.deepEqual(scheduleChange(none, '@daily', 'Europe/Paris'), {
+      schedule: '@daily',
+      schedule_tz: 'Europe/Paris',
+    });
+    assert.throws(() => scheduleChange(none, '', 'Europe/Paris'), /time zone needs a schedule/);
+    // Untouched, or only one of the two changed: the other is left out (the platform keeps it).
+    assert.equal(scheduleChange(paris, '0 9 * * MON-FRI', 'Europe/Paris'), undefined);
+    assert.deepEqual(scheduleChange(paris, '@hourly', 'Europe/Paris'), { schedule: '@hourly' });
+    assert.deepEqual(scheduleChange(paris, '0 9 * * MON-FRI', 'Asia/Tokyo'), { schedule_tz: 'Asia/Tokyo' });
+    assert.deepEqual(scheduleChange(paris, '0 9 * * MON-FRI', ''), { schedule_tz: null });
+    assert.deepEqual(scheduleChange(paris, '@hourly', ''), { schedule: '@hourly', schedule_tz: null });
+    // Removing: schedule null alone, whatever is left in the zone field.
+    assert.deepEqual(scheduleChange(paris, '', ''), { schedule: null });
+    assert.deepEqual(scheduleChange(paris, '', 'Europe/Paris'), { schedule: null });
+    // A bad expression is the platform's to refuse (its 400 message is shown): it is sent as typed.
+    assert.deepEqual(scheduleChange(none, '61 * * * *', ''), { schedule: '61 * * * *' });
+
+    // In the whole PATCH, next to the other fields, and from a draft of a scheduled lambda.
+    assert.deepEqual(lambdaChange({ ...draftOf(LAMBDA), code: 'x', schedule: '@weekly', scheduleTz: 'UTC' }), {
+      code: 'x',
+      schedule: '@weekly',
+      schedule_tz: 'UTC',
+    });
+    const scheduled = draftOf({ ...LAMBDA, ...paris, next_run_at: '2030-01-01T08:00:00Z' });
+    assert.deepEqual([scheduled.schedule, scheduled.scheduleTz], ['0 9 * * MON-FRI', 'Europe/Paris']);
+    assert.equal(lambdaChange(scheduled), null);
+    assert.deepEqual(lambdaChange({ ...scheduled, schedule: '', scheduleTz: '' }), { schedule: null });
   });
 });

@@ -1,6 +1,6 @@
 // What the lambda editor sends: a PATCH with only what changed, env and secrets as merge patches
 // (a named value is set, null deletes the name; src/services/lambda/README.md, Environment and
-// secrets). Pure functions on the editor's rows, without the DOM, so they are tested on their own.
+// secrets), the cron schedule and its zone as the platform's PATCH reads them (Cron schedules). Pure functions on the editor's rows, without the DOM, so they are tested on their own.
 import type { Lambda, LambdaChange } from '@stratus/client';
 
 /** One editable env variable of the form; `key` only keeps rows apart while they are edited. */
@@ -35,6 +35,10 @@ export interface LambdaDraft extends LambdaFields {
   secrets: SecretRow[];
   /** A logger id, or '' for none. */
   logger: string;
+  /** The cron expression, or '' for no schedule. */
+  schedule: string;
+  /** The schedule's IANA time zone, or '' for UTC. */
+  scheduleTz: string;
 }
 
 /** A mistake in the form found before anything is sent. */
@@ -60,6 +64,8 @@ export function draftOf(lambda: Lambda): LambdaDraft {
     env: Object.entries(lambda.env).map(([name, value]) => ({ key: rowKey(), name, value })),
     secrets: lambda.secrets.map((name) => ({ key: rowKey(), stored: true, name, action: 'keep', value: '' })),
     logger: lambda.logger_id ?? '',
+    schedule: lambda.schedule ?? '',
+    scheduleTz: lambda.schedule_tz ?? '',
   };
 }
 
@@ -107,6 +113,30 @@ export function secretsChange(rows: readonly SecretRow[]): Record<string, string
   return Object.keys(change).length > 0 ? change : undefined;
 }
 
+/**
+ * The schedule fields of the PATCH, or undefined when neither changed. The expression itself is
+ * checked by the platform (its 400 message is shown); only what it cannot tell apart is caught here.
+ */
+export function scheduleChange(
+  stored: Pick<Lambda, 'schedule' | 'schedule_tz'>,
+  schedule: string,
+  scheduleTz: string,
+): Pick<LambdaChange, 'schedule' | 'schedule_tz'> | undefined {
+  const expression = schedule.trim();
+  const zone = scheduleTz.trim();
+  if (expression === '') {
+    // An emptied expression removes the schedule, and the platform drops its zone with it.
+    if (stored.schedule !== null) return { schedule: null };
+    if (zone !== '') throw new DraftError('A time zone needs a schedule: type a cron expression, or empty the zone.');
+    return undefined;
+  }
+  const change: Pick<LambdaChange, 'schedule' | 'schedule_tz'> = {};
+  if (expression !== stored.schedule) change.schedule = expression;
+  // Left out, the platform keeps the stored zone; so it is sent only when it differs.
+  if (zone !== (stored.schedule_tz ?? '')) change.schedule_tz = zone === '' ? null : zone;
+  return Object.keys(change).length > 0 ? change : undefined;
+}
+
 const LANGUAGES = ['javascript', 'static-html', 'static-css', 'static-js'] as const;
 
 /**
@@ -127,5 +157,7 @@ export function lambdaChange(draft: LambdaDraft): LambdaChange | null {
   const secrets = secretsChange(draft.secrets);
   if (secrets) change.secrets = secrets;
   if (draft.logger !== (base.logger_id ?? '')) change.logger_id = draft.logger === '' ? null : draft.logger;
+  const schedule = scheduleChange(base, draft.schedule, draft.scheduleTz);
+  if (schedule) Object.assign(change, schedule);
   return Object.keys(change).length > 0 ? change : null;
 }

@@ -1,8 +1,9 @@
 // The lambda editor's environment: env variables (shown and edited), secrets (names only; a value
-// is typed into a password field and sent once, never shown or prefilled) and the logger.
+// is typed into a password field and sent once, never shown or prefilled), the logger and the cron
+// schedule.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
-import type { Logger } from '@stratus/client';
+import type { Lambda, Logger } from '@stratus/client';
 import { rowKey, type EnvRow, type SecretRow } from '../lambda-change.ts';
 import { ErrorBox, valueOf } from './common.ts';
 
@@ -100,4 +101,62 @@ export function LoggerField({
     </select></label></div>
     <${ErrorBox} error=${error} />
   </div>`;
+}
+
+/** IANA zones the browser knows, offered as suggestions; the platform has the last word. */
+function timeZones(): string[] {
+  try {
+    return Intl.supportedValuesOf('timeZone');
+  } catch {
+    return [];
+  }
+}
+
+/** `iso` as wall-clock time in `zone`, for a title; '' when the browser cannot tell. */
+function inZone(iso: string, zone: string): string {
+  try {
+    const local = new Intl.DateTimeFormat('en-CA', {
+      timeZone: zone,
+      dateStyle: 'short',
+      timeStyle: 'medium',
+      hourCycle: 'h23',
+    }).format(new Date(iso));
+    return `${local} ${zone}`;
+  } catch {
+    return '';
+  }
+}
+
+/** When the stored schedule runs next (RFC 3339 UTC, as the platform answers it), or that it does not. */
+export function NextRun({ lambda }: { lambda: Pick<Lambda, 'next_run_at' | 'schedule_tz'> }): VNode {
+  const next = lambda.next_run_at;
+  if (!next) return html`<span class="muted">no schedule</span>`;
+  const title = lambda.schedule_tz ? inZone(next, lambda.schedule_tz) : '';
+  return html`<time datetime=${next} title=${title || undefined}>${next}</time>`;
+}
+
+export function ScheduleFieldset({
+  lambda,
+  schedule,
+  scheduleTz,
+  onChange,
+}: {
+  /** The lambda as stored: its next run is shown, and whether the draft differs from it. */
+  lambda: Lambda;
+  schedule: string;
+  scheduleTz: string;
+  onChange: (schedule: string, scheduleTz: string) => void;
+}): VNode {
+  const edited = schedule.trim() !== (lambda.schedule ?? '') || scheduleTz.trim() !== (lambda.schedule_tz ?? '');
+  return html`<fieldset data-testid="schedule-fields">
+    <legend>Schedule</legend>
+    <div class="scope-row field-row">
+      <label class="grow">Cron expression<input name="schedule" class="code" spellcheck=${false} autocomplete="off" placeholder="none" value=${schedule} onInput=${(e: Event) => onChange(valueOf(e), scheduleTz)} /></label>
+      <label>Time zone<input name="schedule_tz" class="code" spellcheck=${false} autocomplete="off" placeholder="UTC" list="time-zones" value=${scheduleTz} onInput=${(e: Event) => onChange(schedule, valueOf(e))} /></label>
+      <datalist id="time-zones">${timeZones().map((z) => html`<option value=${z} />`)}</datalist>
+      ${(schedule !== '' || scheduleTz !== '') && html`<button type="button" onClick=${() => onChange('', '')}>Remove schedule</button>`}
+    </div>
+    <p class="muted"><code>minute hour day-of-month month day-of-week</code>, e.g. <code>*/15 * * * *</code> or <code>0 9 * * MON-FRI</code>; a sixth field in front is seconds (<code>*/30 * * * * *</code>); or <code>@hourly</code>, <code>@daily</code>, <code>@weekly</code>, <code>@monthly</code>, <code>@yearly</code>. Read in the time zone (empty: UTC). Empty the expression to remove the schedule. A tick runs the code as a <code>POST</code> with <code>ctx.trigger.type</code> <code>"cron"</code>.</p>
+    <p>Next run (UTC): <${NextRun} lambda=${lambda} />${edited && html` <span class="muted">(computed again when you save)</span>`}</p>
+  </fieldset>`;
 }

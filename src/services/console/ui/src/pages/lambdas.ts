@@ -1,5 +1,5 @@
-// Lambdas: list, create, edit code, environment, secrets and logger, invoke and see the answer,
-// and the history of runs.
+// Lambdas: list, create, edit code, environment, secrets, logger and cron schedule, invoke and see
+// the answer, and the history of runs.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -9,7 +9,7 @@ import { href, navigate } from '../router.ts';
 import { draftOf, lambdaChange, type LambdaDraft, type LambdaFields } from '../lambda-change.ts';
 import { ErrorBox, Loading, Section, readOnly, useAction, useLoad, valueOf } from './common.ts';
 import { Invocations } from './lambda-invocations.ts';
-import { EnvFieldset, LoggerField, SecretsFieldset } from './lambda-settings.ts';
+import { EnvFieldset, LoggerField, NextRun, ScheduleFieldset, SecretsFieldset } from './lambda-settings.ts';
 
 const LANGUAGES = ['javascript', 'static-html', 'static-css', 'static-js'] as const;
 const METHODS = ['ANY', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -64,11 +64,12 @@ export function LambdasPage(): VNode {
         lambdas.data &&
         lambdas.data.length > 0 &&
         html`<table data-testid="lambdas-table">
-        <thead><tr><th>Name</th><th>Method</th><th>Path</th><th>Id</th></tr></thead>
+        <thead><tr><th>Name</th><th>Method</th><th>Path</th><th>Id</th><th>Next run (UTC)</th></tr></thead>
         <tbody>
           ${lambdas.data.map(
             (l) => html`<tr>
               <td><a href=${href('lambdas', l.id)}>${l.name}</a></td><td>${l.method}</td><td><code>${l.path}</code></td><td><code>${l.id}</code></td>
+              <td data-testid="lambda-next-run">${l.next_run_at ? html`<${NextRun} lambda=${l} />` : html`<span class="muted">—</span>`}</td>
             </tr>`,
           )}
         </tbody>
@@ -229,7 +230,13 @@ export function LambdaPage({ id }: { id: string }): VNode {
     <h1>${lambda.data?.name ?? 'Lambda'}</h1>
     <${ErrorBox} error=${lambda.error ?? remove.error} />
     <${Loading} loading=${lambda.loading && !lambda.data} />
-    ${lambda.data && html`<p class="muted">Id <code>${lambda.data.id}</code></p>`}
+    ${
+      lambda.data &&
+      html`<p class="muted">Id <code>${lambda.data.id}</code>${
+        lambda.data.schedule !== null &&
+        html` · on schedule <code>${lambda.data.schedule}</code>${lambda.data.schedule_tz ? ` (${lambda.data.schedule_tz})` : ''}, next run <span data-testid="next-run"><${NextRun} lambda=${lambda.data} /></span>`
+      }</p>`
+    }
     ${lambda.data && html`<${Invoke} lambda=${lambda.data} onDone=${() => setRuns((n) => n + 1)} />`}
     ${lambda.data && html`<${Invocations} id=${id} version=${runs} />`}
     ${
@@ -240,6 +247,7 @@ export function LambdaPage({ id }: { id: string }): VNode {
         <${EnvFieldset} rows=${draft.env} onChange=${(env: LambdaDraft['env']) => edit({ ...draft, env })} />
         <${SecretsFieldset} rows=${draft.secrets} onChange=${(secrets: LambdaDraft['secrets']) => edit({ ...draft, secrets })} />
         <${LoggerField} value=${draft.logger} loggers=${loggers.data} error=${loggers.error} onChange=${(logger: string) => edit({ ...draft, logger })} />
+        <${ScheduleFieldset} lambda=${draft.base} schedule=${draft.schedule} scheduleTz=${draft.scheduleTz} onChange=${(schedule: string, scheduleTz: string) => edit({ ...draft, schedule, scheduleTz })} />
         <div class="buttons">
           <button type="submit" class="primary" disabled=${save.busy || readOnly()}>Save</button>
           <button type="button" class="danger" disabled=${readOnly()} onClick=${del}>Delete lambda</button>
