@@ -167,7 +167,10 @@ export async function run(): Promise<void> {
     for (let i = 0; i < lagTasks; i++) {
       const wait = pace + (i * 1000) / LAG_RATE - performance.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      void ok(s, 'scheduler', 'POST', `/schedulers/${lag.scheduler}/tasks`, { id: `lag-${i}`, payload: { due: Date.now() } });
+      void ok(s, 'scheduler', 'POST', `/schedulers/${lag.scheduler}/tasks`, {
+        id: `lag-${i}`,
+        payload: { due: Date.now() },
+      });
     }
     const lags = (await deliveries(s, lag.lambda, lagTasks)).map((d) => d.lag).sort((a, b) => a - b);
 
