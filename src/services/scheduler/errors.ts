@@ -37,6 +37,8 @@ export const SchedulerErrors = {
     ),
   targetLambdaCheckFailed: () =>
     new HttpError(503, 'service_unavailable', 'the lambda service cannot be reached to check target.lambda_id'),
+  targetKind: () =>
+    new HttpError(400, 'validation_error', 'target: give either lambda_id, or url and secret (a webhook)'),
   targetUrlInvalid: (reason: string) => new HttpError(400, 'validation_error', `target.url: ${reason}`),
   retryInvalid: (field: string, reason: string) => new HttpError(400, 'validation_error', `retry.${field}: ${reason}`),
 

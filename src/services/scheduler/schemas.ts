@@ -16,26 +16,42 @@ const clientId = (what: string) =>
 const duration = (description: string) =>
   Type.String({ description: `${description} (Go duration: 300ms, 1.5h, 2h45m)` });
 
-/** A target as given (README: Delivery): a lambda the caller can run, or a webhook URL with its signing secret. */
-export const lambdaTargetInput = Type.Object(
-  { lambda_id: Type.String({ minLength: 1, maxLength: 256, description: 'A lambda the calling user can run' }) },
-  { additionalProperties: false },
-);
-export const webhookTargetInput = Type.Object(
+/**
+ * A target as given (README: Delivery): `{"lambda_id"}` (a lambda the calling platform user can
+ * run) or `{"url","secret"}` (a webhook). One object with optional fields rather than a union, so
+ * that a bad field gets its own message; the handler checks that exactly one kind is given.
+ */
+const targetInput = Type.Union(
+  [
+    Type.Object(
+      {
+        lambda_id: Type.Optional(
+          Type.String({ minLength: 1, maxLength: 256, description: 'A lambda the calling user can run' }),
+        ),
+        url: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 2048,
+            description: 'Webhook: the http(s) URL the payload is POSTed to',
+          }),
+        ),
+        secret: Type.Optional(
+          Type.String({
+            minLength: 16,
+            maxLength: 1024,
+            description: 'Webhook: the HMAC-SHA256 signing secret (16–1024 characters); write-only, never returned',
+          }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Null(),
+  ],
   {
-    url: Type.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL the payload is POSTed to' }),
-    secret: Type.String({
-      minLength: 16,
-      maxLength: 1024,
-      description: 'HMAC-SHA256 signing secret (16–1024 characters); write-only, never returned',
-    }),
+    description:
+      'Where the platform delivers due tasks: {"lambda_id"} (needs a signed-in platform user who can run it, beside the key) or {"url","secret"}; null removes it. Unchanged when absent.',
   },
-  { additionalProperties: false },
 );
-const targetInput = Type.Union([lambdaTargetInput, webhookTargetInput, Type.Null()], {
-  description:
-    'Where the platform delivers due tasks: {"lambda_id"} (needs a signed-in platform user who can run it) or {"url","secret"}; null removes it. Unchanged when absent.',
-});
 const retryInput = Type.Union(
   [
     Type.Object(
@@ -128,7 +144,7 @@ export const patchSchedulerBody = Type.Object(
 
 /** What any scheduler-changing body may say about delivery. */
 export interface DeliveryChange {
-  target?: { lambda_id: string } | { url: string; secret: string } | null;
+  target?: { lambda_id?: string; url?: string; secret?: string } | null;
   retry?: { max_attempts?: number; base?: string; factor?: number; cap?: string } | null;
 }
 

@@ -106,7 +106,8 @@ export async function storedDelivery(
   if (target === undefined) return out;
   if (target === null) {
     out.target = null;
-  } else if ('lambda_id' in target) {
+  } else if (target.lambda_id !== undefined) {
+    if (target.url !== undefined || target.secret !== undefined) throw SchedulerErrors.targetKind();
     if (!context.services) throw SchedulerErrors.targetLambdaUnavailable();
     const owner = context.identity?.user.id;
     if (owner === undefined) throw SchedulerErrors.targetNeedsUser();
@@ -128,6 +129,7 @@ export async function storedDelivery(
     const stored: StoredTarget = { kind: 'lambda', lambda_id: target.lambda_id, owner };
     out.target = JSON.stringify(stored);
   } else {
+    if (target.url === undefined || target.secret === undefined) throw SchedulerErrors.targetKind();
     checkWebhookUrl(target.url);
     const stored: StoredTarget = {
       kind: 'webhook',
