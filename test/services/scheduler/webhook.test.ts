@@ -5,6 +5,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { all } from '../../../src/store/sql-work.ts';
 import { storeDigest } from '../../helpers/platform.ts';
+import pino from 'pino';
+import { schedulerService } from '../../../src/services/scheduler/index.ts';
+import { VERSION } from '../../../src/core/version.ts';
 import { startScheduler, type SchedulerHarness } from './helpers.ts';
 
 // Issue 23, part 3: webhook targets (README: Delivery, Webhook signatures), retries, the dead list.
@@ -327,5 +330,40 @@ describe('scheduler webhook delivery', () => {
     assert.equal(seen.length, 1000, 'no task was delivered twice');
     assert.deepEqual(new Set(seen), new Set(ids));
     assert.ok(hook.received.slice(before).every((r) => r.verified));
+  });
+
+  it('two instances on one database share the deliveries: 1,000 tasks, each delivered once', async () => {
+    status = 200;
+    // A second instance of the service on the same store (PostgreSQL: LISTEN/NOTIFY between them).
+    const second = await schedulerService.build({
+      settings: h.service.settings,
+      store: h.service.store,
+      logger: pino({ level: 'silent' }),
+      version: VERSION,
+    });
+    await second.ready();
+    try {
+      const before = hook.received.length;
+      // Set on the first instance; the second reads it from the notifier's message or its periodic read.
+      const res = await h.call('POST', '/schedulers', {
+        id: 'shared',
+        display_name: 'Shared',
+        target: { url: hook.url, secret: SECRET },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      const ids = Array.from({ length: 1000 }, (_, n) => `shared-${n}`);
+      for (let at = 0; at < ids.length; at += 100)
+        await Promise.all(ids.slice(at, at + 100).map((id) => h.enqueue('shared', { id })));
+      await until(
+        () => tasks('shared'),
+        (l) => l.scheduled_meta.total === 0 && l.inflight_meta.total === 0,
+        60_000,
+      );
+      const seen = hook.received.slice(before).map((r) => r.headers['stratus-task-id'] as string);
+      assert.equal(seen.length, 1000, 'no task was delivered twice');
+      assert.deepEqual(new Set(seen), new Set(ids));
+    } finally {
+      await second.close();
+    }
   });
 });
