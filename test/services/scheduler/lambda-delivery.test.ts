@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { startTestPlatform, storeDigest, type TestPlatform } from '../../helpers/platform.ts';
@@ -201,5 +202,63 @@ describe('scheduler delivery to lambdas (whole platform)', () => {
     );
     assert.ok(lines.length > 0, 'the log was captured');
     assert.ok(!lines.join('').includes(secret));
+  });
+
+  it('shows attempt and last_error of a task waiting for its retry in the task list and the stream', async () => {
+    const id = await createLambda('user-ada', 'grumpy', 'export default () => new Response("no", { status: 502 })');
+    const created = await scheduler(
+      'POST',
+      '/schedulers',
+      { id: 'visible', display_name: 'Visible', target: { lambda_id: id }, retry: { base: '1h', cap: '2h' } },
+      as('user-ada'),
+    );
+    assert.equal(created.status, 201, created.text);
+    await scheduler('POST', '/schedulers/visible/tasks', { id: 'v1', labels: ['k:v'] });
+    await scheduler('POST', '/schedulers/visible/tasks', { id: 'v0', delay: '1h' });
+    const list = await until(
+      async () =>
+        (await scheduler('GET', '/schedulers/visible/tasks')).json<{ scheduled: Record<string, unknown>[] }>(),
+      (l) => l.scheduled.some((t) => t.attempt === 1),
+    );
+    const v1 = list.scheduled.find((t) => t.id === 'v1');
+    assert.equal(v1?.last_error, 'lambda answered 502');
+    // A task never tried keeps the reference's shape.
+    assert.deepEqual(Object.keys(list.scheduled.find((t) => t.id === 'v0')!), ['id', 'future', 'labels']);
+
+    const frame = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const req = http.get(
+        {
+          host: '127.0.0.1',
+          port: p.platform.internalPort,
+          path: '/schedulers/visible/tasks/stream',
+          headers: { host: 'scheduler.localhost' },
+          agent: false,
+        },
+        (res) => {
+          let buffer = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            buffer += chunk;
+            const end = buffer.indexOf('\n\n');
+            if (end < 0) return;
+            const data = buffer
+              .slice(0, end)
+              .split('\n')
+              .find((l) => l.startsWith('data: '));
+            req.destroy();
+            resolve(JSON.parse(data!.slice(6)) as Record<string, unknown>);
+          });
+        },
+      );
+      req.on('error', reject);
+    });
+    const scheduled = frame.scheduled as Record<string, unknown>[];
+    assert.deepEqual(
+      scheduled.map((t) => [t.id, t.attempt, t.last_error]),
+      [
+        ['v1', 1, 'lambda answered 502'],
+        ['v0', undefined, undefined],
+      ],
+    );
   });
 });

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { ServiceApp } from '../../../../core/app.ts';
+import { errorBody } from '../../../../core/schemas.ts';
 import { newId } from '../../../../core/ids.ts';
 import { SchedulerErrors } from '../../errors.ts';
 import { createSchedulerBody, privateErrors, scheduler } from '../../schemas.ts';
@@ -17,7 +18,7 @@ export const createSchedulerSchema = {
   description:
     'With `target`, the platform delivers due tasks itself (a lambda target needs a signed-in platform user beside the key; the webhook `secret` is write-only).',
   body: createSchedulerBody,
-  response: { 201: Type.Object({ scheduler }), ...privateErrors },
+  response: { 201: Type.Object({ scheduler }), ...privateErrors, 503: errorBody },
 };
 
 /** `POST /schedulers`: 409 when the chosen id is taken. */

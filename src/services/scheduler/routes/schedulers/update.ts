@@ -1,4 +1,5 @@
 import type { ServiceApp } from '../../../../core/app.ts';
+import { errorBody } from '../../../../core/schemas.ts';
 import { SchedulerErrors } from '../../errors.ts';
 import {
   type DeliveryChange,
@@ -22,7 +23,7 @@ const updateSchema = (method: 'put' | 'patch') => ({
   summary: method === 'put' ? 'Replace a scheduler (display_name required)' : 'Change the given fields of a scheduler',
   params: schedulerParams,
   body: method === 'put' ? putSchedulerBody : patchSchedulerBody,
-  response: { 200: scheduler, ...privateErrors },
+  response: { 200: scheduler, ...privateErrors, 503: errorBody },
 });
 
 export const updateSchedulerSchemas = { put: updateSchema('put'), patch: updateSchema('patch') };
