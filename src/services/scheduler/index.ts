@@ -44,7 +44,18 @@ export const schedulerService: ServiceDefinition = {
     // else the same key file in the data directory, read or made on first need.
     const configuredKey = settings.lambdaSecretsKey;
     const sealing = new SealingKey(
-      configuredKey ?? (() => readOrCreateKeyFile(join(settings.dataDir, WEBHOOK_KEY_FILE)).key),
+      configuredKey ??
+        (() => {
+          const path = join(settings.dataDir, WEBHOOK_KEY_FILE);
+          const { key, created } = readOrCreateKeyFile(path);
+          if (created && store.sql.database.soleWriter) logger.info({ path }, 'created the key of sealed secrets');
+          else if (created)
+            logger.warn(
+              { path },
+              'created the key of sealed secrets in the data directory of this instance: other instances of this database cannot read webhook secrets; give every instance the same LAMBDA_SECRETS_KEY',
+            );
+          return key;
+        }),
     );
     // Webhooks go where a lambda's fetch may go (core/egress.ts), never to the platform's own ports.
     let policy: EgressPolicy;
