@@ -59,6 +59,13 @@ export interface Settings {
   cookieSecure: boolean;
   authProviders: AuthProviderSettings[];
   schedulerApiKeys: string[];
+  /** Deliveries to a scheduler's target (lambda or webhook) at once, per scheduler, per instance (scheduler README: Delivery). */
+  schedulerDeliveryConcurrency: number;
+  /**
+   * Seconds a platform delivery holds its task's lease; unset: the longest delivery (LAMBDA_TIMEOUT
+   * or the 30 s webhook timeout) + 30 s. A delivery whose instance dies is redelivered after it.
+   */
+  schedulerDeliveryLeaseSeconds: number | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Services that run in this process; null = every available one. */
   services: ServiceName[] | null;
@@ -180,6 +187,16 @@ const SETTINGS: {
   signup: { env: 'SIGNUP', parse: (t, f) => oneOf(t, f, ['open', 'closed'] as const), fallback: 'closed' },
   cookieSecure: { env: 'COOKIE_SECURE', parse: (t, f) => bool(t, f), fallback: true },
   schedulerApiKeys: { env: 'SCHEDULER_API_KEYS', parse: (t) => list(t), fallback: [] },
+  schedulerDeliveryConcurrency: {
+    env: 'SCHEDULER_DELIVERY_CONCURRENCY',
+    parse: (t, f) => positiveInteger(t, f),
+    fallback: 8,
+  },
+  schedulerDeliveryLeaseSeconds: {
+    env: 'SCHEDULER_DELIVERY_LEASE',
+    parse: (t, f) => positiveNumber(t, f),
+    fallback: undefined,
+  },
   logLevel: {
     env: 'LOG_LEVEL',
     parse: (t, f) => oneOf(t, f, ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),

@@ -149,7 +149,7 @@ export async function startPlatform(
       if (definitions.some((d) => d.name === name)) continue;
       upstreamUrls[name] = url;
     }
-    // Filled once both ports listen (a lambda may never fetch from them: lambda/egress.ts).
+    // Filled once both ports listen (a lambda may never fetch from them: core/egress.ts).
     const ports: number[] = [];
     const serviceCalls = new PlatformServiceCalls({ domain: settings.domain, apps, upstreamUrls });
     closers.push(() => void serviceCalls.close());

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { Dispatcher } from 'undici';
 import type { ServiceName } from '../../config.ts';
 import { isSafeServicePath, SERVICE_PATH_RULE, type ServiceCalls } from '../context.ts';
-import type { EgressPolicy } from './egress.ts';
+import type { EgressPolicy } from '../../core/egress.ts';
 import { FetchFailed, InvocationBudget, InvocationFetcher, type FetchLimits, type OutboundRequest } from './fetcher.ts';
 import type { HostAnswer, InvocationHost } from './runtime/sandbox.ts';
 

@@ -1,6 +1,6 @@
 import { brotliDecompressSync, gunzipSync, inflateSync, type ZlibOptions } from 'node:zlib';
-import { Agent, buildConnector, request, type Dispatcher } from 'undici';
-import { EgressRefused, type EgressPolicy } from './egress.ts';
+import { request, type Dispatcher } from 'undici';
+import { EgressRefused, type EgressPolicy } from '../../core/egress.ts';
 
 /**
  * The host side of a lambda's `fetch` (issue 22, item 1; README: Egress): one `InvocationFetcher`
@@ -65,26 +65,6 @@ const ENDED = new FetchFailed("the invocation's time is up");
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Request headers the host sets itself or that describe a connection, not a request. */
 const DROPPED_HEADERS = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
-
-/**
- * The dispatcher lambdas fetch through: connections go to the address the policy checked (its
- * `lookup`); a literal address never reaches `lookup`, so `InvocationFetcher` checks it first.
- */
-export function egressAgent(policy: EgressPolicy): Agent {
-  // One connector per port, so the lookup that checks the address also knows the port (the
-  // platform's own ports are refused on local addresses only; net.connect's lookup gets no port).
-  const connectors = new Map<number, buildConnector.connector>();
-  const connect: buildConnector.connector = (options, callback) => {
-    const port = Number(options.port) || (options.protocol === 'https:' ? 443 : 80);
-    let connector = connectors.get(port);
-    if (connector === undefined) {
-      connector = buildConnector({ lookup: policy.lookup(port) } as buildConnector.BuildOptions);
-      connectors.set(port, connector);
-    }
-    return connector(options, callback);
-  };
-  return new Agent({ connect, connections: 64 });
-}
 
 /**
  * What one invocation may still spend on fetch and platform bindings together (README: Limits):

@@ -1,8 +1,7 @@
 import { SettingsError } from '../../config.ts';
 import { createServiceApp } from '../../core/app.ts';
 import { LambdaBridges } from './bridge.ts';
-import { EgressPolicy } from './egress.ts';
-import { egressAgent } from './fetcher.ts';
+import { EgressPolicy, egressAgent } from '../../core/egress.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { LambdaEnvironment } from './environment.ts';
 import { InvocationHistory, type HistoryOptions } from './history.ts';

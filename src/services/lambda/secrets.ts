@@ -1,7 +1,9 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Settings } from '../../config.ts';
+import { readOrCreateKeyFile, SealingKey, UnsealError } from '../../core/sealing.ts';
+
+// The key file and sealing are shared with the scheduler's webhook secrets (src/core/sealing.ts).
+export { keyFingerprint, readOrCreateKeyFile } from '../../core/sealing.ts';
 
 /**
  * Lambda secrets at rest (README: Environment and secrets): AES-256-GCM with a fresh 12-byte IV
@@ -13,13 +15,6 @@ import type { Settings } from '../../config.ts';
 
 /** The key file's name in the data directory, used when `LAMBDA_SECRETS_KEY` is unset. */
 export const SECRETS_KEY_FILE = 'lambda-secrets.key';
-
-const KEY_BYTES = 32;
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
-const ALGORITHM = 'aes-256-gcm';
-/** Sealed form: `v1.<fingerprint hex>.<iv base64url>.<ciphertext and tag base64url>`. */
-const VERSION = 'v1';
 
 /** The secrets of a lambda were sealed under a key this process does not have. */
 export class SecretsKeyMismatch extends Error {
@@ -42,66 +37,14 @@ export class SecretsUnreadable extends Error {
   }
 }
 
-/** The first 8 bytes of the key's SHA-256, in hex: names a key without revealing it. */
-export function keyFingerprint(key: Buffer): string {
-  return createHash('sha256').update(key).digest().subarray(0, 8).toString('hex');
-}
-
-/**
- * The key in `path`, created first when there is none: 32 random bytes written to a temporary
- * file of mode 0600 and linked into place, which fails rather than overwrites when another process
- * created it meanwhile, so every process on one data directory reads the same key.
- * `created` tells whether this call made it.
- */
-export function readOrCreateKeyFile(path: string): { key: Buffer; created: boolean } {
-  const existing = readKeyFile(path);
-  if (existing) return { key: existing, created: false };
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const temporary = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  let created = false;
-  const fd = openSync(temporary, 'wx', 0o600);
-  try {
-    writeSync(fd, randomBytes(KEY_BYTES));
-    fsyncSync(fd);
-    closeSync(fd);
-    try {
-      linkSync(temporary, path);
-      created = true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-  } finally {
-    try {
-      unlinkSync(temporary);
-    } catch {
-      // Already gone: nothing to clean up.
-    }
-  }
-  const key = readKeyFile(path);
-  if (!key) throw new Error(`${path} could not be created`);
-  return { key, created };
-}
-
-/** The key in the file, or null when there is no file; a file that is not 32 bytes is an error. */
-function readKeyFile(path: string): Buffer | null {
-  let content: Buffer;
-  try {
-    content = readFileSync(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
-  if (content.length !== KEY_BYTES)
-    throw new Error(`${path} must hold exactly ${KEY_BYTES} bytes (a lambda secrets key); it holds ${content.length}`);
-  return content;
-}
-
 /** Seals and opens the secrets of lambdas under one key. */
 export class LambdaSecrets {
-  private loaded: { key: Buffer; fingerprint: string } | undefined;
+  private readonly sealing: SealingKey;
 
   /** `key`: the key, or a function that gives it on first need (the key file is made then). */
-  constructor(private readonly key: Buffer | (() => Buffer)) {}
+  constructor(key: Buffer | (() => Buffer)) {
+    this.sealing = new SealingKey(key);
+  }
 
   /**
    * The key of these settings: `lambdaSecretsKey`, else the key file in `dataDir`, read or created
@@ -121,23 +64,9 @@ export class LambdaSecrets {
     });
   }
 
-  private current(): { key: Buffer; fingerprint: string } {
-    if (!this.loaded) {
-      const key = typeof this.key === 'function' ? this.key() : this.key;
-      if (key.length !== KEY_BYTES) throw new Error(`a lambda secrets key has ${KEY_BYTES} bytes, not ${key.length}`);
-      this.loaded = { key, fingerprint: keyFingerprint(key) };
-    }
-    return this.loaded;
-  }
-
-  /** The values, encrypted for lambda `lambdaId` only. */
+  /** The values, encrypted for lambda `lambdaId` only (its id is the authenticated data). */
   seal(lambdaId: string, values: Record<string, string>): string {
-    const { key, fingerprint } = this.current();
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv(ALGORITHM, key, iv, { authTagLength: TAG_BYTES });
-    cipher.setAAD(Buffer.from(lambdaId, 'utf8'));
-    const sealed = Buffer.concat([cipher.update(JSON.stringify(values), 'utf8'), cipher.final(), cipher.getAuthTag()]);
-    return [VERSION, fingerprint, iv.toString('base64url'), sealed.toString('base64url')].join('.');
+    return this.sealing.seal(lambdaId, JSON.stringify(values));
   }
 
   /**
@@ -145,25 +74,18 @@ export class LambdaSecrets {
    * another key, SecretsUnreadable when they are damaged, changed or sealed for another lambda.
    */
   open(lambdaId: string, sealed: string): Record<string, string> {
-    const parts = sealed.split('.');
-    if (parts.length !== 4 || parts[0] !== VERSION) throw new SecretsUnreadable(lambdaId, 'not in a known format');
-    const [, fingerprint, ivText, bodyText] = parts as [string, string, string, string];
-    const { key, fingerprint: ours } = this.current();
-    if (fingerprint !== ours) throw new SecretsKeyMismatch(lambdaId);
-    const iv = Buffer.from(ivText, 'base64url');
-    const body = Buffer.from(bodyText, 'base64url');
-    if (iv.length !== IV_BYTES || body.length < TAG_BYTES)
-      throw new SecretsUnreadable(lambdaId, 'not in a known format');
     let plain: string;
     try {
-      const decipher = createDecipheriv(ALGORITHM, key, iv, { authTagLength: TAG_BYTES });
-      decipher.setAAD(Buffer.from(lambdaId, 'utf8'));
-      decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
-      plain = Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_BYTES)), decipher.final()]).toString(
-        'utf8',
+      plain = this.sealing.open(lambdaId, sealed);
+    } catch (error) {
+      if (!(error instanceof UnsealError)) throw error;
+      if (error.problem.kind === 'key_mismatch') throw new SecretsKeyMismatch(lambdaId);
+      throw new SecretsUnreadable(
+        lambdaId,
+        error.problem.reason === 'changed'
+          ? 'they were changed, or were sealed for another lambda'
+          : error.problem.reason,
       );
-    } catch {
-      throw new SecretsUnreadable(lambdaId, 'they were changed, or were sealed for another lambda');
     }
     let values: unknown;
     try {

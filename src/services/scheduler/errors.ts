@@ -20,6 +20,27 @@ export const SchedulerErrors = {
   acknowledgeBodyInvalid: () => new HttpError(400, 'validation_error', 'the body may only be {"lease_id": string}'),
   leaseIdDiffers: () => new HttpError(400, 'validation_error', 'lease_id differs between the query and the body'),
   extensionNotPositive: () => new HttpError(400, 'invalid_lease', 'extension must be positive'),
+  // Delivery targets and retry policy (README: Delivery). A message never quotes a webhook secret.
+  targetNeedsUser: () =>
+    new HttpError(
+      400,
+      'validation_error',
+      'target.lambda_id: a lambda target needs the platform user whose lambda it runs: send a platform token (Authorization: Bearer) or session beside the scheduler key (X-API-Key)',
+    ),
+  targetLambdaNotRunnable: (id: string) =>
+    new HttpError(400, 'validation_error', `target.lambda_id: no lambda ${JSON.stringify(id)} that you can run`),
+  targetLambdaUnavailable: () =>
+    new HttpError(
+      400,
+      'validation_error',
+      'target.lambda_id: lambda delivery is unavailable here (the scheduler runs without the platform services)',
+    ),
+  targetLambdaCheckFailed: () =>
+    new HttpError(503, 'service_unavailable', 'the lambda service cannot be reached to check target.lambda_id'),
+  targetKind: () =>
+    new HttpError(400, 'validation_error', 'target: give either lambda_id, or url and secret (a webhook)'),
+  targetUrlInvalid: (reason: string) => new HttpError(400, 'validation_error', `target.url: ${reason}`),
+  retryInvalid: (field: string, reason: string) => new HttpError(400, 'validation_error', `retry.${field}: ${reason}`),
 
   // 401: every method but GET needs a key.
   keyRequired: () =>
@@ -33,6 +54,9 @@ export const SchedulerErrors = {
   // 409
   schedulerExists: (id: string) => new HttpError(409, 'conflict', `scheduler ${JSON.stringify(id)} already exists`),
   taskExists: (id: string) => new HttpError(409, 'task_already_exists', `task ${JSON.stringify(id)} already exists`),
+  /** Retry of a dead task whose id is in use by a live task. */
+  deadTaskIdInUse: (id: string) =>
+    new HttpError(409, 'task_already_exists', `a task ${JSON.stringify(id)} already exists in the scheduler`),
   /** Extend of a task without a live lease; checked before the lease id. */
   taskNotInFlight: () => new HttpError(409, 'conflict', 'the task is not in flight (no live lease)'),
   /** Reschedule of a leased task. */

@@ -8,9 +8,12 @@ export interface Change {
   due: boolean;
   /** The scheduler was deleted. */
   deleted: boolean;
+  /** Its delivery target or retry policy changed (README: Delivery): delivery engines read it again. */
+  retarget: boolean;
 }
 
 export type ChangeHandler = (change: Change) => void;
+export type AnyChangeHandler = (schedulerId: string, change: Change) => void;
 
 /**
  * A change that only streams care about (a claim, an acknowledge, an extend) is published at most
@@ -28,6 +31,8 @@ const QUIET_INTERVAL_MS = 50;
  */
 export class SchedulerEvents {
   private readonly handlers = new Map<string, Set<ChangeHandler>>();
+  /** Told of every scheduler's changes (the delivery engine). */
+  private readonly everyHandlers = new Set<AnyChangeHandler>();
   private pending = new Map<string, Change>();
   private flushing = false;
   /** When each scheduler's last message went out (schedulers with a recent one only). */
@@ -42,26 +47,28 @@ export class SchedulerEvents {
     private readonly onError: (error: unknown) => void,
   ) {
     this.unsubscribe = notifier.subscribe(TOPIC, (message) => {
-      let parsed: { s?: unknown; w?: unknown; d?: unknown };
+      let parsed: { s?: unknown; w?: unknown; d?: unknown; t?: unknown };
       try {
         parsed = JSON.parse(message) as typeof parsed;
       } catch {
         return;
       }
       if (typeof parsed.s !== 'string') return;
-      this.deliver(parsed.s, { due: parsed.w === 1, deleted: parsed.d === 1 });
+      this.deliver(parsed.s, { due: parsed.w === 1, deleted: parsed.d === 1, retarget: parsed.t === 1 });
     });
     // Messages may have been lost while the notifier reconnected: everyone looks again.
     this.unresync = notifier.onResync(() => {
-      for (const id of [...this.handlers.keys()]) this.deliver(id, { due: true, deleted: false });
+      for (const id of [...this.handlers.keys()]) this.deliver(id, { due: true, deleted: false, retarget: false });
+      for (const handler of [...this.everyHandlers]) handler('', { due: true, deleted: false, retarget: true });
     });
   }
 
   /** Records a change to publish at the end of this turn, or a quiet one at the end of its scheduler's interval. */
   changed(schedulerId: string, change: Partial<Change> = {}): void {
-    const current = this.pending.get(schedulerId) ?? { due: false, deleted: false };
+    const current = this.pending.get(schedulerId) ?? { due: false, deleted: false, retarget: false };
     current.due ||= change.due ?? false;
     current.deleted ||= change.deleted ?? false;
+    current.retarget ||= change.retarget ?? false;
     this.pending.set(schedulerId, current);
     const quiet = !current.due && !current.deleted;
     if (quiet && this.held.has(schedulerId)) return;
@@ -99,7 +106,15 @@ export class SchedulerEvents {
       for (const [id, at] of this.published) if (now - at >= QUIET_INTERVAL_MS) this.published.delete(id);
     this.published.set(schedulerId, now);
     this.notifier
-      .publish(TOPIC, JSON.stringify({ s: schedulerId, w: change.due ? 1 : 0, d: change.deleted ? 1 : 0 }))
+      .publish(
+        TOPIC,
+        JSON.stringify({
+          s: schedulerId,
+          w: change.due ? 1 : 0,
+          d: change.deleted ? 1 : 0,
+          ...(change.retarget ? { t: 1 } : {}),
+        }),
+      )
       .catch(this.onError);
   }
 
@@ -119,7 +134,20 @@ export class SchedulerEvents {
     };
   }
 
+  /** Every scheduler's changes; a resync of the notifier is told as a retarget of scheduler ''. */
+  listenAll(handler: AnyChangeHandler): () => void {
+    this.everyHandlers.add(handler);
+    return () => this.everyHandlers.delete(handler);
+  }
+
   private deliver(schedulerId: string, change: Change): void {
+    for (const handler of [...this.everyHandlers]) {
+      try {
+        handler(schedulerId, change);
+      } catch (error) {
+        this.onError(error);
+      }
+    }
     const set = this.handlers.get(schedulerId);
     if (!set) return;
     for (const handler of [...set]) {
@@ -137,5 +165,6 @@ export class SchedulerEvents {
     this.unsubscribe();
     this.unresync();
     this.handlers.clear();
+    this.everyHandlers.clear();
   }
 }

@@ -1,5 +1,10 @@
+import { join } from 'node:path';
+import { SettingsError } from '../../config.ts';
 import { createServiceApp } from '../../core/app.ts';
+import { EgressPolicy, egressAgent } from '../../core/egress.ts';
+import { readOrCreateKeyFile, SealingKey } from '../../core/sealing.ts';
 import type { ServiceDefinition } from '../context.ts';
+import { DeliveryEngine } from './delivery.ts';
 import { SchedulerEvents } from './events.ts';
 import { SchedulerKeys } from './keys.ts';
 import { schedulerMigrations } from './migrations.ts';
@@ -7,11 +12,16 @@ import { SchedulerRepository } from './repository.ts';
 import type { RouteDeps } from './routes/deps.ts';
 import { registerRoutes } from './routes/index.ts';
 
+/** The key file of lambda secrets (lambda/secrets.ts): webhook secrets share its key. */
+const WEBHOOK_KEY_FILE = 'lambda-secrets.key';
+/** The longest one webhook request may take. */
+const WEBHOOK_TIMEOUT_MS = 30_000;
+
 /** Scheduler (README.md): named schedulers of delayed one-off tasks, leased to workers. */
 export const schedulerService: ServiceDefinition = {
   name: 'scheduler',
   migrations: schedulerMigrations,
-  async build({ settings, store, logger, version }) {
+  async build({ settings, store, logger, version, services, ports }) {
     const app = await createServiceApp({
       name: 'scheduler',
       domain: settings.domain,
@@ -29,13 +39,74 @@ export const schedulerService: ServiceDefinition = {
     const events = new SchedulerEvents(store.notifier, (error) =>
       logger.warn({ err: error }, 'scheduler notification failed'),
     );
-    app.addHook('onClose', async () => events.close());
+
+    // Webhook secrets are sealed with the key of lambda secrets (README: Delivery): LAMBDA_SECRETS_KEY,
+    // else the same key file in the data directory, read or made on first need.
+    const configuredKey = settings.lambdaSecretsKey;
+    const sealing = new SealingKey(
+      configuredKey ??
+        (() => {
+          const path = join(settings.dataDir, WEBHOOK_KEY_FILE);
+          const { key, created } = readOrCreateKeyFile(path);
+          if (created && store.sql.database.soleWriter) logger.info({ path }, 'created the key of sealed secrets');
+          else if (created)
+            logger.warn(
+              { path },
+              'created the key of sealed secrets in the data directory of this instance: other instances of this database cannot read webhook secrets; give every instance the same LAMBDA_SECRETS_KEY',
+            );
+          return key;
+        }),
+    );
+    // Webhooks go where a lambda's fetch may go (core/egress.ts), never to the platform's own ports.
+    let policy: EgressPolicy;
+    try {
+      const upstreamPorts = Object.values(settings.upstreams).map((url) => {
+        const { port, protocol } = new URL(url);
+        return Number(port) || (protocol === 'https:' ? 443 : 80);
+      });
+      policy = new EgressPolicy({
+        allow: settings.lambdaEgressAllow,
+        ownPorts: () => [...(ports ?? []), ...upstreamPorts],
+      });
+    } catch (error) {
+      throw new SettingsError((error as Error).message);
+    }
+    const dispatcher = egressAgent(policy);
+    const lambdaTimeoutMs = settings.lambdaTimeoutSeconds * 1000;
+    const delivery = new DeliveryEngine({
+      repository,
+      events,
+      logger,
+      now: () => Date.now(),
+      sealing,
+      services,
+      policy,
+      dispatcher,
+      concurrency: settings.schedulerDeliveryConcurrency,
+      leaseMs:
+        settings.schedulerDeliveryLeaseSeconds !== undefined
+          ? settings.schedulerDeliveryLeaseSeconds * 1000
+          : Math.max(lambdaTimeoutMs, WEBHOOK_TIMEOUT_MS) + 30_000,
+      // The lambda stops itself at its timeout; a little more covers the call around it.
+      lambdaTimeoutMs: lambdaTimeoutMs + 5_000,
+      webhookTimeoutMs: WEBHOOK_TIMEOUT_MS,
+      lambdaMaxBodyBytes: settings.lambdaMaxResponseBytes,
+    });
+    // Started once the app is ready (migrations ran); stopped before the notifier and store close.
+    app.addHook('onReady', async () => delivery.start());
+    app.addHook('onClose', async () => {
+      await delivery.close();
+      await dispatcher.close();
+      events.close();
+    });
 
     const deps: RouteDeps = {
       repository,
       events,
       requireKey: async (request) => keys.check(request),
       now: () => Date.now(),
+      sealing,
+      services,
     };
     registerRoutes(app, deps);
     return app;

@@ -19,5 +19,20 @@ export const schedulerMigrations: MigrationSet = {
         'create table scheduler_generated_key (slot integer primary key, api_key text not null)',
       ],
     },
+    {
+      name: '002_delivery_targets_and_dead_letters',
+      statements: ({ types }) => [
+        // Issue 23: a scheduler's target (JSON: lambda id and owner, or webhook URL and sealed
+        // secret) and retry policy (JSON; null = the defaults), both null on existing schedulers.
+        'alter table scheduler_schedulers add column target text',
+        'alter table scheduler_schedulers add column retry text',
+        // Deliveries so far and the last one's error (README: Delivery); 0 / null for manual workers' tasks.
+        'alter table scheduler_tasks add column attempts integer not null default 0',
+        'alter table scheduler_tasks add column last_error text',
+        // Tasks whose deliveries all failed. `seq` keeps the order they died in.
+        `create table scheduler_dead (seq ${types.serialPrimaryKey}, scheduler_id text not null, id text not null, payload text not null, labels text not null, attempts integer not null, last_error text, failed_ms bigint not null, unique (scheduler_id, id))`,
+        'create index scheduler_dead_order on scheduler_dead (scheduler_id, seq)',
+      ],
+    },
   ],
 };

@@ -13,9 +13,40 @@ export interface SchedulerRow {
   display_name: string;
   created_ms: number;
   updated_ms: number;
+  /** The delivery target as stored (JSON), null when none (README: Delivery). */
+  target: string | null;
+  /** The retry policy as stored (JSON), null for the defaults. */
+  retry: string | null;
   total: number;
   inflight: number;
 }
+
+/** A scheduler with a delivery target, as the delivery engine reads it. */
+export interface TargetedScheduler {
+  id: string;
+  target: string;
+  retry: string | null;
+}
+
+/** A task claimed by the platform for delivery: `attempts` counts this delivery. */
+export interface DeliveryClaim {
+  id: string;
+  payload: string;
+  labels: string;
+  lease_id: string;
+  attempts: number;
+}
+
+export interface DeadTask {
+  id: string;
+  payload: string;
+  labels: string;
+  attempts: number;
+  last_error: string | null;
+  failed_ms: number;
+}
+
+export type DeadRetryOutcome = 'done' | 'not_found' | 'task_not_found' | 'exists';
 
 export interface Counts {
   scheduled: number;
@@ -36,6 +67,9 @@ export interface ListedTask {
   id: string;
   due_ms: number;
   labels: string;
+  /** Deliveries so far (platform deliveries only) and the last one's error. */
+  attempts: number;
+  last_error: string | null;
 }
 
 export interface TaskPages {
@@ -79,7 +113,7 @@ export type AckOutcome = 'done' | 'task_not_found' | 'lease_mismatch' | 'not_fou
 export type ExtendOutcome = { expires: number } | 'task_not_found' | 'lease_mismatch' | 'conflict' | 'not_found';
 export type RescheduleOutcome = 'done' | 'task_not_found' | 'task_in_flight' | 'not_found';
 
-const SCHEDULER_COLUMNS = `s.id, s.display_name, s.created_ms, s.updated_ms,
+const SCHEDULER_COLUMNS = `s.id, s.display_name, s.created_ms, s.updated_ms, s.target, s.retry,
   (select count(*) from scheduler_tasks t where t.scheduler_id = s.id) as total,
   (select count(*) from scheduler_tasks t where t.scheduler_id = s.id and t.lease_id is not null and t.due_ms > ?) as inflight`;
 
@@ -141,7 +175,9 @@ export class SchedulerRepository {
         all<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s order by s.seq`, now),
       );
     const rows = await this.sql.read(() =>
-      all<SchedulerRow>('select id, display_name, created_ms, updated_ms from scheduler_schedulers order by seq'),
+      all<SchedulerRow>(
+        'select id, display_name, created_ms, updated_ms, target, retry from scheduler_schedulers order by seq',
+      ),
     );
     const pacer = new Pacer();
     for (const row of rows) await this.withCounts(row, now, pacer);
@@ -154,7 +190,10 @@ export class SchedulerRepository {
         first<SchedulerRow>(`select ${SCHEDULER_COLUMNS} from scheduler_schedulers s where s.id = ?`, now, id),
       );
     const row = await this.sql.read(() =>
-      first<SchedulerRow>('select id, display_name, created_ms, updated_ms from scheduler_schedulers where id = ?', id),
+      first<SchedulerRow>(
+        'select id, display_name, created_ms, updated_ms, target, retry from scheduler_schedulers where id = ?',
+        id,
+      ),
     );
     return row ? this.withCounts(row, now, new Pacer()) : undefined;
   }
@@ -211,17 +250,25 @@ export class SchedulerRepository {
     );
   }
 
-  /** False when the id is taken. */
-  async createScheduler(id: string, displayName: string, description: string | null, now: number): Promise<boolean> {
+  /** False when the id is taken. `delivery`: the target and retry policy as stored (JSON), null for none. */
+  async createScheduler(
+    id: string,
+    displayName: string,
+    description: string | null,
+    now: number,
+    delivery: { target: string | null; retry: string | null } = { target: null, retry: null },
+  ): Promise<boolean> {
     try {
       await this.sql.write(() =>
         run(
-          'insert into scheduler_schedulers (id, display_name, description, created_ms, updated_ms) values (?, ?, ?, ?, ?)',
+          'insert into scheduler_schedulers (id, display_name, description, created_ms, updated_ms, target, retry) values (?, ?, ?, ?, ?, ?, ?)',
           id,
           displayName,
           description,
           now,
           now,
+          delivery.target,
+          delivery.retry,
         ),
       );
       return true;
@@ -231,10 +278,13 @@ export class SchedulerRepository {
     }
   }
 
-  /** PUT replaces display_name and description; PATCH (`partial`) changes only what is given. */
+  /**
+   * PUT replaces display_name and description; PATCH (`partial`) changes only what is given. The
+   * target and retry policy change only when given, on both (null removes them).
+   */
   async updateScheduler(
     id: string,
-    change: { display_name?: string; description?: string },
+    change: { display_name?: string; description?: string; target?: string | null; retry?: string | null },
     partial: boolean,
     now: number,
   ): Promise<boolean> {
@@ -248,6 +298,14 @@ export class SchedulerRepository {
       sets.push('description = ?');
       params.push(change.description ?? null);
     }
+    if (change.target !== undefined) {
+      sets.push('target = ?');
+      params.push(change.target);
+    }
+    if (change.retry !== undefined) {
+      sets.push('retry = ?');
+      params.push(change.retry);
+    }
     const changed = await this.sql.write(() =>
       run(`update scheduler_schedulers set ${sets.join(', ')} where id = ?`, ...params, id),
     );
@@ -257,7 +315,10 @@ export class SchedulerRepository {
   async deleteScheduler(id: string): Promise<boolean> {
     return this.sql.write(function* () {
       const changed = yield* run('delete from scheduler_schedulers where id = ?', id);
-      if (changed > 0) yield* run('delete from scheduler_tasks where scheduler_id = ?', id);
+      if (changed > 0) {
+        yield* run('delete from scheduler_tasks where scheduler_id = ?', id);
+        yield* run('delete from scheduler_dead where scheduler_id = ?', id);
+      }
       return changed > 0;
     });
   }
@@ -497,7 +558,7 @@ export class SchedulerRepository {
       const scheduledRows =
         (scheduledPage.page - 1) * scheduledPage.perPage < scheduledTotal
           ? yield* all<ListedTask>(
-              `select id, due_ms, labels from scheduler_tasks where ${where} and ${scheduled} order by seq limit ? offset ?`,
+              `select id, due_ms, labels, attempts, last_error from scheduler_tasks where ${where} and ${scheduled} order by seq limit ? offset ?`,
               ...params,
               now,
               scheduledPage.perPage,
@@ -507,7 +568,7 @@ export class SchedulerRepository {
       const inflightRows =
         (inflightPage.page - 1) * inflightPage.perPage < inflightTotal
           ? yield* all<ListedTask>(
-              `select id, due_ms, labels from scheduler_tasks where ${where} and ${inflight} order by seq limit ? offset ?`,
+              `select id, due_ms, labels, attempts, last_error from scheduler_tasks where ${where} and ${inflight} order by seq limit ? offset ?`,
               ...params,
               now,
               inflightPage.perPage,
@@ -546,7 +607,7 @@ export class SchedulerRepository {
         const offset = skip;
         const found = await this.sql.read(() =>
           all<ListedTask>(
-            `select id, due_ms, labels from scheduler_tasks where scheduler_id = ? and seq >= ? and seq < ? and ${inflight ? INFLIGHT : SCHEDULED} order by seq limit ? offset ?`,
+            `select id, due_ms, labels, attempts, last_error from scheduler_tasks where scheduler_id = ? and seq >= ? and seq < ? and ${inflight ? INFLIGHT : SCHEDULED} order by seq limit ? offset ?`,
             schedulerId,
             w.from,
             w.from + this.windows.count,
@@ -591,7 +652,9 @@ export class SchedulerRepository {
       if (index >= start && index < start + page.perPage) (inflight ? result.inflight : result.scheduled).push(task);
     };
     const columns =
-      search !== null ? 'seq, id, due_ms, labels, lease_id, payload' : 'seq, id, due_ms, labels, lease_id';
+      search !== null
+        ? 'seq, id, due_ms, labels, lease_id, attempts, last_error, payload'
+        : 'seq, id, due_ms, labels, lease_id, attempts, last_error';
     const size = search !== null ? 'octet_length(payload) + octet_length(labels)' : 'octet_length(labels)';
     let after = 0;
     for (;;) {
@@ -615,7 +678,16 @@ export class SchedulerRepository {
         const last = Number(sizes[end - 1]!.seq);
         await pacer.pace();
         const rows = await this.sql.read(() =>
-          all<{ seq: number; id: string; due_ms: number; labels: string; lease_id: string | null; payload?: string }>(
+          all<{
+            seq: number;
+            id: string;
+            due_ms: number;
+            labels: string;
+            lease_id: string | null;
+            attempts: number;
+            last_error: string | null;
+            payload?: string;
+          }>(
             `select ${columns} from scheduler_tasks where scheduler_id = ? and seq > ? and seq <= ? order by seq`,
             schedulerId,
             after,
@@ -626,7 +698,7 @@ export class SchedulerRepository {
           if (search !== null && !row.payload!.includes(search)) continue;
           if (!filter.labels.every((label) => hasLabel(row.labels, label))) continue;
           keep(
-            { id: row.id, due_ms: row.due_ms, labels: row.labels },
+            { id: row.id, due_ms: row.due_ms, labels: row.labels, attempts: row.attempts, last_error: row.last_error },
             row.lease_id !== null && Number(row.due_ms) > now,
           );
         }
@@ -636,6 +708,183 @@ export class SchedulerRepository {
       if (sizes.length < this.windows.probeRows) break;
     }
     return result;
+  }
+
+  // ---- platform delivery (README: Delivery) ----
+
+  /** Every scheduler with a target, for the delivery engine. */
+  async targetedSchedulers(): Promise<TargetedScheduler[]> {
+    return this.sql.read(() =>
+      all<TargetedScheduler>(
+        'select id, target, retry from scheduler_schedulers where target is not null order by seq',
+      ),
+    );
+  }
+
+  /** The target and retry policy of one scheduler (undefined when it is gone). */
+  async deliveryOf(id: string): Promise<{ target: string | null; retry: string | null } | undefined> {
+    return this.sql.read(() =>
+      first<{ target: string | null; retry: string | null }>(
+        'select target, retry from scheduler_schedulers where id = ?',
+        id,
+      ),
+    );
+  }
+
+  /**
+   * The claim of `claim` (same order, same atomic step, so manual reserves and the platform
+   * compete fairly) that also counts the delivery attempt in the same statement.
+   */
+  async claimForDelivery(schedulerId: string, now: number, leaseMs: number): Promise<DeliveryClaim | undefined> {
+    const leaseId = randomUUID();
+    const lock = this.sql.syntax.forUpdateSkipLocked;
+    const row = await this.sql.writeEach(() =>
+      first<Omit<DeliveryClaim, 'lease_id'>>(
+        `update scheduler_tasks set lease_id = ?, due_ms = ?, attempts = attempts + 1 where seq = (select seq from scheduler_tasks where scheduler_id = ? and due_ms <= ? order by due_ms, seq limit 1${lock}) returning id, payload, labels, attempts`,
+        leaseId,
+        now + leaseMs,
+        schedulerId,
+        now,
+      ),
+    );
+    return row ? { ...row, attempts: Number(row.attempts), lease_id: leaseId } : undefined;
+  }
+
+  /**
+   * A delivery succeeded: the task is gone. Fenced by the lease id only: a new claim changes it,
+   * so a match means nobody took the task since (an expired but untaken lease still acknowledges).
+   */
+  async deliveryDone(schedulerId: string, taskId: string, leaseId: string): Promise<boolean> {
+    const changed = await this.sql.writeEach(() =>
+      run(
+        'delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ?',
+        schedulerId,
+        taskId,
+        leaseId,
+      ),
+    );
+    return changed > 0;
+  }
+
+  /** A delivery failed and may be tried again: due at `due`, lease cleared, error kept (fenced by the lease id). */
+  async deliveryFailed(
+    schedulerId: string,
+    taskId: string,
+    leaseId: string,
+    due: number,
+    error: string,
+  ): Promise<boolean> {
+    const changed = await this.sql.writeEach(() =>
+      run(
+        'update scheduler_tasks set due_ms = ?, lease_id = null, last_error = ? where scheduler_id = ? and id = ? and lease_id = ?',
+        due,
+        error,
+        schedulerId,
+        taskId,
+        leaseId,
+      ),
+    );
+    return changed > 0;
+  }
+
+  /** The last delivery failed: the task moves to the dead list in one transaction (fenced by the lease id). */
+  async deliveryDead(
+    schedulerId: string,
+    taskId: string,
+    leaseId: string,
+    error: string,
+    now: number,
+  ): Promise<boolean> {
+    const lock = this.sql.syntax.forUpdate;
+    return this.sql.write(function* () {
+      const row = yield* first<{ payload: string; labels: string; attempts: number }>(
+        `select payload, labels, attempts from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ?${lock}`,
+        schedulerId,
+        taskId,
+        leaseId,
+      );
+      if (!row) return false;
+      yield* run('delete from scheduler_tasks where scheduler_id = ? and id = ?', schedulerId, taskId);
+      // A task id may be reused once a task is gone: a newer dead task of that id replaces the older.
+      yield* run('delete from scheduler_dead where scheduler_id = ? and id = ?', schedulerId, taskId);
+      yield* run(
+        'insert into scheduler_dead (scheduler_id, id, payload, labels, attempts, last_error, failed_ms) values (?, ?, ?, ?, ?, ?, ?)',
+        schedulerId,
+        taskId,
+        row.payload,
+        row.labels,
+        Number(row.attempts),
+        error,
+        now,
+      );
+      return true;
+    });
+  }
+
+  /** One page of the dead list (in the order the tasks died) and its total. */
+  async listDead(schedulerId: string, page: Page): Promise<{ tasks: DeadTask[]; total: number }> {
+    return this.sql.read(function* () {
+      const count = yield* first<{ total: number }>(
+        'select count(*) as total from scheduler_dead where scheduler_id = ?',
+        schedulerId,
+      );
+      const total = Number(count?.total ?? 0);
+      const offset = (page.page - 1) * page.perPage;
+      const tasks =
+        offset < total
+          ? yield* all<DeadTask>(
+              'select id, payload, labels, attempts, last_error, failed_ms from scheduler_dead where scheduler_id = ? order by seq limit ? offset ?',
+              schedulerId,
+              page.perPage,
+              offset,
+            )
+          : [];
+      return { tasks, total };
+    });
+  }
+
+  /** A dead task back into the scheduler, due `now` with no attempts: one transaction. */
+  async retryDead(schedulerId: string, taskId: string, now: number): Promise<DeadRetryOutcome> {
+    const { forUpdate, forShare } = this.sql.syntax;
+    const isUnique = (error: unknown) => this.sql.isUniqueViolation(error);
+    try {
+      return await this.sql.write(function* (): Work<DeadRetryOutcome> {
+        if (!(yield* first(`select 1 as one from scheduler_schedulers where id = ?${forShare}`, schedulerId)))
+          return 'not_found';
+        const dead = yield* first<{ payload: string; labels: string }>(
+          `select payload, labels from scheduler_dead where scheduler_id = ? and id = ?${forUpdate}`,
+          schedulerId,
+          taskId,
+        );
+        if (!dead) return 'task_not_found';
+        if (yield* first('select 1 as one from scheduler_tasks where scheduler_id = ? and id = ?', schedulerId, taskId))
+          return 'exists';
+        yield* run('delete from scheduler_dead where scheduler_id = ? and id = ?', schedulerId, taskId);
+        yield* run(
+          'insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) values (?, ?, ?, ?, ?)',
+          schedulerId,
+          taskId,
+          dead.payload,
+          dead.labels,
+          now,
+        );
+        return 'done';
+      });
+    } catch (error) {
+      // An enqueue of that id that committed between the check and the insert.
+      if (isUnique(error)) return 'exists';
+      throw error;
+    }
+  }
+
+  /** Discards a dead task. */
+  async deleteDead(schedulerId: string, taskId: string): Promise<'done' | 'not_found' | 'task_not_found'> {
+    return this.sql.writeEach(function* () {
+      const changed = yield* run('delete from scheduler_dead where scheduler_id = ? and id = ?', schedulerId, taskId);
+      if (changed > 0) return 'done';
+      const scheduler = yield* first('select 1 as one from scheduler_schedulers where id = ?', schedulerId);
+      return scheduler ? 'task_not_found' : 'not_found';
+    });
   }
 
   // ---- the generated key (README: Generated key) ----

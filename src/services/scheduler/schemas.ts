@@ -13,6 +13,80 @@ const clientId = (what: string) =>
     description: `${what} id: 1–128 characters from A–Z a–z 0–9 . _ -`,
   });
 
+const duration = (description: string) =>
+  Type.String({ description: `${description} (Go duration: 300ms, 1.5h, 2h45m)` });
+
+/**
+ * A target as given (README: Delivery): `{"lambda_id"}` (a lambda the calling platform user can
+ * run) or `{"url","secret"}` (a webhook). One object with optional fields rather than a union, so
+ * that a bad field gets its own message; the handler checks that exactly one kind is given.
+ */
+const targetInput = Type.Union(
+  [
+    Type.Object(
+      {
+        lambda_id: Type.Optional(
+          Type.String({ minLength: 1, maxLength: 256, description: 'A lambda the calling user can run' }),
+        ),
+        url: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 2048,
+            description: 'Webhook: the http(s) URL the payload is POSTed to',
+          }),
+        ),
+        secret: Type.Optional(
+          Type.String({
+            minLength: 16,
+            maxLength: 1024,
+            description: 'Webhook: the HMAC-SHA256 signing secret (16–1024 characters); write-only, never returned',
+          }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Null(),
+  ],
+  {
+    description:
+      'Where the platform delivers due tasks: {"lambda_id"} (needs a signed-in platform user who can run it, beside the key) or {"url","secret"}; null removes it. Unchanged when absent.',
+  },
+);
+const retryInput = Type.Union(
+  [
+    Type.Object(
+      {
+        max_attempts: Type.Optional(
+          Type.Integer({ minimum: 1, maximum: 100, description: 'Deliveries before the task is dead (default 5)' }),
+        ),
+        base: Type.Optional(duration('First backoff, positive (default 5s)')),
+        factor: Type.Optional(
+          Type.Number({ minimum: 1, maximum: 10, description: 'Backoff multiplier per attempt (default 2)' }),
+        ),
+        cap: Type.Optional(duration('Longest backoff, at least base, at most 24h (default 15m)')),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Null(),
+  ],
+  {
+    description:
+      'Retry policy of deliveries; absent fields take the defaults; null restores them. Unchanged when absent.',
+  },
+);
+
+export const schedulerTarget = named(
+  'SchedulerTarget',
+  Type.Union([
+    Type.Object({ lambda_id: Type.String() }),
+    Type.Object({ url: Type.String(), secret_set: Type.Literal(true) }),
+  ]),
+);
+export const retryPolicy = named(
+  'RetryPolicy',
+  Type.Object({ max_attempts: Type.Integer(), base: Type.String(), factor: Type.Number(), cap: Type.String() }),
+);
+
 export const scheduler = named(
   'Scheduler',
   Type.Object({
@@ -23,6 +97,8 @@ export const scheduler = named(
     inflight: Type.Integer(),
     created_at: Type.String(),
     updated_at: Type.String(),
+    target: Type.Optional(schedulerTarget),
+    retry: Type.Optional(retryPolicy),
   }),
 );
 
@@ -42,17 +118,35 @@ export const createSchedulerBody = Type.Object(
     id: Type.Optional(clientId('scheduler')),
     display_name: Type.String({ minLength: 1 }),
     description: Type.Optional(Type.String()),
+    target: Type.Optional(targetInput),
+    retry: Type.Optional(retryInput),
   },
   { additionalProperties: false },
 );
 export const putSchedulerBody = Type.Object(
-  { display_name: Type.String({ minLength: 1 }), description: Type.Optional(Type.String()) },
+  {
+    display_name: Type.String({ minLength: 1 }),
+    description: Type.Optional(Type.String()),
+    target: Type.Optional(targetInput),
+    retry: Type.Optional(retryInput),
+  },
   { additionalProperties: false },
 );
 export const patchSchedulerBody = Type.Object(
-  { display_name: Type.Optional(Type.String({ minLength: 1 })), description: Type.Optional(Type.String()) },
+  {
+    display_name: Type.Optional(Type.String({ minLength: 1 })),
+    description: Type.Optional(Type.String()),
+    target: Type.Optional(targetInput),
+    retry: Type.Optional(retryInput),
+  },
   { additionalProperties: false },
 );
+
+/** What any scheduler-changing body may say about delivery. */
+export interface DeliveryChange {
+  target?: { lambda_id?: string; url?: string; secret?: string } | null;
+  retry?: { max_attempts?: number; base?: string; factor?: number; cap?: string } | null;
+}
 
 /** Most labels on one task, and the longest label (task lists return every label of every listed task). */
 export const MAX_LABELS = 64;
@@ -72,8 +166,6 @@ const labels = Type.Array(
     description: `Labels, each a string key:value; at most ${MAX_LABELS}`,
   },
 );
-const duration = (description: string) =>
-  Type.String({ description: `${description} (Go duration: 300ms, 1.5h, 2h45m)` });
 const time = (description: string) => Type.String({ description: `${description} (RFC 3339)` });
 
 export const enqueueBody = Type.Object(
@@ -118,11 +210,24 @@ const pageMeta = Type.Object({
   per_page: Type.Integer(),
   total_pages: Type.Integer(),
 });
-const scheduledItem = Type.Object({ id: Type.String(), future: Type.String(), labels: Type.Array(Type.String()) });
+/** On tasks the platform has tried to deliver only (README: Delivery): attempts so far, the last error. */
+const deliveryState = {
+  attempt: Type.Optional(Type.Integer({ description: 'Deliveries so far; present once the platform has tried one' })),
+  last_error: Type.Optional(
+    Type.Union([Type.String(), Type.Null()], { description: 'Why the last delivery failed; with `attempt`' }),
+  ),
+};
+const scheduledItem = Type.Object({
+  id: Type.String(),
+  future: Type.String(),
+  labels: Type.Array(Type.String()),
+  ...deliveryState,
+});
 const inflightItem = Type.Object({
   id: Type.String(),
   lease_expires_at: Type.String(),
   labels: Type.Array(Type.String()),
+  ...deliveryState,
 });
 export const taskList = named(
   'TaskList',
@@ -170,6 +275,24 @@ export const rescheduleBody = Type.Object(
   { additionalProperties: false },
 );
 export const rescheduled = Type.Object({ id: Type.String(), future: Type.String() });
+
+export const deadQuery = Type.Object({ page, per_page: perPage }, { additionalProperties: true });
+export const deadList = named(
+  'DeadTaskList',
+  Type.Object({
+    dead: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        labels: Type.Array(Type.String()),
+        attempts: Type.Integer(),
+        last_error: Type.Union([Type.String(), Type.Null()]),
+        failed_at: Type.String(),
+      }),
+    ),
+    meta: pageMeta,
+  }),
+);
+export const deadRetried = Type.Object({ id: Type.String(), future: Type.String() });
 
 export const schedulerParams = Type.Object({ id: Type.String() });
 export const taskParams = Type.Object({ id: Type.String(), task: Type.String() });

@@ -1,8 +1,8 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { LambdaBridges } from '../../../src/services/lambda/bridge.ts';
-import { EgressPolicy } from '../../../src/services/lambda/egress.ts';
-import { DEFAULT_FETCH_LIMITS, egressAgent } from '../../../src/services/lambda/fetcher.ts';
+import { EgressPolicy, egressAgent } from '../../../src/core/egress.ts';
+import { DEFAULT_FETCH_LIMITS } from '../../../src/services/lambda/fetcher.ts';
 import { LambdaRuntime } from '../../../src/services/lambda/runtime/sandbox.ts';
 import type { LambdaRequest } from '../../../src/services/lambda/runtime/sandbox.ts';
 import type { ServiceCall, ServiceCalls } from '../../../src/services/context.ts';

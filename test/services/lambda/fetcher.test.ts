@@ -3,10 +3,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { EgressPolicy } from '../../../src/services/lambda/egress.ts';
+import { EgressPolicy, egressAgent } from '../../../src/core/egress.ts';
 import {
   DEFAULT_FETCH_LIMITS,
-  egressAgent,
   FetchFailed,
   InvocationBudget,
   InvocationFetcher,

@@ -1,4 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
+import type { Settings } from '../../../src/config.ts';
 import { schedulerService } from '../../../src/services/scheduler/index.ts';
 import { startTestService, type TestService } from '../../helpers/service.ts';
 
@@ -24,8 +25,8 @@ export interface SchedulerHarness {
   close(): Promise<void>;
 }
 
-export async function startScheduler(): Promise<SchedulerHarness> {
-  const service = await startTestService(schedulerService, { schedulerApiKeys: [KEY, OTHER_KEY] });
+export async function startScheduler(overrides: Partial<Settings> = {}): Promise<SchedulerHarness> {
+  const service = await startTestService(schedulerService, { schedulerApiKeys: [KEY, OTHER_KEY], ...overrides });
   const call: SchedulerHarness['call'] = (method, url, body, options = {}) => {
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     const key = options.key === undefined ? KEY : options.key;

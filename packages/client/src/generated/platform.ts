@@ -2094,7 +2094,10 @@ export interface paths {
      */
     get: operations['schedulerListSchedulers'];
     put?: never;
-    /** Create a scheduler */
+    /**
+     * Create a scheduler
+     * @description With `target`, the platform delivers due tasks itself (a lambda target needs a signed-in platform user beside the key; the webhook `secret` is write-only).
+     */
     post: operations['schedulerCreateScheduler'];
     delete?: never;
     options?: never;
@@ -2120,6 +2123,57 @@ export interface paths {
     head?: never;
     /** Change the given fields of a scheduler */
     patch: operations['schedulerUpdateScheduler'];
+    trace?: never;
+  };
+  '/services/scheduler/schedulers/{id}/dead': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Tasks whose deliveries all failed, in the order they failed (no payloads) */
+    get: operations['schedulerListDeadTasks'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/services/scheduler/schedulers/{id}/dead/{task}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Discard a dead task */
+    delete: operations['schedulerDeleteDeadTask'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/services/scheduler/schedulers/{id}/dead/{task}/retry': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Put a dead task back, due now with no attempts; 409 when a task of that id exists */
+    post: operations['schedulerRetryDeadTask'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/services/scheduler/schedulers/{id}/health': {
@@ -2338,6 +2392,21 @@ export interface components {
       name: string;
       owners_length: number;
     };
+    DeadTaskList: {
+      dead: {
+        attempts: number;
+        failed_at: string;
+        id: string;
+        labels: string[];
+        last_error: string | null;
+      }[];
+      meta: {
+        page: number;
+        per_page: number;
+        total: number;
+        total_pages: number;
+      };
+    };
     Entry: {
       key: string;
       updatedAt: string;
@@ -2535,13 +2604,21 @@ export interface components {
       lease_id: string;
       payload: unknown;
     };
+    RetryPolicy: {
+      base: string;
+      cap: string;
+      factor: number;
+      max_attempts: number;
+    };
     Scheduler: {
       created_at: string;
       display_name: string;
       id: string;
       inflight: number;
       ready: boolean;
+      retry?: components['schemas']['RetryPolicy'];
       scheduled: number;
+      target?: components['schemas']['SchedulerTarget'];
       updated_at: string;
     };
     SchedulerHealth: {
@@ -2552,14 +2629,27 @@ export interface components {
       /** @enum {string} */
       status: 'ok';
     };
+    SchedulerTarget:
+      | {
+          lambda_id: string;
+        }
+      | {
+          /** @enum {boolean} */
+          secret_set: true;
+          url: string;
+        };
     SessionToken: {
       expires_at: string;
       token: string;
     };
     TaskList: {
       inflight: {
+        /** @description Deliveries so far; present once the platform has tried one */
+        attempt?: number;
         id: string;
         labels: string[];
+        /** @description Why the last delivery failed; with `attempt` */
+        last_error?: string | null;
         lease_expires_at: string;
       }[];
       inflight_meta: {
@@ -2569,9 +2659,13 @@ export interface components {
         total_pages: number;
       };
       scheduled: {
+        /** @description Deliveries so far; present once the platform has tried one */
+        attempt?: number;
         future: string;
         id: string;
         labels: string[];
+        /** @description Why the last delivery failed; with `attempt` */
+        last_error?: string | null;
       }[];
       scheduled_meta: {
         page: number;
@@ -2584,8 +2678,12 @@ export interface components {
       generated_at: string;
       health: components['schemas']['SchedulerHealth'];
       inflight: {
+        /** @description Deliveries so far; present once the platform has tried one */
+        attempt?: number;
         id: string;
         labels: string[];
+        /** @description Why the last delivery failed; with `attempt` */
+        last_error?: string | null;
         lease_expires_at: string;
       }[];
       inflight_meta: {
@@ -2595,9 +2693,13 @@ export interface components {
         total_pages: number;
       };
       scheduled: {
+        /** @description Deliveries so far; present once the platform has tried one */
+        attempt?: number;
         future: string;
         id: string;
         labels: string[];
+        /** @description Why the last delivery failed; with `attempt` */
+        last_error?: string | null;
       }[];
       scheduled_meta: {
         page: number;
@@ -11554,6 +11656,26 @@ export interface operations {
           display_name: string;
           /** @description scheduler id: 1–128 characters from A–Z a–z 0–9 . _ - */
           id?: string;
+          /** @description Retry policy of deliveries; absent fields take the defaults; null restores them. Unchanged when absent. */
+          retry?: {
+            /** @description First backoff, positive (default 5s) (Go duration: 300ms, 1.5h, 2h45m) */
+            base?: string;
+            /** @description Longest backoff, at least base, at most 24h (default 15m) (Go duration: 300ms, 1.5h, 2h45m) */
+            cap?: string;
+            /** @description Backoff multiplier per attempt (default 2) */
+            factor?: number;
+            /** @description Deliveries before the task is dead (default 5) */
+            max_attempts?: number;
+          } | null;
+          /** @description Where the platform delivers due tasks: {"lambda_id"} (needs a signed-in platform user who can run it, beside the key) or {"url","secret"}; null removes it. Unchanged when absent. */
+          target?: {
+            /** @description A lambda the calling user can run */
+            lambda_id?: string;
+            /** @description Webhook: the HMAC-SHA256 signing secret (16–1024 characters); write-only, never returned */
+            secret?: string;
+            /** @description Webhook: the http(s) URL the payload is POSTed to */
+            url?: string;
+          } | null;
         };
       };
     };
@@ -11598,6 +11720,15 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -11661,6 +11792,26 @@ export interface operations {
         'application/json': {
           description?: string;
           display_name: string;
+          /** @description Retry policy of deliveries; absent fields take the defaults; null restores them. Unchanged when absent. */
+          retry?: {
+            /** @description First backoff, positive (default 5s) (Go duration: 300ms, 1.5h, 2h45m) */
+            base?: string;
+            /** @description Longest backoff, at least base, at most 24h (default 15m) (Go duration: 300ms, 1.5h, 2h45m) */
+            cap?: string;
+            /** @description Backoff multiplier per attempt (default 2) */
+            factor?: number;
+            /** @description Deliveries before the task is dead (default 5) */
+            max_attempts?: number;
+          } | null;
+          /** @description Where the platform delivers due tasks: {"lambda_id"} (needs a signed-in platform user who can run it, beside the key) or {"url","secret"}; null removes it. Unchanged when absent. */
+          target?: {
+            /** @description A lambda the calling user can run */
+            lambda_id?: string;
+            /** @description Webhook: the HMAC-SHA256 signing secret (16–1024 characters); write-only, never returned */
+            secret?: string;
+            /** @description Webhook: the http(s) URL the payload is POSTed to */
+            url?: string;
+          } | null;
         };
       };
     };
@@ -11703,6 +11854,15 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -11782,6 +11942,26 @@ export interface operations {
         'application/json': {
           description?: string;
           display_name?: string;
+          /** @description Retry policy of deliveries; absent fields take the defaults; null restores them. Unchanged when absent. */
+          retry?: {
+            /** @description First backoff, positive (default 5s) (Go duration: 300ms, 1.5h, 2h45m) */
+            base?: string;
+            /** @description Longest backoff, at least base, at most 24h (default 15m) (Go duration: 300ms, 1.5h, 2h45m) */
+            cap?: string;
+            /** @description Backoff multiplier per attempt (default 2) */
+            factor?: number;
+            /** @description Deliveries before the task is dead (default 5) */
+            max_attempts?: number;
+          } | null;
+          /** @description Where the platform delivers due tasks: {"lambda_id"} (needs a signed-in platform user who can run it, beside the key) or {"url","secret"}; null removes it. Unchanged when absent. */
+          target?: {
+            /** @description A lambda the calling user can run */
+            lambda_id?: string;
+            /** @description Webhook: the HMAC-SHA256 signing secret (16–1024 characters); write-only, never returned */
+            secret?: string;
+            /** @description Webhook: the http(s) URL the payload is POSTed to */
+            url?: string;
+          } | null;
         };
       };
     };
@@ -11793,6 +11973,177 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Scheduler'];
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  schedulerListDeadTasks: {
+    parameters: {
+      query: {
+        page: number;
+        per_page: number;
+      };
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeadTaskList'];
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  schedulerDeleteDeadTask: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        task: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  schedulerRetryDeadTask: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        task: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            future: string;
+            id: string;
+          };
         };
       };
       /** @description Default Response */

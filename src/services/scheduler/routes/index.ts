@@ -1,5 +1,6 @@
 import type { ServiceApp } from '../../../core/app.ts';
 import type { RouteDeps } from './deps.ts';
+import { registerDeadRoutes } from './dead/routes.ts';
 import { registerOpenApi } from './openapi.ts';
 import { registerCreateScheduler } from './schedulers/create.ts';
 import { registerDeleteScheduler } from './schedulers/delete.ts';
@@ -33,6 +34,9 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
   registerAcknowledgeTask(app, deps);
   registerExtendLease(app, deps);
   registerRescheduleTask(app, deps);
+
+  // Dead letters: tasks whose platform deliveries all failed (README: Delivery).
+  registerDeadRoutes(app, deps);
 
   registerOpenApi(app);
 }

@@ -1,6 +1,7 @@
 import { SchedulerErrors } from '../../errors.ts';
 import type { SchedulerRow } from '../../repository.ts';
 import { ID_REGEX } from '../../schemas.ts';
+import { retryOf, targetObject } from '../../target.ts';
 import { formatTime } from '../../time.ts';
 import type { RouteDeps } from '../deps.ts';
 
@@ -16,6 +17,9 @@ export function schedulerObject(row: SchedulerRow) {
     inflight,
     created_at: formatTime(Number(row.created_ms)),
     updated_at: formatTime(Number(row.updated_ms)),
+    // Only on schedulers that deliver or have a policy, so the contract's objects keep their shape.
+    ...(row.target !== null ? { target: targetObject(row.target) } : {}),
+    ...(row.target !== null || row.retry !== null ? { retry: retryOf(row.retry) } : {}),
   };
 }
 

@@ -1,6 +1,8 @@
 import type { ServiceApp } from '../../../../core/app.ts';
+import { errorBody } from '../../../../core/schemas.ts';
 import { SchedulerErrors } from '../../errors.ts';
 import {
+  type DeliveryChange,
   ID_REGEX,
   patchSchedulerBody,
   privateErrors,
@@ -11,6 +13,8 @@ import {
 import type { RouteDeps } from '../deps.ts';
 import { loadScheduler, schedulerObject } from './object.ts';
 import { SCHEDULER_KEY } from '../../../../core/openapi.ts';
+import { identityOf } from '../../../../core/identity.ts';
+import { storedDelivery } from '../../target.ts';
 
 const updateSchema = (method: 'put' | 'patch') => ({
   tags: ['schedulers'],
@@ -19,7 +23,7 @@ const updateSchema = (method: 'put' | 'patch') => ({
   summary: method === 'put' ? 'Replace a scheduler (display_name required)' : 'Change the given fields of a scheduler',
   params: schedulerParams,
   body: method === 'put' ? putSchedulerBody : patchSchedulerBody,
-  response: { 200: scheduler, ...privateErrors },
+  response: { 200: scheduler, ...privateErrors, 503: errorBody },
 });
 
 export const updateSchedulerSchemas = { put: updateSchema('put'), patch: updateSchema('patch') };
@@ -33,9 +37,17 @@ export function registerUpdateScheduler(app: ServiceApp, deps: RouteDeps): void 
       { onRequest: requireKey, schema: updateSchedulerSchemas[method] },
       async (request) => {
         const { id } = request.params;
-        const change = request.body as { display_name?: string; description?: string };
+        const body = request.body as DeliveryChange & { display_name?: string; description?: string };
+        const delivery = await storedDelivery(id, body, {
+          sealing: deps.sealing,
+          services: deps.services,
+          identity: identityOf(request),
+        });
+        const change = { display_name: body.display_name, description: body.description, ...delivery };
         if (!ID_REGEX.test(id) || !(await repository.updateScheduler(id, change, method === 'patch', now())))
           throw SchedulerErrors.schedulerNotFound(id);
+        if (delivery.target !== undefined || delivery.retry !== undefined)
+          deps.events.changed(id, { due: true, retarget: true });
         return schedulerObject(await loadScheduler(deps, id));
       },
     );

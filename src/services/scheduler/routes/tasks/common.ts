@@ -20,13 +20,17 @@ export interface ListQuery {
   label?: string[];
 }
 
-const pageMeta = (total: number, page: Page) => ({
+export const pageMeta = (total: number, page: Page) => ({
   total,
   page: page.page,
   per_page: page.perPage,
   total_pages: Math.ceil(total / page.perPage),
 });
-const labelsOf = (text: string) => JSON.parse(text) as string[];
+export const labelsOf = (text: string) => JSON.parse(text) as string[];
+
+/** `attempt` and `last_error` of a task the platform has tried to deliver; nothing on the others (README: Delivery). */
+const deliveryState = (t: ListedTask) =>
+  Number(t.attempts) > 0 ? { attempt: Number(t.attempts), last_error: t.last_error ?? null } : {};
 
 /** One page of scheduled and one of in-flight tasks, as the task list and the stream's snapshots show them. */
 export async function listing({ repository, now }: RouteDeps, schedulerId: string, query: ListQuery) {
@@ -40,11 +44,13 @@ export async function listing({ repository, now }: RouteDeps, schedulerId: strin
       id: t.id,
       future: formatTime(Number(t.due_ms)),
       labels: labelsOf(t.labels),
+      ...deliveryState(t),
     })),
     inflight: pages.inflight.map((t: ListedTask) => ({
       id: t.id,
       lease_expires_at: formatTime(Number(t.due_ms)),
       labels: labelsOf(t.labels),
+      ...deliveryState(t),
     })),
     scheduled_meta: pageMeta(pages.scheduledTotal, sp),
     inflight_meta: pageMeta(pages.inflightTotal, ip),

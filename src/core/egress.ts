@@ -1,6 +1,7 @@
 import { networkInterfaces } from 'node:os';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { Agent, buildConnector } from 'undici';
 
 type AllCallback = (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void;
 
@@ -269,4 +270,24 @@ export class EgressPolicy {
   resolve(hostname: string, port: number): Promise<LookupAddress> {
     return this.resolveAddress(hostname, port);
   }
+}
+
+/**
+ * The dispatcher the platform's outbound requests (a lambda's fetch, a scheduler's webhook) go through: connections go to the address the policy checked (its
+ * `lookup`); a literal address never reaches `lookup`, so callers check it first (`resolve`).
+ */
+export function egressAgent(policy: EgressPolicy): Agent {
+  // One connector per port, so the lookup that checks the address also knows the port (the
+  // platform's own ports are refused on local addresses only; net.connect's lookup gets no port).
+  const connectors = new Map<number, buildConnector.connector>();
+  const connect: buildConnector.connector = (options, callback) => {
+    const port = Number(options.port) || (options.protocol === 'https:' ? 443 : 80);
+    let connector = connectors.get(port);
+    if (connector === undefined) {
+      connector = buildConnector({ lookup: policy.lookup(port) } as buildConnector.BuildOptions);
+      connectors.set(port, connector);
+    }
+    return connector(options, callback);
+  };
+  return new Agent({ connect, connections: 64 });
 }

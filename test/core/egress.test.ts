@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
-import { classifyAddress, EgressPolicy, EgressRefused, parseEgressAllow } from '../../../src/services/lambda/egress.ts';
+import { classifyAddress, EgressPolicy, EgressRefused, parseEgressAllow } from '../../src/core/egress.ts';
 
 // Issue 22, item 1: the policy itself, on addresses only. No test opens a connection to an
 // address outside loopback; the end-to-end refusals run against loopback servers.
