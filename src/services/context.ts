@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { ServiceName, Settings } from '../config.ts';
+import { SettingsError, type ServiceName, type Settings } from '../config.ts';
+import { EgressPolicy } from '../core/egress.ts';
 import type { PlatformInstance } from '../instances/index.ts';
 import type { Store } from '../store/index.ts';
 import type { MigrationSet } from '../store/migrate.ts';
@@ -77,4 +78,25 @@ export interface ServiceAnswer {
 export interface ServiceCalls {
   /** Answers whatever the service answers (4xx and 5xx included); rejects when it cannot be reached or read. */
   call(service: ServiceName, call: ServiceCall): Promise<ServiceAnswer>;
+}
+
+/**
+ * Where code the platform runs for users may connect (a lambda's fetch, a scheduler's webhooks;
+ * core/egress.ts): public addresses, what LAMBDA_EGRESS_ALLOW opens, and never this process's
+ * ports (read once they listen) nor its remote upstreams' internal ports. A bad allow list is a
+ * SettingsError, reported at start.
+ */
+export function platformEgressPolicy({ settings, ports }: Pick<ServiceContext, 'settings' | 'ports'>): EgressPolicy {
+  const upstreamPorts = Object.values(settings.upstreams).map((url) => {
+    const { port, protocol } = new URL(url);
+    return Number(port) || (protocol === 'https:' ? 443 : 80);
+  });
+  try {
+    return new EgressPolicy({
+      allow: settings.lambdaEgressAllow,
+      ownPorts: () => [...(ports ?? []), ...upstreamPorts],
+    });
+  } catch (error) {
+    throw new SettingsError((error as Error).message);
+  }
 }

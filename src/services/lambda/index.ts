@@ -1,8 +1,7 @@
-import { SettingsError } from '../../config.ts';
 import { createServiceApp } from '../../core/app.ts';
 import { LambdaBridges } from './bridge.ts';
-import { EgressPolicy, egressAgent } from '../../core/egress.ts';
-import type { ServiceDefinition } from '../context.ts';
+import { egressAgent } from '../../core/egress.ts';
+import { platformEgressPolicy, type ServiceDefinition } from '../context.ts';
 import { LambdaEnvironment } from './environment.ts';
 import { InvocationHistory, type HistoryOptions } from './history.ts';
 import { CronTicker, type CronOptions } from './cron.ts';
@@ -67,20 +66,7 @@ export function lambdaServiceWith(
         }
       });
       // fetch and the bindings (README: Fetch, Bindings): never to the platform's own ports.
-      let policy: EgressPolicy;
-      try {
-        // This process's ports (filled once they listen) and its remote upstreams' internal ports.
-        const upstreamPorts = Object.values(settings.upstreams).map((url) => {
-          const { port, protocol } = new URL(url);
-          return Number(port) || (protocol === 'https:' ? 443 : 80);
-        });
-        policy = new EgressPolicy({
-          allow: settings.lambdaEgressAllow,
-          ownPorts: () => [...(ports ?? []), ...upstreamPorts],
-        });
-      } catch (error) {
-        throw new SettingsError((error as Error).message);
-      }
+      const policy = platformEgressPolicy({ settings, ports });
       const dispatcher = egressAgent(policy);
       app.addHook('onClose', async () => dispatcher.close());
       const bridges = new LambdaBridges({

@@ -1,9 +1,8 @@
 import { join } from 'node:path';
-import { SettingsError } from '../../config.ts';
 import { createServiceApp } from '../../core/app.ts';
-import { EgressPolicy, egressAgent } from '../../core/egress.ts';
+import { egressAgent } from '../../core/egress.ts';
 import { readOrCreateKeyFile, SealingKey } from '../../core/sealing.ts';
-import type { ServiceDefinition } from '../context.ts';
+import { platformEgressPolicy, type ServiceDefinition } from '../context.ts';
 import { DeliveryEngine } from './delivery.ts';
 import { SchedulerEvents } from './events.ts';
 import { SchedulerKeys } from './keys.ts';
@@ -58,19 +57,7 @@ export const schedulerService: ServiceDefinition = {
         }),
     );
     // Webhooks go where a lambda's fetch may go (core/egress.ts), never to the platform's own ports.
-    let policy: EgressPolicy;
-    try {
-      const upstreamPorts = Object.values(settings.upstreams).map((url) => {
-        const { port, protocol } = new URL(url);
-        return Number(port) || (protocol === 'https:' ? 443 : 80);
-      });
-      policy = new EgressPolicy({
-        allow: settings.lambdaEgressAllow,
-        ownPorts: () => [...(ports ?? []), ...upstreamPorts],
-      });
-    } catch (error) {
-      throw new SettingsError((error as Error).message);
-    }
+    const policy = platformEgressPolicy({ settings, ports });
     const dispatcher = egressAgent(policy);
     const lambdaTimeoutMs = settings.lambdaTimeoutSeconds * 1000;
     const delivery = new DeliveryEngine({
