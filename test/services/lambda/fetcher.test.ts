@@ -183,7 +183,9 @@ describe('lambda fetch on the host', () => {
     const f = new InvocationFetcher(policy, egressAgent(policy), budget);
     const before = seen.length;
     const hanging = f.fetch(get(`http://127.0.0.1:${port}/hang`));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Closed once the request is in flight at the server (a fixed wait could end before that on a busy machine).
+    for (const until = Date.now() + 5_000; seen.length === before && Date.now() < until;)
+      await new Promise((resolve) => setTimeout(resolve, 5));
     budget.close();
     await assert.rejects(hanging, /time is up/);
     await assert.rejects(f.fetch(get(`http://127.0.0.1:${port}/hello`)), /time is up/);
