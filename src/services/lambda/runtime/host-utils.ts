@@ -22,18 +22,8 @@ const URL_PARTS = [
   'search',
   'hash',
 ] as const;
-const URL_SETTERS = new Set([
-  'href',
-  'protocol',
-  'username',
-  'password',
-  'host',
-  'hostname',
-  'port',
-  'pathname',
-  'search',
-  'hash',
-]);
+/** Every part but `origin` can be set (WHATWG URL). */
+const URL_SETTERS = new Set<string>(URL_PARTS.filter((part) => part !== 'origin'));
 const DIGESTS: Record<string, string> = {
   'SHA-1': 'sha1',
   'SHA-256': 'sha256',
