@@ -306,6 +306,111 @@ describe('client SDK against a running platform', () => {
     assert.equal(await handle.reserve({ worktime: '300ms' }), null);
   });
 
+  it("reads and changes a scheduler's webhook target and retry policy, never answering the secret", async () => {
+    const SECRET = 'whsec-client-test-0123456789';
+    await client.scheduler.schedulers.create({ display_name: 'SDK hooks', id: 'sdk-hooks' });
+    const plain = await client.scheduler.schedulers.get('sdk-hooks');
+    assert.equal(plain.display_name, 'SDK hooks');
+    assert.equal(plain.target, undefined);
+
+    const changed = await client.scheduler.schedulers.update('sdk-hooks', {
+      target: { url: 'http://example.com/hook', secret: SECRET },
+      retry: { max_attempts: 2 },
+    });
+    assert.deepEqual(changed.target, { url: 'http://example.com/hook', secret_set: true });
+    assert.deepEqual(changed.retry, { max_attempts: 2, base: '5s', factor: 2, cap: '15m' });
+    const read = await client.scheduler.schedulers.get('sdk-hooks');
+    assert.deepEqual(read.target, { url: 'http://example.com/hook', secret_set: true });
+    assert.ok(!JSON.stringify(read).includes(SECRET));
+    // A PATCH without target leaves it; null removes it.
+    assert.equal(
+      (await client.scheduler.schedulers.update('sdk-hooks', { display_name: 'Hooks' })).display_name,
+      'Hooks',
+    );
+    assert.deepEqual((await client.scheduler.schedulers.get('sdk-hooks')).target, changed.target);
+    const removed = await client.scheduler.schedulers.update('sdk-hooks', { target: null, retry: null });
+    assert.equal(removed.target, undefined);
+    await assert.rejects(client.scheduler.schedulers.update('sdk-hooks', { target: { url: 'ftp://x' } }), {
+      name: 'StratusError',
+      status: 400,
+      code: 'validation_error',
+    });
+    await assert.rejects(client.scheduler.schedulers.get('no-such-scheduler'), { status: 404 });
+  });
+
+  it('sets a lambda target with the platform user beside the scheduler key', async () => {
+    const lambda = await client.lambda.create({ name: 'task-target', code: 'export default () => ({ body: "ok" })' });
+    const created = await client.scheduler.schedulers.create({
+      display_name: 'SDK lambda jobs',
+      id: 'sdk-lambda-jobs',
+      target: { lambda_id: lambda.id },
+    });
+    assert.deepEqual(created.target, { lambda_id: lambda.id });
+    await client.scheduler.schedulers.update('sdk-lambda-jobs', { target: null });
+    assert.deepEqual(
+      (await client.scheduler.schedulers.update('sdk-lambda-jobs', { target: { lambda_id: lambda.id } })).target,
+      { lambda_id: lambda.id },
+    );
+    // With the scheduler key alone there is no platform user to run the lambda as.
+    const keyOnly = createClient({ url, schedulerKey: 'test-scheduler-key' });
+    await assert.rejects(keyOnly.scheduler.schedulers.update('sdk-lambda-jobs', { target: { lambda_id: lambda.id } }), {
+      status: 400,
+      code: 'validation_error',
+    });
+    await client.scheduler.schedulers.delete('sdk-lambda-jobs');
+  });
+
+  it('lists, retries and discards dead tasks', async () => {
+    const id = 'sdk-dead';
+    await client.scheduler.schedulers.create({ display_name: 'SDK dead letters', id });
+    const handle = client.scheduler.scheduler(id);
+    const empty = await handle.dead();
+    assert.deepEqual(empty, { dead: [], meta: { total: 0, page: 1, per_page: 20, total_pages: 0 } });
+    for (const call of [handle.retryDead('no-such-task'), handle.discardDead('no-such-task')])
+      await assert.rejects(call, (error: unknown) => {
+        assert.ok(error instanceof StratusError);
+        assert.equal(error.status, 404);
+        return true;
+      });
+
+    // A loopback webhook is refused by the egress policy: one failed attempt, and one is the most.
+    await client.scheduler.schedulers.update(id, {
+      target: { url: 'http://127.0.0.1:9/hook', secret: 'whsec-client-test-0123456789' },
+      retry: { max_attempts: 1 },
+    });
+    await handle.enqueue({ id: 'doomed', payload: { n: 1 }, labels: ['kind:test'] });
+    /** The dead list once it holds a task (the engine delivers within moments). */
+    const deadSoon = async () => {
+      const deadline = Date.now() + 10_000;
+      let list = await handle.dead({ perPage: 5 });
+      while (list.dead.length === 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        list = await handle.dead({ perPage: 5 });
+      }
+      return list;
+    };
+    const list = await deadSoon();
+    assert.equal(list.dead.length, 1, 'the task died');
+    const [dead] = list.dead;
+    assert.ok(dead);
+    assert.deepEqual([dead.id, dead.labels, dead.attempts, list.meta.per_page], ['doomed', ['kind:test'], 1, 5]);
+    assert.match(dead.last_error ?? '', /refused/);
+
+    // Retried, it leaves the dead list at once, is delivered again and dies again: 1 attempt, not 2.
+    const retried = await handle.retryDead('doomed');
+    assert.equal(retried.id, 'doomed');
+    const again = await deadSoon();
+    assert.deepEqual(
+      again.dead.map((t) => [t.id, t.attempts]),
+      [['doomed', 1]],
+    );
+    assert.ok(Date.parse(again.dead[0]?.failed_at ?? '') >= Date.parse(retried.future));
+    await handle.discardDead('doomed');
+    assert.deepEqual((await handle.dead()).dead, []);
+    await assert.rejects(handle.retryDead('doomed'), { status: 404 });
+    await client.scheduler.schedulers.delete(id);
+  });
+
   it("round-trips key-value entries, the caller's config and config objects", async () => {
     await client.kv.createCollection('prefs');
     const prefs = client.kv.collection('prefs');

@@ -6,6 +6,9 @@ export type Reservation = Schemas['Reservation'];
 export type TaskSnapshot = Schemas['TaskSnapshot'];
 export type NewTask = BodyOf<'schedulerEnqueueTask'>;
 export type EnqueuedTask = ResultOf<'schedulerEnqueueTask', 202>;
+export type SchedulerChange = BodyOf<'schedulerUpdateScheduler'>;
+export type DeadTaskList = Schemas['DeadTaskList'];
+export type DeadTask = DeadTaskList['dead'][number];
 
 /** One message of a scheduler's task stream: its event name and its data, parsed. */
 export interface SchedulerStreamMessage {
@@ -34,14 +37,54 @@ function keyed(transport: Transport, request: TransportRequest): TransportReques
     : { ...request, credentials: { 'x-api-key': transport.schedulerKey } };
 }
 
+/**
+ * The key and the client's platform credentials too: a lambda target needs a platform user beside
+ * the scheduler key (the scheduler checks `X-API-Key`, the gateway ignores a bearer it does not know).
+ */
+function keyedAsUser(transport: Transport, request: TransportRequest): TransportRequest {
+  return transport.schedulerKey === undefined
+    ? request
+    : { ...request, credentials: { ...transport.credentialHeaders(), 'x-api-key': transport.schedulerKey } };
+}
+
 export class SchedulerCalls {
   constructor(private readonly transport: Transport) {}
 
+  /** Creates a scheduler; a `target` of `{lambda_id}` needs the client's platform user too (README). */
   async create(body: BodyOf<'schedulerCreateScheduler'>, options: CallOptions = {}): Promise<Scheduler> {
     const result = await this.transport.json<ResultOf<'schedulerCreateScheduler', 201>>(
-      keyed(this.transport, { method: 'POST', service: 'scheduler', path: '/schedulers', json: body, ...options }),
+      keyedAsUser(this.transport, {
+        method: 'POST',
+        service: 'scheduler',
+        path: '/schedulers',
+        json: body,
+        ...options,
+      }),
     );
     return result.scheduler;
+  }
+
+  /** One scheduler, with its `target` (a webhook's secret only as `secret_set`) and `retry` policy when set. */
+  get(id: string, options: CallOptions = {}): Promise<Scheduler> {
+    return this.transport.json(
+      keyed(this.transport, { method: 'GET', service: 'scheduler', path: `/schedulers/${segment(id)}`, ...options }),
+    );
+  }
+
+  /**
+   * Changes the given fields (PATCH): `display_name`, `description`, `target` (null removes it),
+   * `retry` (null restores the defaults). A `{lambda_id}` target needs the client's platform user too.
+   */
+  update(id: string, change: SchedulerChange, options: CallOptions = {}): Promise<Scheduler> {
+    return this.transport.json(
+      keyedAsUser(this.transport, {
+        method: 'PATCH',
+        service: 'scheduler',
+        path: `/schedulers/${segment(id)}`,
+        json: change,
+        ...options,
+      }),
+    );
   }
 
   list(options: CallOptions & { search?: string } = {}): Promise<ResultOf<'schedulerListSchedulers', 200>> {
@@ -125,6 +168,28 @@ export class SchedulerHandle {
         ...options,
       }),
     );
+  }
+
+  /** Tasks whose deliveries all failed, in the order they failed (no payloads); `perPage` 1–500, default 20. */
+  dead(options: CallOptions & { page?: number; perPage?: number } = {}): Promise<DeadTaskList> {
+    return this.transport.json(
+      this.request({
+        method: 'GET',
+        path: '/dead',
+        query: { page: options.page, per_page: options.perPage },
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /** Puts a dead task back, due now with no attempts; 409 when a task of that id exists. */
+  retryDead(taskId: string, options: CallOptions = {}): Promise<ResultOf<'schedulerRetryDeadTask', 200>> {
+    return this.transport.json(this.request({ method: 'POST', path: `/dead/${segment(taskId)}/retry`, ...options }));
+  }
+
+  /** Discards a dead task. */
+  discardDead(taskId: string, options: CallOptions = {}): Promise<void> {
+    return this.transport.empty(this.request({ method: 'DELETE', path: `/dead/${segment(taskId)}`, ...options }));
   }
 
   /**
