@@ -29,10 +29,26 @@ export interface DesiredDeployment extends DesiredState {
   volumes: Volume[];
 }
 
-/** What a driver reports it has applied (the console data's `actual`). */
-export interface ActualState extends DesiredState {
+/**
+ * What the engine reports (the console data's `actual.state`; service README, "Actual state"):
+ * `unknown` when the driver cannot tell (the recording driver runs nothing, so it never claims
+ * a container runs — decisions 49).
+ */
+export type ActualRunState = 'running' | 'starting' | 'restarting' | 'exited' | 'stopped' | 'failed' | 'unknown';
+
+/** What a driver reports (the console data's `actual`). */
+export interface ActualState {
+  state: ActualRunState;
+  /** The tag it runs (or was last asked to run), or null (by digest, or nothing). */
+  reference: string | null;
+  /** The manifest digest it runs (or was last asked to run), or null. */
+  digest: string | null;
   /** When the driver last applied a change (RFC 3339 UTC). */
   applied_at: string;
+  /** The container's exit code, when `exited`. */
+  exit_code?: number;
+  /** Why the last change failed (`failed`: the engine's own message), when it did. */
+  message?: string;
 }
 
 /**
@@ -53,7 +69,6 @@ export interface RuntimeDriver {
 }
 
 interface RecordRow {
-  state: string;
   reference: string | null;
   digest: string | null;
   applied_at: string;
@@ -61,7 +76,7 @@ interface RecordRow {
 
 /**
  * The default driver: it records what it was asked to apply (in SQL, so every instance reports
- * the same `actual`) and runs nothing.
+ * the same `actual`) and runs nothing, so its `actual.state` is always `unknown`.
  */
 export class RecordingDriver implements RuntimeDriver {
   readonly name = 'recording';
@@ -94,14 +109,12 @@ export class RecordingDriver implements RuntimeDriver {
 
   async status(repository: string): Promise<ActualState | null> {
     const row = await this.database.read(() =>
-      first<RecordRow>(
-        'select state, reference, digest, applied_at from run_driver_records where repository = ?',
-        repository,
-      ),
+      first<RecordRow>('select reference, digest, applied_at from run_driver_records where repository = ?', repository),
     );
     if (!row) return null;
+    // Nothing runs: what it was last asked to apply is all it knows (decisions 49).
     return {
-      state: row.state === 'running' ? 'running' : 'stopped',
+      state: 'unknown',
       reference: row.reference,
       digest: row.digest,
       applied_at: row.applied_at,

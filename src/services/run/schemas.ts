@@ -26,6 +26,7 @@ const desired = Type.Object({
 
 export const consoleData = Type.Object({
   repository: Type.String(),
+  driver: Type.String({ description: 'the runtime driver: recording (runs nothing) or podman' }),
   references: Type.Array(Type.String(), { description: 'pushed tags in first-push order' }),
   env: Type.Array(Type.Object({ key: Type.String(), desired_value: Type.String() })),
   volumes: Type.Array(Type.Object({ name: Type.String(), target: Type.String(), mode: Type.String() })),
@@ -42,10 +43,23 @@ export const consoleData = Type.Object({
   actual: Type.Union(
     [
       Type.Object({
-        state: Type.Union([Type.Literal('running'), Type.Literal('stopped')]),
+        state: Type.Union(
+          [
+            Type.Literal('running'),
+            Type.Literal('starting'),
+            Type.Literal('restarting'),
+            Type.Literal('exited'),
+            Type.Literal('stopped'),
+            Type.Literal('failed'),
+            Type.Literal('unknown'),
+          ],
+          { description: 'what the engine reports; unknown when the driver cannot tell (the recording driver)' },
+        ),
         reference: nullableString,
         digest: nullableString,
         applied_at: Type.String(),
+        exit_code: Type.Optional(Type.Integer({ description: 'the exit code, when exited' })),
+        message: Type.Optional(Type.String({ description: "why the last change failed: the engine's message" })),
       }),
       Type.Null(),
     ],

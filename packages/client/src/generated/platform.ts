@@ -10527,14 +10527,21 @@ export interface operations {
             actual: {
               applied_at: string;
               digest: string | null;
+              /** @description the exit code, when exited */
+              exit_code?: number;
+              /** @description why the last change failed: the engine's message */
+              message?: string;
               reference: string | null;
-              state: 'running' | 'stopped';
+              /** @description what the engine reports; unknown when the driver cannot tell (the recording driver) */
+              state: 'running' | 'starting' | 'restarting' | 'exited' | 'stopped' | 'failed' | 'unknown';
             } | null;
             desired: {
               digest: string | null;
               reference: string | null;
               state: 'running' | 'stopped';
             };
+            /** @description the runtime driver: recording (runs nothing) or podman */
+            driver: string;
             env: {
               desired_value: string;
               key: string;
@@ -10628,14 +10635,21 @@ export interface operations {
             actual: {
               applied_at: string;
               digest: string | null;
+              /** @description the exit code, when exited */
+              exit_code?: number;
+              /** @description why the last change failed: the engine's message */
+              message?: string;
               reference: string | null;
-              state: 'running' | 'stopped';
+              /** @description what the engine reports; unknown when the driver cannot tell (the recording driver) */
+              state: 'running' | 'starting' | 'restarting' | 'exited' | 'stopped' | 'failed' | 'unknown';
             } | null;
             desired: {
               digest: string | null;
               reference: string | null;
               state: 'running' | 'stopped';
             };
+            /** @description the runtime driver: recording (runs nothing) or podman */
+            driver: string;
             env: {
               desired_value: string;
               key: string;
@@ -10729,14 +10743,21 @@ export interface operations {
             actual: {
               applied_at: string;
               digest: string | null;
+              /** @description the exit code, when exited */
+              exit_code?: number;
+              /** @description why the last change failed: the engine's message */
+              message?: string;
               reference: string | null;
-              state: 'running' | 'stopped';
+              /** @description what the engine reports; unknown when the driver cannot tell (the recording driver) */
+              state: 'running' | 'starting' | 'restarting' | 'exited' | 'stopped' | 'failed' | 'unknown';
             } | null;
             desired: {
               digest: string | null;
               reference: string | null;
               state: 'running' | 'stopped';
             };
+            /** @description the runtime driver: recording (runs nothing) or podman */
+            driver: string;
             env: {
               desired_value: string;
               key: string;
@@ -10830,14 +10851,21 @@ export interface operations {
             actual: {
               applied_at: string;
               digest: string | null;
+              /** @description the exit code, when exited */
+              exit_code?: number;
+              /** @description why the last change failed: the engine's message */
+              message?: string;
               reference: string | null;
-              state: 'running' | 'stopped';
+              /** @description what the engine reports; unknown when the driver cannot tell (the recording driver) */
+              state: 'running' | 'starting' | 'restarting' | 'exited' | 'stopped' | 'failed' | 'unknown';
             } | null;
             desired: {
               digest: string | null;
               reference: string | null;
               state: 'running' | 'stopped';
             };
+            /** @description the runtime driver: recording (runs nothing) or podman */
+            driver: string;
             env: {
               desired_value: string;
               key: string;
@@ -10927,14 +10955,21 @@ export interface operations {
             actual: {
               applied_at: string;
               digest: string | null;
+              /** @description the exit code, when exited */
+              exit_code?: number;
+              /** @description why the last change failed: the engine's message */
+              message?: string;
               reference: string | null;
-              state: 'running' | 'stopped';
+              /** @description what the engine reports; unknown when the driver cannot tell (the recording driver) */
+              state: 'running' | 'starting' | 'restarting' | 'exited' | 'stopped' | 'failed' | 'unknown';
             } | null;
             desired: {
               digest: string | null;
               reference: string | null;
               state: 'running' | 'stopped';
             };
+            /** @description the runtime driver: recording (runs nothing) or podman */
+            driver: string;
             env: {
               desired_value: string;
               key: string;
@@ -11031,14 +11066,21 @@ export interface operations {
             actual: {
               applied_at: string;
               digest: string | null;
+              /** @description the exit code, when exited */
+              exit_code?: number;
+              /** @description why the last change failed: the engine's message */
+              message?: string;
               reference: string | null;
-              state: 'running' | 'stopped';
+              /** @description what the engine reports; unknown when the driver cannot tell (the recording driver) */
+              state: 'running' | 'starting' | 'restarting' | 'exited' | 'stopped' | 'failed' | 'unknown';
             } | null;
             desired: {
               digest: string | null;
               reference: string | null;
               state: 'running' | 'stopped';
             };
+            /** @description the runtime driver: recording (runs nothing) or podman */
+            driver: string;
             env: {
               desired_value: string;
               key: string;

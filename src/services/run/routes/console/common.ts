@@ -29,7 +29,8 @@ export async function owned({ repository }: RouteDeps, name: string, user: strin
 
 /** The console data of a repository, with what the driver reports it has applied. */
 export async function answer({ repository, driver }: RouteDeps, row: RepositoryRow) {
-  return { ...(await repository.consoleData(row)), actual: driver.status ? await driver.status(row.name) : null };
+  const data = await repository.consoleData(row);
+  return { ...data, driver: driver.name, actual: driver.status ? await driver.status(row.name) : null };
 }
 
 /** The desired state is saved first (the durable record); the driver is then asked to follow it. */
