@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { ensureChromium, ensureConsoleBuilt, launchChromium, pageLog, screenshot } from '../helpers/browser.ts';
 import { request } from '../helpers/http.ts';
@@ -258,6 +258,139 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
         await page.getByRole('button', { name: 'Enqueue' }).click();
         // the task arrives through the SSE stream, not a reload
         await page.getByTestId('scheduled-table').getByText('kind:test').waitFor();
+      });
+
+      await step(page, log, '20-scheduler-target-dead', async () => {
+        const SECRET = 'whsec-console-test-never-shown-0123';
+        const token = await page.evaluate<string | null>("sessionStorage.getItem('stratus.console.token')");
+        assert.ok(token);
+        const schedulerId = decodeURIComponent(page.url().split('/').pop() ?? '');
+        const stored = async () => {
+          const answer = await request(port, { path: `/schedulers/${schedulerId}`, host: 'scheduler.localhost' });
+          assert.equal(answer.status, 200, answer.text);
+          return answer.json<{ target?: unknown; retry?: { max_attempts: number } }>();
+        };
+        /** The target PATCHes the page sent: their bodies and whether both credentials went along. */
+        const patches: { body: unknown; key: boolean; bearer: boolean }[] = [];
+        const onRequest = (r: Request) => {
+          if (r.method() !== 'PATCH' || !r.url().includes('/schedulers/')) return;
+          const headers = r.headers();
+          patches.push({
+            body: JSON.parse(r.postData() ?? 'null'),
+            key: headers['x-api-key'] === SCHEDULER_KEY,
+            bearer: headers.authorization === `Bearer ${token}`,
+          });
+        };
+        page.on('request', onRequest);
+        const form = page.getByRole('form', { name: 'Target' });
+        const shown = page.getByTestId('target');
+        try {
+          await shown.filter({ hasText: 'none' }).waitFor();
+          await page.getByTestId('no-dead').waitFor();
+
+          // A lambda target: it runs as the signed-in user, so the session goes beside the key.
+          await form.getByLabel('Deliver due tasks to').selectOption('lambda');
+          await form.getByLabel(/^Lambda/).selectOption({ label: 'hello' });
+          await form.getByRole('button', { name: 'Save target' }).click();
+          const link = shown.getByRole('link', { name: 'hello' });
+          await link.waitFor();
+          assert.match((await link.getAttribute('href')) ?? '', /^#\/lambdas\/[^/]+$/);
+          assert.equal(patches.length, 1);
+          assert.deepEqual(patches[0]?.key && patches[0].bearer, true, 'the key and the session were sent');
+          assert.deepEqual(Object.keys((await stored()).target ?? {}), ['lambda_id']);
+
+          // A webhook on loopback: the egress policy refuses it, so every delivery fails.
+          await form.getByLabel('Deliver due tasks to').selectOption('webhook');
+          await form.getByLabel('Webhook URL').fill('http://127.0.0.1:9/hook');
+          const secretField = form.getByLabel(/^Signing secret/);
+          assert.equal(await secretField.getAttribute('type'), 'password');
+          await secretField.fill('too short');
+          await form.getByRole('button', { name: 'Save target' }).click();
+          await page
+            .getByRole('alert')
+            .filter({ hasText: /secret/ })
+            .waitFor();
+          assert.deepEqual(Object.keys((await stored()).target ?? {}), ['lambda_id'], 'a refused save changes nothing');
+          await secretField.fill(SECRET);
+          await form.getByLabel('Max attempts').fill('2');
+          await form.getByLabel('First wait').fill('4s');
+          patches.length = 0;
+          await form.getByRole('button', { name: 'Save target' }).click();
+          await shown.filter({ hasText: 'http://127.0.0.1:9/hook' }).filter({ hasText: 'secret set' }).waitFor();
+          await page
+            .getByTestId('retry')
+            .filter({ hasText: /^2 attempts; waits 4s/ })
+            .waitFor();
+          assert.deepEqual(
+            patches.map((p) => p.body),
+            [
+              {
+                target: { url: 'http://127.0.0.1:9/hook', secret: SECRET },
+                retry: { max_attempts: 2, base: '4s', factor: 2, cap: '15m' },
+              },
+            ],
+          );
+          assert.deepEqual((await stored()).target, { url: 'http://127.0.0.1:9/hook', secret_set: true });
+          assert.equal(await secretField.inputValue(), '', 'the secret field is cleared');
+          assert.ok(!(await page.evaluate<string>('document.body.innerHTML')).includes(SECRET), 'not in the DOM');
+          const fields = await page.evaluate<string[]>(
+            "[...document.querySelectorAll('input, textarea, select')].map((e) => e.value)",
+          );
+          assert.ok(!fields.some((v) => v.includes(SECRET)), 'not in any field');
+
+          // A task due now: its first delivery fails and it waits 4 s with its attempt and error shown.
+          await page.getByLabel(/^Delay/).fill('');
+          await page.getByLabel(/^Labels/).fill('kind:doomed');
+          await page.getByRole('button', { name: 'Enqueue' }).click();
+          const waiting = page.getByTestId('scheduled-table').getByRole('row').filter({ hasText: 'kind:doomed' });
+          await waiting
+            .getByTestId('task-error')
+            .filter({ hasText: /refused/ })
+            .waitFor();
+          assert.equal(await waiting.getByTestId('task-attempt').textContent(), '1');
+          // The second fails too: it is a dead letter, with its last error.
+          const deadRow = page.getByTestId('dead-table').getByRole('row').filter({ hasText: 'kind:doomed' });
+          await deadRow
+            .getByTestId('dead-error')
+            .filter({ hasText: /refused/ })
+            .waitFor();
+          const taskId = (await deadRow.getAttribute('data-task')) ?? '';
+          assert.ok(taskId);
+          assert.equal(await deadRow.getByRole('cell').nth(2).textContent(), '2');
+          await waiting.waitFor({ state: 'detached' });
+          await screenshot(page, '20-scheduler-dead');
+
+          // Retry: back in the task list with its attempts reset (it fails once more and waits again).
+          const [retried] = await Promise.all([
+            page.waitForResponse((r) => r.url().endsWith(`/dead/${taskId}/retry`) && r.request().method() === 'POST'),
+            deadRow.getByRole('button', { name: 'Retry' }).click(),
+          ]);
+          assert.equal(retried.status(), 200);
+          await page.getByTestId('no-dead').waitFor();
+          await waiting.getByTestId('task-attempt').filter({ hasText: /^1$/ }).waitFor();
+          // …and dies again after its second attempt; Discard empties the list.
+          await deadRow.getByRole('button', { name: 'Discard' }).click();
+          await page.getByTestId('no-dead').waitFor();
+          const dead = await request(port, { path: `/schedulers/${schedulerId}/dead`, host: 'scheduler.localhost' });
+          assert.deepEqual(dead.json<{ dead: unknown[] }>().dead, []);
+
+          // No target: the scheduler is back to workers reserving its tasks.
+          await form.getByLabel('Deliver due tasks to').selectOption('none');
+          await form.getByLabel('Max attempts').fill('');
+          await form.getByLabel('First wait').fill('');
+          await form.getByLabel('Factor').fill('');
+          await form.getByLabel('Longest wait').fill('');
+          patches.length = 0;
+          await form.getByRole('button', { name: 'Save target' }).click();
+          await shown.filter({ hasText: /^none/ }).waitFor();
+          assert.deepEqual(
+            patches.map((p) => p.body),
+            [{ target: null, retry: null }],
+          );
+          assert.equal((await stored()).target, undefined);
+        } finally {
+          page.off('request', onRequest);
+        }
       });
 
       await step(page, log, '09-config', async () => {

@@ -1,26 +1,27 @@
-// Schedulers: list and create schedulers; tasks by state, live through the SSE stream; enqueue and cancel.
+// Schedulers: list and create schedulers; tasks by state, live through the SSE stream; enqueue and
+// cancel; the delivery target, retries and dead letters (scheduler-delivery.ts).
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import type { TaskSnapshot } from '@stratus/client';
 import { messageOf, platform, withSchedulerKey } from '../session.ts';
 import { href, navigate } from '../router.ts';
 import { ErrorBox, Loading, Section, readOnly, useAction, useLoad, valueOf } from './common.ts';
+import { DeadLetters, TargetSection } from './scheduler-delivery.ts';
 
-interface PageMeta {
-  total: number;
-  page: number;
-  per_page: number;
-  total_pages: number;
+/** Delivery state of a listed task: present only once the platform has tried to deliver it. */
+interface Tried {
+  attempt?: number;
+  last_error?: string | null;
 }
 
-interface Snapshot {
-  scheduler_id: string;
-  generated_at: string;
-  scheduled: { id: string; future: string; labels: string[] }[];
-  inflight: { id: string; lease_expires_at: string; labels: string[] }[];
-  scheduled_meta: PageMeta;
-  inflight_meta: PageMeta;
-  health: { status: string; ready: boolean; scheduled: number; inflight: number };
+/** Attempt and last error columns, for lists where some task has been tried. */
+function triedHeaders(tasks: Tried[]): VNode | null {
+  return tasks.some((t) => t.attempt !== undefined) ? html`<th>Attempt</th><th>Last error</th>` : null;
+}
+function triedCells(tasks: Tried[], task: Tried): VNode | null {
+  if (!tasks.some((t) => t.attempt !== undefined)) return null;
+  return html`<td data-testid="task-attempt">${task.attempt ?? ''}</td><td data-testid="task-error">${task.last_error ?? ''}</td>`;
 }
 
 const KEY = 'stratus.console.schedulerKey';
@@ -87,7 +88,9 @@ export function SchedulersPage(): VNode {
 }
 
 export function SchedulerPage({ id }: { id: string }): VNode {
-  const [snapshot, setSnapshot] = useState<Snapshot | null>(null);
+  const [snapshot, setSnapshot] = useState<TaskSnapshot | null>(null);
+  /** Counts snapshots: each follows a change, after which the dead list is read again. */
+  const [version, setVersion] = useState(0);
   const [live, setLive] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [key, setKey] = useSchedulerKey();
@@ -107,7 +110,8 @@ export function SchedulerPage({ id }: { id: string }): VNode {
       (async () => {
         for await (const { event, data } of events) {
           if (event !== 'snapshot') continue;
-          setSnapshot(data as Snapshot);
+          setSnapshot(data);
+          setVersion((v) => v + 1);
           setError(null);
         }
       })()
@@ -166,6 +170,7 @@ export function SchedulerPage({ id }: { id: string }): VNode {
     <p><span class=${live ? 'badge ok' : 'badge'} data-testid="live">${live ? '● live' : 'disconnected'}</span>
       ${snapshot && html` <span class="muted">updated ${snapshot.generated_at}</span>`}</p>
     <${ErrorBox} error=${error} />
+    <div class="inline"><${KeyField} value=${key} onChange=${setKey} /></div>
     ${
       snapshot &&
       html`<div class="stats">
@@ -178,8 +183,8 @@ export function SchedulerPage({ id }: { id: string }): VNode {
       ${
         snapshot &&
         snapshot.scheduled.length > 0 &&
-        html`<table data-testid="scheduled-table"><thead><tr><th>Task</th><th>Due</th><th>Labels</th><th></th></tr></thead>
-        <tbody>${snapshot.scheduled.map((t) => html`<tr><td><code>${t.id}</code></td><td>${t.future}</td><td>${t.labels.join(', ')}</td><td class="actions"><button type="button" class="danger small" disabled=${readOnly()} onClick=${() => cancel(t.id)}>Cancel</button></td></tr>`)}</tbody></table>`
+        html`<table data-testid="scheduled-table"><thead><tr><th>Task</th><th>Due</th><th>Labels</th>${triedHeaders(snapshot.scheduled)}<th></th></tr></thead>
+        <tbody>${snapshot.scheduled.map((t) => html`<tr data-task=${t.id}><td><code>${t.id}</code></td><td>${t.future}</td><td>${t.labels.join(', ')}</td>${triedCells(snapshot.scheduled, t)}<td class="actions"><button type="button" class="danger small" disabled=${readOnly()} onClick=${() => cancel(t.id)}>Cancel</button></td></tr>`)}</tbody></table>`
       }
       ${snapshot && snapshot.scheduled_meta.total > snapshot.scheduled.length && html`<p class="muted">Showing ${snapshot.scheduled.length} of ${snapshot.scheduled_meta.total}.</p>`}
     <//>
@@ -188,23 +193,24 @@ export function SchedulerPage({ id }: { id: string }): VNode {
       ${
         snapshot &&
         snapshot.inflight.length > 0 &&
-        html`<table data-testid="inflight-table"><thead><tr><th>Task</th><th>Lease expires</th><th>Labels</th></tr></thead>
-        <tbody>${snapshot.inflight.map((t) => html`<tr><td><code>${t.id}</code></td><td>${t.lease_expires_at}</td><td>${t.labels.join(', ')}</td></tr>`)}</tbody></table>`
+        html`<table data-testid="inflight-table"><thead><tr><th>Task</th><th>Lease expires</th><th>Labels</th>${triedHeaders(snapshot.inflight)}</tr></thead>
+        <tbody>${snapshot.inflight.map((t) => html`<tr data-task=${t.id}><td><code>${t.id}</code></td><td>${t.lease_expires_at}</td><td>${t.labels.join(', ')}</td>${triedCells(snapshot.inflight, t)}</tr>`)}</tbody></table>`
       }
       ${snapshot && snapshot.inflight_meta.total > snapshot.inflight.length && html`<p class="muted">Showing ${snapshot.inflight.length} of ${snapshot.inflight_meta.total}.</p>`}
     <//>
+    <${DeadLetters} id=${id} schedulerKey=${key} version=${version} />
     <${Section} title="Enqueue a task">
       <form onSubmit=${enqueue} aria-label="Enqueue a task">
         <label>Payload (JSON)<textarea name="payload" class="code" rows="3" value=${payload} onInput=${(e: Event) => setPayload(valueOf(e))}></textarea></label>
         <div class="inline">
           <label>Delay (e.g. 30s, 5m; empty = now)<input name="delay" value=${delay} onInput=${(e: Event) => setDelay(valueOf(e))} /></label>
           <label>Labels (key:value, comma-separated)<input name="labels" value=${labels} onInput=${(e: Event) => setLabels(valueOf(e))} /></label>
-          <${KeyField} value=${key} onChange=${setKey} />
           <button type="submit" class="primary" disabled=${action.busy || readOnly()}>Enqueue</button>
         </div>
       </form>
       <${ErrorBox} error=${action.error} />
     <//>
+    <${TargetSection} id=${id} schedulerKey=${key} />
     <div class="buttons"><button type="button" class="danger" disabled=${readOnly()} onClick=${deleteScheduler}>Delete scheduler</button></div>
   </div>`;
 }
