@@ -111,8 +111,23 @@ export interface Settings {
   filesMaxUploadBytes: number;
   /** Largest registry blob, in bytes; above → 413 `SIZE_INVALID`. */
   runMaxBlobBytes: number;
-  /** The run service's runtime driver: `recording` keeps the desired state only. */
-  runDriver: 'recording';
+  /**
+   * The run service's runtime driver: `recording` keeps the desired state only; `podman` runs
+   * containers with the machine's podman (src/services/run/README.md: The podman driver).
+   */
+  runDriver: 'recording' | 'podman';
+  /** The podman binary the podman driver calls. */
+  runPodman: string;
+  /** Each container's memory limit, in bytes. */
+  runMemoryBytes: number;
+  /** Each container's CPU limit, in CPUs (fractions allowed). */
+  runCpus: number;
+  /** The engine's restart policy for the containers it runs. */
+  runRestart: 'no' | 'on-failure' | 'always' | 'unless-stopped';
+  /** How long a new container has to come up (running, its port answering) before it counts as failed. */
+  runStartTimeoutSeconds: number;
+  /** How long a stopped container has after SIGTERM before it is killed. */
+  runStopTimeoutSeconds: number;
   /** A key-value node with a parent replicates it (README.md: Settings, `kvParentUrl`); unset = a primary. */
   kvParentUrl: string | undefined;
   /** The key-value node's name in health and status answers. */
@@ -232,7 +247,21 @@ const SETTINGS: {
   logsMaxIngestBytes: { env: 'LOGS_MAX_INGEST_BYTES', parse: (t, f) => byteSize(t, f), fallback: 64 * 1024 ** 2 },
   filesMaxUploadBytes: { env: 'FILES_MAX_UPLOAD_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 3 },
   runMaxBlobBytes: { env: 'RUN_MAX_BLOB_BYTES', parse: (t, f) => byteSize(t, f), fallback: 10 * 1024 ** 3 },
-  runDriver: { env: 'RUN_DRIVER', parse: (t, f) => oneOf(t, f, ['recording'] as const), fallback: 'recording' },
+  runDriver: {
+    env: 'RUN_DRIVER',
+    parse: (t, f) => oneOf(t, f, ['recording', 'podman'] as const),
+    fallback: 'recording',
+  },
+  runPodman: { env: 'RUN_PODMAN', parse: (t, f) => nonEmpty(t, f), fallback: 'podman' },
+  runMemoryBytes: { env: 'RUN_MEMORY', parse: (t, f) => byteSize(t, f), fallback: 512 * 1024 ** 2 },
+  runCpus: { env: 'RUN_CPUS', parse: (t, f) => positiveNumber(t, f), fallback: 1 },
+  runRestart: {
+    env: 'RUN_RESTART',
+    parse: (t, f) => oneOf(t, f, ['no', 'on-failure', 'always', 'unless-stopped'] as const),
+    fallback: 'unless-stopped',
+  },
+  runStartTimeoutSeconds: { env: 'RUN_START_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 30 },
+  runStopTimeoutSeconds: { env: 'RUN_STOP_TIMEOUT', parse: (t, f) => nonNegativeInteger(t, f), fallback: 10 },
   kvParentUrl: { env: 'KV_PARENT_URL', parse: (t, f) => httpUrl(t, f), fallback: undefined },
   kvNodeName: { env: 'KV_NODE_NAME', parse: (t, f) => nonEmpty(t, f), fallback: hostname() },
   kvParentHeaders: { env: 'KV_PARENT_HEADERS', parse: (t, f) => headerObject(t, f), fallback: {} },

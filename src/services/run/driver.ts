@@ -63,15 +63,75 @@ export interface RuntimeDriver {
   apply(repository: string, desired: DesiredDeployment): Promise<void>;
   /** The state the driver has applied, or null when it has never applied anything here. */
   status?(repository: string): Promise<ActualState | null>;
+  /** `status` of many repositories at once (the repository list), when the driver can do better than one by one. */
+  statuses?(repositories: string[]): Promise<Map<string, ActualState | null>>;
   /** False while the driver cannot apply anything (`/readyz` answers 503). */
   ready?(): Promise<boolean>;
+  /** Makes reality follow every stored desired state (called once when the service starts). */
+  reconcile?(): Promise<void>;
   close?(): Promise<void>;
 }
 
-interface RecordRow {
+/** What a driver was last asked to apply to a repository, and whether that failed. */
+export interface DriverRecord {
+  state: 'running' | 'stopped';
   reference: string | null;
   digest: string | null;
   applied_at: string;
+  /** Why applying it failed; null when it succeeded. */
+  message: string | null;
+}
+
+interface RecordRow {
+  state: string;
+  reference: string | null;
+  digest: string | null;
+  applied_at: string;
+  message: string | null;
+}
+
+/**
+ * `run_driver_records`: one row per repository of what the driver was last asked to apply, in
+ * SQL so every instance reports the same thing.
+ */
+export class DriverRecords {
+  private readonly database: SqlDatabase;
+
+  constructor(connection: SqlConnection) {
+    this.database = connection.database;
+  }
+
+  async save(repository: string, desired: DesiredDeployment, message: string | null): Promise<DriverRecord> {
+    const at = rfc3339();
+    // An upsert: two instances applying at once must not collide on the primary key.
+    await this.database.write(() =>
+      run(
+        `insert into run_driver_records (repository, state, reference, digest, env, volumes, applied_at, message) values (?, ?, ?, ?, ?, ?, ?, ?)
+         on conflict (repository) do update set state = excluded.state, reference = excluded.reference, digest = excluded.digest,
+         env = excluded.env, volumes = excluded.volumes, applied_at = excluded.applied_at, message = excluded.message`,
+        repository,
+        desired.state,
+        desired.reference,
+        desired.digest,
+        JSON.stringify(desired.env),
+        JSON.stringify(desired.volumes),
+        at,
+        message,
+      ),
+    );
+    return { state: desired.state, reference: desired.reference, digest: desired.digest, applied_at: at, message };
+  }
+
+  async find(repository: string): Promise<DriverRecord | null> {
+    const row = await this.database.read(() =>
+      first<RecordRow>(
+        'select state, reference, digest, applied_at, message from run_driver_records where repository = ?',
+        repository,
+      ),
+    );
+    if (!row) return null;
+    return { ...row, state: row.state === 'running' ? 'running' : 'stopped' };
+  }
 }
 
 /**
@@ -80,44 +140,20 @@ interface RecordRow {
  */
 export class RecordingDriver implements RuntimeDriver {
   readonly name = 'recording';
-  private readonly database: SqlDatabase;
+  private readonly records: DriverRecords;
 
   constructor(connection: SqlConnection) {
-    this.database = connection.database;
+    this.records = new DriverRecords(connection);
   }
 
   async apply(repository: string, desired: DesiredDeployment): Promise<void> {
-    const env = JSON.stringify(desired.env);
-    const volumes = JSON.stringify(desired.volumes);
-    const at = rfc3339();
-    // An upsert: two instances applying at once must not collide on the primary key.
-    await this.database.write(() =>
-      run(
-        `insert into run_driver_records (repository, state, reference, digest, env, volumes, applied_at) values (?, ?, ?, ?, ?, ?, ?)
-         on conflict (repository) do update set state = excluded.state, reference = excluded.reference, digest = excluded.digest,
-         env = excluded.env, volumes = excluded.volumes, applied_at = excluded.applied_at`,
-        repository,
-        desired.state,
-        desired.reference,
-        desired.digest,
-        env,
-        volumes,
-        at,
-      ),
-    );
+    await this.records.save(repository, desired, null);
   }
 
   async status(repository: string): Promise<ActualState | null> {
-    const row = await this.database.read(() =>
-      first<RecordRow>('select reference, digest, applied_at from run_driver_records where repository = ?', repository),
-    );
-    if (!row) return null;
+    const record = await this.records.find(repository);
+    if (!record) return null;
     // Nothing runs: what it was last asked to apply is all it knows (decisions 49).
-    return {
-      state: 'unknown',
-      reference: row.reference,
-      digest: row.digest,
-      applied_at: row.applied_at,
-    };
+    return { state: 'unknown', reference: record.reference, digest: record.digest, applied_at: record.applied_at };
   }
 }

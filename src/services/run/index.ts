@@ -3,7 +3,11 @@ import { createServiceApp } from '../../core/app.ts';
 import type { ServiceDefinition } from '../context.ts';
 import { BlobRefs, type BlobRefsOptions } from '../../store/blob/refs.ts';
 import type { SqlConnection } from '../../store/db.ts';
-import { RecordingDriver, type RuntimeDriver } from './driver.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import type { BlobStore } from '../../store/blob/types.ts';
+import { DriverRecords, RecordingDriver, type RuntimeDriver } from './driver.ts';
+import { PodmanDriver } from './podman/driver.ts';
+import { PodmanEngine } from './podman/engine.ts';
 import { runMigrations } from './migrations.ts';
 import { UploadFollowers } from './registry/follower.ts';
 import { RunRepository } from './repository.ts';
@@ -36,11 +40,31 @@ export interface RunServiceOptions {
   now?: () => number;
 }
 
-/** The driver the settings name. `recording` is the only one this build ships. */
-function driverFor(settings: Settings, connection: SqlConnection): RuntimeDriver {
+/** The driver the settings name (service README: Driver selection and failures). */
+function driverFor(
+  settings: Settings,
+  connection: SqlConnection,
+  repository: RunRepository,
+  blobs: BlobStore,
+  logger: FastifyBaseLogger,
+): RuntimeDriver {
   switch (settings.runDriver) {
     case 'recording':
       return new RecordingDriver(connection);
+    case 'podman':
+      return new PodmanDriver({
+        engine: new PodmanEngine({ binary: settings.runPodman }),
+        repository,
+        blobs,
+        records: new DriverRecords(connection),
+        dataDir: settings.dataDir,
+        memoryBytes: settings.runMemoryBytes,
+        cpus: settings.runCpus,
+        restart: settings.runRestart,
+        startTimeoutMs: settings.runStartTimeoutSeconds * 1000,
+        stopTimeoutSeconds: settings.runStopTimeoutSeconds,
+        logger,
+      });
   }
 }
 
@@ -68,7 +92,16 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
         onError: (error) => logger.warn({ err: error }, 'blob sweep failed; retrying on the next interval'),
       });
       const repository = new RunRepository(store.sql.database, refs);
-      const driver = options.driver ? options.driver(store.sql) : driverFor(settings, store.sql);
+      const driver = options.driver
+        ? options.driver(store.sql)
+        : driverFor(settings, store.sql, repository, store.blobs, logger);
+      // The engine follows the stored desired states from the start (in the background: a slow
+      // engine must not hold up the platform's start).
+      if (driver.reconcile) {
+        driver
+          .reconcile()
+          .catch((error: unknown) => logger.warn({ err: error, driver: driver.name }, 'reconciling the engine failed'));
+      }
 
       const maxBlobBytes = options.maxBlobBytes ?? settings.runMaxBlobBytes;
       // A follower idle this long (no chunk) stops; the upload then finishes by re-reading its chunks.

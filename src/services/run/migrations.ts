@@ -14,7 +14,10 @@ import type { MigrationSet } from '../../store/migrate.ts';
  * - `run_manifests`: manifests in SQL (at most 4 MiB each, read only for HEAD and validation).
  * - `run_uploads`: upload sessions; each chunk is its own blob (held by `run-upload:<uuid>`), the
  *   row keeps their order, so any instance can take the next chunk or finish the upload.
- * - `run_driver_records`: what the recording driver was last asked to apply.
+ * - `run_driver_records`: what the driver was last asked to apply; `message` is why the podman
+ *   driver's last change failed (null when it succeeded).
+ * - `run_settings`: values the service makes once, e.g. `engine_scope`, the label value that marks
+ *   this platform's containers and volumes on a shared engine.
  */
 export const runMigrations: MigrationSet = {
   owner: 'run',
@@ -46,6 +49,13 @@ export const runMigrations: MigrationSet = {
         `create table run_driver_records (
           repository text primary key, state text not null, reference text, digest text,
           env text not null, volumes text not null, applied_at text not null)`,
+      ],
+    },
+    {
+      name: '002_run_engine',
+      statements: () => [
+        `alter table run_driver_records add column message text`,
+        `create table run_settings (name text primary key, value text not null)`,
       ],
     },
   ],

@@ -259,6 +259,62 @@ export class RunRepository {
     return row ? { mediaType: row.media_type, size: Number(row.size) } : null;
   }
 
+  /** A stored manifest's bytes and media type (the podman driver assembles images from them). */
+  async manifestBody(repository: string, digest: string): Promise<{ mediaType: string; body: Buffer } | null> {
+    const row = await this.database.read(() =>
+      first<{ media_type: string; body: Uint8Array }>(
+        'select media_type, body from run_manifests where repository = ? and digest = ?',
+        repository,
+        digest,
+      ),
+    );
+    return row ? { mediaType: row.media_type, body: Buffer.from(row.body) } : null;
+  }
+
+  /** The repositories `owner` owns, by name, each with its tags in first-push order. */
+  async repositoriesOf(owner: string): Promise<{ row: RepositoryRow; references: string[]; createdAt: string }[]> {
+    return this.database.read(function* () {
+      const rows = yield* all<RepositorySqlRow & { created_at: string }>(
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, created_at from run_repositories where owner = ? order by name',
+        owner,
+      );
+      const tags = yield* all<{ repository: string; tag: string }>(
+        'select t.repository, t.tag from run_tags t join run_repositories r on r.name = t.repository where r.owner = ? order by t.seq',
+        owner,
+      );
+      return rows.map((row) => ({
+        row: toRepository(row),
+        references: tags.filter((t) => t.repository === row.name).map((t) => t.tag),
+        createdAt: row.created_at,
+      }));
+    });
+  }
+
+  /** Every repository, by name (a driver reconciling the engine with the desired states). */
+  async allRepositories(): Promise<RepositoryRow[]> {
+    const rows = await this.database.read(() =>
+      all<RepositorySqlRow>(
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories order by name',
+      ),
+    );
+    return rows.map(toRepository);
+  }
+
+  /**
+   * The value that marks this platform's containers and volumes on an engine other platforms may
+   * share (a random id made once; the first instance to ask makes it).
+   */
+  async engineScope(candidate: string): Promise<string> {
+    const row = await this.database.write(function* () {
+      yield* run(
+        "insert into run_settings (name, value) values ('engine_scope', ?) on conflict (name) do nothing",
+        candidate,
+      );
+      return yield* first<{ value: string }>("select value from run_settings where name = 'engine_scope'");
+    });
+    return row?.value ?? candidate;
+  }
+
   /**
    * Stores a manifest (creating the repository on a first push) after checking, in the same
    * transaction, that every blob and child manifest it names is in the repository; points `tag`

@@ -18,11 +18,37 @@ export const volume = Type.Object(
   { additionalProperties: false },
 );
 
-const desired = Type.Object({
+export const desiredState = Type.Object({
   state: Type.Union([Type.Literal('running'), Type.Literal('stopped')]),
   reference: nullableString,
   digest: nullableString,
 });
+
+export const actualState = Type.Union(
+  [
+    Type.Object({
+      state: Type.Union(
+        [
+          Type.Literal('running'),
+          Type.Literal('starting'),
+          Type.Literal('restarting'),
+          Type.Literal('exited'),
+          Type.Literal('stopped'),
+          Type.Literal('failed'),
+          Type.Literal('unknown'),
+        ],
+        { description: 'what the engine reports; unknown when the driver cannot tell (the recording driver)' },
+      ),
+      reference: nullableString,
+      digest: nullableString,
+      applied_at: Type.String(),
+      exit_code: Type.Optional(Type.Integer({ description: 'the exit code, when exited' })),
+      message: Type.Optional(Type.String({ description: "why the last change failed: the engine's message" })),
+    }),
+    Type.Null(),
+  ],
+  { description: 'what the runtime driver reports it has applied (null: nothing yet, or the driver cannot tell)' },
+);
 
 export const consoleData = Type.Object({
   repository: Type.String(),
@@ -30,7 +56,7 @@ export const consoleData = Type.Object({
   references: Type.Array(Type.String(), { description: 'pushed tags in first-push order' }),
   env: Type.Array(Type.Object({ key: Type.String(), desired_value: Type.String() })),
   volumes: Type.Array(Type.Object({ name: Type.String(), target: Type.String(), mode: Type.String() })),
-  desired,
+  desired: desiredState,
   history: Type.Array(
     Type.Object({
       action: Type.String({ description: 'start, stop or rollback' }),
@@ -40,31 +66,7 @@ export const consoleData = Type.Object({
       at: Type.String({ description: 'RFC 3339 UTC' }),
     }),
   ),
-  actual: Type.Union(
-    [
-      Type.Object({
-        state: Type.Union(
-          [
-            Type.Literal('running'),
-            Type.Literal('starting'),
-            Type.Literal('restarting'),
-            Type.Literal('exited'),
-            Type.Literal('stopped'),
-            Type.Literal('failed'),
-            Type.Literal('unknown'),
-          ],
-          { description: 'what the engine reports; unknown when the driver cannot tell (the recording driver)' },
-        ),
-        reference: nullableString,
-        digest: nullableString,
-        applied_at: Type.String(),
-        exit_code: Type.Optional(Type.Integer({ description: 'the exit code, when exited' })),
-        message: Type.Optional(Type.String({ description: "why the last change failed: the engine's message" })),
-      }),
-      Type.Null(),
-    ],
-    { description: 'what the runtime driver reports it has applied (null: nothing yet, or the driver cannot tell)' },
-  ),
+  actual: actualState,
 });
 
 const repository = Type.String({ description: 'repository name, e.g. my-project/my-app' });

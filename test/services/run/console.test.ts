@@ -142,6 +142,44 @@ describe('run console API', () => {
     });
   });
 
+  describe('GET /api/console/repositories', () => {
+    it("lists the caller's repositories by name with tags, desired and actual state; no one else's", async () => {
+      await pushImage(service.app, 'user-bob', 'bob/app', 'latest', 'bob layer');
+      await pushImage(service.app, 'user-alice', 'alpha/one', 'x', 'alpha layer');
+      const response = await inject({ method: 'GET', url: '/api/console/repositories', headers: alice });
+      assert.equal(response.statusCode, 200, response.body);
+      const body = response.json<{
+        driver: string;
+        repositories: {
+          repository: string;
+          references: string[];
+          desired: unknown;
+          actual: unknown;
+          created_at: string;
+        }[];
+      }>();
+      assert.equal(body.driver, 'recording');
+      assert.deepEqual(
+        body.repositories.map((r) => r.repository),
+        ['alpha/one', name],
+      );
+      const mine = body.repositories.find((r) => r.repository === name)!;
+      assert.deepEqual(mine.references, ['v1', 'v2']);
+      assert.deepEqual(mine.desired, (await get()).desired);
+      assert.deepEqual(mine.actual, (await get()).actual);
+      assert.match(mine.created_at, RFC3339);
+      const bobs = await inject({ method: 'GET', url: '/api/console/repositories', headers: bob });
+      assert.deepEqual(
+        bobs.json<{ repositories: { repository: string }[] }>().repositories.map((r) => r.repository),
+        ['bob/app'],
+      );
+    });
+
+    it('needs identity (401 unauthorized)', async () => {
+      assertError(await inject({ method: 'GET', url: '/api/console/repositories' }), 401, 'unauthorized');
+    });
+  });
+
   describe('start, stop, rollback', () => {
     it('starts at a tag: desired running at its digest, a history entry, and the driver applied it', async () => {
       const response = await post('/api/console/start', { repository: name, reference: 'v1' });

@@ -1881,6 +1881,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/services/run/api/console/repositories': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The caller's repositories with their tags, desired and actual state */
+    get: operations['runListRepositories'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/services/run/api/console/rollback': {
     parameters: {
       query?: never;
@@ -10670,6 +10687,89 @@ export interface operations {
               mode: string;
               name: string;
               target: string;
+            }[];
+          };
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  runListRepositories: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description the runtime driver: recording (runs nothing) or podman */
+            driver: string;
+            repositories: {
+              /** @description what the runtime driver reports it has applied (null: nothing yet, or the driver cannot tell) */
+              actual: {
+                applied_at: string;
+                digest: string | null;
+                /** @description the exit code, when exited */
+                exit_code?: number;
+                /** @description why the last change failed: the engine's message */
+                message?: string;
+                reference: string | null;
+                /** @description what the engine reports; unknown when the driver cannot tell (the recording driver) */
+                state: 'running' | 'starting' | 'restarting' | 'exited' | 'stopped' | 'failed' | 'unknown';
+              } | null;
+              /** @description when the first push created it (RFC 3339 UTC) */
+              created_at: string;
+              desired: {
+                digest: string | null;
+                reference: string | null;
+                state: 'running' | 'stopped';
+              };
+              /** @description pushed tags in first-push order */
+              references: string[];
+              repository: string;
             }[];
           };
         };

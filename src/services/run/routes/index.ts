@@ -1,5 +1,6 @@
 import type { ServiceApp } from '../../../core/app.ts';
 import { registerGetConsole } from './console/get.ts';
+import { registerListRepositories } from './console/list.ts';
 import { registerConfigRoutes } from './console/config.ts';
 import { registerStop } from './console/stop.ts';
 import { registerTargetRoutes } from './console/target.ts';
@@ -14,6 +15,7 @@ export async function registerRoutes(app: ServiceApp, deps: RouteDeps): Promise<
 
   // The console API: read, start and roll back, stop, then env and volumes.
   registerGetConsole(app, deps);
+  registerListRepositories(app, deps);
   registerTargetRoutes(app, deps);
   registerStop(app, deps);
   registerConfigRoutes(app, deps);

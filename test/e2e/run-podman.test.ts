@@ -1,0 +1,259 @@
+// The podman driver with a real engine (issue 24): images pushed with skopeo are assembled from the
+// platform's own blobs, started, replaced only once the new one is up, rolled back, stopped, and
+// reconciled after a platform restart. Skipped (with the engine's word) only when the machine
+// cannot run containers at all.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
+import { request } from '../helpers/http.ts';
+import {
+  buildBusyboxImage,
+  podmanAvailable,
+  pushImage,
+  removeContainers,
+  removeImage,
+  runPodman,
+} from '../helpers/podman.ts';
+import { serve, type ServedProcess } from '../helpers/serve.ts';
+
+const USER = 'user-podman';
+const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: USER } }) };
+const json = { 'content-type': 'application/json' };
+
+interface Actual {
+  state: string;
+  reference: string | null;
+  digest: string | null;
+  applied_at: string;
+  exit_code?: number;
+  message?: string;
+}
+interface Data {
+  repository: string;
+  driver: string;
+  desired: { state: string; reference: string | null; digest: string | null };
+  actual: Actual | null;
+}
+
+const availability = await podmanAvailable();
+
+describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false : availability.reason }, () => {
+  const env = availability.ok ? availability.env : process.env;
+  const run = randomBytes(4).toString('hex');
+  const repository = `podman-${run}/web`;
+  const tags = { v1: `stratus-test/web-v1-${run}`, v2: `stratus-test/web-v2-${run}`, bad: `stratus-test/bad-${run}` };
+  let database: TestDatabase;
+  let server: ServedProcess;
+  let scope = '';
+  const settings = () => ({
+    DATA_DIR: database.dataDir,
+    DATABASE_URL: database.databaseUrl,
+    RUN_DRIVER: 'podman',
+    CONTAINERS_CONF: env.CONTAINERS_CONF,
+    RUN_START_TIMEOUT: '10',
+    RUN_STOP_TIMEOUT: '1',
+  });
+
+  const console = async (method: string, path: string, body?: unknown) => {
+    const answer = await request(server.internalPort, {
+      method,
+      path,
+      host: 'run.localhost',
+      headers: { ...identity, ...(body === undefined ? {} : json) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return answer;
+  };
+  const data = async (): Promise<Data> => {
+    const answer = await console('GET', `/api/console?repository=${repository}`);
+    assert.equal(answer.status, 200, answer.text);
+    return answer.json<Data>();
+  };
+  /** This repository's containers as the engine lists them (`podman ps`), labels included. */
+  const containers = async () =>
+    JSON.parse(
+      await runPodman(env, [
+        'ps',
+        '--all',
+        '--format',
+        'json',
+        '--filter',
+        `label=io.stratus.repository=${repository}`,
+      ]),
+    ) as {
+      Id: string;
+      ImageID: string;
+      State: string;
+      Labels: Record<string, string>;
+      Ports: { host_port: number }[] | null;
+    }[];
+  /** GET / of the running container through its loopback port. */
+  const served = async (): Promise<string> => {
+    const running = (await containers()).filter((c) => c.State === 'running');
+    assert.equal(running.length, 1, `one running container, not ${running.length}`);
+    const port = running[0]!.Ports?.[0]?.host_port;
+    assert.ok(port, 'published on a loopback port');
+    const answer = await request(port, { path: '/', host: `127.0.0.1:${port}` });
+    assert.equal(answer.status, 200);
+    return answer.text.trim();
+  };
+
+  before(async () => {
+    database = await createTestDatabase();
+    await buildBusyboxImage(env, { tag: tags.v1, files: { '/www/index.html': 'web v1\n' }, port: 8000 });
+    await buildBusyboxImage(env, { tag: tags.v2, files: { '/www/index.html': 'web v2\n' }, port: 8000 });
+    // An image that exits at once: starting it must leave the running one serving.
+    await buildBusyboxImage(env, {
+      tag: tags.bad,
+      entrypoint: ['/bin/busybox', 'sh', '-c', 'echo cannot start; exit 3'],
+      port: 8000,
+    });
+    server = await serve([], settings());
+    const created = await request(server.internalPort, {
+      method: 'POST',
+      path: '/v0/apikeys',
+      host: 'apikeys.localhost',
+      headers: { ...identity, ...json },
+      body: '{"name":"podman"}',
+    });
+    assert.equal(created.status, 201, created.text);
+    const { key, secret } = created.json<{ key: string; secret: string }>();
+    const registry = `localhost:${server.publicPort}`;
+    const push = { registry, repository, username: key, password: secret };
+    await pushImage(env, { ...push, tag: tags.v1, reference: 'v1', format: 'v2s2' });
+    await pushImage(env, { ...push, tag: tags.v2, reference: 'v2', format: 'oci' });
+    await pushImage(env, { ...push, tag: tags.bad, reference: 'bad' });
+    // The engine must get the images from the platform's blobs, not from what built them.
+    for (const tag of Object.values(tags)) await removeImage(env, tag);
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (scope) await removeContainers(env, `io.stratus.scope=${scope}`);
+    for (const tag of Object.values(tags)) await removeImage(env, tag).catch(() => undefined);
+    await database?.cleanup();
+  });
+
+  it('starts a pushed image from the console API: the engine runs it and actual says so', async () => {
+    const started = await console('POST', '/api/console/start', { repository, reference: 'v1' });
+    assert.equal(started.status, 200, `${started.text}\n${server.output().slice(-2000)}`);
+    const body = started.json<Data>();
+    assert.equal(body.driver, 'podman');
+    assert.equal(body.actual?.state, 'running');
+    assert.equal(body.actual?.reference, 'v1');
+    assert.equal(body.actual?.digest, body.desired.digest);
+    assert.equal(await served(), 'web v1');
+    const [container] = await containers();
+    scope = container!.Labels['io.stratus.scope'] ?? '';
+    assert.match(scope, /^[0-9a-f]{12}$/);
+    assert.equal(container!.Labels['io.stratus.digest'], body.desired.digest);
+  });
+
+  it('replaces the container with a new reference only once the new one is up', async () => {
+    const before = (await containers()).map((c) => c.Id);
+    const started = await console('POST', '/api/console/start', { repository, reference: 'v2' });
+    assert.equal(started.status, 200, started.text);
+    assert.equal(started.json<Data>().actual?.reference, 'v2');
+    assert.equal(await served(), 'web v2');
+    const after = await containers();
+    assert.equal(after.length, 1, 'the old container is removed');
+    assert.ok(!before.includes(after[0]!.Id));
+  });
+
+  it('a failing image leaves the previous one serving and says why', async () => {
+    const started = await console('POST', '/api/console/start', { repository, reference: 'bad' });
+    assert.equal(started.status, 502, started.text);
+    const error = started.json<{ error: { code: string; message: string } }>().error;
+    assert.equal(error.code, 'driver_error');
+    assert.match(error.message, /exited with code 3/);
+    assert.match(error.message, /cannot start/, "the container's own output is in the message");
+    assert.equal(await served(), 'web v2');
+    const current = await data();
+    assert.equal(current.desired.reference, 'bad', 'the desired state stays saved');
+    assert.equal(current.actual?.state, 'running');
+    assert.equal(current.actual?.reference, 'v2', 'actual is what the engine runs');
+    assert.match(current.actual?.message ?? '', /exited with code 3/);
+  });
+
+  it('rolls back to an earlier reference; env and volumes restart it with the new configuration', async () => {
+    const rolled = await console('POST', '/api/console/rollback', { repository, reference: 'v1' });
+    assert.equal(rolled.status, 200, rolled.text);
+    assert.equal(await served(), 'web v1');
+    assert.equal(rolled.json<Data>().actual?.message, undefined, 'a success clears the last failure');
+
+    const saved = await console('PUT', '/api/console/env', {
+      repository,
+      env: [{ key: 'GREETING', desired_value: 'hello podman' }],
+    });
+    assert.equal(saved.status, 200, saved.text);
+    const volumes = await console('PUT', '/api/console/volumes', {
+      repository,
+      volumes: [{ name: 'data', target: '/data' }],
+    });
+    assert.equal(volumes.status, 200, volumes.text);
+    const [container] = (await containers()).filter((c) => c.State === 'running');
+    assert.ok(container);
+    const printed = await runPodman(env, ['exec', container.Id, '/bin/busybox', 'env']);
+    assert.ok(printed.split('\n').includes('GREETING=hello podman'), printed);
+    await runPodman(env, ['exec', container.Id, '/bin/busybox', 'sh', '-c', 'echo kept > /data/file']);
+    // The volume's data lives under DATA_DIR, where the platform keeps its own.
+    const root = join(database.dataDir, 'run', 'volumes');
+    const files = readdirSync(root, { recursive: true }).map(String);
+    assert.ok(
+      files.some((f) => f.endsWith('file') && existsSync(join(root, f))),
+      `the file is under ${root}: ${files.join(', ')}`,
+    );
+  });
+
+  it('lists the caller’s repositories with desired and actual state', async () => {
+    const listed = await console('GET', '/api/console/repositories');
+    assert.equal(listed.status, 200, listed.text);
+    const body = listed.json<{ driver: string; repositories: { repository: string; actual: Actual | null }[] }>();
+    assert.equal(body.driver, 'podman');
+    const mine = body.repositories.find((r) => r.repository === repository);
+    assert.equal(mine?.actual?.state, 'running');
+    assert.equal(mine?.actual?.reference, 'v1');
+  });
+
+  it('reconciles after a platform restart: a lost container comes back, a container nothing wants goes', async () => {
+    const [running] = await containers();
+    assert.ok(running);
+    await server.stop();
+    // Containers outlive the platform; one lost while it was down must come back.
+    await removeContainers(env, `io.stratus.repository=${repository}`);
+    // A container of this platform for a repository that should not run (left by a crash, say).
+    const stray = `podman-${run}/stray`;
+    await runPodman(env, [
+      'run',
+      '--detach',
+      '--label',
+      `io.stratus.scope=${scope}`,
+      '--label',
+      `io.stratus.repository=${stray}`,
+      running.ImageID,
+    ]);
+    server = await serve([], settings());
+    const deadline = Date.now() + 30_000;
+    while ((await data()).actual?.state !== 'running') {
+      assert.ok(Date.now() < deadline, `not running again: ${JSON.stringify((await data()).actual)}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    assert.equal(await served(), 'web v1');
+    const strays = async () =>
+      runPodman(env, ['ps', '--all', '--quiet', '--filter', `label=io.stratus.repository=${stray}`]);
+    while ((await strays()).trim() !== '') {
+      assert.ok(Date.now() < deadline, 'the stray container is removed');
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  });
+
+  it('stops: the container is removed and actual says stopped', async () => {
+    const stopped = await console('POST', '/api/console/stop', { repository });
+    assert.equal(stopped.status, 200, stopped.text);
+    assert.equal(stopped.json<Data>().actual?.state, 'stopped');
+    assert.deepEqual(await containers(), []);
+  });
+});
