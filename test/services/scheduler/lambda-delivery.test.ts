@@ -184,6 +184,15 @@ describe('scheduler delivery to lambdas (whole platform)', () => {
       assert.match(error.message, message);
     }
     assert.deepEqual(await storeDigest(p.platform.store.sql), digest, 'nothing changed');
+    // An unknown scheduler is a 404 before its target is looked at (no lambda service call, no 400).
+    for (const method of ['PATCH', 'PUT']) {
+      const missing = await scheduler(method, '/schedulers/no-such-scheduler', {
+        display_name: 'x',
+        target: { lambda_id: adas },
+      });
+      assert.equal(missing.status, 404, `${method}: ${missing.text}`);
+      assert.equal(missing.json<{ error: { code: string } }>().error.code, 'not_found');
+    }
   });
 
   it('never logs a webhook secret', async () => {

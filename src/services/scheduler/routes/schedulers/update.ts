@@ -38,13 +38,16 @@ export function registerUpdateScheduler(app: ServiceApp, deps: RouteDeps): void 
       async (request) => {
         const { id } = request.params;
         const body = request.body as DeliveryChange & { display_name?: string; description?: string };
+        // An unknown scheduler is a 404 before a target is checked (that may call the lambda service).
+        if (!ID_REGEX.test(id) || !(await repository.exists(id))) throw SchedulerErrors.schedulerNotFound(id);
         const delivery = await storedDelivery(id, body, {
           sealing: deps.sealing,
           services: deps.services,
           identity: identityOf(request),
         });
         const change = { display_name: body.display_name, description: body.description, ...delivery };
-        if (!ID_REGEX.test(id) || !(await repository.updateScheduler(id, change, method === 'patch', now())))
+        // Deleted meanwhile: still a 404.
+        if (!(await repository.updateScheduler(id, change, method === 'patch', now())))
           throw SchedulerErrors.schedulerNotFound(id);
         if (delivery.target !== undefined || delivery.retry !== undefined)
           deps.events.changed(id, { due: true, retarget: true });
