@@ -88,13 +88,19 @@ export function routeServicesPath(
   return null;
 }
 
+/** A container host's label before `.run`: one DNS label. */
+const CONTAINER_SLUG = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
+
 /** Resolves Host + path to a target (root README.md, Addressing). Project slugs are checked by the caller. */
 export function resolveRoute(hostHeader: string | undefined, path: string, domain: string): RouteTarget {
   const host = hostName(hostHeader);
   let label: string | null = null;
   if (host.endsWith(`.${domain}`)) label = host.slice(0, -(domain.length + 1));
   else if (host === domain || isIP(host) !== 0) label = 'api';
-  if (label === null || label === '' || label.includes('.')) return { kind: 'no_route' };
+  if (label === null || label === '') return { kind: 'no_route' };
+  // `<slug>.run.<domain>`: a running container, served through the run service (its README: Traffic).
+  if (label.endsWith('.run') && CONTAINER_SLUG.test(label.slice(0, -4))) return { kind: 'service', service: 'run' };
+  if (label.includes('.')) return { kind: 'no_route' };
 
   if (label === 'api') {
     if (path.startsWith(SERVICES_PREFIX)) return routeServicesPath(path) ?? { kind: 'no_prefix' };

@@ -33,6 +33,7 @@ interface Actual {
 }
 interface Data {
   repository: string;
+  host: string | null;
   driver: string;
   desired: { state: string; reference: string | null; digest: string | null };
   actual: Actual | null;
@@ -101,6 +102,13 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
     return answer.text.trim();
   };
 
+  /** GET / through the gateway's public port at the repository's host, as a visitor would. */
+  const throughGateway = async (host: string): Promise<{ status: number; text: string }> => {
+    const answer = await request(server.publicPort, { path: '/', host: `${host}:${server.publicPort}` });
+    return { status: answer.status, text: answer.text.trim() };
+  };
+  let host = '';
+
   before(async () => {
     database = await createTestDatabase();
     await buildBusyboxImage(env, { tag: tags.v1, files: { '/www/index.html': 'web v1\n' }, port: 8000 });
@@ -146,6 +154,10 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
     assert.equal(body.actual?.reference, 'v1');
     assert.equal(body.actual?.digest, body.desired.digest);
     assert.equal(await served(), 'web v1');
+    // Reached through the gateway at its host, like any visitor.
+    host = body.host ?? '';
+    assert.equal(host, `podman-${run}-web.run.localhost`);
+    assert.deepEqual(await throughGateway(host), { status: 200, text: 'web v1' });
     const [container] = await containers();
     scope = container!.Labels['io.stratus.scope'] ?? '';
     assert.match(scope, /^[0-9a-f]{12}$/);
@@ -158,6 +170,7 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
     assert.equal(started.status, 200, started.text);
     assert.equal(started.json<Data>().actual?.reference, 'v2');
     assert.equal(await served(), 'web v2');
+    assert.deepEqual(await throughGateway(host), { status: 200, text: 'web v2' });
     const after = await containers();
     assert.equal(after.length, 1, 'the old container is removed');
     assert.ok(!before.includes(after[0]!.Id));
@@ -176,6 +189,7 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
     assert.equal(current.actual?.state, 'running');
     assert.equal(current.actual?.reference, 'v2', 'actual is what the engine runs');
     assert.match(current.actual?.message ?? '', /exited with code 3/);
+    assert.deepEqual(await throughGateway(host), { status: 200, text: 'web v2' });
   });
 
   it('rolls back to an earlier reference; env and volumes restart it with the new configuration', async () => {
@@ -255,5 +269,8 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
     assert.equal(stopped.status, 200, stopped.text);
     assert.equal(stopped.json<Data>().actual?.state, 'stopped');
     assert.deepEqual(await containers(), []);
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // routes are reused for a second
+    const gone = await throughGateway(host);
+    assert.equal(gone.status, 503, gone.text);
   });
 });

@@ -51,6 +51,16 @@ describe('gateway routing', () => {
     assert.deepEqual(resolveRoute('api.localhost', '/nope', d), { kind: 'no_prefix' });
     assert.deepEqual(resolveRoute('my-project.localhost', '/', d), { kind: 'project', slug: 'my-project' });
     assert.deepEqual(resolveRoute('a.b.localhost', '/', d), { kind: 'no_route' });
+    // A running container's host, `<slug>.run.<domain>`, goes to the run service (its README: Traffic).
+    assert.deepEqual(resolveRoute('my-app-2.run.localhost:8080', '/any/path', d), { kind: 'service', service: 'run' });
+    for (const host of [
+      '.run.localhost',
+      '-x.run.localhost',
+      'x-.run.localhost',
+      'a.b.run.localhost',
+      'a_b.run.localhost',
+    ])
+      assert.deepEqual(resolveRoute(host, '/', d), { kind: 'no_route' }, host);
     assert.deepEqual(resolveRoute('example.com', '/', d), { kind: 'no_route' });
     assert.deepEqual(resolveRoute(undefined, '/', d), { kind: 'no_route' });
     assert.deepEqual(resolveRoute('config.example.org', '/', 'example.org'), { kind: 'service', service: 'config' });

@@ -1,8 +1,9 @@
 import { isIP } from 'node:net';
-import type { FastifyRequest } from 'fastify';
 import { hostName, PLATFORM_HOSTS } from '../../core/host.ts';
-import { IDENTITY_HEADER, identityOf } from '../../core/identity.ts';
-import { TRIGGER_HEADER } from '../../core/trigger.ts';
+import { isPlatformCookie } from '../../core/platform-cookie.ts';
+import { visitorHeaders } from '../../core/visitor.ts';
+
+export { isPlatformCookie, visitorHeaders };
 
 /**
  * The rules for what lambda output may carry and what a lambda learns of its visitor (issue 17).
@@ -54,22 +55,6 @@ export function isProjectHost(hostHeader: string | undefined, domain: string, pr
 }
 
 /**
- * Whether a Set-Cookie value sets a platform cookie: a name starting with `stratus_`, also behind
- * the `__Host-` and `__Secure-` prefixes, compared without regard to case (as some clients do).
- * A value without `=` is a nameless cookie whose value browsers send as if it were a name.
- */
-export function isPlatformCookie(setCookie: string): boolean {
-  return isPlatformCookiePair(setCookie.split(';', 1)[0] ?? '');
-}
-
-function isPlatformCookiePair(pair: string): boolean {
-  const eq = pair.indexOf('=');
-  const name = (eq >= 0 ? pair.slice(0, eq) : pair).trim().toLowerCase();
-  const bare = name.startsWith('__host-') ? name.slice(7) : name.startsWith('__secure-') ? name.slice(9) : name;
-  return bare.startsWith('stratus_');
-}
-
-/**
  * The headers a lambda's Response may send, given headers already checked for syntax by the
  * runtime: framing, hop-by-hop (`proxy-*` too) and `clear-site-data` dropped, platform cookies
  * dropped, and on platform hosts the lambda's own CSP, X-Content-Type-Options and HSTS dropped
@@ -95,35 +80,4 @@ export function securityHeaders(platformHost: boolean): Record<string, string> {
   return platformHost
     ? { 'x-content-type-options': 'nosniff', 'content-security-policy': SANDBOX_CSP }
     : { 'x-content-type-options': 'nosniff' };
-}
-
-/**
- * The request headers a lambda sees (lower-case keys; a repeated header joined with ", "). Of the
- * gateway's identity only what the lambda's owner may know of a visitor is left: the user's id and
- * email, as `{"user":{"id","email"}}` in X-Gateway-Authentication. Session, authentication method,
- * API key and project details never reach user code; without a usable identity the header is absent.
- * Platform cookies (`stratus_…`) are left out of Cookie as well: the gateway already removes the
- * session cookie on the public port, and this holds on the internal port too.
- */
-export function visitorHeaders(request: FastifyRequest): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(request.headers)) {
-    // The trigger header is the platform's word to this service; the run sees it as ctx.trigger.
-    if (v === undefined || k === IDENTITY_HEADER || k === TRIGGER_HEADER) continue;
-    out[k] = Array.isArray(v) ? v.join(', ') : v;
-  }
-  if (out.cookie !== undefined) {
-    const kept = out.cookie
-      .split(';')
-      .map((part) => part.trim())
-      .filter((part) => part !== '' && !isPlatformCookiePair(part));
-    if (kept.length > 0) out.cookie = kept.join('; ');
-    else delete out.cookie;
-  }
-  const identity = identityOf(request);
-  if (identity) {
-    const { id, email } = identity.user;
-    out[IDENTITY_HEADER] = JSON.stringify({ user: typeof email === 'string' && email !== '' ? { id, email } : { id } });
-  }
-  return out;
 }

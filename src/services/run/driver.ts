@@ -122,6 +122,13 @@ export class DriverRecords {
     return { state: desired.state, reference: desired.reference, digest: desired.digest, applied_at: at, message };
   }
 
+  /** The loopback port the repository's running container is published on (null: none). */
+  async setPort(repository: string, port: number | null): Promise<void> {
+    await this.database.write(() =>
+      run('update run_driver_records set port = ? where repository = ?', port, repository),
+    );
+  }
+
   async find(repository: string): Promise<DriverRecord | null> {
     const row = await this.database.read(() =>
       first<RecordRow>(

@@ -12,10 +12,11 @@ import { runMigrations } from './migrations.ts';
 import { UploadFollowers } from './registry/follower.ts';
 import { RunRepository } from './repository.ts';
 import { registerRoutes } from './routes/index.ts';
+import { ContainerTraffic } from './traffic.ts';
 import { describeRegistry } from './routes/registry/openapi.ts';
 
 export type { RuntimeDriver, DesiredDeployment, DesiredState, ActualState, EnvVar, Volume } from './driver.ts';
-export { RecordingDriver } from './driver.ts';
+export { DriverRecords, RecordingDriver } from './driver.ts';
 
 /** Uploads idle this long are abandoned: unknown to the registry and swept with their chunks. */
 export const UPLOAD_EXPIRY_MS = 24 * 60 * 60 * 1000;
@@ -112,6 +113,16 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
         options.followChunks ?? true,
       );
 
+      // `<slug>.run.<domain>`: traffic for a running container, answered before any route.
+      const traffic = new ContainerTraffic(settings.domain, repository);
+      app.addHook('onRequest', async (request, reply) => {
+        const slug = traffic.slugOf(request.headers.host);
+        if (slug === null) return;
+        await traffic.handle(slug, request, reply);
+        // Answered (or handed to the container): no route runs.
+        return reply;
+      });
+
       refs.start();
       // Abandoned uploads: released on a timer (unref'd; it never keeps the process alive).
       let sweeping: Promise<unknown> | undefined;
@@ -129,10 +140,12 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
         await sweeping;
         await refs.stop();
         await driver.close?.();
+        traffic.close();
       });
 
       await registerRoutes(app, {
         version,
+        domain: settings.domain,
         repository,
         driver,
         blobs: store.blobs,

@@ -58,5 +58,15 @@ export const runMigrations: MigrationSet = {
         `create table run_settings (name text primary key, value text not null)`,
       ],
     },
+    {
+      // Traffic: a repository's host label (`<slug>.run.<domain>`, unique, given at its first start)
+      // and the loopback port its running container is published on.
+      name: '003_run_traffic',
+      statements: () => [
+        `alter table run_repositories add column slug text`,
+        `create unique index run_repositories_slug on run_repositories (slug)`,
+        `alter table run_driver_records add column port integer`,
+      ],
+    },
   ],
 };

@@ -14,6 +14,8 @@ export interface RepositoryRow {
   desired: DesiredState;
   env: EnvVar[];
   volumes: Volume[];
+  /** Its host label (`<slug>.run.<domain>`), given at its first start; null before. */
+  slug: string | null;
 }
 
 export interface HistoryEntry {
@@ -75,6 +77,7 @@ interface RepositorySqlRow {
   desired_digest: string | null;
   env: string;
   volumes: string;
+  slug: string | null;
 }
 
 interface UploadSqlRow {
@@ -97,6 +100,7 @@ function toRepository(row: RepositorySqlRow): RepositoryRow {
     },
     env: JSON.parse(row.env) as EnvVar[],
     volumes: JSON.parse(row.volumes) as Volume[],
+    slug: row.slug,
   };
 }
 
@@ -132,7 +136,7 @@ export class RunRepository {
   async findRepository(name: string): Promise<RepositoryRow | null> {
     const row = await this.database.read(() =>
       first<RepositorySqlRow>(
-        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?',
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug from run_repositories where name = ?',
         name,
       ),
     );
@@ -218,7 +222,7 @@ export class RunRepository {
         );
       }
       return yield* first<RepositorySqlRow>(
-        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?',
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug from run_repositories where name = ?',
         name,
       );
     });
@@ -232,7 +236,7 @@ export class RunRepository {
       const changed = yield* run(`update run_repositories set ${column} = ? where name = ?`, text, name);
       if (changed === 0) return undefined;
       return yield* first<RepositorySqlRow>(
-        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories where name = ?',
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug from run_repositories where name = ?',
         name,
       );
     });
@@ -275,7 +279,7 @@ export class RunRepository {
   async repositoriesOf(owner: string): Promise<{ row: RepositoryRow; references: string[]; createdAt: string }[]> {
     return this.database.read(function* () {
       const rows = yield* all<RepositorySqlRow & { created_at: string }>(
-        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, created_at from run_repositories where owner = ? order by name',
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug, created_at from run_repositories where owner = ? order by name',
         owner,
       );
       const tags = yield* all<{ repository: string; tag: string }>(
@@ -290,11 +294,67 @@ export class RunRepository {
     });
   }
 
+  /**
+   * The repository's host label (`<slug>.run.<domain>`): given once, at its first start, from its
+   * name (runs of anything but a-z and 0-9 become `-`, at most 50 characters), with `-2`, `-3`, …
+   * when another repository has it already.
+   */
+  async ensureSlug(name: string): Promise<string | null> {
+    const base =
+      name
+        .replace(/[^a-z0-9]+/g, '-')
+        .slice(0, 50)
+        .replace(/^-+|-+$/g, '') || 'app';
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        return await this.database.write(function* () {
+          const row = yield* first<{ slug: string | null }>('select slug from run_repositories where name = ?', name);
+          if (!row) return null;
+          if (row.slug) return row.slug;
+          const taken = new Set(
+            (yield* all<{ slug: string }>(
+              'select slug from run_repositories where slug = ? or slug like ?',
+              base,
+              `${base}-%`,
+            )).map((r) => r.slug),
+          );
+          let slug = base;
+          for (let n = 2; taken.has(slug); n++) slug = `${base}-${n}`;
+          yield* run('update run_repositories set slug = ? where name = ? and slug is null', slug, name);
+          return (
+            (yield* first<{ slug: string }>('select slug from run_repositories where name = ?', name))?.slug ?? null
+          );
+        });
+      } catch (error) {
+        // Two first starts picked the same label at once (the unique index): pick again.
+        if (attempt === 4) throw error;
+      }
+    }
+    return null;
+  }
+
+  /** The repository with host label `slug`, whether it should run, and its container's port. */
+  async routeBySlug(slug: string): Promise<{ repository: string; running: boolean; port: number | null } | null> {
+    const row = await this.database.read(() =>
+      first<{ name: string; desired_state: string; port: number | string | null }>(
+        `select r.name, r.desired_state, d.port from run_repositories r
+         left join run_driver_records d on d.repository = r.name where r.slug = ?`,
+        slug,
+      ),
+    );
+    if (!row) return null;
+    return {
+      repository: row.name,
+      running: row.desired_state === 'running',
+      port: row.port === null ? null : Number(row.port),
+    };
+  }
+
   /** Every repository, by name (a driver reconciling the engine with the desired states). */
   async allRepositories(): Promise<RepositoryRow[]> {
     const rows = await this.database.read(() =>
       all<RepositorySqlRow>(
-        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes from run_repositories order by name',
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug from run_repositories order by name',
       ),
     );
     return rows.map(toRepository);

@@ -52,6 +52,10 @@ export const actualState = Type.Union(
 
 export const consoleData = Type.Object({
   repository: Type.String(),
+  host: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before',
+  }),
   driver: Type.String({ description: 'the runtime driver: recording (runs nothing) or podman' }),
   references: Type.Array(Type.String(), { description: 'pushed tags in first-push order' }),
   env: Type.Array(Type.Object({ key: Type.String(), desired_value: Type.String() })),

@@ -18,6 +18,7 @@ interface Data {
   volumes: { name: string; target: string; mode: string }[];
   desired: { state: string; reference: string | null; digest: string | null };
   history: { action: string; reference: string | null; digest: string | null; user: string; at: string }[];
+  host: string | null;
   driver: string;
   actual: { state: string; reference: string | null; digest: string | null; applied_at: string } | null;
 }
@@ -93,6 +94,7 @@ describe('run console API', () => {
         volumes: [],
         desired: { state: 'stopped', reference: null, digest: null },
         history: [],
+        host: null,
         driver: 'recording',
         actual: null,
       });
@@ -199,6 +201,29 @@ describe('run console API', () => {
         { state: 'unknown', reference: 'v1', digest: v1, applied_at: 'x' },
       );
       assert.deepEqual(await get(), data);
+      // Its host is given at the first start: the name made a DNS label.
+      assert.equal(data.host, 'my-project-my-app.run.localhost');
+    });
+
+    it('answers on its host only what the driver runs: the recording driver runs nothing (503), an unknown host is 404', async () => {
+      const answer = await inject({
+        method: 'GET',
+        url: '/hello',
+        headers: { host: 'my-project-my-app.run.localhost' },
+      });
+      assert.equal(answer.statusCode, 503, answer.body);
+      assert.equal(answer.json<{ error: { code: string } }>().error.code, 'not_running');
+      const unknown = await inject({ method: 'GET', url: '/', headers: { host: 'nothing-here.run.localhost' } });
+      assert.equal(unknown.statusCode, 404, unknown.body);
+      assert.equal(unknown.json<{ error: { code: string } }>().error.code, 'no_route');
+    });
+
+    it('gives repositories whose names make the same label distinct hosts', async () => {
+      await pushImage(service.app, 'user-alice', 'my-project/my.app', 'v1', 'dotted layer');
+      const started = await post('/api/console/start', { repository: 'my-project/my.app', reference: 'v1' });
+      assert.equal(started.statusCode, 200, started.body);
+      assert.equal(started.json<Data>().host, 'my-project-my-app-2.run.localhost');
+      assert.equal((await get()).host, 'my-project-my-app.run.localhost', 'the first keeps its host');
     });
 
     it('starts by digest (reference null)', async () => {

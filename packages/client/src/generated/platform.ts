@@ -10572,6 +10572,8 @@ export interface operations {
               reference: string | null;
               user: string;
             }[];
+            /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
+            host: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;
@@ -10680,6 +10682,8 @@ export interface operations {
               reference: string | null;
               user: string;
             }[];
+            /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
+            host: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;
@@ -10767,6 +10771,8 @@ export interface operations {
                 reference: string | null;
                 state: 'running' | 'stopped';
               };
+              /** @description where it answers HTTP (<slug>.run.<domain>) */
+              host: string | null;
               /** @description pushed tags in first-push order */
               references: string[];
               repository: string;
@@ -10871,6 +10877,8 @@ export interface operations {
               reference: string | null;
               user: string;
             }[];
+            /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
+            host: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;
@@ -10979,6 +10987,8 @@ export interface operations {
               reference: string | null;
               user: string;
             }[];
+            /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
+            host: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;
@@ -11083,6 +11093,8 @@ export interface operations {
               reference: string | null;
               user: string;
             }[];
+            /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
+            host: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;
@@ -11194,6 +11206,8 @@ export interface operations {
               reference: string | null;
               user: string;
             }[];
+            /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
+            host: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;

@@ -153,23 +153,29 @@ export class PodmanDriver implements RuntimeDriver {
     if (desired.state === 'stopped' || desired.digest === null) {
       for (const container of current) await this.engine.remove(container.Id, stopTimeoutSeconds);
       await records.save(repository, desired, null);
+      await records.setPort(repository, null);
       return;
     }
     const config = this.configKey(desired);
     const live = current.find((c) => c.State === 'running' && c.Labels?.[LABELS.config] === config);
-    if (!live) {
+    let port: number | null;
+    if (live) {
+      port = live.Ports?.[0]?.host_port ?? null;
+    } else {
       try {
-        await this.startContainer(repository, desired, config);
+        port = await this.startContainer(repository, desired, config);
       } catch (error) {
         // The earlier container (if any) keeps serving; the failure is what `actual` reports.
         const message = error instanceof Error ? error.message : String(error);
         await records.save(repository, desired, message);
+        if (!current.some((c) => c.State === 'running')) await records.setPort(repository, null);
         throw error;
       }
     }
     // The new one is up (or the right one already ran): every other container of it goes.
     for (const container of current) if (container !== live) await this.engine.remove(container.Id, stopTimeoutSeconds);
     await records.save(repository, desired, null);
+    await records.setPort(repository, port);
   }
 
   /** Volume directories under `<dataDir>/run/volumes/`, bound into named podman volumes the platform labels. */
@@ -187,7 +193,8 @@ export class PodmanDriver implements RuntimeDriver {
     return args;
   }
 
-  private async startContainer(repository: string, desired: DesiredDeployment, config: string): Promise<void> {
+  /** Runs a new container and waits until it is up; resolves the loopback port it is published on (null: none). */
+  private async startContainer(repository: string, desired: DesiredDeployment, config: string): Promise<number | null> {
     const { dataDir, memoryBytes, cpus, restart, stopTimeoutSeconds } = this.options;
     const scope = await this.scope();
     const work = join(dataDir, 'run', 'work');
@@ -244,7 +251,7 @@ export class PodmanDriver implements RuntimeDriver {
       await rm(envFile, { force: true });
     }
     try {
-      await this.waitUntilUp(id, port);
+      return await this.waitUntilUp(id, port);
     } catch (error) {
       const output = await this.engine.tail(id, 20);
       await this.engine.remove(id, 0).catch(() => undefined);
@@ -253,8 +260,11 @@ export class PodmanDriver implements RuntimeDriver {
     }
   }
 
-  /** Until the container runs and, when it serves a port, that port accepts a connection on loopback. */
-  private async waitUntilUp(id: string, port: number | null): Promise<void> {
+  /**
+   * Until the container runs and, when it serves a port, that port accepts a connection on
+   * loopback; resolves the published port (null without one).
+   */
+  private async waitUntilUp(id: string, port: number | null): Promise<number | null> {
     const deadline = Date.now() + this.options.startTimeoutMs;
     // Without a port, staying up this long is the evidence it started.
     const settle = Math.min(1000, this.options.startTimeoutMs);
@@ -267,10 +277,10 @@ export class PodmanDriver implements RuntimeDriver {
       if (container.State === 'running') {
         runningSince ??= Date.now();
         if (port === null) {
-          if (Date.now() - runningSince >= settle) return;
+          if (Date.now() - runningSince >= settle) return null;
         } else {
           const published = container.Ports?.find((p) => p.container_port === port)?.host_port;
-          if (published && (await canConnect(published))) return;
+          if (published && (await canConnect(published))) return published;
         }
       }
       if (Date.now() > deadline)

@@ -8,6 +8,8 @@ import type { RunRepository } from '../repository.ts';
 export interface RouteDeps {
   /** The service version, answered by `/version`. */
   version: string;
+  /** The platform domain: a running repository answers on `<slug>.run.<domain>`. */
+  domain: string;
   repository: RunRepository;
   driver: RuntimeDriver;
   blobs: BlobStore;

@@ -28,9 +28,15 @@ export async function owned({ repository }: RouteDeps, name: string, user: strin
 }
 
 /** The console data of a repository, with what the driver reports it has applied. */
-export async function answer({ repository, driver }: RouteDeps, row: RepositoryRow) {
+export async function answer({ repository, driver, domain }: RouteDeps, row: RepositoryRow) {
   const data = await repository.consoleData(row);
-  return { ...data, driver: driver.name, actual: driver.status ? await driver.status(row.name) : null };
+  const actual = driver.status ? await driver.status(row.name) : null;
+  return { ...data, host: hostOf(row, domain), driver: driver.name, actual };
+}
+
+/** Where a repository answers HTTP (service README: Traffic), once it has been started. */
+export function hostOf(row: RepositoryRow, domain: string): string | null {
+  return row.slug === null ? null : `${row.slug}.run.${domain}`;
 }
 
 /** The desired state is saved first (the durable record); the driver is then asked to follow it. */
@@ -69,6 +75,9 @@ export async function changeDesired(
   const entry = action === null ? null : { action, user, at: rfc3339() };
   const saved = await deps.repository.setDesired(row.name, desired, entry);
   if (!saved) throw RunErrors.repositoryNotFound(row.name);
+  // Its host label is given at its first start, before the driver is asked.
+  if (saved.desired.state === 'running' && saved.slug === null)
+    saved.slug = await deps.repository.ensureSlug(saved.name);
   await apply(app, deps, saved);
   return answer(deps, saved);
 }

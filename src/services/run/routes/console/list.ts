@@ -5,7 +5,7 @@ import { requireIdentity } from '../../../../core/identity.ts';
 import type { ActualState } from '../../driver.ts';
 import { actualState, desiredState } from '../../schemas.ts';
 import type { RouteDeps } from '../deps.ts';
-import { consoleErrors, consoleSecurity, consoleTags } from './common.ts';
+import { consoleErrors, consoleSecurity, consoleTags, hostOf } from './common.ts';
 
 const repositoryList = Type.Object({
   driver: Type.String({ description: 'the runtime driver: recording (runs nothing) or podman' }),
@@ -13,6 +13,7 @@ const repositoryList = Type.Object({
     Type.Object({
       repository: Type.String(),
       references: Type.Array(Type.String(), { description: 'pushed tags in first-push order' }),
+      host: Type.Union([Type.String(), Type.Null()], { description: 'where it answers HTTP (<slug>.run.<domain>)' }),
       desired: desiredState,
       actual: actualState,
       created_at: Type.String({ description: 'when the first push created it (RFC 3339 UTC)' }),
@@ -49,6 +50,7 @@ export function registerListRepositories(app: ServiceApp, deps: RouteDeps): void
         repositories: owned.map(({ row, references, createdAt }) => ({
           repository: row.name,
           references,
+          host: hostOf(row, deps.domain),
           desired: row.desired,
           actual: actual.get(row.name) ?? null,
           created_at: rfc3339(new Date(createdAt)),
