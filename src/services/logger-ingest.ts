@@ -1,5 +1,32 @@
 import type { ServiceCalls } from './context.ts';
 
+/**
+ * Whether `loggerId` is a logger `owner` has, asked of the logs service as that user: 200 →
+ * `owned`; 400, 403 or 404 → `not_owned`; no service calls, a failed call or any other answer →
+ * `unreachable`. A service that sends lines to a user's logger checks it with this when it is set.
+ */
+export async function loggerOwnership(
+  services: ServiceCalls | undefined,
+  owner: string,
+  loggerId: string,
+): Promise<'owned' | 'not_owned' | 'unreachable'> {
+  if (!services) return 'unreachable';
+  let status: number;
+  try {
+    const answer = await services.call('logs', {
+      method: 'GET',
+      path: `/v1/loggers/${encodeURIComponent(loggerId)}`,
+      identity: { user: { id: owner } },
+      maxBodyBytes: 64 * 1024,
+    });
+    status = answer.status;
+  } catch {
+    return 'unreachable';
+  }
+  if (status === 200) return 'owned';
+  return status === 400 || status === 403 || status === 404 ? 'not_owned' : 'unreachable';
+}
+
 /** Lines for one logger, from one source. */
 export interface IngestText {
   /** What the lines come from, as warnings name it: `{ lambda_id }`, `{ repository }`. */

@@ -35,6 +35,8 @@ export const RunErrors = {
       'validation_error',
       `body.volumes[${index}].target '${target.slice(0, 200)}' must be an absolute path`,
     ),
+  loggerNotOwned: (loggerId: string) =>
+    new HttpError(400, 'validation_error', `logger_id: no logger '${loggerId.slice(0, 200)}' of yours`),
 
   // 404: another user's repository answers exactly like a missing one.
   repositoryNotFound: (name: string) => new HttpError(404, 'not_found', `repository '${name}' not found`),
@@ -46,6 +48,9 @@ export const RunErrors = {
   // 502: the desired state was saved, the driver did not apply it.
   driverFailed: (driver: string, message: string) =>
     new HttpError(502, 'driver_error', `the change was saved but the ${driver} driver failed to apply it: ${message}`),
+
+  // 503: the logs service, which checks a logger, does not answer.
+  logsUnreachable: () => new HttpError(503, 'service_unavailable', 'the logs service is not reachable'),
 
   // 503 from /readyz.
   storageUnreachable: () => new HttpError(503, 'not_ready', 'storage is not reachable'),

@@ -74,7 +74,7 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
   return {
     name: 'run',
     migrations: runMigrations,
-    async build({ settings, store, logger, version }) {
+    async build({ settings, store, logger, version, services }) {
       const app = await createServiceApp({
         name: 'run',
         domain: settings.domain,
@@ -146,6 +146,7 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
       await registerRoutes(app, {
         version,
         domain: settings.domain,
+        services,
         repository,
         driver,
         blobs: store.blobs,

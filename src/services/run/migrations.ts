@@ -68,5 +68,10 @@ export const runMigrations: MigrationSet = {
         `alter table run_driver_records add column port integer`,
       ],
     },
+    {
+      // The logger a repository's container output goes to (null: none).
+      name: '004_run_logger',
+      statements: () => [`alter table run_repositories add column logger_id text`],
+    },
   ],
 };

@@ -16,6 +16,8 @@ export interface RepositoryRow {
   volumes: Volume[];
   /** Its host label (`<slug>.run.<domain>`), given at its first start; null before. */
   slug: string | null;
+  /** The logger its container output goes to, or null. */
+  loggerId: string | null;
 }
 
 export interface HistoryEntry {
@@ -78,6 +80,7 @@ interface RepositorySqlRow {
   env: string;
   volumes: string;
   slug: string | null;
+  logger_id: string | null;
 }
 
 interface UploadSqlRow {
@@ -101,6 +104,7 @@ function toRepository(row: RepositorySqlRow): RepositoryRow {
     env: JSON.parse(row.env) as EnvVar[],
     volumes: JSON.parse(row.volumes) as Volume[],
     slug: row.slug,
+    loggerId: row.logger_id,
   };
 }
 
@@ -136,7 +140,7 @@ export class RunRepository {
   async findRepository(name: string): Promise<RepositoryRow | null> {
     const row = await this.database.read(() =>
       first<RepositorySqlRow>(
-        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug from run_repositories where name = ?',
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug, logger_id from run_repositories where name = ?',
         name,
       ),
     );
@@ -222,7 +226,7 @@ export class RunRepository {
         );
       }
       return yield* first<RepositorySqlRow>(
-        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug from run_repositories where name = ?',
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug, logger_id from run_repositories where name = ?',
         name,
       );
     });
@@ -236,7 +240,19 @@ export class RunRepository {
       const changed = yield* run(`update run_repositories set ${column} = ? where name = ?`, text, name);
       if (changed === 0) return undefined;
       return yield* first<RepositorySqlRow>(
-        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug from run_repositories where name = ?',
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug, logger_id from run_repositories where name = ?',
+        name,
+      );
+    });
+    return row ? toRepository(row) : null;
+  }
+
+  async setLogger(name: string, loggerId: string | null): Promise<RepositoryRow | null> {
+    const row = await this.database.write(function* () {
+      const changed = yield* run('update run_repositories set logger_id = ? where name = ?', loggerId, name);
+      if (changed === 0) return undefined;
+      return yield* first<RepositorySqlRow>(
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug, logger_id from run_repositories where name = ?',
         name,
       );
     });
@@ -279,7 +295,7 @@ export class RunRepository {
   async repositoriesOf(owner: string): Promise<{ row: RepositoryRow; references: string[]; createdAt: string }[]> {
     return this.database.read(function* () {
       const rows = yield* all<RepositorySqlRow & { created_at: string }>(
-        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug, created_at from run_repositories where owner = ? order by name',
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug, logger_id, created_at from run_repositories where owner = ? order by name',
         owner,
       );
       const tags = yield* all<{ repository: string; tag: string }>(
@@ -354,7 +370,7 @@ export class RunRepository {
   async allRepositories(): Promise<RepositoryRow[]> {
     const rows = await this.database.read(() =>
       all<RepositorySqlRow>(
-        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug from run_repositories order by name',
+        'select name, owner, desired_state, desired_reference, desired_digest, env, volumes, slug, logger_id from run_repositories order by name',
       ),
     );
     return rows.map(toRepository);

@@ -56,6 +56,9 @@ export const consoleData = Type.Object({
     description:
       'where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before',
   }),
+  logger_id: Type.Union([Type.String(), Type.Null()], {
+    description: "the logger the container's output goes to (a logger of the owner), or null",
+  }),
   driver: Type.String({ description: 'the runtime driver: recording (runs nothing) or podman' }),
   references: Type.Array(Type.String(), { description: 'pushed tags in first-push order' }),
   env: Type.Array(Type.Object({ key: Type.String(), desired_value: Type.String() })),
@@ -84,6 +87,15 @@ export const targetBody = Type.Object(
     repository,
     reference: Type.Optional(Type.String({ description: 'tag (exactly one of reference, digest)' })),
     digest: Type.Optional(Type.String({ description: 'manifest digest (exactly one of reference, digest)' })),
+  },
+  { additionalProperties: false },
+);
+export const loggerBody = Type.Object(
+  {
+    repository,
+    logger_id: Type.Union([Type.String({ minLength: 1, maxLength: 200 }), Type.Null()], {
+      description: 'a logger of yours, or null for none',
+    }),
   },
   { additionalProperties: false },
 );

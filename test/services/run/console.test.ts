@@ -19,6 +19,7 @@ interface Data {
   desired: { state: string; reference: string | null; digest: string | null };
   history: { action: string; reference: string | null; digest: string | null; user: string; at: string }[];
   host: string | null;
+  logger_id: string | null;
   driver: string;
   actual: { state: string; reference: string | null; digest: string | null; applied_at: string } | null;
 }
@@ -95,6 +96,7 @@ describe('run console API', () => {
         desired: { state: 'stopped', reference: null, digest: null },
         history: [],
         host: null,
+        logger_id: null,
         driver: 'recording',
         actual: null,
       });
@@ -342,6 +344,25 @@ describe('run console API', () => {
         { name: 'cache', target: '/var/cache', mode: 'rw' },
       ]);
       assert.deepEqual((await get()).volumes, saved.json<Data>().volumes);
+    });
+
+    it('sets no logger without the logs service (503, nothing saved); null clears; a bad body is a 400', async () => {
+      assertError(
+        await put('/api/console/logger', { repository: name, logger_id: 'logger-x' }),
+        503,
+        'service_unavailable',
+      );
+      assert.equal((await get()).logger_id, null);
+      const cleared = await put('/api/console/logger', { repository: name, logger_id: null });
+      assert.equal(cleared.statusCode, 200, cleared.body);
+      assert.equal(cleared.json<Data>().logger_id, null);
+      for (const body of [
+        { repository: name },
+        { repository: name, logger_id: '' },
+        { repository: name, logger_id: 3 },
+      ])
+        assertError(await put('/api/console/logger', body), 400, 'validation_error');
+      assertError(await put('/api/console/logger', { repository: 'bob/app', logger_id: null }), 404, 'not_found');
     });
 
     it('refuses bad volumes (400): empty or duplicate name, relative target, unknown mode', async () => {

@@ -1881,6 +1881,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/services/run/api/console/logger': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Send the container's output to a logger of yours (null: nowhere)
+     * @description The logger is checked with the logs service as you (400 when it is not yours, 503 when the logs service does not answer). Applies to the running container at once. Answers the console data.
+     */
+    put: operations['runSetRepositoryLogger'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/services/run/api/console/repositories': {
     parameters: {
       query?: never;
@@ -10574,6 +10594,8 @@ export interface operations {
             }[];
             /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
             host: string | null;
+            /** @description the logger the container's output goes to (a logger of the owner), or null */
+            logger_id: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;
@@ -10684,6 +10706,8 @@ export interface operations {
             }[];
             /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
             host: string | null;
+            /** @description the logger the container's output goes to (a logger of the owner), or null */
+            logger_id: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;
@@ -10724,6 +10748,125 @@ export interface operations {
       };
       /** @description Default Response */
       502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  runSetRepositoryLogger: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description a logger of yours, or null for none */
+          logger_id: string | null;
+          /** @description repository name, e.g. my-project/my-app */
+          repository: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description what the runtime driver reports it has applied (null: nothing yet, or the driver cannot tell) */
+            actual: {
+              applied_at: string;
+              digest: string | null;
+              /** @description the exit code, when exited */
+              exit_code?: number;
+              /** @description why the last change failed: the engine's message */
+              message?: string;
+              reference: string | null;
+              /** @description what the engine reports; unknown when the driver cannot tell (the recording driver) */
+              state: 'running' | 'starting' | 'restarting' | 'exited' | 'stopped' | 'failed' | 'unknown';
+            } | null;
+            desired: {
+              digest: string | null;
+              reference: string | null;
+              state: 'running' | 'stopped';
+            };
+            /** @description the runtime driver: recording (runs nothing) or podman */
+            driver: string;
+            env: {
+              desired_value: string;
+              key: string;
+            }[];
+            history: {
+              /** @description start, stop or rollback */
+              action: string;
+              /** @description RFC 3339 UTC */
+              at: string;
+              digest: string | null;
+              reference: string | null;
+              user: string;
+            }[];
+            /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
+            host: string | null;
+            /** @description the logger the container's output goes to (a logger of the owner), or null */
+            logger_id: string | null;
+            /** @description pushed tags in first-push order */
+            references: string[];
+            repository: string;
+            volumes: {
+              mode: string;
+              name: string;
+              target: string;
+            }[];
+          };
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Default Response */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -10879,6 +11022,8 @@ export interface operations {
             }[];
             /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
             host: string | null;
+            /** @description the logger the container's output goes to (a logger of the owner), or null */
+            logger_id: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;
@@ -10989,6 +11134,8 @@ export interface operations {
             }[];
             /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
             host: string | null;
+            /** @description the logger the container's output goes to (a logger of the owner), or null */
+            logger_id: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;
@@ -11095,6 +11242,8 @@ export interface operations {
             }[];
             /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
             host: string | null;
+            /** @description the logger the container's output goes to (a logger of the owner), or null */
+            logger_id: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;
@@ -11208,6 +11357,8 @@ export interface operations {
             }[];
             /** @description where it answers HTTP through the gateway (<slug>.run.<domain>), given at its first start; null before */
             host: string | null;
+            /** @description the logger the container's output goes to (a logger of the owner), or null */
+            logger_id: string | null;
             /** @description pushed tags in first-push order */
             references: string[];
             repository: string;

@@ -3,6 +3,7 @@ import type { BlobStore } from '../../../store/blob/types.ts';
 import type { RuntimeDriver } from '../driver.ts';
 import type { UploadFollowers } from '../registry/follower.ts';
 import type { RunRepository } from '../repository.ts';
+import type { ServiceCalls } from '../../context.ts';
 
 /** What every route of the run service is given by index.ts. */
 export interface RouteDeps {
@@ -19,6 +20,8 @@ export interface RouteDeps {
   /** An upload idle this long is unknown (and swept). */
   uploadExpiryMs: number;
   now: () => number;
+  /** The platform's services (the logs service checks a repository's logger); absent when built alone. */
+  services: ServiceCalls | undefined;
   /** This instance's followers of chunked uploads (see registry/follower.ts). */
   followers: UploadFollowers;
 }

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { loggerOwnership } from '../../../logger-ingest.ts';
 import type { Static } from 'typebox';
 import { requireIdentity } from '../../../../core/identity.ts';
 import { LambdaErrors } from '../../errors.ts';
@@ -62,22 +63,9 @@ export function checkSchedule(
  * any other answer → 503.
  */
 export async function checkLogger({ services }: RouteDeps, owner: string, loggerId: string): Promise<void> {
-  if (!services) throw LambdaErrors.logsUnreachable();
-  let status: number;
-  try {
-    const answer = await services.call('logs', {
-      method: 'GET',
-      path: `/v1/loggers/${encodeURIComponent(loggerId)}`,
-      identity: { user: { id: owner } },
-      maxBodyBytes: 64 * 1024,
-    });
-    status = answer.status;
-  } catch {
-    throw LambdaErrors.logsUnreachable();
-  }
-  if (status === 200) return;
-  if (status === 400 || status === 403 || status === 404) throw LambdaErrors.loggerNotOwned(loggerId);
-  throw LambdaErrors.logsUnreachable();
+  const ownership = await loggerOwnership(services, owner, loggerId);
+  if (ownership === 'not_owned') throw LambdaErrors.loggerNotOwned(loggerId);
+  if (ownership === 'unreachable') throw LambdaErrors.logsUnreachable();
 }
 
 /** The caller's lambda, scoped to the project host if any; foreign or unknown → 404. */

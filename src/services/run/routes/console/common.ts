@@ -31,7 +31,7 @@ export async function owned({ repository }: RouteDeps, name: string, user: strin
 export async function answer({ repository, driver, domain }: RouteDeps, row: RepositoryRow) {
   const data = await repository.consoleData(row);
   const actual = driver.status ? await driver.status(row.name) : null;
-  return { ...data, host: hostOf(row, domain), driver: driver.name, actual };
+  return { ...data, host: hostOf(row, domain), logger_id: row.loggerId, driver: driver.name, actual };
 }
 
 /** Where a repository answers HTTP (service README: Traffic), once it has been started. */

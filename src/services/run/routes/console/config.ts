@@ -2,9 +2,10 @@ import type { ServiceApp } from '../../../../core/app.ts';
 import { requireIdentity } from '../../../../core/identity.ts';
 import type { Volume } from '../../driver.ts';
 import { RunErrors } from '../../errors.ts';
-import { consoleData, envBody, volumesBody } from '../../schemas.ts';
+import { consoleData, envBody, errorBody, loggerBody, volumesBody } from '../../schemas.ts';
+import { loggerOwnership } from '../../../logger-ingest.ts';
 import type { RouteDeps } from '../deps.ts';
-import { consoleErrors, consoleSecurity, consoleTags, saveConfig } from './common.ts';
+import { answer, consoleErrors, consoleSecurity, consoleTags, owned, saveConfig } from './common.ts';
 
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -62,6 +63,35 @@ export function registerConfigRoutes(app: ServiceApp, deps: RouteDeps): void {
         volumes.push({ name: entry.name, target: entry.target, mode: entry.mode ?? 'rw' });
       }
       return saveConfig(app, deps, request.body.repository, user, 'volumes', volumes);
+    },
+  );
+
+  app.put(
+    '/api/console/logger',
+    {
+      schema: {
+        tags: consoleTags,
+        security: consoleSecurity,
+        operationId: 'setRepositoryLogger',
+        summary: "Send the container's output to a logger of yours (null: nowhere)",
+        description:
+          'The logger is checked with the logs service as you (400 when it is not yours, 503 when the logs service does not answer). Applies to the running container at once. Answers the console data.',
+        body: loggerBody,
+        response: { 200: consoleData, ...consoleErrors, 503: errorBody },
+      },
+    },
+    async (request) => {
+      const user = requireIdentity(request).user.id;
+      const row = await owned(deps, request.body.repository, user);
+      const loggerId = request.body.logger_id;
+      if (loggerId !== null) {
+        const ownership = await loggerOwnership(deps.services, user, loggerId);
+        if (ownership === 'not_owned') throw RunErrors.loggerNotOwned(loggerId);
+        if (ownership === 'unreachable') throw RunErrors.logsUnreachable();
+      }
+      const saved = await deps.repository.setLogger(row.name, loggerId);
+      if (!saved) throw RunErrors.repositoryNotFound(row.name);
+      return answer(deps, saved);
     },
   );
 }
