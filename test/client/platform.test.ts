@@ -128,6 +128,28 @@ describe('client SDK against a running platform', () => {
       status: 400,
       code: 'validation_error',
     });
+
+    // The list: the caller's repositories only, with the driver (the test platform records, runs nothing).
+    const listed = await client.run.repositories();
+    assert.equal(listed.driver, 'recording');
+    const entry = listed.repositories.find((r) => r.repository === 'sdk/app');
+    assert.ok(entry, 'the pushed repository is listed');
+    assert.deepEqual(entry.references, ['v1', 'v2']);
+    assert.equal(entry.desired.state, 'stopped');
+    assert.equal(entry.actual?.state, 'unknown');
+    assert.match(entry.host ?? '', /^sdk-app\.run\./);
+    const stranger = createClient({ url });
+    await stranger.auth.signup('run-stranger@example.com', 'a long enough passphrase', 'run-stranger');
+    assert.deepEqual((await stranger.run.repositories()).repositories, []);
+    await assert.rejects(stranger.run.repository('sdk/app').get(), { status: 404, code: 'not_found' });
+
+    // The logger the container's output goes to: one of the owner's, or none.
+    const logger = await client.logs.loggers.create({ name: 'sdk-app-output' });
+    assert.equal((await repository.setLogger(logger.id)).logger_id, logger.id);
+    const theirs = await stranger.logs.loggers.create({ name: 'not yours' });
+    await assert.rejects(repository.setLogger(theirs.id), { status: 400, code: 'validation_error' });
+    assert.equal((await repository.get()).logger_id, logger.id, 'a refused logger changes nothing');
+    assert.equal((await repository.setLogger(null)).logger_id, null);
   });
 
   it("reads the gateway's version, traffic, health and instances", async () => {

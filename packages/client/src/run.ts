@@ -3,6 +3,11 @@ import type { BodyOf, ResultOf } from './types.ts';
 
 /** A repository's desired and actual state and its history (run README: Console API). */
 export type RepositoryState = ResultOf<'runGetConsole', 200>;
+/** What the runtime driver reports it runs (`state` `unknown` when it cannot tell, as the recording driver). */
+export type ActualState = NonNullable<RepositoryState['actual']>;
+/** The caller's repositories, and the runtime driver's name. */
+export type RepositoryList = ResultOf<'runListRepositories', 200>;
+export type RepositorySummary = RepositoryList['repositories'][number];
 export type EnvVar = BodyOf<'runReplaceEnvironment'>['env'][number];
 export type Volume = BodyOf<'runReplaceVolumes'>['volumes'][number];
 /** What to run: a tag, or a manifest digest. */
@@ -15,6 +20,11 @@ export type Target = { reference: string } | { digest: string };
  */
 export class RunApi {
   constructor(private readonly transport: Transport) {}
+
+  /** The caller's repositories by name, each with its tags, desired and actual state and host. */
+  repositories(options: CallOptions = {}): Promise<RepositoryList> {
+    return this.transport.json({ method: 'GET', service: 'run', path: '/api/console/repositories', ...options });
+  }
 
   repository(name: string): RepositoryHandle {
     return new RepositoryHandle(this.transport, name);
@@ -29,7 +39,7 @@ export class RepositoryHandle {
 
   private change(action: string, body: Record<string, unknown>, options: CallOptions): Promise<RepositoryState> {
     return this.transport.json({
-      method: action === 'env' || action === 'volumes' ? 'PUT' : 'POST',
+      method: action === 'env' || action === 'volumes' || action === 'logger' ? 'PUT' : 'POST',
       service: 'run',
       path: `/api/console/${action}`,
       json: { repository: this.name, ...body },
@@ -70,5 +80,10 @@ export class RepositoryHandle {
   /** Replaces the volumes (applied at once when the repository runs). */
   setVolumes(volumes: readonly Volume[], options: CallOptions = {}): Promise<RepositoryState> {
     return this.change('volumes', { volumes }, options);
+  }
+
+  /** Sends the container's output to a logger of yours (checked: 400 otherwise), or nowhere (`null`). */
+  setLogger(loggerId: string | null, options: CallOptions = {}): Promise<RepositoryState> {
+    return this.change('logger', { logger_id: loggerId }, options);
   }
 }
