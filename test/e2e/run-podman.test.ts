@@ -45,7 +45,13 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
   const env = availability.ok ? availability.env : process.env;
   const run = randomBytes(4).toString('hex');
   const repository = `podman-${run}/web`;
-  const tags = { v1: `stratus-test/web-v1-${run}`, v2: `stratus-test/web-v2-${run}`, bad: `stratus-test/bad-${run}` };
+  const tags = {
+    v1: `stratus-test/web-v1-${run}`,
+    v2: `stratus-test/web-v2-${run}`,
+    bad: `stratus-test/bad-${run}`,
+    talker: `stratus-test/talker-${run}`,
+  };
+  const talker = `podman-${run}/talker`;
   let database: TestDatabase;
   let server: ServedProcess;
   let scope = '';
@@ -119,6 +125,18 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
       entrypoint: ['/bin/busybox', 'sh', '-c', 'echo cannot start; exit 3'],
       port: 8000,
     });
+    // Writes a line to stdout, one to stderr, then one a second, while serving on 8000.
+    await buildBusyboxImage(env, {
+      tag: tags.talker,
+      files: { '/www/index.html': 'talker\n' },
+      entrypoint: [
+        '/bin/busybox',
+        'sh',
+        '-c',
+        'echo hello from the container; echo warning on stderr >&2; (n=0; while true; do n=$((n+1)); echo tick $n; sleep 1; done) & exec /bin/busybox httpd -f -p 8000 -h /www',
+      ],
+      port: 8000,
+    });
     server = await serve([], settings());
     const created = await request(server.internalPort, {
       method: 'POST',
@@ -134,6 +152,7 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
     await pushImage(env, { ...push, tag: tags.v1, reference: 'v1', format: 'v2s2' });
     await pushImage(env, { ...push, tag: tags.v2, reference: 'v2', format: 'oci' });
     await pushImage(env, { ...push, tag: tags.bad, reference: 'bad' });
+    await pushImage(env, { ...push, repository: talker, tag: tags.talker, reference: 'latest' });
     // The engine must get the images from the platform's blobs, not from what built them.
     for (const tag of Object.values(tags)) await removeImage(env, tag);
   });
@@ -220,6 +239,48 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
       files.some((f) => f.endsWith('file') && existsSync(join(root, f))),
       `the file is under ${root}: ${files.join(', ')}`,
     );
+  });
+
+  it("sends a container's output to the logger its repository names, live, only to a logger of the owner's", async () => {
+    const logs = (method: string, path: string, body?: unknown, user = USER) =>
+      request(server.internalPort, {
+        method,
+        path,
+        host: 'logs.localhost',
+        headers: { 'x-gateway-authentication': JSON.stringify({ user: { id: user } }), ...json },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const mine = await logs('POST', '/v1/loggers', { name: `talker-${run}` });
+    assert.equal(mine.status, 201, mine.text);
+    const loggerId = mine.json<{ id: string }>().id;
+    const theirs = await logs('POST', '/v1/loggers', { name: `other-${run}` }, 'user-someone-else');
+    assert.equal(theirs.status, 201, theirs.text);
+    const refused = await console('PUT', '/api/console/logger', {
+      repository: talker,
+      logger_id: theirs.json<{ id: string }>().id,
+    });
+    assert.equal(refused.status, 400, refused.text);
+    const set = await console('PUT', '/api/console/logger', { repository: talker, logger_id: loggerId });
+    assert.equal(set.status, 200, set.text);
+    assert.equal(set.json<Data & { logger_id: string }>().logger_id, loggerId);
+    const started = await console('POST', '/api/console/start', { repository: talker, reference: 'latest' });
+    assert.equal(started.status, 200, started.text);
+    const deadline = Date.now() + 20_000;
+    let text = '';
+    while (!/tick 2/.test(text)) {
+      assert.ok(Date.now() < deadline, `the container's lines reach the logger: ${JSON.stringify(text)}`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const read = await logs('GET', `/v1/loggers/${loggerId}/filter`);
+      assert.equal(read.status, 200, read.text);
+      text = read.text;
+    }
+    const lines = text.split('\n');
+    assert.ok(lines.includes('hello from the container'), text);
+    assert.ok(lines.includes('warning on stderr'), `stderr too: ${JSON.stringify(text)}`);
+    assert.ok(lines.includes('tick 1'), text);
+    assert.equal(lines.filter((l) => l === 'tick 1').length, 1, 'each line once');
+    const stopped = await console('POST', '/api/console/stop', { repository: talker });
+    assert.equal(stopped.status, 200, stopped.text);
   });
 
   it('lists the caller’s repositories with desired and actual state', async () => {

@@ -8,6 +8,10 @@ import type { BlobStore } from '../../store/blob/types.ts';
 import { DriverRecords, RecordingDriver, type RuntimeDriver } from './driver.ts';
 import { PodmanDriver } from './podman/driver.ts';
 import { PodmanEngine } from './podman/engine.ts';
+import { ContainerLogs } from './podman/logs.ts';
+import { RepositoryOutput } from './output.ts';
+import { LoggerTextIngest } from '../logger-ingest.ts';
+import type { ServiceCalls } from '../context.ts';
 import { runMigrations } from './migrations.ts';
 import { UploadFollowers } from './registry/follower.ts';
 import { RunRepository } from './repository.ts';
@@ -48,13 +52,29 @@ function driverFor(
   repository: RunRepository,
   blobs: BlobStore,
   logger: FastifyBaseLogger,
+  services: ServiceCalls | undefined,
 ): RuntimeDriver {
   switch (settings.runDriver) {
     case 'recording':
       return new RecordingDriver(connection);
-    case 'podman':
+    case 'podman': {
+      const engine = new PodmanEngine({ binary: settings.runPodman });
+      // Output of running containers, into the logger their repository names.
+      const output = new RepositoryOutput(
+        repository,
+        new LoggerTextIngest(services, (context, message) => logger.warn(context, message)),
+      );
+      const logs = new ContainerLogs({
+        binary: settings.runPodman,
+        sink: output.sink,
+        stillRunning: async (id) => {
+          const state = (await engine.container(id))?.State;
+          return state === 'running' || state === 'restarting';
+        },
+      });
       return new PodmanDriver({
-        engine: new PodmanEngine({ binary: settings.runPodman }),
+        engine,
+        logs,
         repository,
         blobs,
         records: new DriverRecords(connection),
@@ -66,6 +86,7 @@ function driverFor(
         stopTimeoutSeconds: settings.runStopTimeoutSeconds,
         logger,
       });
+    }
   }
 }
 
@@ -95,7 +116,7 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
       const repository = new RunRepository(store.sql.database, refs);
       const driver = options.driver
         ? options.driver(store.sql)
-        : driverFor(settings, store.sql, repository, store.blobs, logger);
+        : driverFor(settings, store.sql, repository, store.blobs, logger, services);
       // The engine follows the stored desired states from the start (in the background: a slow
       // engine must not hold up the platform's start).
       if (driver.reconcile) {

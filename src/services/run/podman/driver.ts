@@ -19,6 +19,7 @@ import type {
 import type { RepositoryRow } from '../repository.ts';
 import { EngineError, type EngineContainer, type PodmanEngine } from './engine.ts';
 import { loadImage, type ManifestSource } from './image.ts';
+import type { ContainerLogs } from './logs.ts';
 
 /** Labels on every container and volume the driver makes (`podman ps --filter label=…`). */
 export const LABELS = {
@@ -47,6 +48,8 @@ export interface PodmanDriverOptions {
   startTimeoutMs: number;
   stopTimeoutSeconds: number;
   logger: FastifyBaseLogger;
+  /** Follows running containers' output into their repositories' loggers (podman/logs.ts). */
+  logs?: ContainerLogs;
 }
 
 const hash = (text: string, length = 12) => createHash('sha256').update(text).digest('hex').slice(0, length);
@@ -151,6 +154,7 @@ export class PodmanDriver implements RuntimeDriver {
     const { records, stopTimeoutSeconds } = this.options;
     const current = await this.containersOf(repository);
     if (desired.state === 'stopped' || desired.digest === null) {
+      this.options.logs?.unfollow(repository);
       for (const container of current) await this.engine.remove(container.Id, stopTimeoutSeconds);
       await records.save(repository, desired, null);
       await records.setPort(repository, null);
@@ -161,9 +165,13 @@ export class PodmanDriver implements RuntimeDriver {
     let port: number | null;
     if (live) {
       port = live.Ports?.[0]?.host_port ?? null;
+      // Adopted (after a platform restart): its output from now on, not its whole past again.
+      this.options.logs?.follow(repository, live.Id, rfc3339());
     } else {
       try {
-        port = await this.startContainer(repository, desired, config);
+        const started = await this.startContainer(repository, desired, config);
+        port = started.port;
+        this.options.logs?.follow(repository, started.id);
       } catch (error) {
         // The earlier container (if any) keeps serving; the failure is what `actual` reports.
         const message = error instanceof Error ? error.message : String(error);
@@ -193,8 +201,12 @@ export class PodmanDriver implements RuntimeDriver {
     return args;
   }
 
-  /** Runs a new container and waits until it is up; resolves the loopback port it is published on (null: none). */
-  private async startContainer(repository: string, desired: DesiredDeployment, config: string): Promise<number | null> {
+  /** Runs a new container and waits until it is up; resolves its id and loopback port (null: none). */
+  private async startContainer(
+    repository: string,
+    desired: DesiredDeployment,
+    config: string,
+  ): Promise<{ id: string; port: number | null }> {
     const { dataDir, memoryBytes, cpus, restart, stopTimeoutSeconds } = this.options;
     const scope = await this.scope();
     const work = join(dataDir, 'run', 'work');
@@ -251,7 +263,7 @@ export class PodmanDriver implements RuntimeDriver {
       await rm(envFile, { force: true });
     }
     try {
-      return await this.waitUntilUp(id, port);
+      return { id, port: await this.waitUntilUp(id, port) };
     } catch (error) {
       const output = await this.engine.tail(id, 20);
       await this.engine.remove(id, 0).catch(() => undefined);
@@ -410,5 +422,6 @@ export class PodmanDriver implements RuntimeDriver {
     // Containers outlive the platform process (the engine runs them); only pending work is awaited.
     this.closed = true;
     await Promise.all([...this.queues.values()]);
+    this.options.logs?.close();
   }
 }
