@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /**
  * Values sealed at rest with the platform's secrets key (lambda secrets, scheduler webhook
@@ -21,6 +21,26 @@ const VERSION = 'v1';
 /** The first 8 bytes of the key's SHA-256, in hex: names a key without revealing it. */
 export function keyFingerprint(key: Buffer): string {
   return createHash('sha256').update(key).digest().subarray(0, 8).toString('hex');
+}
+
+/** The data directory's key file, used when `LAMBDA_SECRETS_KEY` is unset. */
+export const SECRETS_KEY_FILE = 'lambda-secrets.key';
+
+/**
+ * The key the settings give (`LAMBDA_SECRETS_KEY`), else a reader of the data directory's key
+ * file that makes it on first need (`onCreated` is told its path then).
+ */
+export function secretsKeySource(
+  settings: { lambdaSecretsKey: Buffer | undefined; dataDir: string },
+  onCreated: (path: string) => void = () => {},
+): Buffer | (() => Buffer) {
+  if (settings.lambdaSecretsKey) return settings.lambdaSecretsKey;
+  const path = join(settings.dataDir, SECRETS_KEY_FILE);
+  return () => {
+    const { key, created } = readOrCreateKeyFile(path);
+    if (created) onCreated(path);
+    return key;
+  };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { SettingsError, type ServiceName, type Settings } from '../config.ts';
 import { EgressPolicy } from '../core/egress.ts';
+import { secretsKeySource } from '../core/sealing.ts';
 import type { PlatformInstance } from '../instances/index.ts';
 import type { Store } from '../store/index.ts';
 import type { MigrationSet } from '../store/migrate.ts';
@@ -99,4 +100,24 @@ export function platformEgressPolicy({ settings, ports }: Pick<ServiceContext, '
   } catch (error) {
     throw new SettingsError((error as Error).message);
   }
+}
+
+/**
+ * The platform's key for sealed secrets (lambda secrets, scheduler webhook secrets): the
+ * `LAMBDA_SECRETS_KEY` setting, else the data directory's key file, read or made on first need
+ * (src/services/lambda/README.md: Environment and secrets). Making the file is logged: as a
+ * warning where other instances share the database, since they cannot open what it seals.
+ */
+export function platformSecretsKey(
+  { settings, store, logger }: Pick<ServiceContext, 'settings' | 'store' | 'logger'>,
+  secrets: string,
+): Buffer | (() => Buffer) {
+  return secretsKeySource(settings, (path) =>
+    store.sql.database.soleWriter
+      ? logger.info({ path }, `created the key of ${secrets}`)
+      : logger.warn(
+          { path },
+          `created the key of ${secrets} in the data directory of this instance: other instances of this database cannot read them; give every instance the same LAMBDA_SECRETS_KEY`,
+        ),
+  );
 }

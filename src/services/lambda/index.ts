@@ -1,7 +1,7 @@
 import { createServiceApp } from '../../core/app.ts';
 import { LambdaBridges } from './bridge.ts';
 import { egressAgent } from '../../core/egress.ts';
-import { platformEgressPolicy, type ServiceDefinition } from '../context.ts';
+import { platformEgressPolicy, platformSecretsKey, type ServiceDefinition } from '../context.ts';
 import { LambdaEnvironment } from './environment.ts';
 import { InvocationHistory, type HistoryOptions } from './history.ts';
 import { CronTicker, type CronOptions } from './cron.ts';
@@ -84,14 +84,7 @@ export function lambdaServiceWith(
       app.addHook('onClose', async () => repository.close());
       // The key of the lambdas' secrets: LAMBDA_SECRETS_KEY, else the data directory's key file,
       // made on first need (README: Environment and secrets).
-      const secrets = LambdaSecrets.fromSettings(settings, (path) =>
-        store.sql.database.soleWriter
-          ? logger.info({ path }, 'created the key of lambda secrets')
-          : logger.warn(
-              { path },
-              'created the key of lambda secrets in the data directory of this instance: other instances of this database cannot read these secrets; give every instance the same LAMBDA_SECRETS_KEY',
-            ),
-      );
+      const secrets = new LambdaSecrets(platformSecretsKey({ settings, store, logger }, 'lambda secrets'));
       // What an invocation gets as its environment: env and decrypted secrets (environment.ts).
       const environment = new LambdaEnvironment(repository, secrets);
       // Every invocation's record, written in batches off the request path (history.ts); what

@@ -1,9 +1,8 @@
-import { join } from 'node:path';
 import type { Settings } from '../../config.ts';
-import { readOrCreateKeyFile, SealingKey, UnsealError } from '../../core/sealing.ts';
+import { SealingKey, secretsKeySource, UnsealError } from '../../core/sealing.ts';
 
 // The key file and sealing are shared with the scheduler's webhook secrets (src/core/sealing.ts).
-export { keyFingerprint, readOrCreateKeyFile } from '../../core/sealing.ts';
+export { keyFingerprint, readOrCreateKeyFile, SECRETS_KEY_FILE } from '../../core/sealing.ts';
 
 /**
  * Lambda secrets at rest (README: Environment and secrets): AES-256-GCM with a fresh 12-byte IV
@@ -12,9 +11,6 @@ export { keyFingerprint, readOrCreateKeyFile } from '../../core/sealing.ts';
  * `<dataDir>/lambda-secrets.key`, created on first need. Each sealed value names the key's
  * fingerprint, so a value sealed under another key is reported as such instead of as damage.
  */
-
-/** The key file's name in the data directory, used when `LAMBDA_SECRETS_KEY` is unset. */
-export const SECRETS_KEY_FILE = 'lambda-secrets.key';
 
 /** The secrets of a lambda were sealed under a key this process does not have. */
 export class SecretsKeyMismatch extends Error {
@@ -54,14 +50,7 @@ export class LambdaSecrets {
     settings: Pick<Settings, 'lambdaSecretsKey' | 'dataDir'>,
     onCreated: (path: string) => void = () => {},
   ): LambdaSecrets {
-    const configured = settings.lambdaSecretsKey;
-    if (configured) return new LambdaSecrets(configured);
-    const path = join(settings.dataDir, SECRETS_KEY_FILE);
-    return new LambdaSecrets(() => {
-      const { key, created } = readOrCreateKeyFile(path);
-      if (created) onCreated(path);
-      return key;
-    });
+    return new LambdaSecrets(secretsKeySource(settings, onCreated));
   }
 
   /** The values, encrypted for lambda `lambdaId` only (its id is the authenticated data). */

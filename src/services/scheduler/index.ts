@@ -1,8 +1,7 @@
-import { join } from 'node:path';
 import { createServiceApp } from '../../core/app.ts';
 import { egressAgent } from '../../core/egress.ts';
-import { readOrCreateKeyFile, SealingKey } from '../../core/sealing.ts';
-import { platformEgressPolicy, type ServiceDefinition } from '../context.ts';
+import { SealingKey } from '../../core/sealing.ts';
+import { platformEgressPolicy, platformSecretsKey, type ServiceDefinition } from '../context.ts';
 import { DeliveryEngine } from './delivery.ts';
 import { SchedulerEvents } from './events.ts';
 import { SchedulerKeys } from './keys.ts';
@@ -11,8 +10,6 @@ import { SchedulerRepository } from './repository.ts';
 import type { RouteDeps } from './routes/deps.ts';
 import { registerRoutes } from './routes/index.ts';
 
-/** The key file of lambda secrets (lambda/secrets.ts): webhook secrets share its key. */
-const WEBHOOK_KEY_FILE = 'lambda-secrets.key';
 /** The longest one webhook request may take. */
 const WEBHOOK_TIMEOUT_MS = 30_000;
 
@@ -41,21 +38,7 @@ export const schedulerService: ServiceDefinition = {
 
     // Webhook secrets are sealed with the key of lambda secrets (README: Delivery): LAMBDA_SECRETS_KEY,
     // else the same key file in the data directory, read or made on first need.
-    const configuredKey = settings.lambdaSecretsKey;
-    const sealing = new SealingKey(
-      configuredKey ??
-        (() => {
-          const path = join(settings.dataDir, WEBHOOK_KEY_FILE);
-          const { key, created } = readOrCreateKeyFile(path);
-          if (created && store.sql.database.soleWriter) logger.info({ path }, 'created the key of sealed secrets');
-          else if (created)
-            logger.warn(
-              { path },
-              'created the key of sealed secrets in the data directory of this instance: other instances of this database cannot read webhook secrets; give every instance the same LAMBDA_SECRETS_KEY',
-            );
-          return key;
-        }),
-    );
+    const sealing = new SealingKey(platformSecretsKey({ settings, store, logger }, 'webhook secrets'));
     // Webhooks go where a lambda's fetch may go (core/egress.ts), never to the platform's own ports.
     const policy = platformEgressPolicy({ settings, ports });
     const dispatcher = egressAgent(policy);
