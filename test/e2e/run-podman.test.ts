@@ -50,6 +50,7 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
     v2: `stratus-test/web-v2-${run}`,
     bad: `stratus-test/bad-${run}`,
     talker: `stratus-test/talker-${run}`,
+    nope: `stratus-test/nope-${run}`,
   };
   const talker = `podman-${run}/talker`;
   let database: TestDatabase;
@@ -125,6 +126,8 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
       entrypoint: ['/bin/busybox', 'sh', '-c', 'echo cannot start; exit 3'],
       port: 8000,
     });
+    // An image whose entrypoint does not exist: the engine itself refuses to start it.
+    await buildBusyboxImage(env, { tag: tags.nope, entrypoint: ['/no/such/program'], port: 8000 });
     // Writes a line to stdout, one to stderr, then one a second, while serving on 8000.
     await buildBusyboxImage(env, {
       tag: tags.talker,
@@ -152,6 +155,7 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
     await pushImage(env, { ...push, tag: tags.v1, reference: 'v1', format: 'v2s2' });
     await pushImage(env, { ...push, tag: tags.v2, reference: 'v2', format: 'oci' });
     await pushImage(env, { ...push, tag: tags.bad, reference: 'bad' });
+    await pushImage(env, { ...push, tag: tags.nope, reference: 'nope' });
     await pushImage(env, { ...push, repository: talker, tag: tags.talker, reference: 'latest' });
     // The engine must get the images from the platform's blobs, not from what built them.
     for (const tag of Object.values(tags)) await removeImage(env, tag);
@@ -209,6 +213,13 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
     assert.equal(current.actual?.reference, 'v2', 'actual is what the engine runs');
     assert.match(current.actual?.message ?? '', /exited with code 3/);
     assert.deepEqual(await throughGateway(host), { status: 200, text: 'web v2' });
+    const refused = await console('POST', '/api/console/start', { repository, reference: 'nope' });
+    assert.equal(refused.status, 502, refused.text);
+    assert.match(
+      refused.json<{ error: { message: string } }>().error.message,
+      /the engine could not start it: .*no such file or directory/,
+    );
+    assert.equal(await served(), 'web v2');
   });
 
   it('rolls back to an earlier reference; env and volumes restart it with the new configuration', async () => {
