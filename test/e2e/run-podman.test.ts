@@ -115,6 +115,7 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
     return { status: answer.status, text: answer.text.trim() };
   };
   let host = '';
+  const imageIds: string[] = [];
 
   before(async () => {
     database = await createTestDatabase();
@@ -157,14 +158,20 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
     await pushImage(env, { ...push, tag: tags.bad, reference: 'bad' });
     await pushImage(env, { ...push, tag: tags.nope, reference: 'nope' });
     await pushImage(env, { ...push, repository: talker, tag: tags.talker, reference: 'latest' });
-    // The engine must get the images from the platform's blobs, not from what built them.
-    for (const tag of Object.values(tags)) await removeImage(env, tag);
+    // The engine must get the images from the platform's blobs, not from what built them. The
+    // ids stay the same (the config's digest), so they can be removed again at the end.
+    for (const tag of Object.values(tags)) {
+      imageIds.push((await runPodman(env, ['image', 'inspect', '--format', '{{.Id}}', tag])).trim());
+      await removeImage(env, tag);
+    }
   });
 
   after(async () => {
     await server?.stop();
     if (scope) await removeContainers(env, `io.stratus.scope=${scope}`);
     for (const tag of Object.values(tags)) await removeImage(env, tag).catch(() => undefined);
+    // What the driver loaded from the platform's blobs.
+    for (const id of imageIds) await runPodman(env, ['rmi', '--force', id]).catch(() => undefined);
     await database?.cleanup();
   });
 
