@@ -1,12 +1,11 @@
 // Loggers: create and delete loggers, search or follow lines live with regular expressions, ingest a line.
 import { html } from 'htm/preact';
 import type { VNode } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { messageOf, platform } from '../session.ts';
+import { useState } from 'preact/hooks';
+import { platform } from '../session.ts';
 import { href, navigate } from '../router.ts';
 import { ErrorBox, Loading, Section, formatBytes, readOnly, useAction, useLoad, valueOf } from './common.ts';
-
-const MAX_LINES = 2000;
+import { useLogStream } from './log-follow.ts';
 
 export function LoggersPage(): VNode {
   const list = useLoad(() => platform().logs.loggers.list(), []);
@@ -47,54 +46,21 @@ export function LoggersPage(): VNode {
 export function LoggerPage({ id }: { id: string }): VNode {
   const logger = useLoad(() => platform().logs.loggers.get(id), [id]);
   const [regex, setRegex] = useState('');
-  const [lines, setLines] = useState<string[]>([]);
-  const [state, setState] = useState<'idle' | 'following' | 'searching'>('idle');
-  const [streamError, setStreamError] = useState<string | null>(null);
   const [ingestText, setIngestText] = useState('hello from the console');
   const [ingested, setIngested] = useState<string | null>(null);
-  const controller = useRef<AbortController | null>(null);
-  const output = useRef<HTMLPreElement>(null);
+  const stream = useLogStream(id);
+  const { lines, state, stop } = stream;
   const ingest = useAction();
   const remove = useAction();
 
-  const stop = () => {
-    controller.current?.abort();
-    controller.current = null;
-    setState('idle');
-  };
-  useEffect(() => stop, [id]);
-  useEffect(() => {
-    const el = output.current;
-    if (el) el.scrollTop = el.scrollHeight;
-  }, [lines]);
-
-  const start = (follow: boolean) => {
-    stop();
-    const abort = new AbortController();
-    controller.current = abort;
-    setLines([]);
-    setStreamError(null);
-    setState(follow ? 'following' : 'searching');
-    const patterns = regex
-      .split('\n')
-      .map((r) => r.trim())
-      .filter((r) => r !== '');
-    const handle = platform().logs.logger(id);
-    const options = { regex: patterns, signal: abort.signal };
-    (async () => {
-      for await (const line of follow ? handle.follow(options) : handle.lines(options))
-        setLines((prev) => [...prev, line].slice(-MAX_LINES));
-    })()
-      .catch((err: unknown) => {
-        if (!abort.signal.aborted) setStreamError(messageOf(err));
-      })
-      .finally(() => {
-        if (controller.current === abort) {
-          controller.current = null;
-          setState('idle');
-        }
-      });
-  };
+  const start = (follow: boolean) =>
+    stream.start(
+      follow,
+      regex
+        .split('\n')
+        .map((r) => r.trim())
+        .filter((r) => r !== ''),
+    );
 
   const submitIngest = (e: Event) => {
     e.preventDefault();
@@ -131,8 +97,8 @@ export function LoggerPage({ id }: { id: string }): VNode {
         <button type="button" disabled=${state === 'idle'} onClick=${stop}>Stop</button>
       </form>
       <p class=${state === 'following' ? 'live-state on' : 'live-state muted'} data-testid="follow-state">${state === 'following' ? '● Following live' : state === 'searching' ? 'Searching…' : 'Stopped'} — ${lines.length} line${lines.length === 1 ? '' : 's'}</p>
-      <${ErrorBox} error=${streamError} />
-      <pre class="log" ref=${output} data-testid="log-output">${lines.join('\n')}</pre>
+      <${ErrorBox} error=${stream.error} />
+      <pre class="log" ref=${stream.output} data-testid="log-output">${lines.join('\n')}</pre>
     <//>
     <${Section} title="Ingest a line">
       <form class="inline" onSubmit=${submitIngest} aria-label="Ingest">
