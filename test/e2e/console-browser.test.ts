@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
@@ -393,6 +394,158 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
         }
       });
 
+      await step(page, log, '21-run-page', async () => {
+        const token = await page.evaluate<string | null>("sessionStorage.getItem('stratus.console.token')");
+        assert.ok(token);
+        const bearer = { authorization: `Bearer ${token}` };
+        // Push a tiny image as a container tool would: through the public port, an API key as Basic credentials.
+        const created = await request(port, {
+          method: 'POST',
+          path: '/v0/apikeys',
+          host: 'apikeys.localhost',
+          headers: { ...bearer, 'content-type': 'application/json' },
+          body: '{"name":"registry"}',
+        });
+        assert.equal(created.status, 201, created.text);
+        const { key, secret } = created.json<{ key: string; secret: string }>();
+        const basic = { authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}` };
+        const registry = `localhost:${port}`;
+        const name = 'console/web';
+        const digestOf = (data: string) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
+        for (const blob of ['{}', 'console layer']) {
+          const pushed = await request(port, {
+            method: 'POST',
+            path: `/v2/${name}/blobs/uploads/?digest=${digestOf(blob)}`,
+            host: registry,
+            headers: { ...basic, 'content-type': 'application/octet-stream' },
+            body: blob,
+          });
+          assert.equal(pushed.status, 201, pushed.text);
+        }
+        const manifestType = 'application/vnd.docker.distribution.manifest.v2+json';
+        const manifest = JSON.stringify({
+          schemaVersion: 2,
+          mediaType: manifestType,
+          config: { mediaType: 'application/vnd.docker.container.image.v1+json', size: 2, digest: digestOf('{}') },
+          layers: [
+            {
+              mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip',
+              size: 13,
+              digest: digestOf('console layer'),
+            },
+          ],
+        });
+        const tagged = await request(port, {
+          method: 'PUT',
+          path: `/v2/${name}/manifests/v1`,
+          host: registry,
+          headers: { ...basic, 'content-type': manifestType },
+          body: manifest,
+        });
+        assert.equal(tagged.status, 201, tagged.text);
+        const stored = async () => {
+          const answer = await request(port, {
+            path: `/api/console?repository=${name}`,
+            host: 'run.localhost',
+            headers: bearer,
+          });
+          assert.equal(answer.status, 200, answer.text);
+          return answer.json<{ env: unknown; logger_id: string | null; desired: { state: string } }>();
+        };
+        /** Requests the page makes to the run service: the PUT bodies, and how many state reads. */
+        const puts: { path: string; body: unknown }[] = [];
+        let reads = 0;
+        const onRequest = (r: Request) => {
+          const url = new URL(r.url());
+          if (!url.pathname.startsWith('/services/run/api/console')) return;
+          if (r.method() === 'PUT') puts.push({ path: url.pathname, body: JSON.parse(r.postData() ?? 'null') });
+          if (r.method() === 'GET' && url.pathname === '/services/run/api/console') reads++;
+        };
+        page.on('request', onRequest);
+        try {
+          // The list: the pushed repository, nothing applied yet, and the driver said.
+          await open(page, 'Containers');
+          await page.getByTestId('run-driver').filter({ hasText: 'recording' }).waitFor();
+          const row = page.getByTestId('repositories-table').locator(`tr[data-repository="${name}"]`);
+          await row.getByTestId('desired-badge').filter({ hasText: 'stopped' }).waitFor();
+          await row.getByTestId('actual-badge').filter({ hasText: 'nothing applied' }).waitFor();
+          await row.getByRole('link', { name }).click();
+          await page.getByRole('heading', { level: 1, name }).waitFor();
+
+          // Start: desired running; the recording driver runs nothing, and the page says so.
+          await page.getByRole('button', { name: 'Start v1' }).click();
+          const state = page.getByTestId('run-state');
+          await state.getByTestId('desired-badge').filter({ hasText: 'running' }).waitFor();
+          await state.getByTestId('actual-badge').filter({ hasText: 'unknown' }).waitFor();
+          await state.getByTestId('actual-note').filter({ hasText: 'the recording driver runs nothing' }).waitFor();
+          await page.getByTestId('run-host').filter({ hasText: 'console-web.run.localhost' }).waitFor();
+          await page.getByRole('button', { name: 'Roll back to v1' }).click();
+          await page.getByTestId('history-table').getByRole('cell', { name: 'rollback', exact: true }).waitFor();
+          // The state is read again while the page is open.
+          const before = reads;
+          await page.waitForRequest((r) => r.url().includes('/services/run/api/console?repository='), {
+            timeout: 5000,
+          });
+          assert.ok(reads > before);
+
+          // Env: a row typed in, saved as the whole list.
+          const env = page.getByRole('group', { name: 'Environment' });
+          await env.getByRole('button', { name: 'Add variable' }).click();
+          await env.getByLabel('Variable name').fill('1BAD');
+          await env.getByLabel('Variable value').fill('hello console');
+          await page.getByRole('button', { name: 'Save environment' }).click();
+          await page.getByTestId('run-env').getByRole('alert').filter({ hasText: 'letters, digits and _' }).waitFor();
+          assert.deepEqual(puts, [], 'a wrong name is said before sending');
+          await env.getByLabel('Variable name').fill('GREETING');
+          await page.getByRole('button', { name: 'Save environment' }).click();
+          await page.getByTestId('run-env').getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+          assert.deepEqual(puts, [
+            {
+              path: '/services/run/api/console/env',
+              body: { repository: name, env: [{ key: 'GREETING', desired_value: 'hello console' }] },
+            },
+          ]);
+          assert.deepEqual((await stored()).env, [{ key: 'GREETING', desired_value: 'hello console' }]);
+
+          // Logger: the output goes to logger "app" (step 07), and the Logs panel follows it live.
+          await page.getByLabel(/^Logger \(gets the container/).selectOption({ label: 'app' });
+          await page.getByRole('button', { name: 'Save logger' }).click();
+          await page.getByTestId('run-logger').getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+          const loggerId = (await stored()).logger_id;
+          assert.ok(loggerId);
+          await page.getByTestId('run-follow-state').filter({ hasText: 'Following live' }).waitFor();
+          const output = page.getByTestId('run-log-output');
+          await output.filter({ hasText: 'ERROR shown live 2' }).waitFor();
+          const ingested = await request(port, {
+            method: 'POST',
+            path: `/v1/loggers/${loggerId}/ingest`,
+            host: 'logs.localhost',
+            headers: bearer,
+            body: 'container line followed live\n',
+          });
+          assert.equal(ingested.status, 200, ingested.text);
+          await output.filter({ hasText: 'container line followed live' }).waitFor();
+
+          // Stop, and the history has it all (newest first).
+          await page.getByRole('button', { name: 'Stop', exact: true }).click();
+          await state.getByTestId('desired-badge').filter({ hasText: 'stopped' }).waitFor();
+          const actions = page.getByTestId('history-table').locator('tbody tr td:nth-child(2)');
+          await actions.filter({ hasText: 'stop' }).waitFor();
+          assert.deepEqual(await actions.allTextContents(), ['stop', 'rollback', 'start']);
+          assert.equal((await stored()).desired.state, 'stopped');
+          await screenshot(page, '21-run-repository');
+
+          // Leaving the page stops its reads.
+          await page.getByRole('link', { name: '← Containers' }).click();
+          await row.getByTestId('desired-badge').filter({ hasText: 'stopped' }).waitFor();
+          const left = reads;
+          await page.waitForTimeout(3500);
+          assert.equal(reads, left, 'no state reads once the page is gone');
+        } finally {
+          page.off('request', onRequest);
+        }
+      });
+
       await step(page, log, '09-config', async () => {
         await open(page, 'Config');
         await page.getByLabel('Key', { exact: true }).fill('feature.newCheckout');
@@ -698,6 +851,9 @@ describe('web console in demo mode', { timeout: 10 * 60_000 }, () => {
         );
         await open(page, 'Buckets');
         await page.getByTestId('buckets-table').getByText('my-first-bucket').waitFor();
+        // The mock API has no run routes.
+        await open(page, 'Containers');
+        await page.getByText('Not available in demo mode.').waitFor();
       });
     } finally {
       await page.close();

@@ -15,6 +15,7 @@ import { LambdaPage, LambdasPage } from './pages/lambdas.ts';
 import { LoggerPage, LoggersPage } from './pages/loggers.ts';
 import { LoginPage } from './pages/login.ts';
 import { ProjectsPage } from './pages/projects.ts';
+import { ContainerPage, ContainersPage } from './pages/run.ts';
 import { SchedulerPage, SchedulersPage } from './pages/schedulers.ts';
 
 const NAV: [string, string][] = [
@@ -26,6 +27,7 @@ const NAV: [string, string][] = [
   ['buckets', 'Buckets'],
   ['loggers', 'Loggers'],
   ['schedulers', 'Schedulers'],
+  ['containers', 'Containers'],
   ['config', 'Config'],
 ];
 
@@ -49,6 +51,8 @@ function Page({ route, user }: { route: string[]; user: User }): VNode {
       return a ? html`<${LoggerPage} key=${a} id=${a} />` : html`<${LoggersPage} />`;
     case 'schedulers':
       return a ? html`<${SchedulerPage} key=${a} id=${a} />` : html`<${SchedulersPage} />`;
+    case 'containers':
+      return a ? html`<${ContainerPage} key=${a} name=${a} />` : html`<${ContainersPage} />`;
     case 'config':
       return html`<${ConfigPage} />`;
     default:

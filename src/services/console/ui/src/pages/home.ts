@@ -5,7 +5,7 @@ import { config, platform } from '../session.ts';
 import type { User } from '../auth.ts';
 import { Section } from './common.ts';
 
-const SERVICES = ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'config'];
+const SERVICES = ['auth', 'apikeys', 'lambda', 'scheduler', 'docdb', 'logs', 'files', 'run', 'config'];
 
 export function HomePage({ user }: { user: User }): VNode {
   return html`<div>

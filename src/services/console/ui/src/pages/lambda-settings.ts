@@ -2,12 +2,21 @@
 // is typed into a password field and sent once, never shown or prefilled), the logger and the cron
 // schedule.
 import { html } from 'htm/preact';
-import type { VNode } from 'preact';
+import type { ComponentChildren, VNode } from 'preact';
 import type { Lambda, Logger } from '@stratus/client';
 import { rowKey, type EnvRow, type SecretRow } from '../lambda-change.ts';
 import { ErrorBox, valueOf } from './common.ts';
 
-export function EnvFieldset({ rows, onChange }: { rows: EnvRow[]; onChange: (rows: EnvRow[]) => void }): VNode {
+export function EnvFieldset({
+  rows,
+  onChange,
+  hint = html`Your code reads them as <code>ctx.env.NAME</code>.`,
+}: {
+  rows: EnvRow[];
+  onChange: (rows: EnvRow[]) => void;
+  /** What the variables are for, under the rows (the container page says who can see them). */
+  hint?: ComponentChildren;
+}): VNode {
   const update = (key: number, change: Partial<EnvRow>) =>
     onChange(rows.map((row) => (row.key === key ? { ...row, ...change } : row)));
   return html`<fieldset data-testid="env-fields">
@@ -21,7 +30,7 @@ export function EnvFieldset({ rows, onChange }: { rows: EnvRow[]; onChange: (row
       </div>`,
     )}
     <button type="button" onClick=${() => onChange([...rows, { key: rowKey(), name: '', value: '' }])}>Add variable</button>
-    <p class="muted">Your code reads them as <code>ctx.env.NAME</code>.</p>
+    <p class="muted">${hint}</p>
   </fieldset>`;
 }
 
@@ -86,15 +95,17 @@ export function LoggerField({
   loggers,
   error,
   onChange,
+  label = "Logger (gets each run's console lines)",
 }: {
   value: string;
   loggers: Logger[] | undefined;
   error: string | null;
   onChange: (id: string) => void;
+  label?: string;
 }): VNode {
   const known = loggers?.some((l) => l.id === value) ?? false;
   return html`<div>
-    <div class="inline"><label>Logger (gets each run's console lines)<select name="logger_id" value=${value} onChange=${(e: Event) => onChange(valueOf(e))}>
+    <div class="inline"><label>${label}<select name="logger_id" value=${value} onChange=${(e: Event) => onChange(valueOf(e))}>
       <option value="">none</option>
       ${(loggers ?? []).map((l) => html`<option value=${l.id}>${l.name}</option>`)}
       ${value !== '' && !known && html`<option value=${value}>${loggers ? `unknown logger ${value}` : value}</option>`}
