@@ -89,6 +89,16 @@ describe('client transport', () => {
     assert.equal(seen.length, 3);
   });
 
+  it("does not send a PUT again after a run driver's 502 driver_error (it would fail the same way)", async () => {
+    handler = (_request, response) => json(response, 502, envelope(502, 'driver_error'));
+    const client = createClient({ url, token: 't', retry: fast });
+    await assert.rejects(client.run.repository('team/app').setEnv([]), { status: 502, code: 'driver_error' });
+    assert.deepEqual(
+      seen.map((s) => s.method),
+      ['PUT'],
+    );
+  });
+
   it('never retries a POST or a PATCH', async () => {
     handler = (_request, response) => json(response, 503, envelope(503, 'service_unavailable'));
     const client = createClient({ url, token: 't', retry: fast });

@@ -56,6 +56,12 @@ export interface TransportRequest extends CallOptions {
 
 const IDEMPOTENT_METHODS = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
 const RETRIED_STATUSES = new Set([429, 502, 503, 504]);
+/**
+ * Error codes of those statuses that are a service's verdict, not a passing failure: a run
+ * driver that could not apply a change (502 `driver_error`) fails again the same way, after
+ * waiting as long, so it is not sent again.
+ */
+const FINAL_CODES = new Set(['driver_error']);
 
 /** Percent-encodes one path segment (a `/` inside it included). */
 export function segment(value: string): string {
@@ -157,7 +163,7 @@ export class Transport {
         continue;
       }
       if (response.ok || response.status === 304) return response;
-      if (attempt < attempts && RETRIED_STATUSES.has(response.status)) {
+      if (attempt < attempts && RETRIED_STATUSES.has(response.status) && !(await hasFinalCode(response))) {
         const wait = retryAfterMs(response.headers.get('retry-after')) ?? this.backoff(attempt);
         await response.body?.cancel().catch(() => undefined);
         await sleep(Math.min(wait, this.retry.maxDelayMs), request.signal);
@@ -262,6 +268,17 @@ function describe(error: unknown): string {
 }
 
 /** `Retry-After` as milliseconds: delta seconds or an HTTP date; null when absent or unreadable. */
+/** Whether an error answer's envelope carries one of FINAL_CODES (read from a copy of it). */
+async function hasFinalCode(response: Response): Promise<boolean> {
+  if (!(response.headers.get('content-type') ?? '').includes('json')) return false;
+  try {
+    const body = (await response.clone().json()) as { error?: { code?: unknown } } | null;
+    return typeof body?.error?.code === 'string' && FINAL_CODES.has(body.error.code);
+  } catch {
+    return false;
+  }
+}
+
 function retryAfterMs(header: string | null): number | null {
   if (header === null) return null;
   if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
