@@ -3,6 +3,7 @@ import { loadSettings, SettingsError, type FlagValues } from './config.ts';
 import { VERSION } from './core/version.ts';
 import { createLogger, migrateAll, startPlatform } from './platform.ts';
 import { runUsersCommand, USERS_OPTIONS } from './services/auth/index.ts';
+import { BACKUP_OPTIONS, runBackupCommand } from './store/backup.ts';
 
 const USAGE = `Usage: stratus <command> [options]
 
@@ -11,6 +12,11 @@ Commands to run the platform:
   migrate    apply every service's database migrations and exit
   users add --email EMAIL --password PASSWORD [--nick NICK]
              create a user (\`--password -\` reads it from stdin) and print its id
+  backup --to DIR
+             copy the embedded store (database, blobs, secrets key file) into
+             DIR, new or empty, while the platform serves; not on PostgreSQL
+  restore --from DIR
+             restore a backup into --data-dir, which must be new or empty
   version    print the version
 
 Options (each also settable by environment variable or stratus.config.json):
@@ -101,6 +107,10 @@ async function main(argv: string[]): Promise<number> {
     });
     const { email, password, nick } = values as { email?: string; password?: string; nick?: string };
     return runUsersCommand({ positionals, email, password, nick }, loadSettings(flagValues(values)));
+  }
+  if (command === 'backup' || command === 'restore') {
+    const { values } = parseArgs({ args: rest, options: { ...SETTINGS_OPTIONS, ...BACKUP_OPTIONS }, strict: true });
+    return runBackupCommand(command, values, loadSettings(flagValues(values)));
   }
   if (command !== 'serve' && command !== 'migrate') {
     const user = await userCommands();

@@ -21,6 +21,11 @@ export interface Store {
 
 export type StoreSettings = Pick<Settings, 'dataDir' | 'databaseUrl' | 'sqliteSynchronous'>;
 
+/** The embedded store's layout under `dataDir` (also read by `stratus backup` and `restore`). */
+export const SQLITE_FILE = 'stratus.db';
+export const BLOB_DIR = 'blobs';
+export const INLINE_BLOB_FILE = 'inline.db';
+
 /** The store's own migrations (blob tables); services bring theirs. */
 export const storeMigrations: MigrationSet = blobMigrations;
 
@@ -32,12 +37,12 @@ export const storeMigrations: MigrationSet = blobMigrations;
 export async function openStore(settings: StoreSettings): Promise<Store> {
   const dataDir = resolve(settings.dataDir);
   if (!settings.databaseUrl) {
-    const sql = openSqlite(join(dataDir, 'stratus.db'), { synchronous: settings.sqliteSynchronous });
+    const sql = openSqlite(join(dataDir, SQLITE_FILE), { synchronous: settings.sqliteSynchronous });
     const notifier = createMemoryNotifier();
     // Small blobs share a group commit instead of costing a file and its fsyncs each.
     const blobs = withInlineSmallBlobs(
-      createDirectoryBlobStore(join(dataDir, 'blobs')),
-      join(dataDir, 'blobs', 'inline.db'),
+      createDirectoryBlobStore(join(dataDir, BLOB_DIR)),
+      join(dataDir, BLOB_DIR, INLINE_BLOB_FILE),
       { synchronous: settings.sqliteSynchronous },
     );
     return {

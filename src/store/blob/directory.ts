@@ -21,6 +21,11 @@ const TEMP_DIR = '.tmp';
 /** A temp file this old belongs to a process that crashed mid-upload; safe to remove. */
 const STALE_TEMP_MS = 24 * 60 * 60 * 1000;
 
+/** Where the directory store keeps a blob, relative to its directory: `<aa>/<bb>/<sha256>`. */
+export function blobFilePath(sha256: string): string {
+  return join(sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+}
+
 /**
  * Blobs as files at `<dir>/<aa>/<bb>/<sha256>`. Every write goes to a temp file that is fsynced and
  * renamed into place, so a blob visible under its name is always complete and survives power loss.
@@ -31,7 +36,7 @@ export function createDirectoryBlobStore(dir: string): BlobStore {
   let swept: Promise<void> | undefined;
 
   // Only ever called with a validated hash, so the path cannot escape `dir`.
-  const blobPath = (sha256: string) => join(dir, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+  const blobPath = (sha256: string) => join(dir, blobFilePath(sha256));
 
   return {
     async put(source, options: BlobPutOptions = {}): Promise<BlobInfo> {

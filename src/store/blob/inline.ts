@@ -18,6 +18,10 @@ import {
 /** Blobs up to this size live in the SQLite file; larger ones in the wrapped store. */
 export const DEFAULT_INLINE_MAX_BYTES = 64 * 1024;
 
+/** The one table of the inline file (also made by `stratus backup`). */
+export const INLINE_BLOBS_TABLE =
+  'create table if not exists inline_blobs (sha256 text primary key, data blob not null) without rowid';
+
 export interface InlineBlobOptions {
   maxInlineBytes?: number;
   synchronous?: 'FULL' | 'NORMAL';
@@ -42,9 +46,7 @@ export function withInlineSmallBlobs(
   const database = connection.database;
   // Every operation waits for the table (at once after the first commit); a failure to create it
   // fails each of them.
-  const ready = database.write(() =>
-    run('create table if not exists inline_blobs (sha256 text primary key, data blob not null) without rowid'),
-  );
+  const ready = database.write(() => run(INLINE_BLOBS_TABLE));
   ready.catch(() => {});
 
   const inlineData = async (sha256: string): Promise<Buffer | null> => {
