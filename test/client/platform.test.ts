@@ -164,6 +164,8 @@ describe('client SDK against a running platform', () => {
     const instances = await client.gateway.instances();
     assert.equal(instances.filter((instance) => instance.answering).length, 1);
     await assert.rejects(createClient({ url }).gateway.instances(), { status: 401 });
+    const hosts = await client.gateway.virtualHosts();
+    assert.ok(hosts.includes('kv.localhost') && hosts.includes('gateway.localhost'), JSON.stringify(hosts));
   });
 
   it('creates API keys and projects, and a key works as the client credential', async () => {
@@ -439,8 +441,23 @@ describe('client SDK against a running platform', () => {
     await prefs.set('ui/theme', 'dark');
     assert.equal((await prefs.get('ui/theme')).value, 'dark');
     assert.ok((await prefs.list({ prefix: 'ui/' })).items.some((e) => e.key === 'ui/theme'));
+    await prefs.set('ui/lang', 'en');
+    const status = await client.kv.status();
+    assert.equal(status.role, 'primary');
+    assert.equal(status.replication.parent_connected, true);
+    assert.ok(status.replication.last_seq > 0);
+    assert.deepEqual(status.collections.prefs?.keys, 2);
+    // A page at a time: `next` is the cursor of the following page.
+    const first = await prefs.list({ prefix: 'ui/', limit: 1 });
+    assert.deepEqual([first.items.map((e) => e.key), first.next], [['ui/lang'], 'ui/lang']);
+    const second = await prefs.list({ prefix: 'ui/', limit: 1, after: first.next ?? '' });
+    assert.deepEqual([second.items.map((e) => e.key), second.next], [['ui/theme'], null]);
     await prefs.delete('ui/theme');
     await assert.rejects(prefs.get('ui/theme'), { status: 404 });
+    // Another user's namespace holds none of these collections.
+    const other = createClient({ url });
+    await other.auth.signup('kv-other@example.com', 'a long enough passphrase', 'kv-other');
+    assert.deepEqual((await other.kv.status()).collections, {});
 
     assert.deepEqual(await client.config.patch({ theme: 'dark', lang: 'en' }), { theme: 'dark', lang: 'en' });
     assert.deepEqual(await client.config.patch({ lang: null }), { theme: 'dark' });

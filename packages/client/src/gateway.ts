@@ -25,6 +25,11 @@ export class GatewayApi {
     return this.transport.json({ method: 'GET', service: 'gateway', path: '/v0/status', ...options });
   }
 
+  /** The host names the gateway serves: the platform's, then your project hosts (signed in). */
+  virtualHosts(options: CallOptions = {}): Promise<string[]> {
+    return this.transport.json({ method: 'GET', service: 'gateway', path: '/v0/virtualhosts', ...options });
+  }
+
   /** The live instances of the platform (signed in). */
   async instances(options: CallOptions = {}): Promise<Instance[]> {
     const result = await this.transport.json<ResultOf<'gatewayListInstances', 200>>({

@@ -5,6 +5,33 @@ export type Entry = Schemas['Entry'];
 export type WriteResult = Schemas['WriteResult'];
 export type KeyPage = ResultOf<'kvListKeys', 200>;
 
+/**
+ * `GET /v1/status` (the node's schema leaves it open; kv README, Decisions: `/v1/status`): the
+ * node, its role and parent, and the collections of the caller's namespace with their figures.
+ */
+export interface KvStatus {
+  node: string;
+  role: 'primary' | 'replica';
+  /** The parent's URL on a replica, else empty. */
+  parent: string;
+  uptime_seconds: number;
+  /** Replicas following this node now. */
+  children: number;
+  /** The caller's collections, in creation order: live keys and the seq of the newest write. */
+  collections: Record<string, { keys: number; lastSeq: number }>;
+  replication: {
+    /** True on a replica or on a node serving replicas. */
+    enabled: boolean;
+    /** Whether the node's follower is connected to its parent (always true on a primary). */
+    parent_connected: boolean;
+    connected_replicas: number;
+    /** The node's newest seq (every namespace's writes). */
+    last_seq: number;
+    /** True on the instance that follows the parent. */
+    following: boolean;
+  };
+}
+
 /** The key-value node (`/services/kv`): each caller sees its own collections. */
 export class KvApi {
   constructor(private readonly transport: Transport) {}
@@ -32,6 +59,11 @@ export class KvApi {
       path: `/v1/collections/${segment(name)}`,
       ...options,
     });
+  }
+
+  /** The node's role, replication and the caller's collections with their key counts. */
+  status(options: CallOptions = {}): Promise<KvStatus> {
+    return this.transport.json({ method: 'GET', service: 'kv', path: '/v1/status', ...options });
   }
 
   collection(name: string): KvCollection {
