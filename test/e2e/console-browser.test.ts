@@ -546,6 +546,185 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
         }
       });
 
+      await step(page, log, '22-kv', async () => {
+        const token = await page.evaluate<string | null>("sessionStorage.getItem('stratus.console.token')");
+        assert.ok(token);
+        const stored = (key: string) =>
+          request(port, {
+            path: `/v1/collections/settings/keys/${key}`,
+            host: 'kv.localhost',
+            headers: { authorization: `Bearer ${token}` },
+          });
+        await open(page, 'Key-value');
+        await page.getByTestId('kv-role').filter({ hasText: 'primary' }).waitFor();
+        await page.getByLabel('Name').fill('settings');
+        await page.getByRole('button', { name: 'Create collection' }).click();
+        await page.getByRole('heading', { name: 'Collection settings' }).waitFor();
+        await page.getByTestId('no-keys').waitFor();
+        const setKey = async (key: string, value: string, as: 'json' | 'text' = 'json') => {
+          await page.getByLabel('Key (slashes allowed)').fill(key);
+          await page.getByLabel('Value is').selectOption(as);
+          await page.getByLabel('Value', { exact: true }).fill(value);
+          await page.getByRole('button', { name: 'Save key' }).click();
+          await page
+            .getByTestId('kv-saved')
+            .filter({ hasText: `Saved ${key}:` })
+            .waitFor();
+        };
+        await setKey('ui/theme', '{"dark": true}');
+        await setKey('ui/lang', 'en', 'text');
+        await setKey('other/x', '42');
+        // JSON as JSON, text as a string.
+        assert.deepEqual((await stored('ui/theme')).json<{ value: unknown }>().value, { dark: true });
+        assert.equal((await stored('ui/lang')).json<{ value: unknown }>().value, 'en');
+        // Not JSON: said before sending.
+        await setKey('ui/bad', '{oops', 'text');
+        await page.getByLabel('Value is').selectOption('json');
+        await page.getByRole('button', { name: 'Save key' }).click();
+        await page.getByRole('alert').filter({ hasText: 'not valid JSON' }).waitFor();
+
+        // Prefix search.
+        const table = page.getByTestId('kv-keys-table');
+        const shownKeys = () =>
+          table.locator('tr[data-key]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')));
+        await page.getByLabel('Key prefix').fill('ui/');
+        await page.getByRole('button', { name: 'Search' }).click();
+        await table.locator('tr[data-key="other/x"]').waitFor({ state: 'detached' });
+        assert.deepEqual(await shownKeys(), ['ui/bad', 'ui/lang', 'ui/theme']);
+        await table.locator('tr[data-key="ui/theme"]').getByRole('button', { name: 'View' }).click();
+        await page.getByTestId('kv-value').filter({ hasText: '"dark": true' }).waitFor();
+
+        // Pages of 20: the next page starts after the last key shown.
+        for (let i = 0; i < 21; i++) {
+          const written = await request(port, {
+            method: 'POST',
+            path: `/v1/collections/settings/keys/page/${String(i).padStart(2, '0')}`,
+            host: 'kv.localhost',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: `{"value":${i}}`,
+          });
+          assert.equal(written.status, 200, written.text);
+        }
+        await page.getByLabel('Key prefix').fill('page/');
+        await page.getByRole('button', { name: 'Search' }).click();
+        await page
+          .getByTestId('kv-page-info')
+          .filter({ hasText: 'Keys 1–20 starting with “page/”, more follow' })
+          .waitFor();
+        await page.getByRole('button', { name: 'Next page' }).click();
+        await page
+          .getByTestId('kv-page-info')
+          .filter({ hasText: /^Keys 21–21/ })
+          .waitFor();
+        assert.deepEqual(await shownKeys(), ['page/20']);
+        await page.getByRole('button', { name: 'Previous page' }).click();
+        await page
+          .getByTestId('kv-page-info')
+          .filter({ hasText: /^Keys 1–20/ })
+          .waitFor();
+
+        // Delete a key: gone from the search and from the node.
+        await page.getByLabel('Key prefix').fill('ui/');
+        await page.getByRole('button', { name: 'Search' }).click();
+        await table.locator('tr[data-key="ui/theme"]').getByRole('button', { name: 'Delete' }).click();
+        await table.locator('tr[data-key="ui/theme"]').waitFor({ state: 'detached' });
+        assert.deepEqual(await shownKeys(), ['ui/bad', 'ui/lang']);
+        assert.equal((await stored('ui/theme')).status, 404);
+        await screenshot(page, '22-kv-keys');
+        // The collections list counts the keys.
+        await page.getByRole('link', { name: '← Key-value' }).click();
+        await page
+          .getByTestId('kv-collections-table')
+          .locator('tr[data-collection="settings"]')
+          .getByRole('cell', { name: '24', exact: true })
+          .waitFor();
+      });
+
+      /** Sends a request to `host` every 100 ms until stopped. */
+      const background = (host: string) => {
+        let on = true;
+        const done = (async () => {
+          while (on) {
+            await request(port, { path: '/version', host }).catch(() => undefined);
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+        })();
+        return async () => {
+          on = false;
+          await done;
+        };
+      };
+      /** How many points a chart plots (its box's data-points). */
+      const pointsOf = async (testId: string) =>
+        Number((await page.getByTestId(testId).getAttribute('data-points')) ?? 0);
+      /** A chart's canvas as it is drawn now. */
+      const canvasOf = (testId: string) =>
+        page.evaluate<string>(`document.querySelector('[data-testid=${testId}] canvas').toDataURL()`);
+
+      await step(page, log, '23-gateway', async () => {
+        await open(page, 'Gateway');
+        const chart = page.getByTestId('traffic-chart');
+        await chart.locator('canvas').waitFor();
+        await page.getByTestId('traffic-waiting').waitFor({ state: 'detached' });
+        const points = await pointsOf('traffic-chart');
+        const drawn = await canvasOf('traffic-chart');
+        const stop = background('api.localhost');
+        try {
+          // api.localhost gets a line, a rate above zero, and the chart more points.
+          await chart.locator('.u-legend').getByText('api.localhost').waitFor();
+          await page.waitForFunction(
+            `Number(document.querySelector('[data-testid=stats-table] tr[data-host="api.localhost"] [data-testid=host-rate]')?.textContent) > 0`,
+          );
+        } finally {
+          await stop();
+        }
+        assert.ok((await pointsOf('traffic-chart')) > points, 'the chart has more points');
+        assert.notEqual(await canvasOf('traffic-chart'), drawn, 'the canvas was drawn again');
+        await page.getByTestId('status-table').locator('tr[data-status-id="kv"]').getByText('200 OK').waitFor();
+        await page.getByTestId('instances-table').getByText('this one').waitFor();
+        await page.getByTestId('virtual-hosts').getByText('kv.localhost', { exact: true }).waitFor();
+      });
+
+      await step(page, log, '24-overview', async () => {
+        await page.getByRole('navigation', { name: 'Areas' }).getByRole('link', { name: 'Overview' }).click();
+        await page.getByRole('heading', { level: 1, name: /^Welcome/ }).waitFor();
+        await page
+          .getByTestId('health-summary')
+          .filter({ hasText: /^All \d+ services answer\.$/ })
+          .waitFor();
+        await page.getByTestId('health-table').locator('tr[data-status-id="docdb"]').getByText('200 OK').waitFor();
+        await page.waitForFunction(`Number(document.querySelector('[data-testid=rate-chart]')?.dataset.points) >= 1`);
+        const points = await pointsOf('rate-chart');
+        // Requests to a host the gateway does not know: the only errors /v0/stats counts.
+        const stop = background('nowhere.example');
+        try {
+          await page.waitForFunction(
+            `Number(document.querySelector('[data-testid=noroute-now]')?.textContent.replace(/^now /, '')) > 0`,
+          );
+        } finally {
+          await stop();
+        }
+        assert.ok((await pointsOf('rate-chart')) > points);
+        assert.ok((await pointsOf('error-chart')) > points);
+        assert.ok((await pointsOf('latency-chart')) > points);
+      });
+
+      await step(page, log, '25-charts-stop', async () => {
+        // The reads stop with the page.
+        let reads = 0;
+        const onRequest = (r: Request) => {
+          if (r.url().endsWith('/v0/stats') || r.url().endsWith('/v0/status')) reads++;
+        };
+        await open(page, 'Config');
+        page.on('request', onRequest);
+        try {
+          await page.waitForTimeout(2500);
+          assert.equal(reads, 0, 'no stats or status reads once the page is gone');
+        } finally {
+          page.off('request', onRequest);
+        }
+      });
+
       await step(page, log, '09-config', async () => {
         await open(page, 'Config');
         await page.getByLabel('Key', { exact: true }).fill('feature.newCheckout');
@@ -854,6 +1033,14 @@ describe('web console in demo mode', { timeout: 10 * 60_000 }, () => {
         // The mock API has no run routes.
         await open(page, 'Containers');
         await page.getByText('Not available in demo mode.').waitFor();
+        // Nor key-value or gateway routes: those pages say so, and the overview's charts too.
+        await open(page, 'Key-value');
+        await page.getByText('Not available in demo mode.').waitFor();
+        await open(page, 'Gateway');
+        await page.getByText('Not available in demo mode.').waitFor();
+        await page.getByRole('navigation', { name: 'Areas' }).getByRole('link', { name: 'Overview' }).click();
+        await page.getByRole('heading', { level: 1, name: /^Welcome/ }).waitFor();
+        assert.equal(await page.getByText('Not available in demo mode.').count(), 2);
       });
     } finally {
       await page.close();

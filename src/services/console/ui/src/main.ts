@@ -10,7 +10,9 @@ import { ApiKeysPage } from './pages/apikeys.ts';
 import { BucketPage, BucketsPage } from './pages/buckets.ts';
 import { ConfigPage } from './pages/config.ts';
 import { CollectionPage, DatabasePage, DatabasesPage } from './pages/databases.ts';
+import { GatewayPage } from './pages/gateway.ts';
 import { HomePage } from './pages/home.ts';
+import { KvCollectionPage, KvPage } from './pages/kv.ts';
 import { LambdaPage, LambdasPage } from './pages/lambdas.ts';
 import { LoggerPage, LoggersPage } from './pages/loggers.ts';
 import { LoginPage } from './pages/login.ts';
@@ -24,10 +26,12 @@ const NAV: [string, string][] = [
   ['apikeys', 'API keys'],
   ['lambdas', 'Lambdas'],
   ['databases', 'Databases'],
+  ['kv', 'Key-value'],
   ['buckets', 'Buckets'],
   ['loggers', 'Loggers'],
   ['schedulers', 'Schedulers'],
   ['containers', 'Containers'],
+  ['gateway', 'Gateway'],
   ['config', 'Config'],
 ];
 
@@ -53,6 +57,10 @@ function Page({ route, user }: { route: string[]; user: User }): VNode {
       return a ? html`<${SchedulerPage} key=${a} id=${a} />` : html`<${SchedulersPage} />`;
     case 'containers':
       return a ? html`<${ContainerPage} key=${a} name=${a} />` : html`<${ContainersPage} />`;
+    case 'kv':
+      return a ? html`<${KvCollectionPage} key=${a} collection=${a} />` : html`<${KvPage} />`;
+    case 'gateway':
+      return html`<${GatewayPage} />`;
     case 'config':
       return html`<${ConfigPage} />`;
     default:
