@@ -28,7 +28,7 @@ const ARCHIVE_OPTIONS = {
 } as const;
 
 /** Every migration set of this build, the store's and the instance registry's included. */
-function buildMigrationSets(): MigrationSet[] {
+export function buildMigrationSets(): MigrationSet[] {
   const sets = [storeMigrations, instancesMigrations, ...[...AVAILABLE_SERVICES.values()].map((s) => s.migrations)];
   return [...new Map(sets.map((set) => [set.owner, set])).values()];
 }
