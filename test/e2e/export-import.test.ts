@@ -273,6 +273,11 @@ describe('stratus export and import move a whole platform between stores', () =>
     const { world, before } = await exported(source, archive, ['--include-secrets-key']);
     assert.ok(existsSync(archive) && !existsSync(`${archive}.partial`));
 
+    // The source is not empty: the command says so and changes nothing.
+    const refused = await runCli(['import', '--from', archive], source.env);
+    assert.equal(refused.code, 1, refused.output);
+    assert.match(refused.output, /^stratus import: the target store is not empty: .*apikeys_keys \(1 row\)/m);
+
     const target = await store(other);
     const imported = await runCli(['import', '--from', archive], target.env);
     assert.equal(imported.code, 0, imported.output);

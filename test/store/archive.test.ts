@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, createWriteStream, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -247,6 +247,20 @@ describe('archive values and refusals', () => {
       }
     });
   }
+
+  it('writes a tar stream to a given output (`--to -`), which imports', async () => {
+    const path = join(work, 'stream.tar');
+    const stdout = createWriteStream(path);
+    const { where } = await exportArchive({ settings: source.settings, to: '-', stdout });
+    await new Promise((resolve) => stdout.end(resolve));
+    assert.equal(where, '-');
+    const listed = execFileSync('tar', ['tf', path], { encoding: 'utf8' }).split('\n');
+    assert.equal(listed[0], 'manifest.json');
+    assert.ok(listed.includes(blobEntry(sha(BLOB_LARGE))));
+    const target = await store('sqlite');
+    await importArchive({ settings: target.settings, from: path, migrationSets: sets });
+    assert.deepEqual(await contents(target), await contents(source));
+  });
 
   it("reads a tar file that the system's tar made of a directory archive, and refuses a cut one", async () => {
     const tar = join(work, 'retarred.tar');
