@@ -55,19 +55,27 @@ export async function runArchiveCommand(
     strict: true,
     allowPositionals: false,
   });
+  const help =
+    `Usage: stratus ${command} [options]\n${ARCHIVE_USAGE}` +
+    'The store is the one `stratus serve` would use: --data-dir PATH (DATA_DIR), --database-url URL\n' +
+    '(DATABASE_URL), --config PATH. README.md: Moving between SQLite and PostgreSQL.\n';
   if (values.help) {
-    process.stdout.write(`Usage: stratus ${command} [options]\n${ARCHIVE_USAGE}`);
+    process.stdout.write(help);
     return 0;
+  }
+  const missing = command === 'export' ? typeof values.to !== 'string' : typeof values.from !== 'string';
+  if (missing) {
+    process.stderr.write(`stratus ${command}: ${command === 'export' ? '--to' : '--from'} is required\n\n${help}`);
+    return 2;
   }
   const settings = settingsFrom(values);
   try {
     if (command === 'export') {
-      if (typeof values.to !== 'string') throw new ArchiveError('export needs --to DIR, --to FILE.tar or --to -');
       // The archive may be on stdout: everything else goes to stderr.
       process.stdout.on('error', () => {});
       const { manifest, where } = await exportArchive({
         settings,
-        to: values.to,
+        to: values.to!,
         stdout: process.stdout,
         includeSecretsKey: values['include-secrets-key'] === true,
         warn: (message) => process.stderr.write(`stratus: warning: ${message}\n`),
@@ -81,9 +89,8 @@ export async function runArchiveCommand(
       );
       return 0;
     }
-    if (typeof values.from !== 'string') throw new ArchiveError('import needs --from DIR or --from FILE.tar');
     if (values['include-secrets-key']) throw new ArchiveError('--include-secrets-key is an export option');
-    const summary = await importArchive({ settings, from: values.from, migrationSets: buildMigrationSets() });
+    const summary = await importArchive({ settings, from: values.from!, migrationSets: buildMigrationSets() });
     const { manifest } = summary;
     process.stdout.write(
       `imported ${manifest.tables.length} tables (${number(summary.rows)} rows) and ${manifest.blobs.count} blobs ` +
