@@ -85,7 +85,7 @@ export async function runArchiveCommand(
         `exported ${manifest.tables.length} tables (${number(rows)} rows) and ${manifest.blobs.count} blobs ` +
           `(${number(manifest.blobs.bytes)} bytes) from ${describeStore(settings)} to ${where}` +
           `${manifest.secretsKey.included ? ', with the secrets key' : ''}; ` +
-          `${manifest.excludedTables.length} tables of running processes and short-lived state left out (manifest.json: excludedTables)\n`,
+          `${manifest.excludedTables.length} tables left out (manifest.json: excludedTables)\n`,
       );
       return 0;
     }

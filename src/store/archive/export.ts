@@ -192,6 +192,8 @@ export async function exportArchive(options: ExportOptions): Promise<ExportSumma
   if (output.kind === 'directory' && (await isEmptyDirectory(output.path)) === false)
     throw new ArchiveError(`${output.path} exists and is not an empty directory`);
   if (output.kind === 'tar' && existsSync(output.path)) throw new ArchiveError(`${output.path} exists already`);
+  if (output.kind === 'tar' && !existsSync(dirname(output.path)))
+    throw new ArchiveError(`${dirname(output.path)} does not exist`);
   if (output.kind === 'stdout' && !options.stdout) throw new ArchiveError('no output stream for "-"');
   const sqliteFile = join(resolve(settings.dataDir), 'stratus.db');
   // Opening would make an empty database where there is none.
