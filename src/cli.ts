@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { ARCHIVE_USAGE, runArchiveCommand } from './archive-cli.ts';
 import { loadSettings, SettingsError, type FlagValues } from './config.ts';
 import { VERSION } from './core/version.ts';
 import { createLogger, migrateAll, startPlatform } from './platform.ts';
@@ -10,6 +11,7 @@ const USAGE = `Usage: stratus <command> [options]
 Commands to run the platform:
   serve      run the gateway and services (all available services unless --services)
   migrate    apply every service's database migrations and exit
+${ARCHIVE_USAGE.trimEnd()}
   users add --email EMAIL --password PASSWORD [--nick NICK]
              create a user (\`--password -\` reads it from stdin) and print its id
   backup --to DIR
@@ -112,6 +114,8 @@ async function main(argv: string[]): Promise<number> {
     const { values } = parseArgs({ args: rest, options: { ...SETTINGS_OPTIONS, ...BACKUP_OPTIONS }, strict: true });
     return runBackupCommand(command, values, loadSettings(flagValues(values)));
   }
+  if (command === 'export' || command === 'import')
+    return runArchiveCommand(command, rest, SETTINGS_OPTIONS, (values) => loadSettings(flagValues(values)));
   if (command !== 'serve' && command !== 'migrate') {
     const user = await userCommands();
     if (Object.hasOwn(user.USER_COMMANDS, command)) return user.runUserCommand(argv);
