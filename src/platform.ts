@@ -170,6 +170,7 @@ export async function startPlatform(
       upstreams.set(name, createUpstreamProxy(url, { headersTimeoutMs: settings.upstreamTimeoutSeconds * 1000 }));
     const stats = new GatewayStats(instance);
     gateway = await buildGatewayApp({
+      policyRules: settings.routePolicies,
       version: VERSION,
       logger: logger.child({ service: 'gateway' }),
       domain: settings.domain,

@@ -2,7 +2,8 @@ import { STATUS_CODES } from 'node:http';
 import { Type } from 'typebox';
 import { request as undiciRequest } from 'undici';
 import type { FastifyBaseLogger } from 'fastify';
-import { SERVICE_NAMES, type ServiceName } from '../config.ts';
+import { SERVICE_NAMES, type RoutePolicyRule, type ServiceName } from '../config.ts';
+import { DEFAULT_POLICY_RULES } from './policy.ts';
 import { createServiceApp, type ServiceApp } from '../core/app.ts';
 import { hostName } from '../core/host.ts';
 import { identityOf, requireIdentity } from '../core/identity.ts';
@@ -10,7 +11,7 @@ import type { SqlConnection } from '../store/db.ts';
 import { listAllProjects, type Project } from '../services/apikeys/index.ts';
 import { platformDocument } from './platform-document.ts';
 import { Readiness, registerReadiness } from './readiness.ts';
-import { PLATFORM_HOSTS } from './routing.ts';
+import { apiPrefixes, PLATFORM_HOSTS } from './routing.ts';
 import type { GatewayStats } from './stats.ts';
 import {
   ANONYMOUS,
@@ -33,6 +34,8 @@ export interface GatewayAppOptions {
   upstreamUrls: Readonly<Partial<Record<ServiceName, string>>>;
   /** This instance's readiness (`GET /readyz`, readiness.ts); by default one on `connection`. */
   readiness?: Readiness;
+  /** The route policy rules of the settings (`gateway.routes`), listed by `GET /v0/routes`. */
+  policyRules?: readonly RoutePolicyRule[];
 }
 
 const PROBE_TIMEOUT_MS = 2_000;
@@ -170,6 +173,38 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Servi
     async (request) => {
       requireIdentity(request);
       return { instances: await stats.instances() };
+    },
+  );
+
+  const policyRule = Type.Object({
+    host: Type.String({ description: 'a host label (api, a service, a project slug, <slug>.run) or *' }),
+    prefix: Type.String(),
+    auth: Type.Union([Type.Literal('require'), Type.Literal('optional')]),
+  });
+  app.get(
+    '/v0/routes',
+    {
+      schema: {
+        operationId: 'listRoutes',
+        security: SIGNED_IN,
+        summary: 'How the gateway routes and which routes need authentication (signed-in callers)',
+        description:
+          "The front door's path prefixes and their services (longest first), then the route policy: the configured rules (stratus.config.json gateway.routes) before the built-in ones; the first rule whose host and prefix match decides.",
+        response: {
+          200: Type.Object({
+            api_prefixes: Type.Array(Type.Object({ prefix: Type.String(), service: Type.String() })),
+            policies: Type.Object({ configured: Type.Array(policyRule), defaults: Type.Array(policyRule) }),
+          }),
+          401: errorBody,
+        },
+      },
+    },
+    async (request) => {
+      requireIdentity(request);
+      return {
+        api_prefixes: [...apiPrefixes()],
+        policies: { configured: [...(options.policyRules ?? [])], defaults: [...DEFAULT_POLICY_RULES] },
+      };
     },
   );
 

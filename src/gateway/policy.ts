@@ -14,29 +14,30 @@ export function underPrefix(path: string, prefix: string): boolean {
 }
 
 /**
- * Which routes need authentication at the gateway (README: Route policy configuration): configured
- * rules first (first match wins), then the defaults — `/v0/secret`, the API-key and project
- * management paths, and every `kv.<domain>` path but its health checks are `require`; everything
- * else is `optional` and each backend enforces its own rules.
+ * The built-in rules, after the configured ones (README: Route policy configuration; first match
+ * wins): `/v0/secret`, the API-key and project management paths, and every `kv.<domain>` path but
+ * its health checks and API document are `require`; everything else is `optional`, and each
+ * backend enforces its own rules. `GET /v0/routes` lists them.
  */
+export const DEFAULT_POLICY_RULES: readonly RoutePolicyRule[] = [
+  { host: 'api', prefix: '/v0/secret', auth: 'require' },
+  { host: 'gateway', prefix: '/v0/secret', auth: 'require' },
+  { host: 'api', prefix: '/v0/apikeys', auth: 'require' },
+  { host: 'api', prefix: '/v0/projects', auth: 'require' },
+  { host: 'apikeys', prefix: '/v0/apikeys', auth: 'require' },
+  { host: 'apikeys', prefix: '/v0/projects', auth: 'require' },
+  ...KV_PUBLIC.map((prefix): RoutePolicyRule => ({ host: 'kv', prefix, auth: 'optional' })),
+  { host: 'kv', prefix: '/', auth: 'require' },
+  { host: '*', prefix: '/', auth: 'optional' },
+];
+
+/** Which routes need authentication at the gateway: the configured rules, then DEFAULT_POLICY_RULES. */
 export function createPolicy(rules: readonly RoutePolicyRule[]) {
+  const all = [...rules, ...DEFAULT_POLICY_RULES];
   return (hostLabel: string, path: string): RoutePolicy => {
-    for (const rule of rules) {
+    for (const rule of all) {
       if ((rule.host === '*' || rule.host === hostLabel) && underPrefix(path, rule.prefix)) return rule.auth;
     }
-    switch (hostLabel) {
-      case 'api':
-      case 'gateway':
-        if (underPrefix(path, '/v0/secret')) return 'require';
-        if (hostLabel === 'api' && (underPrefix(path, '/v0/apikeys') || underPrefix(path, '/v0/projects')))
-          return 'require';
-        return 'optional';
-      case 'apikeys':
-        return underPrefix(path, '/v0/apikeys') || underPrefix(path, '/v0/projects') ? 'require' : 'optional';
-      case 'kv':
-        return KV_PUBLIC.some((p) => underPrefix(path, p)) ? 'optional' : 'require';
-      default:
-        return 'optional';
-    }
+    return 'optional';
   };
 }

@@ -52,6 +52,11 @@ const API_PREFIXES: readonly (readonly [string, ApiTarget])[] = (
   .slice()
   .sort((a, b) => b[0].length - a[0].length);
 
+/** The path prefixes of `api.<domain>` and their services, longest first (`GET /v0/routes`). */
+export function apiPrefixes(): readonly { prefix: string; service: ApiTarget }[] {
+  return API_PREFIXES.map(([prefix, service]) => ({ prefix, service }));
+}
+
 /**
  * The service a path on `api.<domain>` belongs to. A prefix matches at a segment boundary
  * (`/me` matches `/me` and `/me/x`, not `/messages`); prefixes ending in `/` match what follows.

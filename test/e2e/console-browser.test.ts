@@ -683,6 +683,10 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
         await page.getByTestId('status-table').locator('tr[data-status-id="kv"]').getByText('200 OK').waitFor();
         await page.getByTestId('instances-table').getByText('this one').waitFor();
         await page.getByTestId('virtual-hosts').getByText('kv.localhost', { exact: true }).waitFor();
+        // The route policy as the gateway applies it: every kv path but its health checks needs a credential.
+        const kvRule = page.getByTestId('policy-table').locator('tr', { hasText: 'kv' }).filter({ hasText: 'require' });
+        await kvRule.first().waitFor();
+        await page.getByTestId('prefix-table').locator('tr', { hasText: '/v2/' }).getByText('run').waitFor();
       });
 
       await step(page, log, '24-overview', async () => {

@@ -152,6 +152,37 @@ describe('gateway endpoints (gateway.md §4)', () => {
     assert.equal(instances[0]!.served_requests, stats[0]!.served_requests - 1, 'its * count (the stats call since)');
   });
 
+  it('lists the routing table and the route policy at /v0/routes for a signed-in caller, 401 otherwise', async () => {
+    assert.equal((await h.call({ path: '/v0/routes', host: 'gateway.localhost' })).status, 401);
+    const res = await h.call({
+      path: '/v0/routes',
+      host: 'api.localhost',
+      headers: { authorization: `Bearer ${await h.session(ada)}` },
+    });
+    assert.equal(res.status, 200, res.text);
+    const body = res.json<{
+      api_prefixes: { prefix: string; service: string }[];
+      policies: { configured: unknown[]; defaults: { host: string; prefix: string; auth: string }[] };
+    }>();
+    assert.deepEqual(
+      body.api_prefixes.find((p) => p.prefix === '/v2/'),
+      { prefix: '/v2/', service: 'run' },
+    );
+    assert.deepEqual(
+      body.api_prefixes.find((p) => p.prefix === '/v1/buckets'),
+      { prefix: '/v1/buckets', service: 'files' },
+    );
+    const lengths = body.api_prefixes.map((p) => p.prefix.length);
+    assert.deepEqual(
+      lengths,
+      [...lengths].sort((a, b) => b - a),
+      'longest first, the order they are matched in',
+    );
+    assert.deepEqual(body.policies.configured, []);
+    assert.deepEqual(body.policies.defaults.at(-1), { host: '*', prefix: '/', auth: 'optional' });
+    assert.ok(body.policies.defaults.some((r) => r.host === 'kv' && r.prefix === '/' && r.auth === 'require'));
+  });
+
   it('protects /v0/secret', async () => {
     assert.equal((await h.call({ path: '/v0/secret', host: 'gateway.localhost' })).status, 401);
     const ada = await h.user('secret@example.com');
@@ -178,6 +209,7 @@ describe('gateway endpoints (gateway.md §4)', () => {
       '/v0/virtualhosts',
       '/v0/stats',
       '/v0/instances',
+      '/v0/routes',
       '/v0/status',
       '/v0/secret',
       '/openapi.json',

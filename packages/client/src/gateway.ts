@@ -4,6 +4,7 @@ import type { ResultOf } from './types.ts';
 export type StatsRow = ResultOf<'gatewayGetStats', 200>[number];
 export type StatusRow = ResultOf<'gatewayGetStatus', 200>[number];
 export type Instance = ResultOf<'gatewayListInstances', 200>['instances'][number];
+export type RouteTable = ResultOf<'gatewayListRoutes', 200>;
 
 /** The gateway's own endpoints (`/services/gateway`): version, traffic, health and instances. */
 export class GatewayApi {
@@ -28,6 +29,11 @@ export class GatewayApi {
   /** The host names the gateway serves: the platform's, then your project hosts (signed in). */
   virtualHosts(options: CallOptions = {}): Promise<string[]> {
     return this.transport.json({ method: 'GET', service: 'gateway', path: '/v0/virtualhosts', ...options });
+  }
+
+  /** The front door's path prefixes and the route policy rules, in the order they apply (signed in). */
+  routes(options: CallOptions = {}): Promise<RouteTable> {
+    return this.transport.json({ method: 'GET', service: 'gateway', path: '/v0/routes', ...options });
   }
 
   /** The live instances of the platform (signed in). */

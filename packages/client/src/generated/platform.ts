@@ -1074,6 +1074,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/services/gateway/v0/routes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * How the gateway routes and which routes need authentication (signed-in callers)
+     * @description The front door's path prefixes and their services (longest first), then the route policy: the configured rules (stratus.config.json gateway.routes) before the built-in ones; the first rule whose host and prefix match decides.
+     */
+    get: operations['gatewayListRoutes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/services/gateway/v0/secret': {
     parameters: {
       query?: never;
@@ -6505,6 +6525,54 @@ export interface operations {
               started_at: string;
               version: string;
             }[];
+          };
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  gatewayListRoutes: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            api_prefixes: {
+              prefix: string;
+              service: string;
+            }[];
+            policies: {
+              configured: {
+                auth: 'require' | 'optional';
+                /** @description a host label (api, a service, a project slug, <slug>.run) or * */
+                host: string;
+                prefix: string;
+              }[];
+              defaults: {
+                auth: 'require' | 'optional';
+                /** @description a host label (api, a service, a project slug, <slug>.run) or * */
+                host: string;
+                prefix: string;
+              }[];
+            };
           };
         };
       };

@@ -64,6 +64,7 @@ function GatewayLive(): VNode {
   const status = useStatus();
   const instances = useLoad(() => platform().gateway.instances(), []);
   const hosts = useLoad(() => platform().gateway.virtualHosts(), []);
+  const routes = useLoad(() => platform().gateway.routes(), []);
   const { window } = traffic;
   const perHost = window.hosts.filter((h) => h !== ALL_HOSTS);
   const rows = traffic.rows ?? [];
@@ -148,7 +149,28 @@ function GatewayLive(): VNode {
       }
     <//>
     <${Section} title="Routes and policies">
-      <p class="muted" data-testid="routes-note">The gateway has no endpoint that lists its path prefixes or its route policies (<code>require</code> / <code>optional</code>, set in <code>stratus.config.json</code> under <code>gateway.routes</code>, with built-in defaults), so the console cannot show them; the gateway README describes the defaults.</p>
+      <${ErrorBox} error=${routes.error} />
+      <${Loading} loading=${routes.loading && !routes.data} />
+      ${
+        routes.data &&
+        html`<p class="muted">Which routes need a credential at the gateway: the first rule whose host and path prefix match decides — the rules of <code>stratus.config.json</code> (<code>gateway.routes</code>) first, then the built-in ones. <code>optional</code> leaves the decision to the service.</p>
+        <table data-testid="policy-table">
+          <thead><tr><th>Host</th><th>Path prefix</th><th>Authentication</th><th>From</th></tr></thead>
+          <tbody>${[
+            ...routes.data.policies.configured.map((r) => ({ ...r, from: 'configured' })),
+            ...routes.data.policies.defaults.map((r) => ({ ...r, from: 'built in' })),
+          ].map(
+            (r) => html`<tr><td><code>${r.host}</code></td><td><code>${r.prefix}</code></td>
+              <td><span class=${r.auth === 'require' ? 'badge ok' : 'badge'}>${r.auth}</span></td><td class="muted">${r.from}</td></tr>`,
+          )}</tbody>
+        </table>
+        <h3>The front door's paths</h3>
+        <p class="muted">On <code>api.</code>, the bare domain and IP addresses, the longest prefix wins.</p>
+        <table data-testid="prefix-table">
+          <thead><tr><th>Path prefix</th><th>Service</th></tr></thead>
+          <tbody>${routes.data.api_prefixes.map((p) => html`<tr><td><code>${p.prefix}</code></td><td>${p.service}</td></tr>`)}</tbody>
+        </table>`
+      }
     <//>
   </div>`;
 }
