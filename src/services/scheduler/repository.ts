@@ -164,6 +164,7 @@ export class SchedulerRepository {
     this.enqueues = new GroupCommit((tasks) => this.enqueueBatch(tasks), {
       maxBatch: 512,
       maxInFlight: this.sql.writesShareCommits ? Number.POSITIVE_INFINITY : 2,
+      observe: (calls, seconds) => this.sql.commitObserver?.('scheduler_enqueue', calls, seconds),
     });
   }
 
