@@ -822,6 +822,16 @@ export class SchedulerRepository {
     });
   }
 
+  /** Dead tasks per scheduler that has any (metrics): one grouped count on the dead list's index. */
+  async deadCounts(): Promise<Map<string, number>> {
+    const rows = await this.sql.read(() =>
+      all<{ scheduler_id: string; dead: number }>(
+        'select scheduler_id, count(*) as dead from scheduler_dead group by scheduler_id',
+      ),
+    );
+    return new Map(rows.map((row) => [row.scheduler_id, Number(row.dead)]));
+  }
+
   /** One page of the dead list (in the order the tasks died) and its total. */
   async listDead(schedulerId: string, page: Page): Promise<{ tasks: DeadTask[]; total: number }> {
     return this.sql.read(function* () {
