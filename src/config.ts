@@ -172,6 +172,13 @@ export interface Settings {
    * client (src/gateway/client-address.ts; README: Deployment).
    */
   trustedProxies: string[];
+  /**
+   * The bearer token that opens `GET /metrics` on the public port (`METRICS_TOKEN`); unset: the
+   * public port does not serve it (the internal port always does). Never logged.
+   */
+  metricsToken: string | undefined;
+  /** One access-log line per request (`ACCESS_LOG`, on by default; `off` writes none). */
+  accessLog: boolean;
 }
 
 export class SettingsError extends Error {
@@ -279,6 +286,8 @@ const SETTINGS: {
   instanceTimeoutSeconds: { env: 'INSTANCE_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 15 },
   statsFlushSeconds: { env: 'STATS_FLUSH_INTERVAL', parse: (t, f) => positiveNumber(t, f), fallback: 2 },
   trustedProxies: { env: 'TRUSTED_PROXIES', parse: (t, f) => proxyList(t, f), fallback: [] },
+  metricsToken: { env: 'METRICS_TOKEN', parse: (t, f) => token(t, f), fallback: undefined },
+  accessLog: { env: 'ACCESS_LOG', parse: (t, f) => bool(t, f), fallback: true },
 };
 
 /**
@@ -495,6 +504,18 @@ function key32(text: string, from: string): Buffer {
   throw new SettingsError(
     `${from} must be a key of 32 bytes given as 64 hex characters or as base64 (44 characters); the value given is not (and is not shown)`,
   );
+}
+
+/**
+ * A bearer token: printable ASCII without spaces (what an `Authorization` header carries), at
+ * least 16 characters so that it cannot be guessed. The message never repeats the value.
+ */
+function token(text: string, from: string): string {
+  if (!/^[\x21-\x7e]{16,}$/.test(text))
+    throw new SettingsError(
+      `${from} must be at least 16 printable characters without spaces; the value given is not (and is not shown)`,
+    );
+  return text;
 }
 
 function nonEmpty(text: string, from: string): string {

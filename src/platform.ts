@@ -18,6 +18,7 @@ import { TrustedProxies } from './gateway/client-address.ts';
 import { createGatewayHandler, listen, type Listener } from './gateway/server.ts';
 import { GatewayStats } from './gateway/stats.ts';
 import { InstanceRegistry, instancesMigrations } from './instances/index.ts';
+import { PlatformMetrics } from './metrics/index.ts';
 import { AVAILABLE_SERVICES } from './services/index.ts';
 import { apikeysService } from './services/apikeys/index.ts';
 import { authService } from './services/auth/index.ts';
@@ -88,10 +89,13 @@ export async function startPlatform(
 ): Promise<RunningPlatform> {
   const definitions = selectServices(settings);
   const store = await openStore(settings);
+  // One registry per platform: tests run several in one process (README.md: Metrics).
+  const metrics = new PlatformMetrics();
+  store.sql.database.commitObserver = metrics.commit;
+  const closers: (() => void)[] = [...watchStore(store, metrics)];
   const apps = new Map<ServiceName, ServiceApp>();
   const upstreams = new Map<ServiceName, UpstreamProxy>();
   const listeners: Listener[] = [];
-  const closers: (() => void)[] = [];
   let gateway: ServiceApp | null = null;
   let instance: InstanceRegistry | null = null;
   const readiness = new Readiness(store.sql.database, settings.domain);
@@ -162,6 +166,7 @@ export async function startPlatform(
         instance,
         services: serviceCalls,
         ports,
+        metrics,
       });
       await app.ready();
       apps.set(definition.name, app);
@@ -201,14 +206,24 @@ export async function startPlatform(
       stats,
       logger,
       proxies,
+      metrics,
+      writeAccessLog: settings.accessLog,
     };
     listeners.push(
-      await listen(createGatewayHandler({ ...options, authenticator }, false), settings.port, settings.host, {
-        bodyIdleTimeoutMs: settings.bodyIdleTimeoutSeconds * 1000,
-        maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
-        trustedProxies: proxies,
-        readiness,
-      }),
+      await listen(
+        createGatewayHandler(
+          { ...options, authenticator, ...(settings.metricsToken ? { metricsToken: settings.metricsToken } : {}) },
+          false,
+        ),
+        settings.port,
+        settings.host,
+        {
+          bodyIdleTimeoutMs: settings.bodyIdleTimeoutSeconds * 1000,
+          maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
+          trustedProxies: proxies,
+          readiness,
+        },
+      ),
     );
     listeners.push(
       await listen(
@@ -232,4 +247,42 @@ export async function startPlatform(
     await close().catch(() => {});
     throw error;
   }
+}
+
+/** How often the store's scrape-time figures are read again at most (a fence is a round trip). */
+const STORE_PROBE_TTL_MS = 5_000;
+
+/**
+ * The store's scrape-time figures (README.md: Metrics): the PostgreSQL pool, the notifier's lag (a
+ * fence's round trip) and its resyncs. Returns what stops them.
+ */
+function watchStore(store: Store, metrics: PlatformMetrics): (() => void)[] {
+  const pool = store.sql.pool;
+  const stops = [
+    store.notifier.onResync(() => metrics.notifierResynced()),
+    metrics.probe(
+      'notifier',
+      async () => {
+        const started = performance.now();
+        const fenced = await store.notifier.fence().then(
+          () => true,
+          () => false,
+        );
+        metrics.setNotifierLag(fenced ? (performance.now() - started) / 1000 : null);
+      },
+      STORE_PROBE_TTL_MS,
+    ),
+  ];
+  if (pool)
+    stops.push(
+      metrics.probe('sql_pool', () =>
+        metrics.setSqlPool({
+          total: pool.totalCount,
+          idle: pool.idleCount,
+          waiting: pool.waitingCount,
+          max: pool.options.max ?? 10,
+        }),
+      ),
+    );
+  return stops;
 }

@@ -104,6 +104,20 @@ describe('settings', () => {
     );
   });
 
+  it('reads the metrics token and the access-log switch, never repeating a bad token', () => {
+    const defaults = loadSettings({}, {}, dir);
+    assert.equal(defaults.metricsToken, undefined);
+    assert.equal(defaults.accessLog, true);
+    const set = loadSettings({}, { METRICS_TOKEN: 'scrape-0123456789abcdef', ACCESS_LOG: 'off' }, dir);
+    assert.equal(set.metricsToken, 'scrape-0123456789abcdef');
+    assert.equal(set.accessLog, false);
+    for (const bad of ['short-token', 'has a space in it, 16+ chars'])
+      assert.throws(
+        () => loadSettings({}, { METRICS_TOKEN: bad }, dir),
+        (e: unknown) => e instanceof SettingsError && /METRICS_TOKEN/.test(e.message) && !e.message.includes(bad),
+      );
+  });
+
   it('rejects bad values with messages that name their source', () => {
     const cases: [Parameters<typeof loadSettings>[0], NodeJS.ProcessEnv, RegExp][] = [
       [{ port: 'abc' }, {}, /--port: "abc" is not a port/],

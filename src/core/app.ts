@@ -34,6 +34,36 @@ export type ServiceApp = FastifyInstance<
 
 export const MiB = 1024 * 1024;
 
+/** Where a service app leaves the matched route's pattern on the raw request (routePatternOf). */
+const ROUTE_PATTERN = Symbol('stratus.routePattern');
+type Stamped = IncomingMessage & { [ROUTE_PATTERN]?: string };
+
+/**
+ * The pattern of the route a service app matched for this request (`/v1/buckets/:bucket/files/*`),
+ * never the raw path; undefined when no route matched (404, 405) or no app has seen it yet. The
+ * gateway labels its metrics and access log with it once the response has closed.
+ */
+export function routePatternOf(req: IncomingMessage): string | undefined {
+  return (req as Stamped)[ROUTE_PATTERN];
+}
+
+/**
+ * Every route stamps its pattern on the raw request before anything else runs for it (so a 400 or
+ * 413 is labelled too), through a hook of its own that holds the pattern: reading
+ * `request.routeOptions` would build an object on every request.
+ */
+function installRoutePatternStamp(app: ServiceApp): void {
+  app.addHook('onRoute', (route) => {
+    const url = route.url;
+    const stamp = (request: FastifyRequest, _reply: FastifyReply, done: () => void): void => {
+      (request.raw as Stamped)[ROUTE_PATTERN] = url;
+      done();
+    };
+    const own = route.onRequest;
+    route.onRequest = own === undefined ? [stamp] : [stamp, ...(Array.isArray(own) ? own : [own])];
+  });
+}
+
 export interface ServiceAppOptions {
   /** Service name: OpenAPI title and log field. */
   name: string;
@@ -193,6 +223,7 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Serv
 
   if (options.exactJson) installExactJsonParser(app);
   else installJsonParser(app, options.jsonForAnyContentType ?? true);
+  installRoutePatternStamp(app);
   installMethodNotAllowed(app, options.notFoundFallback);
   installErrorHandler(app);
 

@@ -9,6 +9,7 @@ import type { ProjectRef } from './projects.ts';
 import type { UpstreamProxy } from './proxy.ts';
 import type { TrustedProxies } from './client-address.ts';
 import type { GatewayStats } from './stats.ts';
+import type { PlatformMetrics, PortName } from '../metrics/index.ts';
 
 export interface GatewayOptions {
   domain: string;
@@ -27,12 +28,25 @@ export interface GatewayOptions {
   logger: FastifyBaseLogger;
   /** Public port: the proxies whose `X-Forwarded-For` names the client (client-address.ts); none when absent. */
   proxies?: TrustedProxies;
+  /** The instance's metrics (counted per request, served at `/metrics`); none when absent. */
+  metrics?: PlatformMetrics;
+  /** Public port: the bearer token that opens `/metrics` there (`METRICS_TOKEN`); unset: not served there. */
+  metricsToken?: string;
+  /** Whether to write the access log (`ACCESS_LOG`); true when absent. */
+  writeAccessLog?: boolean;
 }
 
 /** What one listener serves with: the options, which port it is, and its access logger. */
 export interface GatewayContext extends GatewayOptions {
   /** The internal port: no authentication step, identity headers pass as sent. */
   trusted: boolean;
+  /** The port's name in metrics. */
+  port: PortName;
+  /**
+   * Who may read `/metrics` on this port: anyone (the internal port), a caller the token check
+   * passes (the public port with `METRICS_TOKEN`), or nobody (null: the path is routed as any other).
+   */
+  metricsAllowed: true | ((authorization: string | undefined) => boolean) | null;
   accessLog: FastifyBaseLogger;
   /** Whether the access logger writes `info` lines (checked once, not per request). */
   logAccess: boolean;
@@ -71,6 +85,10 @@ export class Exchange {
   upstream = 'none';
   /** Time to a remote upstream's response headers. */
   upstreamMs: number | undefined = undefined;
+  /** `X-Request-Id` of this request (steps/request-id.ts), echoed in the response; '' until assigned. */
+  requestId = '';
+  /** The route pattern when the gateway answers by itself (`/metrics`); else the app's (routePatternOf). */
+  route: string | undefined = undefined;
 
   constructor(
     readonly ctx: GatewayContext,

@@ -3,17 +3,21 @@ import { NEXT, sendError, type Exchange, type Step, type Verdict } from './excha
 import { authenticate, refuseUnauthenticated } from './steps/authenticate.ts';
 import { answerCors } from './steps/cors.ts';
 import { dispatch } from './steps/dispatch.ts';
+import { serveMetrics } from './steps/metrics.ts';
 import { decidePolicy, refuseKvFeed, requireIdentityHeader } from './steps/policy.ts';
+import { acceptRequestId, assignRequestId } from './steps/request-id.ts';
 import { rewriteHeaders, tagInternalRequest } from './steps/rewrite.ts';
 import { lookUpProject, route } from './steps/route.ts';
 import { stripClientHeaders } from './steps/sanitize.ts';
 
 /**
- * The public port: client-sent identity headers are stripped first, whatever the route; the
- * caller is authenticated and the gateway's own identity headers injected.
+ * The public port: the request gets its id and client-sent identity headers are stripped first,
+ * whatever the route; the caller is authenticated and the gateway's own identity headers injected.
  */
 export const PUBLIC_STEPS: readonly Step[] = [
+  assignRequestId,
   stripClientHeaders,
+  serveMetrics,
   route,
   lookUpProject,
   answerCors,
@@ -27,6 +31,8 @@ export const PUBLIC_STEPS: readonly Step[] = [
 
 /** The internal port (trusted callers): routes the same way, no authentication, identity headers pass as sent. */
 export const INTERNAL_STEPS: readonly Step[] = [
+  acceptRequestId,
+  serveMetrics,
   route,
   lookUpProject,
   decidePolicy,

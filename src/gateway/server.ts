@@ -7,6 +7,7 @@ import { Exchange, type GatewayContext, type GatewayOptions } from './exchange.t
 import { INTERNAL_STEPS, PUBLIC_STEPS, runSteps } from './pipeline.ts';
 import { answerReadinessRequest, type Readiness } from './readiness.ts';
 import { finish } from './steps/finish.ts';
+import { metricsTokenCheck } from './steps/metrics.ts';
 
 export type { GatewayOptions } from './exchange.ts';
 
@@ -21,15 +22,27 @@ const LOG_LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, war
  */
 export function createGatewayHandler(options: GatewayOptions, trusted: boolean) {
   const { logger } = options;
+  const port = trusted ? 'internal' : 'public';
   const ctx: GatewayContext = {
     ...options,
     trusted,
+    port,
+    metricsAllowed: trusted
+      ? true
+      : options.metricsToken !== undefined
+        ? metricsTokenCheck(options.metricsToken)
+        : null,
     accessLog: logger.child({ component: 'access' }),
-    logAccess: LOG_LEVELS[logger.level] !== undefined && LOG_LEVELS[logger.level]! <= LOG_LEVELS.info!,
+    logAccess:
+      options.writeAccessLog !== false &&
+      LOG_LEVELS[logger.level] !== undefined &&
+      LOG_LEVELS[logger.level]! <= LOG_LEVELS.info!,
   };
   const steps = trusted ? INTERNAL_STEPS : PUBLIC_STEPS;
+  const metrics = options.metrics;
   return (req: IncomingMessage, res: ServerResponse): void => {
     const exchange = new Exchange(ctx, req, res);
+    metrics?.requestStarted(port);
     res.once('close', () => finish(exchange));
     runSteps(steps, exchange);
   };

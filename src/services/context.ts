@@ -3,6 +3,7 @@ import { SettingsError, type ServiceName, type Settings } from '../config.ts';
 import { EgressPolicy } from '../core/egress.ts';
 import { secretsKeySource } from '../core/sealing.ts';
 import type { PlatformInstance } from '../instances/index.ts';
+import type { PlatformMetrics } from '../metrics/index.ts';
 import type { Store } from '../store/index.ts';
 import type { MigrationSet } from '../store/migrate.ts';
 import type { ServiceApp } from '../core/app.ts';
@@ -22,6 +23,8 @@ export interface ServiceContext {
   readonly ports?: readonly number[];
   /** The platform's services as callers on a user's behalf reach them; absent for a service built alone. */
   readonly services?: ServiceCalls;
+  /** This instance's metrics (README.md: Metrics); absent for a service built alone, which counts nothing. */
+  readonly metrics?: PlatformMetrics;
 }
 
 /** A service: its migrations and a builder for its own Fastify app (never listening by itself). */

@@ -14,7 +14,15 @@ export interface GroupCommitOptions {
   readonly maxBatch: number;
   /** Most batches being written at once; fewer make bigger batches, more use more connections. */
   readonly maxInFlight: number;
+  /** Told of every batch written: how many calls it held and how long the write took (metrics). */
+  readonly observe?: (calls: number, seconds: number) => void;
 }
+
+/**
+ * Where a database reports the batches its writes shared (the platform's metrics, src/metrics):
+ * the group (`sqlite_transaction`, `scheduler_enqueue`, …), the calls and the seconds.
+ */
+export type CommitObserver = (group: string, calls: number, seconds: number) => void;
 
 /** One call's outcome in a batch: its own value or its own error. */
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
@@ -109,7 +117,9 @@ export class GroupCommit<In, Out> {
 
   async #settle(batch: readonly Waiting<In, Out>[]): Promise<void> {
     try {
+      const started = performance.now();
       const outputs = await this.#write(batch.map((call) => call.input));
+      this.#options.observe?.(batch.length, (performance.now() - started) / 1000);
       if (outputs.length !== batch.length)
         throw new Error(`group commit: ${outputs.length} outputs for ${batch.length} inputs`);
       batch.forEach((call, i) => {

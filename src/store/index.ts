@@ -61,7 +61,9 @@ export async function openStore(settings: StoreSettings): Promise<Store> {
   const notifier = await createPostgresNotifier(sql.pgConfig, { channel: notifierChannel(sql.schema) });
   return {
     sql,
-    blobs: createPostgresBlobStore(sql.pool),
+    blobs: createPostgresBlobStore(sql.pool, {
+      observe: (calls, seconds) => sql.database.commitObserver?.('blob_small_put', calls, seconds),
+    }),
     notifier,
     async close() {
       await notifier.close();

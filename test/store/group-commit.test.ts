@@ -31,6 +31,25 @@ describe('GroupCommit', () => {
     assert.deepEqual(await Promise.all(results), [10, 20, 30, 40, 50]);
   });
 
+  it('tells its observer of every batch written: how many calls and how long it took', async () => {
+    const held = heldWrite();
+    const seen: [number, number][] = [];
+    const group = new GroupCommit(held.write, {
+      maxBatch: 100,
+      maxInFlight: 1,
+      observe: (calls, seconds) => seen.push([calls, seconds]),
+    });
+    const results = [1, 2, 3].map((n) => group.submit(n));
+    await held.release();
+    await held.release();
+    await Promise.all(results);
+    assert.deepEqual(
+      seen.map(([calls]) => calls),
+      [1, 2],
+    );
+    assert.ok(seen.every(([, seconds]) => seconds >= 0 && seconds < 5));
+  });
+
   it('no batch is larger than maxBatch', async () => {
     const held = heldWrite();
     const group = new GroupCommit(held.write, { maxBatch: 2, maxInFlight: 1 });

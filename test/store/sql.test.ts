@@ -137,6 +137,28 @@ describe(`SQL connection and migrations (${testDialect})`, () => {
     assert.equal(await count(), before + 1, 'the same statement text sees the new row');
   });
 
+  it('tells its commit observer of every committed write, with the writes that shared the commit', async () => {
+    const seen: { group: string; calls: number; seconds: number }[] = [];
+    connection.database.commitObserver = (group, calls, seconds) => seen.push({ group, calls, seconds });
+    try {
+      await Promise.all(
+        [1, 2, 3, 4].map((n) =>
+          connection.database.write(() =>
+            run('insert into contract_items (name, size) values (?, ?)', `observed-${n}`, n),
+          ),
+        ),
+      );
+    } finally {
+      connection.database.commitObserver = null;
+    }
+    const group = testDialect === 'sqlite' ? 'sqlite_transaction' : 'postgres_transaction';
+    assert.ok(seen.length > 0 && seen.every((s) => s.group === group && s.seconds >= 0));
+    assert.equal(
+      seen.reduce((n, s) => n + s.calls, 0),
+      4,
+    );
+  });
+
   it('sees writes from another connection at once', async () => {
     const other = await database.connect();
     try {

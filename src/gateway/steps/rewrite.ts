@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { IDENTITY_HEADER, PROJECT_HEADER } from '../../core/identity.ts';
 import { SESSION_COOKIE } from '../../services/auth/index.ts';
 import type { AuthOutcome, Credential } from '../authenticate.ts';
 import { NEXT, type Exchange, type Verdict } from '../exchange.ts';
-import { addHeaderAtWriteHead, removeRequestHeaders, setRequestHeader, setRequestHeaders } from '../headers.ts';
+import { removeRequestHeaders, setRequestHeader, setRequestHeaders } from '../headers.ts';
 
 /** The headers that carried each credential: no backend receives a credential the gateway used. */
 const CREDENTIAL_HEADERS: Record<Credential, readonly string[]> = {
@@ -49,7 +48,7 @@ function forwardPrefix(exchange: Exchange): void {
 /**
  * Public port: the request as a backend sees it. Credentials the gateway used are removed and the
  * caller injected as the identity header; the session cookie goes; the project (or the key-value
- * namespace) is set; a fresh `X-Request-Id` (echoed in the response) and `X-Forwarded-*` replace
+ * namespace) is set; the gateway's `X-Request-Id` (request-id.ts) and `X-Forwarded-*` replace
  * whatever the client sent.
  */
 export function rewriteHeaders(exchange: Exchange): Verdict {
@@ -66,12 +65,10 @@ export function rewriteHeaders(exchange: Exchange): Verdict {
   if (exchange.project) setRequestHeader(req, PROJECT_HEADER, exchange.project.id);
   else if (exchange.service === 'kv' && outcome.kind === 'authenticated')
     setRequestHeader(req, PROJECT_HEADER, kvNamespace(outcome));
-  const requestId = randomUUID();
-  addHeaderAtWriteHead(res, 'x-request-id', requestId);
   setRequestHeaders(
     req,
     'x-request-id',
-    requestId,
+    exchange.requestId,
     'x-forwarded-for',
     exchange.ctx.proxies ? exchange.ctx.proxies.forwardedFor(req) : (req.socket.remoteAddress ?? ''),
     'x-forwarded-proto',
@@ -83,11 +80,10 @@ export function rewriteHeaders(exchange: Exchange): Verdict {
   return NEXT;
 }
 
-/** Internal port: identity headers pass as sent; the project host's project is set, and a request id if the caller sent none. */
+/** Internal port: identity headers pass as sent; the project host's project is set (the request id was: request-id.ts). */
 export function tagInternalRequest(exchange: Exchange): Verdict {
   const req = exchange.req;
   if (exchange.project) setRequestHeader(req, PROJECT_HEADER, exchange.project.id);
-  if (req.headers['x-request-id'] === undefined) setRequestHeader(req, 'x-request-id', randomUUID());
   forwardPrefix(exchange);
   return NEXT;
 }

@@ -20,7 +20,7 @@ export function createFilesService(options: FilesServiceOptions = {}): ServiceDe
   return {
     name: 'files',
     migrations: filesMigrations,
-    async build({ settings, store, logger, version }) {
+    async build({ settings, store, logger, version, metrics }) {
       const maxUploadBytes = options.maxUploadBytes ?? settings.filesMaxUploadBytes;
       const app = await createServiceApp({
         name: 'files',
@@ -47,7 +47,14 @@ export function createFilesService(options: FilesServiceOptions = {}): ServiceDe
       app.addHook('onClose', async () => {
         await refs.stop();
       });
-      await registerFilesRoutes(app, { buckets, files, blobs: store.blobs, refs, maxUploadBytes });
+      await registerFilesRoutes(app, {
+        buckets,
+        files,
+        blobs: store.blobs,
+        refs,
+        maxUploadBytes,
+        ...(metrics ? { metrics } : {}),
+      });
       return app;
     },
   };

@@ -251,6 +251,7 @@ export class FileRepository {
     this.commits = new GroupCommit((items) => this.commitBatch(items), {
       maxBatch: 64,
       maxInFlight: work.writesShareCommits ? Number.POSITIVE_INFINITY : 2,
+      observe: (calls, seconds) => work.commitObserver?.('files_commit', calls, seconds),
     });
   }
 

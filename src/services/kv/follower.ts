@@ -40,6 +40,11 @@ export class ParentFollower {
   connected = false;
   /** Called when `connected` or `ready` changes (the lease records them for other instances). */
   onChange: () => void = () => {};
+  /**
+   * The newest `timestamp` (Unix seconds) of a command or ping from the parent since this follower
+   * started, null before the first: now minus it is the replica's lag (README.md: Metrics).
+   */
+  newestTimestamp: number | null = null;
   private stopped = true;
   private request: http.ClientRequest | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -201,10 +206,12 @@ export class ParentFollower {
           continue;
         }
         if (line.type === 'PING') {
+          this.heard(line.timestamp);
           if (!this.ready) this.becomeReady((await this.repository.state()).lastSeq);
           continue;
         }
         if (!isCommand(line)) throw new BadLineError(`${line.type} outside a baseline`);
+        this.heard(line.timestamp);
         applied.push(this.repository.applyFromParent(line, this.holder));
       }
       await Promise.all(work);
@@ -240,6 +247,10 @@ export class ParentFollower {
       default:
         throw new BadLineError(`${line.type} inside a baseline`);
     }
+  }
+
+  private heard(timestamp: number): void {
+    if (this.newestTimestamp === null || timestamp > this.newestTimestamp) this.newestTimestamp = timestamp;
   }
 
   private becomeReady(lastSeq: number): void {

@@ -11,10 +11,13 @@ import { kvMigrations } from './migrations.ts';
 import { parentHeaders } from './parent.ts';
 import { KvRepository } from './repository.ts';
 import { registerKvRoutes, type KvCounters, type KvNode } from './routes/index.ts';
+import { parentLink } from './routes/common.ts';
 
 /** Log entries a node keeps for children to resume from (about; trimmed every few seconds). */
 const DEFAULT_LOG_KEEP = 100_000;
 const TRIM_INTERVAL_MS = 5_000;
+/** The node's figures are read at most this often for metrics. */
+const KV_PROBE_TTL_MS = 5_000;
 
 export interface KvOptions {
   /** Replication log entries kept for resuming children, and how often the log is trimmed. */
@@ -35,7 +38,7 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
   return {
     name: 'kv',
     migrations: kvMigrations,
-    async build({ settings, store, logger, version }) {
+    async build({ settings, store, logger, version, metrics }) {
       const app = await createServiceApp({
         name: 'kv',
         domain: settings.domain,
@@ -55,9 +58,10 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
       const feed = new ReplicationFeed(repository, counters, logger, database.soleWriter ? undefined : store.notifier);
       const headers = parentHeaders(settings);
       let lease: FollowerLease | undefined;
+      let follower: ParentFollower | undefined;
       if (settings.kvParentUrl) {
         const holder = `${hostname()}/${process.pid}/${randomUUID()}`;
-        const follower = new ParentFollower(
+        follower = new ParentFollower(
           repository,
           holder,
           feed,
@@ -78,6 +82,26 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
         counters,
       };
       registerKvRoutes(app, node);
+      // The node at scrape time (README.md: Metrics): its seq (one small read), the counters it
+      // keeps for /v1/metrics, and a follower's lag behind its parent.
+      const stopProbe = metrics?.probe(
+        'kv',
+        async () => {
+          const [state, link] = await Promise.all([repository.state(), parentLink(node)]);
+          const newest = follower?.running ? follower.newestTimestamp : null;
+          metrics.setKv({
+            seq: state.lastSeq,
+            reads: counters.reads,
+            writes: counters.writes,
+            commandsSent: counters.commandsSent,
+            commandsReceived: counters.commandsReceived,
+            children: feed.children,
+            parentConnected: link.connected,
+            lagSeconds: newest === null ? null : Math.max(0, Math.floor(Date.now() / 1000) - newest),
+          });
+        },
+        KV_PROBE_TTL_MS,
+      );
 
       const trimTimer = setInterval(() => {
         repository
@@ -87,6 +111,7 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
       trimTimer.unref();
       app.addHook('onReady', async () => lease?.start());
       app.addHook('onClose', async () => {
+        stopProbe?.();
         clearInterval(trimTimer);
         await lease?.stop();
         feed.close();

@@ -32,7 +32,7 @@ export function lambdaServiceWith(
   return {
     name: 'lambda',
     migrations: lambdaMigrations,
-    async build({ settings, store, logger, services, ports }) {
+    async build({ settings, store, logger, services, ports, metrics }) {
       const options: RuntimeOptions = {
         timeoutMs: settings.lambdaTimeoutSeconds * 1000,
         memoryLimitMiB: settings.lambdaMemoryMib,
@@ -110,8 +110,11 @@ export function lambdaServiceWith(
           envOf: (lambda) => environment.partsFor(lambda),
         },
         ongoing,
-        { history, loggers },
+        { history, loggers, ...(metrics ? { metrics } : {}) },
       );
+      // The isolate pool at scrape time: plain figures the runtime keeps.
+      const stopProbe = metrics?.probe('lambda', () => metrics.setLambdaPool(runtime.poolState()));
+      app.addHook('onClose', async () => stopProbe?.());
       const now = cronOptions.now ?? Date.now;
       // Every lambda's schedule, each tick claimed in the database so it runs on one instance
       // (cron.ts).

@@ -10,6 +10,7 @@ import { allowedHeaders, isProjectHost, securityHeaders, visitorHeaders } from '
 import { projectOf } from './project.ts';
 import type { OngoingInvocations } from './ongoing.ts';
 import type { Lambda } from './repository.ts';
+import type { PlatformMetrics } from '../../metrics/index.ts';
 import { maskSecrets } from './masking.ts';
 import type { InvokeResult, LambdaRequest, LambdaRuntime, LogLine } from './runtime/sandbox.ts';
 
@@ -38,6 +39,8 @@ export interface InvocationOutputs {
   history?: InvocationRecorder;
   /** The console lines of a lambda that names a logger, ingested into it (logger-ingest.ts). */
   loggers?: ConsoleLineSink;
+  /** Counts every run by trigger and outcome, with its duration (README.md: Metrics). */
+  metrics?: Pick<PlatformMetrics, 'invocation'>;
 }
 
 /** What a run answered: 200 for JSON or text, a Response's own status, 500 for an error. */
@@ -137,7 +140,9 @@ export class Invoker {
         logs: result.logs,
       });
     }
-    this.recorded(lambda, id, started_at, elapsedMs(started), trigger, result, counts);
+    const duration = elapsedMs(started);
+    this.outputs.metrics?.invocation(trigger, result.kind === 'error' ? result.code : null, duration / 1000);
+    this.recorded(lambda, id, started_at, duration, trigger, result, counts);
     return result;
   }
 

@@ -19,7 +19,7 @@ export function createLogsService(overrides: Partial<LogsLimits> = {}): ServiceD
   return {
     name: 'logs',
     migrations: logsMigrations,
-    async build({ settings, store, logger, version, instance }) {
+    async build({ settings, store, logger, version, instance, metrics }) {
       const limits: LogsLimits = {
         maxBytes: settings.logsMaxBytes,
         maxIngestBytes: settings.logsMaxIngestBytes,
@@ -45,7 +45,7 @@ export function createLogsService(overrides: Partial<LogsLimits> = {}): ServiceD
         access.close();
         await filters.close();
       });
-      const deps: RouteDeps = { loggers, access, hub, stats, filters, limits };
+      const deps: RouteDeps = { loggers, access, hub, stats, filters, limits, ...(metrics ? { metrics } : {}) };
       registerRoutes(app, deps);
       return app;
     },

@@ -7,6 +7,7 @@ import { SLICE_BYTES, type LogFilters } from './filters.ts';
 import type { ChunkBatch, LoggerRepository } from './repository.ts';
 import type { Pattern } from './patterns.ts';
 import type { LogStats } from './stats.ts';
+import type { LogsMetrics } from './routes/deps.ts';
 
 /** Published after every append (`<loggerId>`) and delete (`<loggerId>`): wakes followers everywhere. */
 export const LOGS_APPENDED_TOPIC = 'logs.appended';
@@ -105,7 +106,7 @@ function* slices(data: Buffer): Generator<Buffer> {
 export async function runStream(
   res: ServerResponse,
   options: StreamOptions,
-  deps: { loggers: LoggerRepository; hub: FollowHub; stats: LogStats; filters: LogFilters },
+  deps: { loggers: LoggerRepository; hub: FollowHub; stats: LogStats; filters: LogFilters; metrics?: LogsMetrics },
 ): Promise<void> {
   const { loggerId, kind, patterns, follow } = options;
   const controller = new AbortController();
@@ -121,6 +122,8 @@ export async function runStream(
   const waitSignal = AbortSignal.any([controller.signal, drained.signal]);
   const counters = deps.stats.of(loggerId);
   counters.openStream(patterns.map((p) => p.source));
+  const metrics = deps.metrics;
+  metrics?.logsStream(1, follow);
   // Trailers need chunked encoding (an HTTP/1.1 client, or one that sent `TE: chunked`).
   const trailer = res.useChunkedEncodingByDefault;
   res.writeHead(200, {
@@ -135,6 +138,7 @@ export async function runStream(
     const piece = await ahead.shift()!;
     if (piece.length === 0 || controller.signal.aborted) return;
     counters.bytesSent += piece.length;
+    metrics?.logsStreamedBytes(piece.length);
     await writeLines(res, piece, controller.signal);
   };
   let lastId = options.after;
@@ -181,6 +185,7 @@ export async function runStream(
     stopDrain();
     res.off('close', onClose);
     counters.closeStream();
+    metrics?.logsStream(-1, follow);
     // A stream that failed midway is cut off (no final chunk), so the client cannot take it for complete.
     if (!res.destroyed) {
       if (failed) res.destroy();

@@ -95,7 +95,7 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
   return {
     name: 'run',
     migrations: runMigrations,
-    async build({ settings, store, logger, version, services }) {
+    async build({ settings, store, logger, version, services, metrics }) {
       const app = await createServiceApp({
         name: 'run',
         domain: settings.domain,
@@ -176,6 +176,7 @@ export function createRunService(options: RunServiceOptions = {}): ServiceDefini
         uploadExpiryMs,
         now,
         followers,
+        ...(metrics ? { received: (bytes: number) => metrics.registryReceived(bytes) } : {}),
       });
       return app;
     },

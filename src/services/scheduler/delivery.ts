@@ -5,6 +5,7 @@ import type { EgressPolicy } from '../../core/egress.ts';
 import type { SealingKey } from '../../core/sealing.ts';
 import { UnsealError } from '../../core/sealing.ts';
 import type { TaskTrigger } from '../../core/trigger.ts';
+import type { PlatformMetrics } from '../../metrics/index.ts';
 import type { ServiceCalls } from '../context.ts';
 import type { SchedulerEvents } from './events.ts';
 import type { DeliveryClaim, SchedulerRepository } from './repository.ts';
@@ -48,6 +49,8 @@ export interface DeliveryOptions {
   webhookTimeoutMs: number;
   /** The largest lambda answer read (it is discarded). */
   lambdaMaxBodyBytes: number;
+  /** Counts each delivery's outcome (README.md: Metrics); absent when built alone. */
+  metrics?: Pick<PlatformMetrics, 'delivery'>;
 }
 
 /** The signature of a webhook body: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`. */
@@ -291,16 +294,20 @@ class SchedulerRunner {
     }
     // Cut short by shutdown: the lease runs out and another worker delivers it again.
     if (this.aborted) return;
+    const metrics = this.engine.options.metrics;
     if (error === null) {
+      metrics?.delivery(target.kind, 'succeeded');
       await repository.deliveryDone(this.id, claim.id, claim.lease_id);
       events.changed(this.id);
       return;
     }
     error = clip(error);
     if (claim.attempts >= backoff.maxAttempts) {
+      metrics?.delivery(target.kind, 'dead');
       await repository.deliveryDead(this.id, claim.id, claim.lease_id, error, now());
       events.changed(this.id);
     } else {
+      metrics?.delivery(target.kind, 'failed');
       await repository.deliveryFailed(
         this.id,
         claim.id,

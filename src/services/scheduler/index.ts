@@ -12,12 +12,14 @@ import { registerRoutes } from './routes/index.ts';
 
 /** The longest one webhook request may take. */
 const WEBHOOK_TIMEOUT_MS = 30_000;
+/** Per-scheduler task counts are read at most this often for metrics. */
+const SCHEDULER_PROBE_TTL_MS = 15_000;
 
 /** Scheduler (README.md): named schedulers of delayed one-off tasks, leased to workers. */
 export const schedulerService: ServiceDefinition = {
   name: 'scheduler',
   migrations: schedulerMigrations,
-  async build({ settings, store, logger, version, services, ports }) {
+  async build({ settings, store, logger, version, services, ports, metrics }) {
     const app = await createServiceApp({
       name: 'scheduler',
       domain: settings.domain,
@@ -61,10 +63,29 @@ export const schedulerService: ServiceDefinition = {
       lambdaTimeoutMs: lambdaTimeoutMs + 5_000,
       webhookTimeoutMs: WEBHOOK_TIMEOUT_MS,
       lambdaMaxBodyBytes: settings.lambdaMaxResponseBytes,
+      ...(metrics ? { metrics } : {}),
     });
+    // Tasks per scheduler at scrape time (README.md: Metrics), read again at most every 15 s: the
+    // counts are the list's own (in slices on SQLite), the dead list one grouped count.
+    const stopProbe = metrics?.probe(
+      'scheduler',
+      async () => {
+        const [rows, dead] = await Promise.all([repository.listSchedulers(Date.now()), repository.deadCounts()]);
+        metrics.setSchedulers(
+          rows.map((row) => ({
+            scheduler: row.id,
+            scheduled: Number(row.total) - Number(row.inflight),
+            inflight: Number(row.inflight),
+            dead: dead.get(row.id) ?? 0,
+          })),
+        );
+      },
+      SCHEDULER_PROBE_TTL_MS,
+    );
     // Started once the app is ready (migrations ran); stopped before the notifier and store close.
     app.addHook('onReady', async () => delivery.start());
     app.addHook('onClose', async () => {
+      stopProbe?.();
       await delivery.close();
       await dispatcher.close();
       events.close();

@@ -164,6 +164,7 @@ export class SchedulerRepository {
     this.enqueues = new GroupCommit((tasks) => this.enqueueBatch(tasks), {
       maxBatch: 512,
       maxInFlight: this.sql.writesShareCommits ? Number.POSITIVE_INFINITY : 2,
+      observe: (calls, seconds) => this.sql.commitObserver?.('scheduler_enqueue', calls, seconds),
     });
   }
 
@@ -819,6 +820,16 @@ export class SchedulerRepository {
       );
       return true;
     });
+  }
+
+  /** Dead tasks per scheduler that has any (metrics): one grouped count on the dead list's index. */
+  async deadCounts(): Promise<Map<string, number>> {
+    const rows = await this.sql.read(() =>
+      all<{ scheduler_id: string; dead: number }>(
+        'select scheduler_id, count(*) as dead from scheduler_dead group by scheduler_id',
+      ),
+    );
+    return new Map(rows.map((row) => [row.scheduler_id, Number(row.dead)]));
   }
 
   /** One page of the dead list (in the order the tasks died) and its total. */

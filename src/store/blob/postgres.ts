@@ -22,6 +22,8 @@ export interface PostgresBlobStoreOptions {
   chunkSize?: number;
   /** Chunks fetched per query when reading. */
   readBatch?: number;
+  /** Told of each batch of small puts written together (metrics; see GroupCommitOptions.observe). */
+  observe?: (calls: number, seconds: number) => void;
 }
 
 const DEFAULT_CHUNK_SIZE = 256 * 1024;
@@ -128,7 +130,11 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
       together: putSmall,
       alone: async (put) => (await putSmall([put]))[0]!,
     });
-  const smallPuts = new GroupCommit(putMany, { maxBatch: SMALL_PUTS_PER_BATCH, maxInFlight: 2 });
+  const smallPuts = new GroupCommit(putMany, {
+    maxBatch: SMALL_PUTS_PER_BATCH,
+    maxInFlight: 2,
+    ...(options.observe ? { observe: options.observe } : {}),
+  });
 
   const store: BlobStore = {
     async put(source, putOptions: BlobPutOptions = {}): Promise<BlobInfo> {

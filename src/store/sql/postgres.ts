@@ -79,7 +79,7 @@ async function drive<T>(work: Work<T>, client: pg.Pool | pg.PoolClient): Promise
 
 /** The PostgreSQL adapter: each read on the pool, each write its own transaction on one client. */
 export function postgresDatabase(pool: pg.Pool): SqlDatabase {
-  return {
+  const database: SqlDatabase = {
     dialect: 'postgres',
     syntax: postgresSyntax,
     queriesBlockTheProcess: false,
@@ -97,7 +97,13 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
       return reachable(drive(make(), pool));
     },
     write<T>(make: () => Work<T>): Promise<T> {
-      return reachable(transaction(pool, make));
+      const observer = database.commitObserver;
+      if (!observer) return reachable(transaction(pool, make));
+      const started = performance.now();
+      return reachable(transaction(pool, make)).then((value) => {
+        observer('postgres_transaction', 1, (performance.now() - started) / 1000);
+        return value;
+      });
     },
     async analyze(tables: readonly string[]): Promise<void> {
       await reachable(pool.query(`analyze ${tables.join(', ')}`));
@@ -106,7 +112,9 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
     lockNames: advisoryLocks,
     isUniqueViolation: (error) => errorCode(error) === UNIQUE_VIOLATION,
     isForeignKeyViolation: (error) => errorCode(error) === FOREIGN_KEY_VIOLATION,
+    commitObserver: null,
   };
+  return database;
 }
 
 /** Transaction-scoped advisory locks, taken in the order given (a select list is evaluated left to right). */

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { all, driveSqlite, type Work } from '../sql-work.ts';
+import type { CommitObserver } from '../group-commit.ts';
 import type { SqlColumn, SqlDatabase, SqlRowSource, SqlSyntax } from './types.ts';
 
 export const sqliteSyntax: SqlSyntax = {
@@ -102,6 +103,7 @@ interface QueuedWrite {
 function groupCommit(
   database: Database.Database,
   prepare: (text: string) => Database.Statement,
+  observer: () => CommitObserver | null | undefined,
 ): <T>(work: (prepare: (sql: string) => Database.Statement) => T) => Promise<T> {
   let queue: QueuedWrite[] = [];
   let scheduled = false;
@@ -114,12 +116,14 @@ function groupCommit(
     const batch = queue;
     queue = [];
     const outcomes: { ok: boolean; value: unknown }[] = [];
+    const started = lastCommit;
     try {
       prepare('begin immediate').run();
       if (batch.length === 1) {
         // Alone in its transaction: a failure rolls the whole transaction back, no savepoint needed.
         outcomes.push({ ok: true, value: batch[0]!.work(prepare) });
         prepare('commit').run();
+        observer()?.('sqlite_transaction', 1, (performance.now() - started) / 1000);
         batch[0]!.resolve(outcomes[0]!.value);
         return;
       }
@@ -140,6 +144,7 @@ function groupCommit(
       for (const job of batch) job.reject(error);
       return;
     }
+    observer()?.('sqlite_transaction', batch.length, (performance.now() - started) / 1000);
     batch.forEach((job, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) job.resolve(outcome.value);
@@ -175,12 +180,12 @@ function groupCommit(
  */
 export function sqliteDatabase(connection: Database.Database): SqlDatabase {
   const prepare = statementCache(connection);
-  const commit = groupCommit(connection, prepare);
+  const commit = groupCommit(connection, prepare, () => database.commitObserver);
   const readAfterTransaction = async <T>(make: () => Work<T>): Promise<T> => {
     while (connection.inTransaction) await new Promise((resolve) => setImmediate(resolve));
     return driveSqlite(make(), prepare);
   };
-  return {
+  const database: SqlDatabase = {
     dialect: 'sqlite',
     syntax: sqliteSyntax,
     queriesBlockTheProcess: true,
@@ -213,5 +218,7 @@ export function sqliteDatabase(connection: Database.Database): SqlDatabase {
     *lockNames(): Work<void> {},
     isUniqueViolation: (error) => UNIQUE_CODES.has(errorCode(error) as string),
     isForeignKeyViolation: (error) => errorCode(error) === 'SQLITE_CONSTRAINT_FOREIGNKEY',
+    commitObserver: null,
   };
+  return database;
 }

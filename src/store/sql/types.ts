@@ -1,3 +1,4 @@
+import type { CommitObserver } from '../group-commit.ts';
 import type { Work } from '../sql-work.ts';
 
 export type SqlDialect = 'sqlite' | 'postgres';
@@ -152,4 +153,10 @@ export interface SqlDatabase {
   isUniqueViolation(error: unknown): boolean;
   /** True for a foreign key violation (the referenced row is gone). */
   isForeignKeyViolation(error: unknown): boolean;
+  /**
+   * Told of every commit of a write (SQLite: each shared transaction of the group commit and the
+   * writes in it; PostgreSQL: each `write`'s transaction) and of the batches of the `GroupCommit`s
+   * that write here. Set once by the platform for its metrics; null or absent: nobody is told.
+   */
+  commitObserver?: CommitObserver | null;
 }

@@ -1,3 +1,4 @@
+import type { PlatformMetrics } from '../../../metrics/index.ts';
 import type { BlobRefs } from '../../../store/blob/refs.ts';
 import type { BlobStore } from '../../../store/blob/types.ts';
 import type { BucketRepository, FileRepository } from '../repository.ts';
@@ -10,4 +11,6 @@ export interface RouteDeps {
   refs: BlobRefs;
   /** Upload limit in bytes. */
   maxUploadBytes: number;
+  /** Content bytes in and out (README.md: Metrics); absent when built alone. */
+  metrics?: Pick<PlatformMetrics, 'files'>;
 }

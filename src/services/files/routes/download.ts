@@ -45,7 +45,7 @@ function validators(file: FileRecord): Validators {
 }
 
 /** GET and HEAD of a file: its content (Range and conditional requests), or its metadata with ?metadata. */
-export function registerDownload(raw: ServiceApp, { files, blobs }: RouteDeps): void {
+export function registerDownload(raw: ServiceApp, { files, blobs, metrics }: RouteDeps): void {
   async function findOrThrow(request: FastifyRequest, bucketId: string, path: string): Promise<FileRecord> {
     const found = await files.lookup(bucketId, callerOf(request), path);
     if (!found.bucket) throw FilesErrors.bucketNotFound();
@@ -101,6 +101,11 @@ export function registerDownload(raw: ServiceApp, { files, blobs }: RouteDeps): 
       const again = await findOrThrow(request, params.bucket_id, path);
       if (again.sha256 !== file.sha256) throw FilesErrors.fileChanged();
       throw new Error(`blob ${file.sha256} of file ${file.id} is missing`);
+    }
+    // Counted once the whole answer is out: a download the client leaves early is not.
+    if (metrics && slice) {
+      const bytes = slice.end - slice.start + 1;
+      reply.raw.once('finish', () => metrics.files('out', bytes));
     }
     // Returned as a stream: Fastify pipes it with back-pressure and destroys it if the client leaves.
     return reply.send(stream);

@@ -35,7 +35,7 @@ export const uploadSchema = {
 };
 
 /** PUT of a file: the raw request stream is its content (the README's "How an upload works"). */
-export function registerUpload(raw: ServiceApp, { files, blobs, refs, maxUploadBytes }: RouteDeps): void {
+export function registerUpload(raw: ServiceApp, { files, blobs, refs, maxUploadBytes, metrics }: RouteDeps): void {
   raw.put('/v1/buckets/:bucket_id/files/*', { schema: uploadSchema }, async (request, reply) => {
     const owner = callerOf(request);
     const path = checkFilePath(request.params['*']);
@@ -58,6 +58,7 @@ export function registerUpload(raw: ServiceApp, { files, blobs, refs, maxUploadB
     } finally {
       disconnect.dispose();
     }
+    metrics?.files('in', received.size);
     const pin = await refs.pinPut(received.stored).catch((error: unknown) => {
       if (error instanceof BlobGoneError) throw FilesErrors.storageChanged();
       throw error;

@@ -193,6 +193,12 @@ export class LambdaRuntime {
     return this.idle.length;
   }
 
+  /** The pool now (metrics): warm isolates waiting, isolates running an invocation, calls waiting for one. */
+  poolState(): { idle: number; busy: number; waiting: number } {
+    const idle = this.idle.length;
+    return { idle, busy: Math.max(0, this.live - idle), waiting: this.waiting.length };
+  }
+
   close(): void {
     this.closed = true;
     for (const w of this.idle.splice(0)) disposeQuietly(w.isolate);

@@ -1,3 +1,4 @@
+import type { PlatformMetrics } from '../../../metrics/index.ts';
 import type { LogsAccess } from '../access.ts';
 import type { LogFilters } from '../filters.ts';
 import type { LoggerRepository } from '../repository.ts';
@@ -19,4 +20,9 @@ export interface RouteDeps {
   stats: LogStats;
   filters: LogFilters;
   limits: LogsLimits;
+  /** Ingested and streamed bytes, open streams (README.md: Metrics); absent when built alone. */
+  metrics?: LogsMetrics;
 }
+
+/** What the logging service counts into the instance's metrics. */
+export type LogsMetrics = Pick<PlatformMetrics, 'logsIngestedBytes' | 'logsStreamedBytes' | 'logsStream'>;

@@ -18,10 +18,22 @@ export function disconnectSignal(
 /**
  * The request body as chunks, without destroying the request when the reader stops early (too
  * large, wrong digest): the socket stays usable, so the client receives the error answer (Node
- * discards the rest of the body) instead of a reset connection.
+ * discards the rest of the body) instead of a reset connection. `received` is told of each
+ * chunk's size as it is read (the metrics' registry bytes in).
  */
-export function bodyChunks(request: IncomingMessage): AsyncIterable<Uint8Array> {
-  return request.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>;
+export function bodyChunks(request: IncomingMessage, received?: (bytes: number) => void): AsyncIterable<Uint8Array> {
+  const chunks = request.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>;
+  return received ? counted(chunks, received) : chunks;
+}
+
+async function* counted(
+  chunks: AsyncIterable<Uint8Array>,
+  received: (bytes: number) => void,
+): AsyncGenerator<Uint8Array, void, undefined> {
+  for await (const chunk of chunks) {
+    received(chunk.byteLength);
+    yield chunk;
+  }
 }
 
 const COALESCE_BYTES = 1024 * 1024;

@@ -24,4 +24,6 @@ export interface RouteDeps {
   services: ServiceCalls | undefined;
   /** This instance's followers of chunked uploads (see registry/follower.ts). */
   followers: UploadFollowers;
+  /** Told of the registry's bytes in as they are read (README.md: Metrics); absent when built alone. */
+  received?: (bytes: number) => void;
 }

@@ -41,7 +41,7 @@ export interface Batch {
  */
 export async function ingest(
   request: FastifyRequest,
-  { loggers, hub, stats, limits }: RouteDeps,
+  { loggers, hub, stats, limits, metrics }: RouteDeps,
   loggerId: string,
   kind: 'raw' | 'event',
   received: number,
@@ -50,6 +50,7 @@ export async function ingest(
   const counters = stats.of(loggerId);
   counters.totalIngests++;
   counters.bytesReceived += received;
+  metrics?.logsIngestedBytes(received);
   if (batch === null) return;
   counters.concurrentIngests++;
   try {

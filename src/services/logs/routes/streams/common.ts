@@ -51,7 +51,7 @@ export async function serveStream(
   request: FastifyRequest,
   reply: FastifyReply,
   target: { id: string; kind: 'raw' | 'event'; query: Static<typeof resumableStreamQuery> },
-  { loggers, access, hub, stats, filters }: RouteDeps,
+  { loggers, access, hub, stats, filters, metrics }: RouteDeps,
 ): Promise<void> {
   const { kind, query } = target;
   const { loggerId } = await access.authorize(request, target.id);
@@ -59,15 +59,14 @@ export async function serveStream(
   const follow = query.follow !== undefined;
   const after = query.after === undefined ? 0 : Number(query.after);
   reply.hijack();
-  await runStream(reply.raw, { loggerId, kind, patterns, follow, after }, { loggers, hub, stats, filters }).catch(
-    (error: unknown) => {
-      if (error instanceof FilterTimeLimitError)
-        request.log.warn(
-          { loggerId, patterns: patterns.map((p) => p.source) },
-          `logs stream cut off: ${error.message}`,
-        );
-      else request.log.error({ err: error }, 'logs stream failed');
-      reply.raw.destroy();
-    },
-  );
+  await runStream(
+    reply.raw,
+    { loggerId, kind, patterns, follow, after },
+    { loggers, hub, stats, filters, ...(metrics ? { metrics } : {}) },
+  ).catch((error: unknown) => {
+    if (error instanceof FilterTimeLimitError)
+      request.log.warn({ loggerId, patterns: patterns.map((p) => p.source) }, `logs stream cut off: ${error.message}`);
+    else request.log.error({ err: error }, 'logs stream failed');
+    reply.raw.destroy();
+  });
 }

@@ -47,7 +47,7 @@ export async function appendChunk(
     try {
       const remaining = deps.maxBlobBytes - upload.size;
       const sizeHint = declaredLength(request.raw);
-      part = await blobs.put(coalesce(bodyChunks(request.raw)), {
+      part = await blobs.put(coalesce(bodyChunks(request.raw, deps.received)), {
         maxBytes: remaining,
         signal: disconnect.signal,
         ...(sizeHint === undefined ? {} : { sizeHint }),

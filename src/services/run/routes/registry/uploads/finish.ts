@@ -57,7 +57,7 @@ export async function finishUpload(
   } else if (follower?.matches(upload)) {
     // This instance has been writing the blob while the chunks arrived: close it.
     try {
-      info = await follower.finish(finalChunk ? bodyChunks(request.raw) : null);
+      info = await follower.finish(finalChunk ? bodyChunks(request.raw, deps.received) : null);
     } catch (error) {
       // With a final chunk the body is spent: answer. Without one, fall back to the re-read.
       if (finalChunk) throw storeError(error);
@@ -82,7 +82,7 @@ export async function finishUpload(
         if (!stream) throw unavailable('a chunk of this upload is missing from storage; restart the upload');
         yield* readSource(stream);
       }
-      if (finalChunk) yield* bodyChunks(request.raw);
+      if (finalChunk) yield* bodyChunks(request.raw, deps.received);
     }
     try {
       info = await storeBlob(deps, readAhead(coalesce(content())), request, reply, verified);

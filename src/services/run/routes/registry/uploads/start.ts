@@ -31,7 +31,7 @@ export async function startUpload(
       throw digestInvalid(problem);
     }
     checkDeclaredSize(deps, request, 0);
-    const info = await storeBlob(deps, coalesce(bodyChunks(request.raw)), request, reply, digest);
+    const info = await storeBlob(deps, coalesce(bodyChunks(request.raw, deps.received)), request, reply, digest);
     const pin = await pinBlob(deps, info.sha256);
     const linked = await deps.repository.linkBlob(name, user, digest, info.size, pin).catch((error: unknown) => {
       throw storeError(error);
