@@ -390,8 +390,9 @@ describe('client SDK against a running platform', () => {
     const handle = client.scheduler.scheduler(id);
     const empty = await handle.dead();
     assert.deepEqual(empty, { dead: [], meta: { total: 0, page: 1, per_page: 20, total_pages: 0 } });
-    for (const call of [handle.retryDead('no-such-task'), handle.discardDead('no-such-task')])
-      await assert.rejects(call, (error: unknown) => {
+    // Each call starts only when awaited: a second rejection waiting meanwhile would be unhandled.
+    for (const call of [() => handle.retryDead('no-such-task'), () => handle.discardDead('no-such-task')])
+      await assert.rejects(call(), (error: unknown) => {
         assert.ok(error instanceof StratusError);
         assert.equal(error.status, 404);
         return true;
