@@ -52,6 +52,9 @@ const statusRow = Type.Object({
 const statsRow = Type.Object({
   host: Type.String(),
   served_requests: Type.Integer(),
+  server_errors: Type.Integer({
+    description: 'of them, answered with a 5xx status (beyond the reference: for error rates)',
+  }),
   serving_time: Type.String({ description: 'Go duration' }),
   latency_avg: Type.String({ description: 'Go duration' }),
   uptime: Type.String({ description: 'Go duration' }),

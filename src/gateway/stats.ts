@@ -5,6 +5,8 @@ import type { CounterSource, InstanceRecord, PlatformInstance } from '../instanc
 interface Counter {
   requests: number;
   servingNs: number;
+  /** Requests answered with a 5xx status (the platform failed them). */
+  errors: number;
   /** When the row's first request finished: microseconds since the epoch, strictly increasing per instance. */
   first: number;
   /** `requests` when last handed to the registry. */
@@ -15,12 +17,15 @@ interface Counter {
 interface PublishedFigures {
   requests: number;
   serving_ns: number;
+  errors?: number;
   first: number;
 }
 
 export interface StatsRow {
   host: string;
   served_requests: number;
+  /** Of them, answered with a 5xx status (beyond the reference's fields: the console's error rate). */
+  server_errors: number;
   serving_time: string;
   latency_avg: string;
   uptime: string;
@@ -55,8 +60,8 @@ const figure = (value: unknown): number => (typeof value === 'number' && Number.
 export class GatewayStats implements CounterSource {
   readonly owner = 'gateway';
   private readonly started: number;
-  private readonly all: Counter = { requests: 0, servingNs: 0, first: 0, published: 0 };
-  private readonly noRoute: Counter = { requests: 0, servingNs: 0, first: 0, published: 0 };
+  private readonly all: Counter = { requests: 0, servingNs: 0, errors: 0, first: 0, published: 0 };
+  private readonly noRoute: Counter = { requests: 0, servingNs: 0, errors: 0, first: 0, published: 0 };
   /** Hosts in order of their first request (Map keeps insertion order). */
   private readonly hosts = new Map<string, Counter>();
   private lastFirst = 0;
@@ -67,12 +72,14 @@ export class GatewayStats implements CounterSource {
   }
 
   /** Records a completed request; `host` null means it matched no route. */
-  record(host: string | null, servingNs: number): void {
+  record(host: string | null, servingNs: number, status = 200): void {
+    const error = status >= 500 ? 1 : 0;
     this.all.requests++;
     this.all.servingNs += servingNs;
+    this.all.errors += error;
     let counter = this.noRoute;
     if (host !== null) {
-      counter = this.hosts.get(host) ?? { requests: 0, servingNs: 0, first: 0, published: 0 };
+      counter = this.hosts.get(host) ?? { requests: 0, servingNs: 0, errors: 0, first: 0, published: 0 };
       if (counter.requests === 0) {
         counter.first = this.lastFirst = Math.max(
           Math.round((performance.timeOrigin + performance.now()) * 1000),
@@ -83,6 +90,7 @@ export class GatewayStats implements CounterSource {
     }
     counter.requests++;
     counter.servingNs += servingNs;
+    counter.errors += error;
   }
 
   changes(full: boolean): [string, PublishedFigures][] {
@@ -90,7 +98,7 @@ export class GatewayStats implements CounterSource {
     for (const [name, c] of this.counters()) {
       if (!full && c.requests === c.published) continue;
       c.published = c.requests;
-      changed.push([name, { requests: c.requests, serving_ns: c.servingNs, first: c.first }]);
+      changed.push([name, { requests: c.requests, serving_ns: c.servingNs, errors: c.errors, first: c.first }]);
     }
     return changed;
   }
@@ -105,19 +113,25 @@ export class GatewayStats implements CounterSource {
     if (!this.instance) return this.rows(now);
     const [others, live] = await Promise.all([this.instance.othersCounters(this.owner), this.instance.live()]);
     const liveIds = new Set(live.map((i) => i.id));
-    const sums = new Map<string, Pick<Counter, 'requests' | 'servingNs' | 'first'>>();
+    const sums = new Map<string, Pick<Counter, 'requests' | 'servingNs' | 'errors' | 'first'>>();
     for (const [name, c] of this.counters())
-      sums.set(name, { requests: c.requests, servingNs: c.servingNs, first: c.first });
+      sums.set(name, { requests: c.requests, servingNs: c.servingNs, errors: c.errors, first: c.first });
     for (const { instance, name, value } of others) {
       if (!liveIds.has(instance)) continue;
       const published = (value ?? {}) as Partial<PublishedFigures>;
       const sum = sums.get(name);
       const first = figure(published.first);
       if (!sum)
-        sums.set(name, { requests: figure(published.requests), servingNs: figure(published.serving_ns), first });
+        sums.set(name, {
+          requests: figure(published.requests),
+          servingNs: figure(published.serving_ns),
+          errors: figure(published.errors),
+          first,
+        });
       else {
         sum.requests += figure(published.requests);
         sum.servingNs += figure(published.serving_ns);
+        sum.errors += figure(published.errors);
         sum.first = Math.min(sum.first, first);
       }
     }
@@ -155,15 +169,16 @@ export class GatewayStats implements CounterSource {
 
 /** The reference rows: `*`, `-noroute-`, then the hosts in order of first request. */
 function format(
-  counters: ReadonlyMap<string, Pick<Counter, 'requests' | 'servingNs' | 'first'>>,
+  counters: ReadonlyMap<string, Pick<Counter, 'requests' | 'servingNs' | 'errors' | 'first'>>,
   started: number,
   now: number,
 ): StatsRow[] {
   const uptime = formatDuration(Math.max(0, now - started) * 1e6);
   const start = rfc3339(new Date(started));
-  const row = (host: string, c: Pick<Counter, 'requests' | 'servingNs'> | undefined): StatsRow => ({
+  const row = (host: string, c: Pick<Counter, 'requests' | 'servingNs' | 'errors'> | undefined): StatsRow => ({
     host,
     served_requests: c?.requests ?? 0,
+    server_errors: c?.errors ?? 0,
     serving_time: formatDuration(c?.servingNs ?? 0),
     latency_avg: formatDuration(!c || c.requests === 0 ? 0 : c.servingNs / c.requests),
     uptime,

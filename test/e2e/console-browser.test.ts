@@ -699,11 +699,11 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
         await page.getByTestId('health-table').locator('tr[data-status-id="docdb"]').getByText('200 OK').waitFor();
         await page.waitForFunction(`Number(document.querySelector('[data-testid=rate-chart]')?.dataset.points) >= 1`);
         const points = await pointsOf('rate-chart');
-        // Requests to a host the gateway does not know: the only errors /v0/stats counts.
+        // Requests to a host the gateway does not know: counted apart from the 5xx answers.
         const stop = background('nowhere.example');
         try {
           await page.waitForFunction(
-            `Number(document.querySelector('[data-testid=noroute-now]')?.textContent.replace(/^now /, '')) > 0`,
+            `Number(document.querySelector('[data-testid=noroute-now]')?.textContent.replace(/^· unroutable /, '')) > 0`,
           );
         } finally {
           await stop();
@@ -711,6 +711,8 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
         assert.ok((await pointsOf('rate-chart')) > points);
         assert.ok((await pointsOf('error-chart')) > points);
         assert.ok((await pointsOf('latency-chart')) > points);
+        // No 5xx answer in this run: the error rate is a known zero, not a gap.
+        assert.match((await page.getByTestId('errors-now').textContent()) ?? '', /^now 0(\.0+)?$/);
       });
 
       await step(page, log, '25-charts-stop', async () => {

@@ -82,6 +82,19 @@ describe('gateway endpoints (gateway.md §4)', () => {
     }
   });
 
+  it('counts the requests answered with a 5xx status per host (server_errors), for error rates', async () => {
+    // files runs nowhere in the harness: 503 service_unavailable; docdb's echo answers 200.
+    for (let i = 0; i < 3; i++) assert.equal((await h.call({ path: '/x', host: 'files.localhost' })).status, 503);
+    assert.equal((await h.call({ path: '/x', host: 'docdb.localhost' })).status, 200);
+    const rows = (await h.call({ path: '/v0/stats', host: 'api.localhost' })).json<
+      { host: string; served_requests: number; server_errors: number }[]
+    >();
+    const row = (host: string) => rows.find((r) => r.host === host);
+    assert.deepEqual([row('files.localhost')?.served_requests, row('files.localhost')?.server_errors], [3, 3]);
+    assert.equal(row('docdb.localhost')?.server_errors, 0);
+    assert.ok((row('*')?.server_errors ?? 0) >= 3);
+  });
+
   it("shows a project host's traffic and health to its owner only", async () => {
     const carol = await h.user('vh-carol@example.com');
     await h.createProject(carol, 'carols');

@@ -20,7 +20,7 @@ export function finish(exchange: Exchange): void {
   const { req, res, ctx } = exchange;
   const elapsedMs = performance.now() - exchange.start;
   const servingNs = Math.round(elapsedMs * 1e6);
-  ctx.stats.record(exchange.host, servingNs);
+  ctx.stats.record(exchange.host, servingNs, res.headersSent ? res.statusCode : CLIENT_LEFT);
   // Bytes on the wire since the connection's previous request: this request's line, headers and
   // body as read so far, and its whole answer as written (requests on a connection take turns).
   const socket = req.socket as MarkedSocket;

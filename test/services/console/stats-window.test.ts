@@ -50,6 +50,18 @@ describe('console charts: rates from successive /v0/stats reads', () => {
     assert.equal(window.latest('nobody'), null);
   });
 
+  it('rates the 5xx answers of every host, and leaves a gap where the gateway does not count them', () => {
+    const window = new StatsWindow(10, 10_000);
+    const all = (requests: number, errors?: number) => ({
+      ...row(ALL_HOSTS, requests, '1s'),
+      ...(errors === undefined ? {} : { server_errors: errors }),
+    });
+    window.push(0, [all(10, 1)]);
+    window.push(2_000, [all(20, 5)]);
+    window.push(4_000, [all(30)]);
+    assert.deepEqual(window.serverErrors, [2, null]);
+  });
+
   it('leaves a gap instead of a number when the rate cannot be known', () => {
     const window = new StatsWindow(10, 5_000);
     window.push(0, [row(ALL_HOSTS, 100, '1s'), row('a', 100, '1s')]);

@@ -6636,6 +6636,8 @@ export interface operations {
             /** @description Go duration */
             latency_avg: string;
             served_requests: number;
+            /** @description of them, answered with a 5xx status (beyond the reference: for error rates) */
+            server_errors: number;
             /** @description Go duration */
             serving_time: string;
             /** @description RFC 3339 UTC */

@@ -9,6 +9,8 @@ export interface StatsSample {
   served_requests: number;
   /** Total serving time as a Go duration (`1m2.5s`, `12.25ms`). */
   serving_time: string;
+  /** Of the requests, answered with a 5xx status (absent from an older gateway). */
+  server_errors?: number;
 }
 
 /** The row counting every request, and the row counting requests to a host the gateway does not know. */
@@ -41,6 +43,8 @@ export function goDurationSeconds(text: string): number | null {
 
 interface Totals {
   requests: number;
+  /** 5xx answers, or null when the gateway does not count them. */
+  errors: number | null;
   /** Serving time in seconds, or null when the row's duration did not parse. */
   serving: number | null;
 }
@@ -63,6 +67,8 @@ export class StatsWindow {
   ]);
   /** Average serving time of the interval's requests, in milliseconds. */
   readonly latencyMs: (number | null)[] = [];
+  /** Requests per second answered with a 5xx status, over every host. */
+  readonly serverErrors: (number | null)[] = [];
   private last: { at: number; totals: Map<string, Totals> } | null = null;
 
   /**
@@ -78,7 +84,11 @@ export class StatsWindow {
   push(atMs: number, rows: readonly StatsSample[]): void {
     const totals = new Map<string, Totals>();
     for (const row of rows) {
-      totals.set(row.host, { requests: row.served_requests, serving: goDurationSeconds(row.serving_time) });
+      totals.set(row.host, {
+        requests: row.served_requests,
+        errors: typeof row.server_errors === 'number' ? row.server_errors : null,
+        serving: goDurationSeconds(row.serving_time),
+      });
       if (!this.rates.has(row.host)) {
         this.hosts.push(row.host);
         // A host new to the window has no rate at the points before it.
@@ -97,7 +107,7 @@ export class StatsWindow {
     for (const host of this.hosts) {
       const now = totals.get(host);
       // Rows list hosts with requests only: a host missing before had none then.
-      const before = previous.totals.get(host) ?? { requests: 0, serving: 0 };
+      const before = previous.totals.get(host) ?? { requests: 0, errors: 0, serving: 0 };
       let rate: number | null = null;
       if (known && now && now.requests >= before.requests) rate = (now.requests - before.requests) / seconds;
       this.rates.get(host)!.push(rate);
@@ -111,10 +121,15 @@ export class StatsWindow {
       if (requests > 0 && serving >= 0) latency = (serving / requests) * 1000;
     }
     this.latencyMs.push(latency);
+    let errors: number | null = null;
+    if (known && all?.errors != null && allBefore?.errors != null && all.errors >= allBefore.errors)
+      errors = (all.errors - allBefore.errors) / seconds;
+    this.serverErrors.push(errors);
     if (this.times.length > this.capacity) {
       const drop = this.times.length - this.capacity;
       this.times.splice(0, drop);
       this.latencyMs.splice(0, drop);
+      this.serverErrors.splice(0, drop);
       for (const values of this.rates.values()) values.splice(0, drop);
     }
   }

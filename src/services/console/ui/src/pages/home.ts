@@ -26,9 +26,13 @@ function Traffic(): VNode {
           series=${[{ label: 'all hosts', values: window.rate(ALL_HOSTS) }]} />
       </div>
       <div>
-        <h3>Unroutable requests/s <span class="muted" data-testid="noroute-now">now ${formatRate(window.latest(NO_ROUTE))}</span></h3>
+        <h3>Errors/s <span class="muted" data-testid="errors-now">now ${formatRate(window.serverErrors.at(-1) ?? null)}</span>
+          <span class="muted" data-testid="noroute-now">· unroutable ${formatRate(window.latest(NO_ROUTE))}</span></h3>
         <${TimeChart} testId="error-chart" times=${window.times} unit="req/s" height=${180}
-          series=${[{ label: 'unknown host (404)', values: window.rate(NO_ROUTE), color: '#c92a2a' }]} />
+          series=${[
+            { label: 'server errors (5xx)', values: window.serverErrors, color: '#c92a2a' },
+            { label: 'unknown host (404)', values: window.rate(NO_ROUTE), color: '#e67700' },
+          ]} />
       </div>
       <div>
         <h3>Average latency</h3>
@@ -37,8 +41,8 @@ function Traffic(): VNode {
       </div>
     </div>
     <p class="muted">From <code>/v0/stats</code> read every ${TRAFFIC_INTERVAL_MS / 1000} s (the last 5 minutes; this page's reads count too).
-      The gateway counts requests per host but not by status, so the only errors it can tell apart are requests to a host it does not know
-      (404 <code>no_route</code>); errors the services answer are not shown here. The latency is the serving time of the interval's requests over their number.
+      Errors are the requests the platform answered with a 5xx status (every host), and apart from them the requests to a host the gateway does not know
+      (404 <code>no_route</code>); other 4xx answers are the callers' mistakes and are not counted as errors. The latency is the serving time of the interval's requests over their number.
       Per host: <a href=${href('gateway')}>Gateway</a>.</p>
   </div>`;
 }
