@@ -9,6 +9,7 @@ import { ensureChromium, ensureConsoleBuilt, launchChromium, pageLog, screenshot
 import { request } from '../helpers/http.ts';
 import { startTestIdp, type TestIdp } from '../helpers/oidc-provider.ts';
 import { serve, type ServedProcess } from '../helpers/serve.ts';
+import { basicAuth, createApiKey } from '../helpers/apikeys.ts';
 
 const ADMIN_EMAIL = 'admin@example.com';
 const ADMIN_PASSWORD = 'correct horse battery staple';
@@ -399,16 +400,7 @@ describe('web console in a browser', { timeout: 20 * 60_000 }, () => {
         assert.ok(token);
         const bearer = { authorization: `Bearer ${token}` };
         // Push a tiny image as a container tool would: through the public port, an API key as Basic credentials.
-        const created = await request(port, {
-          method: 'POST',
-          path: '/v0/apikeys',
-          host: 'apikeys.localhost',
-          headers: { ...bearer, 'content-type': 'application/json' },
-          body: '{"name":"registry"}',
-        });
-        assert.equal(created.status, 201, created.text);
-        const { key, secret } = created.json<{ key: string; secret: string }>();
-        const basic = { authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}` };
+        const basic = basicAuth(await createApiKey(port, bearer, 'registry'));
         const registry = `localhost:${port}`;
         const name = 'console/web';
         const digestOf = (data: string) => `sha256:${createHash('sha256').update(data).digest('hex')}`;

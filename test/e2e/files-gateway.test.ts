@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { request } from '../helpers/http.ts';
 import { usePlatform } from '../helpers/serve.ts';
+import { createApiKey } from '../helpers/apikeys.ts';
 
 const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'files-user' } }) };
 
@@ -39,15 +40,7 @@ describe('files through the gateway', () => {
     assert.equal(viaApi.headers.etag, `"${createHash('sha256').update(content).digest('hex')}"`);
 
     // A platform API key on the public port: the gateway authenticates and injects the identity.
-    const key = await request(internal, {
-      method: 'POST',
-      path: '/v0/apikeys',
-      host: 'apikeys.localhost',
-      headers: { ...identity, 'content-type': 'application/json' },
-      body: '{"name":"files"}',
-    });
-    assert.equal(key.status, 201, key.text);
-    const { key: apiKey, secret } = key.json<{ key: string; secret: string }>();
+    const { key: apiKey, secret } = await createApiKey(internal, identity, 'files');
     const auth = { 'api-key': apiKey, 'api-secret': secret };
     const pub = platform.server.publicPort;
     const listed = await request(pub, { path: '/v1/buckets', host: 'files.localhost', headers: auth });

@@ -13,6 +13,7 @@ import {
   type PodmanAvailability,
 } from '../helpers/podman.ts';
 import { serve, type ServedProcess } from '../helpers/serve.ts';
+import { createApiKey } from '../helpers/apikeys.ts';
 
 const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-podman-helper' } }) };
 const unique = `${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -92,15 +93,7 @@ describe('test/helpers/podman.ts: real containers built from scratch, run, remov
       if (!podman.ok) return t.skip(`podman cannot run containers here: ${podman.reason}`);
       database = await createTestDatabase();
       server = await serve([], { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl });
-      const created = await request(server.internalPort, {
-        method: 'POST',
-        path: '/v0/apikeys',
-        host: 'apikeys.localhost',
-        headers: { ...identity, 'content-type': 'application/json' },
-        body: '{"name":"podman-helper"}',
-      });
-      assert.equal(created.status, 201, created.text);
-      const { key, secret } = created.json<{ key: string; secret: string }>();
+      const { key, secret } = await createApiKey(server.internalPort, identity, 'podman-helper');
 
       const registry = `localhost:${server.publicPort}`;
       const repository = 'e2e/podman-helper';

@@ -5,6 +5,7 @@ import http from 'node:http';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { request } from '../helpers/http.ts';
 import { serve, type ServedProcess } from '../helpers/serve.ts';
+import { basicAuth, createApiKey } from '../helpers/apikeys.ts';
 
 const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-pusher' } }) };
 const digestOf = (data: string) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
@@ -21,16 +22,7 @@ describe('run service through the gateway (registry on run., api. and the bare h
       DATABASE_URL: database.databaseUrl,
       RUN_MAX_BLOB_BYTES: '1MiB',
     });
-    const created = await request(server.internalPort, {
-      method: 'POST',
-      path: '/v0/apikeys',
-      host: 'apikeys.localhost',
-      headers: { ...identity, 'content-type': 'application/json' },
-      body: '{"name":"registry"}',
-    });
-    assert.equal(created.status, 201, created.text);
-    const { key, secret } = created.json<{ key: string; secret: string }>();
-    basic = { authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}` };
+    basic = basicAuth(await createApiKey(server.internalPort, identity, 'registry'));
   });
 
   after(async () => {

@@ -18,6 +18,7 @@ import {
   runPodman,
 } from '../helpers/podman.ts';
 import { serve, type ServedProcess } from '../helpers/serve.ts';
+import { createApiKey } from '../helpers/apikeys.ts';
 
 const USER = 'user-podman';
 const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: USER } }) };
@@ -142,15 +143,7 @@ describe('run service with RUN_DRIVER=podman', { skip: availability.ok ? false :
       port: 8000,
     });
     server = await serve([], settings());
-    const created = await request(server.internalPort, {
-      method: 'POST',
-      path: '/v0/apikeys',
-      host: 'apikeys.localhost',
-      headers: { ...identity, ...json },
-      body: '{"name":"podman"}',
-    });
-    assert.equal(created.status, 201, created.text);
-    const { key, secret } = created.json<{ key: string; secret: string }>();
+    const { key, secret } = await createApiKey(server.internalPort, identity, 'podman');
     const registry = `localhost:${server.publicPort}`;
     const push = { registry, repository, username: key, password: secret };
     await pushImage(env, { ...push, tag: tags.v1, reference: 'v1', format: 'v2s2' });

@@ -10,6 +10,7 @@ import { gzipSync } from 'node:zlib';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.ts';
 import { request } from '../helpers/http.ts';
 import { serve, type ServedProcess } from '../helpers/serve.ts';
+import { createApiKey } from '../helpers/apikeys.ts';
 
 const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-skopeo' } }) };
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
@@ -104,15 +105,7 @@ describe('a real client (skopeo) pushes to the registry through the public port'
       layoutDir = mkdtempSync(join(tmpdir(), 'stratus-oci-'));
       database = await createTestDatabase();
       server = await serve([], { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl });
-      const created = await request(server.internalPort, {
-        method: 'POST',
-        path: '/v0/apikeys',
-        host: 'apikeys.localhost',
-        headers: { ...identity, 'content-type': 'application/json' },
-        body: '{"name":"skopeo"}',
-      });
-      assert.equal(created.status, 201, created.text);
-      ({ key, secret } = created.json<{ key: string; secret: string }>());
+      ({ key, secret } = await createApiKey(server.internalPort, identity, 'skopeo'));
     },
     { timeout: 20 * 60_000 },
   );
