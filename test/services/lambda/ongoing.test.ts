@@ -57,7 +57,9 @@ describe('lambda: ongoing invocations shared by instances', () => {
         ['one'],
         'its own are listed at once, from memory',
       );
+      // Each instance lists its own from memory and the other's once that one has published them.
       await waitFor(async () => (await a.list('user-ada')).length === 2);
+      await waitFor(async () => (await b.list('user-ada')).length === 2);
       const listed = await b.list('user-ada');
       assert.deepEqual(listed.map((o) => o.id).sort(), ['one', 'two']);
       const one = listed.find((o) => o.id === 'one')!;
