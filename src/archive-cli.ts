@@ -5,7 +5,7 @@ import { AVAILABLE_SERVICES } from './services/index.ts';
 import { exportArchive } from './store/archive/export.ts';
 import { ArchiveError } from './store/archive/format.ts';
 import { importArchive } from './store/archive/import.ts';
-import { storeMigrations } from './store/index.ts';
+import { describeStore, dialectName, storeMigrations } from './store/index.ts';
 import type { MigrationSet } from './store/migrate.ts';
 
 /** `stratus export` and `stratus import` (src/store/archive/README.md; root README: Moving between SQLite and PostgreSQL). */
@@ -31,10 +31,6 @@ const ARCHIVE_OPTIONS = {
 export function buildMigrationSets(): MigrationSet[] {
   const sets = [storeMigrations, instancesMigrations, ...[...AVAILABLE_SERVICES.values()].map((s) => s.migrations)];
   return [...new Map(sets.map((set) => [set.owner, set])).values()];
-}
-
-function describeStore(settings: Settings): string {
-  return settings.databaseUrl ? 'PostgreSQL' : `SQLite in ${settings.dataDir}`;
 }
 
 const number = (n: number) => n.toLocaleString('en-US');
@@ -95,7 +91,7 @@ export async function runArchiveCommand(
     process.stdout.write(
       `imported ${manifest.tables.length} tables (${number(summary.rows)} rows) and ${manifest.blobs.count} blobs ` +
         `(${number(manifest.blobs.bytes)} bytes) into ${describeStore(settings)}, ` +
-        `from a ${manifest.source.dialect === 'postgres' ? 'PostgreSQL' : 'SQLite'} store exported by Stratus ${manifest.stratusVersion} at ${manifest.createdAt}\n`,
+        `from a ${dialectName(manifest.source.dialect)} store exported by Stratus ${manifest.stratusVersion} at ${manifest.createdAt}\n`,
     );
     for (const note of summary.notes) process.stdout.write(`${note}\n`);
     for (const warning of summary.warnings) process.stderr.write(`stratus: warning: ${warning}\n`);

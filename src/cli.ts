@@ -5,6 +5,7 @@ import { VERSION } from './core/version.ts';
 import { createLogger, migrateAll, startPlatform } from './platform.ts';
 import { runUsersCommand, USERS_OPTIONS } from './services/auth/index.ts';
 import { BACKUP_OPTIONS, runBackupCommand } from './store/backup.ts';
+import { describeStore } from './store/index.ts';
 
 const USAGE = `Usage: stratus <command> [options]
 
@@ -152,7 +153,7 @@ async function main(argv: string[]): Promise<number> {
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
   });
-  const where = settings.databaseUrl ? 'PostgreSQL' : `SQLite in ${settings.dataDir}`;
+  const where = describeStore(settings);
   process.stdout.write(
     `stratus ${VERSION} ready: public port ${platform.publicPort} (${settings.host}), internal port ${platform.internalPort} (${settings.internalHost}); ` +
       `services ${platform.services.join(',')}; store ${where}; Node ${process.version}\n`,

@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import type { Settings } from '../config.ts';
+import type { SqlDialect } from './sql/types.ts';
 import { openPostgres, openSqlite, type SqlConnection } from './db.ts';
 import { migrate, type MigrationSet } from './migrate.ts';
 import type { BlobStore } from './blob/types.ts';
@@ -27,6 +28,16 @@ export const BLOB_DIR = 'blobs';
 export const INLINE_BLOB_FILE = 'inline.db';
 
 /** The store's own migrations (blob tables); services bring theirs. */
+/** Which store the settings name, as people read it: `PostgreSQL`, or `SQLite in <dataDir>`. */
+export function describeStore(settings: Pick<Settings, 'dataDir' | 'databaseUrl'>): string {
+  return settings.databaseUrl ? 'PostgreSQL' : `SQLite in ${settings.dataDir}`;
+}
+
+/** A dialect's name as people read it. */
+export function dialectName(dialect: SqlDialect): string {
+  return dialect === 'postgres' ? 'PostgreSQL' : 'SQLite';
+}
+
 export const storeMigrations: MigrationSet = blobMigrations;
 
 /**
