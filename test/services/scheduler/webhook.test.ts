@@ -84,15 +84,21 @@ describe('scheduler webhook delivery', () => {
     }>();
   };
   const tasks = async (id: string) => (await h.call('GET', `/schedulers/${id}/tasks`)).json();
+  /** Creates scheduler `id` whose target is the test's webhook receiver; asserts the 201. */
+  const hooked = async (id: string, display_name: string, retry?: Record<string, unknown>) => {
+    const res = await h.call('POST', '/schedulers', {
+      id,
+      display_name,
+      target: { url: hook.url, secret: SECRET },
+      ...(retry === undefined ? {} : { retry }),
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    return res;
+  };
 
   it('POSTs the payload signed as documented; a 2xx acknowledges it', async () => {
     status = 200;
-    const res = await h.call('POST', '/schedulers', {
-      id: 'hooked',
-      display_name: 'Hooked',
-      target: { url: hook.url, secret: SECRET },
-    });
-    assert.equal(res.statusCode, 201, res.body);
+    const res = await hooked('hooked', 'Hooked');
     const { scheduler } = res.json();
     assert.deepEqual(scheduler.target, { url: hook.url, secret_set: true });
     assert.deepEqual(scheduler.retry, { max_attempts: 5, base: '5s', factor: 2, cap: '15m' });
@@ -121,13 +127,7 @@ describe('scheduler webhook delivery', () => {
 
   it('retries a non-2xx with backoff, shows attempt and last_error, then dead-letters it; retry by hand delivers', async () => {
     status = 503;
-    const res = await h.call('POST', '/schedulers', {
-      id: 'flaky',
-      display_name: 'Flaky',
-      target: { url: hook.url, secret: SECRET },
-      retry: { max_attempts: 3, base: '100ms', factor: 2, cap: '1s' },
-    });
-    assert.equal(res.statusCode, 201, res.body);
+    await hooked('flaky', 'Flaky', { max_attempts: 3, base: '100ms', factor: 2, cap: '1s' });
     const before = hook.received.length;
     await h.enqueue('flaky', { id: 'f1', payload: 1, labels: ['a:b'] });
     // Between attempts the task waits, with its attempt count and error in the list.
@@ -310,12 +310,7 @@ describe('scheduler webhook delivery', () => {
 
   it('delivers 1,000 tasks exactly once each', async () => {
     status = 200;
-    const res = await h.call('POST', '/schedulers', {
-      id: 'bulk',
-      display_name: 'Bulk',
-      target: { url: hook.url, secret: SECRET },
-    });
-    assert.equal(res.statusCode, 201, res.body);
+    await hooked('bulk', 'Bulk');
     const before = hook.received.length;
     const ids = Array.from({ length: 1000 }, (_, n) => `bulk-${n}`);
     for (let at = 0; at < ids.length; at += 100)
@@ -345,12 +340,7 @@ describe('scheduler webhook delivery', () => {
     try {
       const before = hook.received.length;
       // Set on the first instance; the second reads it from the notifier's message or its periodic read.
-      const res = await h.call('POST', '/schedulers', {
-        id: 'shared',
-        display_name: 'Shared',
-        target: { url: hook.url, secret: SECRET },
-      });
-      assert.equal(res.statusCode, 201, res.body);
+      await hooked('shared', 'Shared');
       const ids = Array.from({ length: 1000 }, (_, n) => `shared-${n}`);
       for (let at = 0; at < ids.length; at += 100)
         await Promise.all(ids.slice(at, at + 100).map((id) => h.enqueue('shared', { id })));
