@@ -38,14 +38,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   }
   const baseUrl = process.env.DATABASE_URL;
   if (!baseUrl) throw new Error('STRATUS_TEST_DB=postgres needs DATABASE_URL');
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
-  await admin.end();
-  const url = new URL(baseUrl);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  const databaseUrl = url.toString();
+  const { databaseUrl, drop } = await createTestSchema(baseUrl);
   return {
     dataDir,
     databaseUrl,
@@ -53,11 +46,28 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       return openPostgres(databaseUrl, 5);
     },
     async cleanup() {
+      await drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A fresh schema in the database of `baseUrl`, and a URL whose search_path is that schema. */
+export async function createTestSchema(baseUrl: string): Promise<{ databaseUrl: string; drop(): Promise<void> }> {
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  await admin.end();
+  const url = new URL(baseUrl);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return {
+    databaseUrl: url.toString(),
+    async drop() {
       const client = new pg.Client({ connectionString: baseUrl });
       await client.connect();
       await client.query(`drop schema if exists ${schema} cascade`);
       await client.end();
-      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import { createTestSchema } from './database.ts';
 
 /**
  * A fresh store of a chosen dialect, whatever the suite runs on (test/helpers/database.ts follows
@@ -28,18 +27,11 @@ export interface FreshStore {
 export async function createStore(dialect: 'sqlite' | 'postgres'): Promise<FreshStore> {
   const dataDir = mkdtempSync(join(tmpdir(), `stratus-${dialect}-`));
   let databaseUrl: string | undefined;
-  let schema: string | undefined;
-  const baseUrl = process.env.DATABASE_URL;
+  let drop: (() => Promise<void>) | undefined;
   if (dialect === 'postgres') {
+    const baseUrl = process.env.DATABASE_URL;
     if (!baseUrl) throw new Error('a PostgreSQL store needs DATABASE_URL');
-    schema = `t_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`create schema ${schema}`);
-    await admin.end();
-    const url = new URL(baseUrl);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    databaseUrl = url.toString();
+    ({ databaseUrl, drop } = await createTestSchema(baseUrl));
   }
   return {
     dialect,
@@ -48,12 +40,7 @@ export async function createStore(dialect: 'sqlite' | 'postgres'): Promise<Fresh
     env: { DATA_DIR: dataDir, DATABASE_URL: databaseUrl },
     settings: { dataDir, databaseUrl, sqliteSynchronous: 'FULL', lambdaSecretsKey: undefined },
     async cleanup() {
-      if (schema) {
-        const client = new pg.Client({ connectionString: baseUrl });
-        await client.connect();
-        await client.query(`drop schema if exists ${schema} cascade`);
-        await client.end();
-      }
+      await drop?.();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
