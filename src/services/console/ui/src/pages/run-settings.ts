@@ -23,6 +23,34 @@ interface SettingProps {
   change: ChangeRepository;
 }
 
+/**
+ * A settings form's value and its Save: the value starts from the page's state and again from each
+ * saved answer; "Saved." shows until the value is edited again.
+ */
+function useSettingForm<T>(initial: () => T, send: (value: T) => Promise<T>) {
+  const [value, setValue] = useState<T>(initial);
+  const [saved, setSaved] = useState(false);
+  const action = useAction();
+  return {
+    value,
+    saved,
+    busy: action.busy,
+    error: action.error,
+    edit(next: T) {
+      setSaved(false);
+      setValue(next);
+    },
+    submit(e: Event) {
+      e.preventDefault();
+      setSaved(false);
+      void action.run(async () => {
+        setValue(await send(value));
+        setSaved(true);
+      });
+    },
+  };
+}
+
 function SaveButtons({ label, busy, saved }: { label: string; busy: boolean; saved: boolean }): VNode {
   return html`<div class="buttons">
     <button type="submit" class="primary" disabled=${busy || readOnly()}>${busy ? 'Saving…' : label}</button>
@@ -31,56 +59,39 @@ function SaveButtons({ label, busy, saved }: { label: string; busy: boolean; sav
 }
 
 export function EnvForm({ state, change }: SettingProps): VNode {
-  const [rows, setRows] = useState<EnvRow[]>(() => envRowsOf(state.env));
-  const [saved, setSaved] = useState(false);
-  const save = useAction();
-  const submit = (e: Event) => {
-    e.preventDefault();
-    setSaved(false);
-    void save.run(async () => {
+  const form = useSettingForm<EnvRow[]>(
+    () => envRowsOf(state.env),
+    async (rows) => {
       const env = envBody(rows);
-      const next = await change((r) => r.setEnv(env));
-      setRows(envRowsOf(next.env));
-      setSaved(true);
-    });
-  };
-  return html`<form onSubmit=${submit} aria-label="Environment" autocomplete="off" data-testid="run-env">
+      return envRowsOf((await change((r) => r.setEnv(env))).env);
+    },
+  );
+  return html`<form onSubmit=${form.submit} aria-label="Environment" autocomplete="off" data-testid="run-env">
     <${EnvFieldset}
-      rows=${rows}
-      onChange=${(next: EnvRow[]) => {
-        setSaved(false);
-        setRows(next);
-      }}
+      rows=${form.value}
+      onChange=${form.edit}
       hint=${html`Plain values, not secrets: <strong>visible to anyone who can sign in as you</strong>. The
         container gets them as its environment (<code>PORT</code> names the port it listens on); saving
         restarts a running container with them.`}
     />
-    <${SaveButtons} label="Save environment" busy=${save.busy} saved=${saved} />
-    <${ErrorBox} error=${save.error} />
+    <${SaveButtons} label="Save environment" busy=${form.busy} saved=${form.saved} />
+    <${ErrorBox} error=${form.error} />
   </form>`;
 }
 
 export function VolumesForm({ state, change }: SettingProps): VNode {
-  const [rows, setRows] = useState<VolumeRow[]>(() => volumeRowsOf(state.volumes));
-  const [saved, setSaved] = useState(false);
-  const save = useAction();
-  const edit = (next: VolumeRow[]) => {
-    setSaved(false);
-    setRows(next);
-  };
+  const form = useSettingForm<VolumeRow[]>(
+    () => volumeRowsOf(state.volumes),
+    async (rows) => {
+      const volumes = volumesBody(rows);
+      return volumeRowsOf((await change((r) => r.setVolumes(volumes))).volumes);
+    },
+  );
+  const rows = form.value;
+  const edit = form.edit;
   const update = (key: number, patch: Partial<VolumeRow>) =>
     edit(rows.map((row) => (row.key === key ? { ...row, ...patch } : row)));
-  const submit = (e: Event) => {
-    e.preventDefault();
-    setSaved(false);
-    void save.run(async () => {
-      const volumes = volumesBody(rows);
-      const next = await change((r) => r.setVolumes(volumes));
-      setRows(volumeRowsOf(next.volumes));
-      setSaved(true);
-    });
-  };
-  return html`<form onSubmit=${submit} aria-label="Volumes" autocomplete="off" data-testid="run-volumes">
+  return html`<form onSubmit=${form.submit} aria-label="Volumes" autocomplete="off" data-testid="run-volumes">
     <fieldset>
       <legend>Volumes</legend>
       ${rows.length === 0 && html`<p class="muted">No volumes.</p>`}
@@ -97,38 +108,27 @@ export function VolumesForm({ state, change }: SettingProps): VNode {
       <button type="button" onClick=${() => edit([...rows, newVolumeRow()])}>Add volume</button>
       <p class="muted">A volume's data is kept with the platform's own and survives stops, restarts and new references; saving restarts a running container with them.</p>
     </fieldset>
-    <${SaveButtons} label="Save volumes" busy=${save.busy} saved=${saved} />
-    <${ErrorBox} error=${save.error} />
+    <${SaveButtons} label="Save volumes" busy=${form.busy} saved=${form.saved} />
+    <${ErrorBox} error=${form.error} />
   </form>`;
 }
 
 export function LoggerForm({ state, change }: SettingProps): VNode {
   const loggers = useLoad(() => platform().logs.loggers.list(), []);
-  const [value, setValue] = useState(state.logger_id ?? '');
-  const [saved, setSaved] = useState(false);
-  const save = useAction();
-  const submit = (e: Event) => {
-    e.preventDefault();
-    setSaved(false);
-    void save.run(async () => {
-      const next = await change((r) => r.setLogger(value === '' ? null : value));
-      setValue(next.logger_id ?? '');
-      setSaved(true);
-    });
-  };
-  return html`<form onSubmit=${submit} aria-label="Logger" data-testid="run-logger">
+  const form = useSettingForm<string>(
+    () => state.logger_id ?? '',
+    async (value) => (await change((r) => r.setLogger(value === '' ? null : value))).logger_id ?? '',
+  );
+  return html`<form onSubmit=${form.submit} aria-label="Logger" data-testid="run-logger">
     <${LoggerField}
       label="Logger (gets the container's output)"
-      value=${value}
+      value=${form.value}
       loggers=${loggers.data}
       error=${loggers.error}
-      onChange=${(id: string) => {
-        setSaved(false);
-        setValue(id);
-      }}
+      onChange=${form.edit}
     />
-    <${SaveButtons} label="Save logger" busy=${save.busy} saved=${saved} />
-    <${ErrorBox} error=${save.error} />
+    <${SaveButtons} label="Save logger" busy=${form.busy} saved=${form.saved} />
+    <${ErrorBox} error=${form.error} />
   </form>`;
 }
 
