@@ -583,9 +583,11 @@ describe('a three-instance cluster behind HAProxy', { skip }, () => {
     await cluster.startInstance(victim.index);
     await cluster.waitForBalancer(victim.index, 'UP');
     console.log(`${victim.name} back in the balancer ${Date.now() - started} ms after its restart began`);
+    // Round-robin re-places a server that comes back at HAProxy's own point in its rotation, so the
+    // next three requests need not be one per instance; within a few rounds the victim takes some.
     served.clear();
-    for (let i = 0; i < INSTANCES; i++)
+    for (let i = 0; i < 4 * INSTANCES && served.size < INSTANCES; i++)
       served.add(ok(await cluster.request({ path: '/v0/configs/site', host: 'config.localhost' })).servedBy!);
-    assert.equal(served.size, INSTANCES);
+    assert.deepEqual([...served].sort(), ['stratus1', 'stratus2', 'stratus3']);
   });
 });
