@@ -1,0 +1,303 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { flagFailures, load, startStratus, type Child, type LoadResult } from './lib.ts';
+import { recordResult } from './results.ts';
+
+// `npm run bench -- memory`: one `stratus serve` on the embedded store, its RSS idle, then a mixed
+// workload over six services (config reads, a docdb streamed insert and map-index finds, kv set and
+// get, logs ingest and filters, a large file up and down, warm lambda calls), its peak RSS, and its
+// RSS once the load has stopped and the server has sat idle for SETTLE_S — the figure issue 26
+// bounds: within 300 MiB of idle, and no growth with the size of a transfer.
+const LOAD_S = Number(process.env.BENCH_DURATION ?? 10) / 2;
+const SETTLE_S = 15;
+const LARGE = Number(process.env.BENCH_FILES_LARGE ?? 512 * 1024 ** 2);
+const LOG_MB = 200;
+const DOCUMENTS = 200_000;
+const IDENTITY = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-bench' } }) };
+const MiB = 1024 ** 2;
+
+async function rssOf(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+}
+
+/** One request on the internal port as the bench user; streams `body` when it is a function. */
+function call(
+  port: number,
+  service: string,
+  method: string,
+  path: string,
+  body?: string | Buffer | ((req: http.ClientRequest) => void),
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent: false,
+        headers: { host: `${service}.localhost`, 'content-type': 'application/json', ...IDENTITY, ...headers },
+      },
+      (res) => {
+        let text = '';
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          if (text.length < 4096) text += chunk.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text, bytes }));
+      },
+    );
+    req.on('error', reject);
+    if (typeof body === 'function') body(req);
+    else req.end(body);
+  });
+}
+
+async function ok(
+  answer: Promise<{ status: number; text: string; bytes: number }>,
+  what: string,
+): Promise<{ text: string; bytes: number }> {
+  const { status, text, bytes } = await answer;
+  if (status < 200 || status > 299) throw new Error(`${what} answered ${status}: ${text.slice(0, 300)}`);
+  return { text, bytes };
+}
+
+/** Writes `total` bytes to a request in 1 MiB blocks, respecting back-pressure. */
+function streamBytes(total: number, block: Buffer) {
+  return (req: http.ClientRequest) => {
+    let sent = 0;
+    const write = () => {
+      while (sent < total) {
+        const piece = total - sent >= block.length ? block : block.subarray(0, total - sent);
+        sent += piece.length;
+        if (!req.write(piece)) return void req.once('drain', write);
+      }
+      req.end();
+    };
+    write();
+  };
+}
+
+/** The mixed workload; every step checks its answers, and every load's non-2xx fail the run. */
+async function workload(stratus: Child): Promise<LoadResult[]> {
+  const port = stratus.internalPort;
+  const url = `http://127.0.0.1:${port}`;
+  const loads: LoadResult[] = [];
+
+  // config: 2,000 objects, then random reads.
+  for (let i = 0; i < 2_000; i += 100)
+    await Promise.all(
+      Array.from({ length: 100 }, (_, j) =>
+        ok(
+          call(port, 'config', 'POST', '/v0/configs', JSON.stringify({ id: `cfg-${i + j}`, entries: { n: i + j } })),
+          'creating a config object',
+        ),
+      ),
+    );
+  loads.push(
+    await load('config reads', {
+      url,
+      duration: LOAD_S,
+      headers: { host: 'config.localhost' },
+      requests: Array.from({ length: 2_000 }, (_, i) => ({ method: 'GET' as const, path: `/v0/configs/cfg-${i}` })),
+    }),
+  );
+
+  // docdb: a collection with a map index, a streamed insert, then finds by the index.
+  const database = JSON.parse(
+    (await ok(call(port, 'docdb', 'POST', '/v1/databases', '{"name":"memory"}'), 'creating the database')).text,
+  ) as { id: string };
+  const collection = `/v1/databases/${database.id}/collections/people`;
+  await ok(
+    call(port, 'docdb', 'POST', `${collection}:createIndex`, '{"name":"by-email","type":"map","field":"email"}'),
+    'creating the map index',
+  );
+  const inserted = await ok(
+    call(
+      port,
+      'docdb',
+      'POST',
+      `${collection}:insert`,
+      (req) => {
+        let next = 0;
+        const write = () => {
+          while (next < DOCUMENTS) {
+            let chunk = '';
+            for (const end = Math.min(DOCUMENTS, next + 500); next < end; next++)
+              chunk += `{"id":"doc-${next}","email":"user${next}@example.com","n":${next}}\n`;
+            if (!req.write(chunk)) return void req.once('drain', write);
+          }
+          req.end();
+        };
+        write();
+      },
+      { 'content-type': 'application/x-ndjson' },
+    ),
+    'the streamed insert',
+  );
+  if (inserted.text.includes('"error"')) throw new Error(`the streamed insert reported errors: ${inserted.text}`);
+  loads.push(
+    await load('docdb map-index finds', {
+      url,
+      duration: LOAD_S,
+      headers: { host: 'docdb.localhost', 'content-type': 'application/json', ...IDENTITY },
+      requests: Array.from({ length: 2_000 }, () => ({
+        method: 'POST' as const,
+        path: `${collection}:find`,
+        body: JSON.stringify({ index: 'by-email', value: `user${Math.floor(Math.random() * DOCUMENTS)}@example.com` }),
+      })),
+    }),
+  );
+
+  // kv: sets, then gets.
+  await ok(call(port, 'kv', 'POST', '/v1/collections', '{"name":"memory"}'), 'creating the kv collection');
+  const kvHeaders = { host: 'kv.localhost', 'content-type': 'application/json', ...IDENTITY };
+  loads.push(
+    await load('kv sets', {
+      url,
+      duration: LOAD_S,
+      headers: kvHeaders,
+      requests: Array.from({ length: 2_000 }, (_, i) => ({
+        method: 'POST' as const,
+        path: `/v1/collections/memory/keys/key-${i}`,
+        body: `{"value":{"n":${i}}}`,
+      })),
+    }),
+  );
+  loads.push(
+    await load('kv gets', {
+      url,
+      duration: LOAD_S,
+      headers: kvHeaders,
+      requests: Array.from({ length: 2_000 }, (_, i) => ({
+        method: 'GET' as const,
+        path: `/v1/collections/memory/keys/key-${i}`,
+      })),
+    }),
+  );
+
+  // logs: LOG_MB of lines in 1 MiB bodies, then a literal and a regex filter over them.
+  const logger = JSON.parse(
+    (await ok(call(port, 'logs', 'POST', '/v1/loggers', '{"name":"memory"}'), 'creating the logger')).text,
+  ) as { id: string };
+  const line = `${'x'.repeat(60)} level=info some log text 0123\n`.slice(-100);
+  const body = Buffer.from(line.repeat(Math.floor(MiB / 100)));
+  for (let i = 0; i < LOG_MB; i += 4)
+    await Promise.all(
+      Array.from({ length: 4 }, () =>
+        ok(call(port, 'logs', 'POST', `/v1/loggers/${logger.id}/ingest`, body), 'ingesting logs'),
+      ),
+    );
+  for (const pattern of ['ERROR', 'level=(warn|error)'])
+    await ok(
+      call(port, 'logs', 'GET', `/v1/loggers/${logger.id}/filter?regex=${encodeURIComponent(pattern)}`),
+      `filtering logs by ${pattern}`,
+    );
+
+  // files: one large file up, and down twice.
+  const bucket = JSON.parse(
+    (await ok(call(port, 'files', 'POST', '/v1/buckets', '{"name":"memory"}'), 'creating the bucket')).text,
+  ) as { id: string };
+  const file = `/v1/buckets/${bucket.id}/files/large.bin`;
+  await ok(
+    call(port, 'files', 'PUT', file, streamBytes(LARGE, Buffer.alloc(MiB, 7)), {
+      'content-type': 'application/octet-stream',
+      'content-length': String(LARGE),
+    }),
+    'uploading the large file',
+  );
+  for (let i = 0; i < 2; i++) {
+    const down = await ok(call(port, 'files', 'GET', file), 'downloading the large file');
+    if (down.bytes !== LARGE) throw new Error(`downloaded ${down.bytes} of ${LARGE} bytes`);
+  }
+
+  // lambda: a hello-world, called warm.
+  const lambda = JSON.parse(
+    (
+      await ok(
+        call(
+          port,
+          'lambda',
+          'POST',
+          '/api/v0/lambdas',
+          JSON.stringify({
+            name: 'memory-hello',
+            code: 'export default (req) => ({ body: { message: "Hello, World!" } })',
+            method: 'GET',
+            path: '/hello-world',
+          }),
+        ),
+        'creating the lambda',
+      )
+    ).text,
+  ) as { id: string };
+  loads.push(
+    await load('lambda warm calls', {
+      url: `${url}/run/${lambda.id}`,
+      duration: LOAD_S,
+      headers: { host: 'lambda.localhost', ...IDENTITY },
+    }),
+  );
+  return loads;
+}
+
+export async function run(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'stratus-bench-memory-'));
+  let stratus: Child | undefined;
+  try {
+    stratus = await startStratus([], {
+      DATA_DIR: join(dir, 'data'),
+      FILES_MAX_UPLOAD_BYTES: String(2 * LARGE),
+      LOGS_MAX_BYTES: String((LOG_MB + 64) * MiB),
+      LAMBDA_OWNER_CONCURRENCY: '100',
+    });
+    const pid = stratus.pid!;
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const idle = await rssOf(pid);
+    let peak = idle;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        peak = Math.max(peak, await rssOf(pid).catch(() => 0));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    let loads: LoadResult[];
+    try {
+      loads = await workload(stratus);
+    } finally {
+      sampling = false;
+      await sampler;
+    }
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_S * 1000));
+    const after = await rssOf(pid);
+    console.log(`\nmemory benchmark (store ${stratus.store}, the server's RSS)`);
+    console.table(loads.map((r) => ({ load: r.name, 'req/s': Math.round(r.requestsPerSecond), 'p99 ms': r.p99 })));
+    console.table([
+      { when: 'idle, 3 s after start', 'RSS MiB': Math.round(idle / MiB) },
+      { when: 'peak during the workload', 'RSS MiB': Math.round(peak / MiB) },
+      { when: `${SETTLE_S} s after the workload`, 'RSS MiB': Math.round(after / MiB) },
+    ]);
+    const met = after - idle <= 300 * MiB;
+    recordResult({
+      bench: 'memory',
+      path: `RSS ${SETTLE_S} s after a mixed workload (peak ${Math.round(peak / MiB)} MiB)`,
+      figure: after / MiB,
+      unit: 'MiB',
+      lowerIsBetter: true,
+      peer: { name: 'the same server idle', figure: idle / MiB },
+      target: '≤ idle + 300 MiB',
+      met,
+    });
+    flagFailures(loads);
+  } finally {
+    await stratus?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
