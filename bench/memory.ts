@@ -19,9 +19,15 @@ const DOCUMENTS = 200_000;
 const IDENTITY = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-bench' } }) };
 const MiB = 1024 ** 2;
 
-async function rssOf(pid: number): Promise<number> {
+async function rssOf(pid: number, field = 'VmRSS'): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
+}
+
+/** RSS split as the kernel counts it: anonymous memory, and file pages mapped in (SQLite's mmap). */
+async function rssSplit(pid: number): Promise<string> {
+  const [anon, file] = await Promise.all([rssOf(pid, 'RssAnon'), rssOf(pid, 'RssFile')]);
+  return `anonymous ${Math.round(anon / MiB)} MiB, file-backed ${Math.round(file / MiB)} MiB`;
 }
 
 /** One request on the internal port as the bench user; streams `body` when it is a function. */
@@ -85,7 +91,7 @@ function streamBytes(total: number, block: Buffer) {
 }
 
 /** The mixed workload; every step checks its answers, and every load's non-2xx fail the run. */
-async function workload(stratus: Child): Promise<LoadResult[]> {
+async function workload(stratus: Child, mark: (step: string) => Promise<void>): Promise<LoadResult[]> {
   const port = stratus.internalPort;
   const url = `http://127.0.0.1:${port}`;
   const loads: LoadResult[] = [];
@@ -109,6 +115,7 @@ async function workload(stratus: Child): Promise<LoadResult[]> {
     }),
   );
 
+  await mark('config');
   // docdb: a collection with a map index, a streamed insert, then finds by the index.
   const database = JSON.parse(
     (await ok(call(port, 'docdb', 'POST', '/v1/databases', '{"name":"memory"}'), 'creating the database')).text,
@@ -155,6 +162,7 @@ async function workload(stratus: Child): Promise<LoadResult[]> {
     }),
   );
 
+  await mark('docdb');
   // kv: sets, then gets.
   await ok(call(port, 'kv', 'POST', '/v1/collections', '{"name":"memory"}'), 'creating the kv collection');
   const kvHeaders = { host: 'kv.localhost', 'content-type': 'application/json', ...IDENTITY };
@@ -182,6 +190,7 @@ async function workload(stratus: Child): Promise<LoadResult[]> {
     }),
   );
 
+  await mark('kv');
   // logs: LOG_MB of lines in 1 MiB bodies, then a literal and a regex filter over them.
   const logger = JSON.parse(
     (await ok(call(port, 'logs', 'POST', '/v1/loggers', '{"name":"memory"}'), 'creating the logger')).text,
@@ -200,6 +209,7 @@ async function workload(stratus: Child): Promise<LoadResult[]> {
       `filtering logs by ${pattern}`,
     );
 
+  await mark('logs');
   // files: one large file up, and down twice.
   const bucket = JSON.parse(
     (await ok(call(port, 'files', 'POST', '/v1/buckets', '{"name":"memory"}'), 'creating the bucket')).text,
@@ -217,6 +227,7 @@ async function workload(stratus: Child): Promise<LoadResult[]> {
     if (down.bytes !== LARGE) throw new Error(`downloaded ${down.bytes} of ${LARGE} bytes`);
   }
 
+  await mark('files');
   // lambda: a hello-world, called warm.
   const lambda = JSON.parse(
     (
@@ -244,7 +255,33 @@ async function workload(stratus: Child): Promise<LoadResult[]> {
       headers: { host: 'lambda.localhost', ...IDENTITY },
     }),
   );
+  await mark('lambda');
   return loads;
+}
+
+/**
+ * Where the RSS is, by the server's own Prometheus metrics (prom-client's default ones): the V8
+ * heap in use and allocated, external memory (Buffers, isolates' backing stores), and the rest
+ * (native: SQLite's page cache, isolated-vm isolates, the allocator's retained pages).
+ */
+async function heapBreakdown(port: number): Promise<string> {
+  const { text } = await new Promise<{ text: string }>((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/metrics', headers: { host: 'gateway.localhost' } }, (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ text }));
+      })
+      .on('error', reject);
+  });
+  const metric = (name: string) =>
+    Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+]+)$`, 'm').exec(text)?.[1] ?? NaN);
+  const mib = (bytes: number) => `${Math.round(bytes / MiB)} MiB`;
+  const rss = metric('process_resident_memory_bytes');
+  const heapTotal = metric('nodejs_heap_size_total_bytes');
+  const heapUsed = metric('nodejs_heap_size_used_bytes');
+  const external = metric('nodejs_external_memory_bytes');
+  return `RSS ${mib(rss)}: V8 heap ${mib(heapUsed)} used of ${mib(heapTotal)}, external ${mib(external)}, the rest (native) ${mib(rss - heapTotal - external)}`;
 }
 
 export async function run(): Promise<void> {
@@ -269,21 +306,28 @@ export async function run(): Promise<void> {
       }
     })();
     let loads: LoadResult[];
+    const steps: { after: string; 'RSS MiB': number; split: string }[] = [];
     try {
-      loads = await workload(stratus);
+      loads = await workload(stratus, async (step) => {
+        const rss = await rssOf(pid);
+        steps.push({ after: step, 'RSS MiB': Math.round(rss / MiB), split: await rssSplit(pid) });
+      });
     } finally {
       sampling = false;
       await sampler;
     }
     await new Promise((resolve) => setTimeout(resolve, SETTLE_S * 1000));
     const after = await rssOf(pid);
+    const breakdown = await heapBreakdown(stratus.internalPort);
     console.log(`\nmemory benchmark (store ${stratus.store}, the server's RSS)`);
     console.table(loads.map((r) => ({ load: r.name, 'req/s': Math.round(r.requestsPerSecond), 'p99 ms': r.p99 })));
+    console.table(steps);
     console.table([
       { when: 'idle, 3 s after start', 'RSS MiB': Math.round(idle / MiB) },
       { when: 'peak during the workload', 'RSS MiB': Math.round(peak / MiB) },
       { when: `${SETTLE_S} s after the workload`, 'RSS MiB': Math.round(after / MiB) },
     ]);
+    console.log(`after the workload, from the server's /metrics: ${breakdown}; ${await rssSplit(pid)}`);
     const met = after - idle <= 300 * MiB;
     recordResult({
       bench: 'memory',

@@ -71,6 +71,10 @@ export interface Settings {
   services: ServiceName[] | null;
   /** SQLite durability: FULL survives power loss, NORMAL only a process crash. */
   sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** SQLite's page cache for the platform database, in bytes (`SQLITE_CACHE`). */
+  sqliteCacheBytes: number;
+  /** How much of the SQLite database file is memory-mapped, in bytes; 0 = none (`SQLITE_MMAP`). */
+  sqliteMmapBytes: number;
   /** Services that run in another process: name → base URL (`UPSTREAM_<NAME>` or `upstreams`). */
   upstreams: Partial<Record<ServiceName, string>>;
   /** Extra route policies (config file `gateway.routes`), checked before the built-in defaults. */
@@ -229,6 +233,14 @@ const SETTINGS: {
     env: 'SQLITE_SYNCHRONOUS',
     parse: (t, f) => oneOf(t, f, ['FULL', 'NORMAL'] as const),
     fallback: 'FULL',
+  },
+  // bench/README.md (memory): mapped pages count in the server's RSS and grow with every byte read
+  // (a logs filter over 200 MB mapped 200 MB), and indexed reads measured no faster with them.
+  sqliteCacheBytes: { env: 'SQLITE_CACHE', parse: (t, f) => byteSize(t, f), fallback: 32 * 1024 ** 2 },
+  sqliteMmapBytes: {
+    env: 'SQLITE_MMAP',
+    parse: (t, f) => (t.trim() === '0' ? 0 : byteSize(t, f)),
+    fallback: 0,
   },
   upstreamTimeoutSeconds: { env: 'UPSTREAM_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 30 },
   lambdaEgressAllow: { env: 'LAMBDA_EGRESS_ALLOW', parse: (t) => t.trim(), fallback: '' },

@@ -81,6 +81,18 @@ describe('settings', () => {
     }
   });
 
+  it('reads the SQLite page cache and memory-map sizes, where 0 turns the map off', () => {
+    const defaults = loadSettings({}, {}, dir);
+    assert.equal(defaults.sqliteCacheBytes, 32 * 1024 ** 2);
+    assert.equal(defaults.sqliteMmapBytes, 0);
+    const s = loadSettings({}, { SQLITE_CACHE: '64MiB', SQLITE_MMAP: '1GiB' }, dir);
+    assert.equal(s.sqliteCacheBytes, 64 * 1024 ** 2);
+    assert.equal(s.sqliteMmapBytes, 1024 ** 3);
+    assert.equal(loadSettings({}, { SQLITE_MMAP: '0' }, dir).sqliteMmapBytes, 0);
+    assert.throws(() => loadSettings({}, { SQLITE_CACHE: '0' }, dir), /SQLITE_CACHE: .* must be a positive size/);
+    assert.throws(() => loadSettings({}, { SQLITE_MMAP: '-1' }, dir), /SQLITE_MMAP: .* must be a positive size/);
+  });
+
   it('reads the key-value node settings', () => {
     const defaults = loadSettings({}, {}, dir);
     assert.equal(defaults.kvParentUrl, undefined);

@@ -24,7 +24,13 @@ export interface SqlConnection {
 export interface SqliteOptions {
   /** `FULL` (default) survives power loss; `NORMAL` survives a process crash only. */
   synchronous?: 'FULL' | 'NORMAL';
+  /** SQLite's page cache in bytes (default 32 MiB; SQLite's own default is 2 MiB). */
+  cacheBytes?: number;
+  /** Bytes of the file to memory-map (default 0: none). */
+  mmapBytes?: number;
 }
+
+export const DEFAULT_SQLITE_CACHE_BYTES = 32 * 1024 ** 2;
 
 /**
  * Switches a database file to WAL. Two processes opening a new file at once (two `stratus
@@ -58,10 +64,11 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqlConnec
   // unlucky commit. Checkpointing every ~40 MB of WAL instead of SQLite's ~4 MB lets repeated
   // writes to the same pages coalesce, so scattered updates cost far less checkpoint work.
   database.pragma('wal_autocheckpoint = 10000');
-  // SQLite's default page cache is 2 MB: past that every read becomes a read() system call.
-  // 64 MB of cache plus a memory-mapped file keeps indexed lookups in memory.
-  database.pragma('cache_size = -65536');
-  database.pragma('mmap_size = 1073741824');
+  // SQLite's default page cache is 2 MB: past that every read becomes a read() system call (of a
+  // page the kernel usually has cached). A larger cache keeps indexed lookups in process memory;
+  // it is bounded, unlike a mapping of the file, whose pages stay in the RSS once read.
+  database.pragma(`cache_size = -${Math.ceil((options.cacheBytes ?? DEFAULT_SQLITE_CACHE_BYTES) / 1024)}`);
+  database.pragma(`mmap_size = ${options.mmapBytes ?? 0}`);
   return {
     dialect: 'sqlite',
     database: sqliteDatabase(database),

@@ -20,7 +20,8 @@ export interface Store {
   close(): Promise<void>;
 }
 
-export type StoreSettings = Pick<Settings, 'dataDir' | 'databaseUrl' | 'sqliteSynchronous'>;
+export type StoreSettings = Pick<Settings, 'dataDir' | 'databaseUrl' | 'sqliteSynchronous'> &
+  Partial<Pick<Settings, 'sqliteCacheBytes' | 'sqliteMmapBytes'>>;
 
 /** The embedded store's layout under `dataDir` (also read by `stratus backup` and `restore`). */
 export const SQLITE_FILE = 'stratus.db';
@@ -48,13 +49,18 @@ export const storeMigrations: MigrationSet = blobMigrations;
 export async function openStore(settings: StoreSettings): Promise<Store> {
   const dataDir = resolve(settings.dataDir);
   if (!settings.databaseUrl) {
-    const sql = openSqlite(join(dataDir, SQLITE_FILE), { synchronous: settings.sqliteSynchronous });
+    const sql = openSqlite(join(dataDir, SQLITE_FILE), {
+      synchronous: settings.sqliteSynchronous,
+      cacheBytes: settings.sqliteCacheBytes,
+      mmapBytes: settings.sqliteMmapBytes,
+    });
     const notifier = createMemoryNotifier();
     // Small blobs share a group commit instead of costing a file and its fsyncs each.
     const blobs = withInlineSmallBlobs(
       createDirectoryBlobStore(join(dataDir, BLOB_DIR)),
       join(dataDir, BLOB_DIR, INLINE_BLOB_FILE),
-      { synchronous: settings.sqliteSynchronous },
+      // Small blobs only, each read once per download: a small cache does.
+      { synchronous: settings.sqliteSynchronous, cacheBytes: 8 * 1024 ** 2 },
     );
     return {
       sql,

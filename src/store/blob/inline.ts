@@ -25,6 +25,8 @@ export const INLINE_BLOBS_TABLE =
 export interface InlineBlobOptions {
   maxInlineBytes?: number;
   synchronous?: 'FULL' | 'NORMAL';
+  /** The file's SQLite page cache in bytes (openSqlite's default when unset). */
+  cacheBytes?: number;
 }
 
 /**
@@ -42,7 +44,10 @@ export function withInlineSmallBlobs(
   options: InlineBlobOptions = {},
 ): BlobStore & { close(): Promise<void> } {
   const maxInline = options.maxInlineBytes ?? DEFAULT_INLINE_MAX_BYTES;
-  const connection: SqlConnection = openSqlite(file, { synchronous: options.synchronous ?? 'FULL' });
+  const connection: SqlConnection = openSqlite(file, {
+    synchronous: options.synchronous ?? 'FULL',
+    cacheBytes: options.cacheBytes,
+  });
   const database = connection.database;
   // Every operation waits for the table (at once after the first commit); a failure to create it
   // fails each of them.
