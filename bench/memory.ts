@@ -307,10 +307,19 @@ export async function run(): Promise<void> {
     })();
     let loads: LoadResult[];
     const steps: { after: string; 'RSS MiB': number; split: string }[] = [];
+    steps.push({
+      after: 'nothing (idle)',
+      'RSS MiB': Math.round(idle / MiB),
+      split: `${await rssSplit(pid)}; ${await heapBreakdown(stratus.internalPort)}`,
+    });
     try {
       loads = await workload(stratus, async (step) => {
         const rss = await rssOf(pid);
-        steps.push({ after: step, 'RSS MiB': Math.round(rss / MiB), split: await rssSplit(pid) });
+        steps.push({
+          after: step,
+          'RSS MiB': Math.round(rss / MiB),
+          split: `${await rssSplit(pid)}; ${await heapBreakdown(stratus!.internalPort)}`,
+        });
       });
     } finally {
       sampling = false;
