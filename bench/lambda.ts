@@ -7,7 +7,8 @@
 // LAMBDA_OWNER_CONCURRENCY of one owner's invocations at once (default 8, as many more wait, beyond
 // → 429). The server is therefore started with a cap above the connection count, so the warm
 // scenario measures invocations and not refusals; any non-2xx answer fails the run (lib.ts).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
@@ -21,7 +22,12 @@ import {
   stopper,
   waitForPorts,
   type Child,
+  type LoadResult,
 } from './lib.ts';
+import { freePort } from './nginx.ts';
+import { npmPeer } from './peers.ts';
+import { recordResult } from './results.ts';
+import { wrk, wrkPath } from './wrk.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = 50;
@@ -93,6 +99,189 @@ async function setUp(
   if (res.status < 200 || res.status > 299)
     throw new Error(`${method} ${service} ${path} answered ${res.status}: ${res.body}`);
   return res.body;
+}
+
+const WORKERD_VERSION = '1.20261117.1';
+
+/**
+ * Why the warm hello falls short, from a CPU profile of the server's main thread under this load
+ * (BENCH_PROFILE, 2026-11): shares of its busy time per invocation.
+ */
+const WARM_HELLO_PROFILE =
+  'main-thread profile: 35% isolated-vm calls into the isolate (evalClosure), 21% the response write syscall, ' +
+  '14% lambda service JS (invoker, fairness, ongoing), 9% SQLite invocation-history rows, 7% node http, 4% gateway, 4% GC';
+
+/** CPU seconds (user + system) in a `/proc/.../stat` file (Linux), or NaN when it cannot be read. */
+function statSeconds(path: string): number {
+  try {
+    const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU seconds a process has used, all threads. */
+const cpuSeconds = (pid: number | undefined) => statSeconds(`/proc/${pid}/stat`);
+/** CPU seconds of a process's main thread (the event loop). */
+const mainThreadSeconds = (pid: number | undefined) => statSeconds(`/proc/${pid}/task/${pid}/stat`);
+
+/**
+ * The same hello world in workerd (Cloudflare's runtime, from npm: the binary comes in the
+ * platform package its `workerd` package depends on), an ES module worker building the same JSON
+ * from the request, served from a generated capnp config on a loopback port.
+ */
+async function startWorkerd(dir: string): Promise<(Child & { version: string }) | undefined> {
+  const installed = await npmPeer('workerd', WORKERD_VERSION);
+  if (!installed) return undefined;
+  const binary = join(
+    installed,
+    '..',
+    '@cloudflare',
+    `workerd-${process.platform}-${process.arch === 'x64' ? '64' : process.arch}`,
+    'bin',
+    'workerd',
+  );
+  if (!existsSync(binary)) {
+    console.log(`peer workerd skipped: no binary at ${binary}`);
+    return undefined;
+  }
+  const port = await freePort();
+  writeFileSync(
+    join(dir, 'worker.js'),
+    `export default {
+  async fetch(request) {
+    const body = JSON.stringify({ body: { message: 'Hello, World!', method: request.method, path: new URL(request.url).pathname } });
+    return new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8' } });
+  },
+};
+`,
+  );
+  writeFileSync(
+    join(dir, 'config.capnp'),
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [(name = "main", worker = .w)],
+  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
+);
+const w :Workerd.Worker = (
+  modules = [(name = "worker", esModule = embed "worker.js")],
+  compatibilityDate = "2024-01-01",
+);
+`,
+  );
+  const child = spawn(binary, ['serve', join(dir, 'config.capnp')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let output = '';
+  child.stderr.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
+  const stop = stopper(child);
+  const until = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`workerd exited with ${child.exitCode}:\n${output}`);
+    const res = await request(port, `127.0.0.1:${port}`, 'GET', '/hello-world').catch(() => undefined);
+    if (res) {
+      if (res.body !== HELLO_JSON) throw new Error(`workerd answered ${res.status} ${res.body}`);
+      break;
+    }
+    if (Date.now() > until) {
+      await stop();
+      throw new Error(`workerd did not answer in 30 s:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { port, internalPort: 0, pid: child.pid!, stop, version: WORKERD_VERSION };
+}
+
+/**
+ * Warm hello world through Stratus beside workerd answering the same JSON, with wrk (one thread,
+ * 50 connections) in alternating rounds; a result row against the issue's target.
+ */
+async function versusWorkerd(stratus: Child, helloId: string, dir: string, children: Child[]): Promise<void> {
+  const binary = await wrkPath();
+  const workerd = await startWorkerd(dir).catch((error: unknown) => {
+    console.log(`peer workerd skipped: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+    return undefined;
+  });
+  if (workerd) children.push(workerd);
+  if (!binary) return;
+  const seconds = Math.max(2, Math.round(DURATION_S / 2));
+  const scenarios = [
+    {
+      name: 'Stratus warm hello-world (/run/{id})',
+      options: {
+        url: `http://127.0.0.1:${stratus.port}/run/${helloId}`,
+        headers: { host: 'lambda.localhost' },
+        connections: CONNECTIONS,
+      },
+    },
+    ...(workerd
+      ? [
+          {
+            name: `workerd ${workerd.version}`,
+            options: { url: `http://127.0.0.1:${workerd.port}/hello-world`, connections: CONNECTIONS },
+          },
+        ]
+      : []),
+  ];
+  for (const scenario of scenarios) await wrk(binary, 'warm-up', { ...scenario.options, seconds: 2 });
+  const rounds: LoadResult[][] = scenarios.map(() => []);
+  // CPU per request (whole process; and Stratus's main thread): steadier than req/s on a shared machine.
+  const pids = [stratus.pid, workerd?.pid];
+  const cpu = scenarios.map(() => ({ process: 0, main: 0, requests: 0 }));
+  for (let round = 0; round < 2; round++)
+    for (const [i, scenario] of scenarios.entries()) {
+      const before = { process: cpuSeconds(pids[i]), main: mainThreadSeconds(pids[i]) };
+      const result = await wrk(binary, scenario.name, { ...scenario.options, seconds });
+      cpu[i]!.process += cpuSeconds(pids[i]) - before.process;
+      cpu[i]!.main += mainThreadSeconds(pids[i]) - before.main;
+      cpu[i]!.requests += result.requestsPerSecond * seconds;
+      rounds[i]!.push(result);
+    }
+  const micros = (seconds: number, requests: number) => Math.round((seconds * 1e6) / requests);
+  const stratusCpu = {
+    process: micros(cpu[0]!.process, cpu[0]!.requests),
+    main: micros(cpu[0]!.main, cpu[0]!.requests),
+  };
+  const workerdCpu = cpu[1] ? micros(cpu[1].process, cpu[1].requests) : undefined;
+  console.log(
+    `CPU per request: Stratus ${stratusCpu.process} µs (main thread ${stratusCpu.main} µs)` +
+      (workerdCpu !== undefined ? `, workerd ${workerdCpu} µs` : ''),
+  );
+  const [ours, peer] = rounds.map((results) => ({
+    name: results[0]!.name,
+    requestsPerSecond: results.reduce((n, r) => n + r.requestsPerSecond, 0) / results.length,
+    p50: Math.max(...results.map((r) => r.p50)),
+    p99: Math.max(...results.map((r) => r.p99)),
+    errors: results.reduce((n, r) => n + r.errors, 0),
+    non2xx: results.reduce((n, r) => n + r.non2xx, 0),
+    statuses: Object.assign({}, ...results.map((r) => r.statuses ?? {})) as Record<string, number>,
+  }));
+  report(
+    `lambda: warm hello-world, wrk ${CONNECTIONS} connections, 2 rounds of ${seconds} s, store ${stratus.store} (target ≥ 0.8× workerd and ≥ 12k req/s)`,
+    peer ?? ours!,
+    peer ? [ours!] : [],
+  );
+  const met = ours!.requestsPerSecond >= 12_000 && (!peer || ours!.requestsPerSecond >= 0.8 * peer.requestsPerSecond);
+  recordResult({
+    bench: 'lambda',
+    path: 'lambda warm hello',
+    figure: ours!.requestsPerSecond,
+    unit: 'req/s',
+    p50: ours!.p50,
+    p99: ours!.p99,
+    ...(peer
+      ? { peer: { name: peer.name, figure: peer.requestsPerSecond, p50: peer.p50, p99: peer.p99 } }
+      : { peerSkipped: 'workerd not installable here' }),
+    target: '≥ 0.8× workerd and ≥ 12k req/s',
+    met,
+    ...(met
+      ? {}
+      : {
+          note:
+            `CPU per request ${stratusCpu.process} µs (main thread ${stratusCpu.main} µs)` +
+            (workerdCpu !== undefined ? ` beside workerd's ${workerdCpu} µs` : '') +
+            `; ${WARM_HELLO_PROFILE}`,
+        }),
+  });
 }
 
 const DOCUMENTS = 1000;
@@ -210,6 +399,11 @@ export async function run(): Promise<void> {
     const check = await request(stratus.port, 'lambda.localhost', 'GET', `/run/${hello}`);
     if (check.body !== HELLO_JSON) throw new Error(`hello-world answered ${check.status} ${check.body}`);
 
+    const workerdDir = join(dataDir, 'workerd');
+    mkdirSync(workerdDir);
+    // Only the comparison with workerd: BENCH_ONLY=workerd.
+    if (process.env.BENCH_ONLY === 'workerd') return await versusWorkerd(stratus, hello, workerdDir, children);
+
     // 1. Warm invocation beside the plain route, 50 connections, interleaved rounds.
     const [baseline, warm] = await interleaved(
       [
@@ -233,6 +427,9 @@ export async function run(): Promise<void> {
       baseline!,
       [warm!],
     );
+
+    // 1b. The same warm hello beside workerd (wrk for both).
+    await versusWorkerd(stratus, hello, workerdDir, children);
 
     // Only the bindings: BENCH_ONLY=bindings.
     if (process.env.BENCH_ONLY === 'bindings') return await bindings(stratus);

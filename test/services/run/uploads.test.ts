@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { InjectOptions } from 'fastify';
 import { BlobRefs } from '../../../src/store/blob/refs.ts';
 import { createRunService } from '../../../src/services/run/index.ts';
@@ -56,6 +57,40 @@ for (const followChunks of [true, false]) {
       const refs = new BlobRefs(service.store.sql, service.store.blobs);
       for (const chunk of chunks) assert.equal(await refs.countRefs(digestOf(chunk).slice(7)), 0);
       assert.equal(await refs.countRefs(digestOf(whole).slice(7)), 1);
+    });
+
+    // The body arrives as many small pieces (as from a socket), regrouped into one reused buffer
+    // before the store: every byte must land in order, whether the blob ends up one chunk or two.
+    it('stores a chunk that arrives in many small pieces byte for byte', async () => {
+      const whole = randomBytes(2_500_000);
+      const pieces = Array.from({ length: Math.ceil(whole.length / 40_000) }, (_, i) =>
+        whole.subarray(i * 40_000, (i + 1) * 40_000),
+      );
+      const location = await upload('follow/pieces', []);
+      const patched = await inject({
+        method: 'PATCH',
+        url: location,
+        headers: { ...alice, ...octet, 'content-length': String(whole.length) },
+        payload: Readable.from(pieces),
+      });
+      assert.equal(patched.statusCode, 202, patched.body);
+      const done = await inject({ method: 'PUT', url: `${location}?digest=${digestOf(whole)}`, headers: alice });
+      assert.equal(done.statusCode, 201, done.body);
+      assert.deepEqual(await content(digestOf(whole)), whole);
+      const monolithic = randomBytes(1_300_000);
+      const posted = await inject({
+        method: 'POST',
+        url: `/v2/follow/pieces/blobs/uploads/?digest=${digestOf(monolithic)}`,
+        headers: { ...alice, ...octet, 'content-length': String(monolithic.length) },
+        // A small piece, one of exactly the regrouping size, then the rest.
+        payload: Readable.from([
+          monolithic.subarray(0, 65_536),
+          monolithic.subarray(65_536, 65_536 + 1_048_576),
+          monolithic.subarray(65_536 + 1_048_576),
+        ]),
+      });
+      assert.equal(posted.statusCode, 201, posted.body);
+      assert.deepEqual(await content(digestOf(monolithic)), monolithic);
     });
 
     it('appends the final chunk sent with the PUT', async () => {
