@@ -22,6 +22,7 @@ const BENCHMARKS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
   run: () => import('./run-service.ts'),
   cluster: () => import('./cluster.ts'),
   memory: () => import('./memory.ts'),
+  registry: () => import('./registry.ts'),
 };
 
 /**
@@ -29,7 +30,7 @@ const BENCHMARKS: Record<string, () => Promise<{ run(): Promise<void> }>> = {
  * queues, so that bench alone gets DATABASE_URL; the others run on the embedded store, as
  * `npm start` does. `memory` is last: it measures one server's RSS after a mixed workload.
  */
-const ALL = ['gateway', 'config', 'kv', 'docdb', 'files', 'logs', 'lambda', 'scheduler', 'memory'];
+const ALL = ['gateway', 'config', 'kv', 'docdb', 'files', 'logs', 'lambda', 'registry', 'scheduler', 'memory'];
 const ON_POSTGRES = new Set(['scheduler']);
 
 /** Runs one bench in a child process, its output passed through; resolves its exit code and output. */
