@@ -97,6 +97,9 @@ function candidateStarts(data: Buffer, search: Search, cap: number): number[] | 
   return starts;
 }
 
+/** Candidates closer than this many bytes apart on average are too many to test line by line. */
+const DENSE_BYTES = 1024;
+
 /** `pieces` of `data` copied into one buffer that owns its memory (transferable between threads). */
 function gather(data: Buffer, pieces: readonly number[]): Uint8Array {
   let length = 0;
@@ -164,8 +167,11 @@ export function matchCandidates(
 export function matchLines(data: Buffer, kind: 'raw' | 'event', patterns: readonly Pattern[]): Uint8Array {
   if (patterns.length === 0) return data;
   const search = searchFor(kind, patterns);
-  if (search !== null)
-    return testCandidates(data, kind, patterns, search, candidateStarts(data, search, Infinity)!, Infinity)!;
+  if (search !== null) {
+    // Lines tested one by one cost more each than in one decoded text: dense candidates go that way.
+    const starts = candidateStarts(data, search, search.decided ? Infinity : Math.max(16, data.length / DENSE_BYTES));
+    if (starts !== null) return testCandidates(data, kind, patterns, search, starts, Infinity)!;
+  }
   if (isUtf8(data)) {
     const text = data.toString('utf8');
     const kept: string[] = [];
