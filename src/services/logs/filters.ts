@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { LogsErrors } from './errors.ts';
 import { parseEvents, type StoredEvent } from './events.ts';
-import { matchLines } from './matching.ts';
+import { matchCandidates, matchLines } from './matching.ts';
 import type { Pattern } from './patterns.ts';
 import { WorkerPool, WorkerTimeLimitError, startWorker } from '../../core/worker-pool.ts';
 
@@ -18,6 +18,12 @@ export const SLICE_BYTES = 1024 * 1024;
  * milliseconds even at RE2's slowest (a few nanoseconds per byte and instruction).
  */
 const INLINE_COST = 1 << 20;
+/**
+ * With a needle (a literal every matching line holds), a slice is searched on the event loop at
+ * memory speed, and only the lines around hits are tested: inline while they are at most this
+ * many, holding at most INLINE_COST / program bytes (otherwise the worker does the same).
+ */
+const INLINE_CANDIDATE_LINES = 1024;
 /** Event bodies up to this size are parsed inline (about a millisecond per 100 KB). */
 const INLINE_EVENTS_BYTES = 256 * 1024;
 /** Time a worker may spend per MiB of a job (at least one MiB's worth): 10 s is 100 KB/s. */
@@ -68,6 +74,10 @@ export class LogFilters {
   async match(slice: Buffer, kind: 'raw' | 'event', patterns: readonly Pattern[]): Promise<Buffer> {
     const program = patterns.reduce((sum, pattern) => sum + pattern.program, 1);
     if (slice.length * program <= INLINE_COST) return asBuffer(matchLines(slice, kind, patterns));
+    if (slice.length <= 2 * SLICE_BYTES) {
+      const quick = matchCandidates(slice, kind, patterns, INLINE_CANDIDATE_LINES, INLINE_COST / program);
+      if (quick !== null) return asBuffer(quick);
+    }
     const data = standalone(slice);
     const reply = await this.inWorker(
       { op: 'match', kind, sources: patterns.map((p) => p.source), data },

@@ -20,48 +20,144 @@ function eventMessage(line: string): string {
 // eslint-disable-next-line no-control-regex -- control characters are exactly what JSON escapes
 const JSON_ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
 
+/** How the candidate lines of a slice are found: the pattern whose occurrences are searched for. */
+interface Search {
+  pattern: Pattern;
+  /** Its needles, or its folded literal alone. */
+  needles: readonly Buffer[] | null;
+  folded: string | null;
+  /** The candidates are exactly the matching lines: nothing is left to test. */
+  decided: boolean;
+}
+
 /**
- * The literals a matching line must hold one of, for each pattern decided by substring search
- * (a literal, or literal alternatives), when they can be searched for in the stored text.
+ * The pattern whose needles pick the candidate lines (the one with the longest shortest needle),
+ * or null when none can: then every line is tested. In events the needles are searched for in the
+ * JSON line, so only those JSON writes as they are; there a candidate's message is always tested.
  */
-function requiredLiterals(kind: 'raw' | 'event', patterns: readonly Pattern[]): string[][] {
-  const sets: string[][] = [];
+function searchFor(kind: 'raw' | 'event', patterns: readonly Pattern[]): Search | null {
+  let best: Search | null = null;
+  let bestLength = 0;
   for (const pattern of patterns) {
-    const needles = pattern.literal !== null ? [pattern.literal] : pattern.anyOf;
-    if (needles === null) continue;
-    // An event's message is stored inside JSON: only literals that JSON writes as they are.
-    if (kind === 'event' && needles.some((needle) => JSON_ESCAPED.test(needle))) continue;
-    sets.push(needles);
-  }
-  return sets;
-}
-
-/** False when some required literal set has no member anywhere in the data: no line can match. */
-function mayMatch(data: Buffer, required: readonly string[][]): boolean {
-  return required.every((needles) => needles.some((needle) => data.indexOf(needle) !== -1));
-}
-
-/**
- * Where the lines holding one of `needles` start in `text`, in order: found by substring search,
- * so sparse matches cost little more than the search itself.
- */
-function linesHolding(text: string, needles: readonly string[]): number[] {
-  const starts: number[] = [];
-  for (const needle of needles) {
-    let at = text.indexOf(needle);
-    while (at !== -1) {
-      const start = text.lastIndexOf('\n', at - 1) + 1;
-      starts.push(start);
-      const end = text.indexOf('\n', at);
-      if (end === -1) break;
-      at = text.indexOf(needle, end + 1);
+    let length: number;
+    if (pattern.needles !== null) {
+      if (kind === 'event' && pattern.needles.some((needle) => JSON_ESCAPED.test(needle.toString()))) continue;
+      length = Math.min(...pattern.needles.map((needle) => needle.length));
+    } else if (pattern.folded !== null) {
+      if (kind === 'event' && JSON_ESCAPED.test(pattern.folded)) continue;
+      length = pattern.folded.length;
+    } else continue;
+    if (length > bestLength) {
+      bestLength = length;
+      best = {
+        pattern,
+        needles: pattern.needles,
+        folded: pattern.needles === null ? pattern.folded : null,
+        decided: false,
+      };
     }
   }
-  if (needles.length > 1) {
+  if (best) best.decided = kind === 'raw' && patterns.length === 1 && best.pattern.exact;
+  return best;
+}
+
+/**
+ * Where the lines holding a needle start in `data`, in order, found by substring search over the
+ * whole slice (lines are only delimited around hits). Null when there are more than `cap`.
+ */
+function candidateStarts(data: Buffer, search: Search, cap: number): number[] | null {
+  const finders: ((from: number) => number)[] = [];
+  if (search.needles !== null) for (const needle of search.needles) finders.push((from) => data.indexOf(needle, from));
+  else {
+    // Latin-1 keeps one character per byte, so offsets are byte offsets; and there JS's
+    // case-insensitive (non-Unicode) matching folds ASCII letters with ASCII letters only, which
+    // is RE2's folding for every ASCII letter but k and s (excluded from `folded`).
+    const text = data.toString('latin1');
+    const needle = new RegExp(search.folded!.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&'), 'gi');
+    finders.push((from) => {
+      needle.lastIndex = from;
+      return needle.exec(text)?.index ?? -1;
+    });
+  }
+  const starts: number[] = [];
+  for (const find of finders) {
+    let at = find(0);
+    while (at !== -1) {
+      if (starts.length >= cap) return null;
+      starts.push(at === 0 ? 0 : data.lastIndexOf(10, at - 1) + 1);
+      const end = data.indexOf(10, at);
+      if (end === -1) break;
+      at = find(end + 1);
+    }
+  }
+  if (finders.length > 1) {
     starts.sort((a, b) => a - b);
     return starts.filter((start, i) => i === 0 || start !== starts[i - 1]);
   }
   return starts;
+}
+
+/** Candidates closer than this many bytes apart on average are too many to test line by line. */
+const DENSE_BYTES = 1024;
+
+/** `pieces` of `data` copied into one buffer that owns its memory (transferable between threads). */
+function gather(data: Buffer, pieces: readonly number[]): Uint8Array {
+  let length = 0;
+  for (let i = 0; i < pieces.length; i += 2) length += pieces[i + 1]! - pieces[i]!;
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (let i = 0; i < pieces.length; i += 2) {
+    bytes.set(data.subarray(pieces[i]!, pieces[i + 1]!), at);
+    at += pieces[i + 1]! - pieces[i]!;
+  }
+  return bytes;
+}
+
+/**
+ * The matching lines among the candidates `starts`: each line is decoded and tested alone (a
+ * line's decoding does not depend on its neighbours, `\n` being ASCII), unless the search decided.
+ * Null when the candidates hold more than `maxBytes`.
+ */
+function testCandidates(
+  data: Buffer,
+  kind: 'raw' | 'event',
+  patterns: readonly Pattern[],
+  search: Search,
+  starts: readonly number[],
+  maxBytes: number,
+): Uint8Array | null {
+  const pieces: number[] = [];
+  let bytes = 0;
+  for (const start of starts) {
+    let end = data.indexOf(10, start);
+    end = end === -1 ? data.length : end;
+    bytes += end - start;
+    if (bytes > maxBytes) return null;
+    if (!search.decided) {
+      const line = data.toString('utf8', start, end);
+      if (!matchesAll(patterns, kind === 'raw' ? line : eventMessage(line))) continue;
+    }
+    pieces.push(start, Math.min(end + 1, data.length));
+  }
+  return gather(data, pieces);
+}
+
+/**
+ * The matching lines of `data` when a needle narrows them down and the work stays small: at most
+ * `maxLines` candidate lines of at most `maxBytes` together. Null when it does not apply (no
+ * needle) or would cost more: the caller then matches the slice as a whole (in a worker).
+ */
+export function matchCandidates(
+  data: Buffer,
+  kind: 'raw' | 'event',
+  patterns: readonly Pattern[],
+  maxLines: number,
+  maxBytes: number,
+): Uint8Array | null {
+  const search = patterns.length > 0 ? searchFor(kind, patterns) : null;
+  if (search === null) return null;
+  const starts = candidateStarts(data, search, maxLines);
+  return starts && testCandidates(data, kind, patterns, search, starts, maxBytes);
 }
 
 /**
@@ -70,8 +166,12 @@ function linesHolding(text: string, needles: readonly string[]): number[] {
  */
 export function matchLines(data: Buffer, kind: 'raw' | 'event', patterns: readonly Pattern[]): Uint8Array {
   if (patterns.length === 0) return data;
-  const required = requiredLiterals(kind, patterns);
-  if (!mayMatch(data, required)) return new Uint8Array(0);
+  const search = searchFor(kind, patterns);
+  if (search !== null) {
+    // Lines tested one by one cost more each than in one decoded text: dense candidates go that way.
+    const starts = candidateStarts(data, search, search.decided ? Infinity : Math.max(16, data.length / DENSE_BYTES));
+    if (starts !== null) return testCandidates(data, kind, patterns, search, starts, Infinity)!;
+  }
   if (isUtf8(data)) {
     const text = data.toString('utf8');
     const kept: string[] = [];
@@ -83,9 +183,7 @@ export function matchLines(data: Buffer, kind: 'raw' | 'event', patterns: readon
         kept.push(end < text.length ? text.slice(start, end + 1) : line);
       return end + 1;
     };
-    // With a required literal, only the lines holding it are candidates.
-    if (required.length > 0) for (const start of linesHolding(text, required[0]!)) test(start);
-    else for (let start = 0; start < text.length;) start = test(start);
+    for (let start = 0; start < text.length;) start = test(start);
     const out = kept.join('');
     const bytes = new Uint8Array(Buffer.byteLength(out));
     Buffer.from(bytes.buffer).write(out);

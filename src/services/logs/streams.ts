@@ -16,6 +16,9 @@ export const LOGS_APPENDED_TOPIC = 'logs.appended';
 const FOLLOW_POLL_MS = 1_000;
 /** Matching jobs of one stream under way at once: the next slice is matched while one is written. */
 const JOBS_AHEAD = 2;
+/** Matched bytes gathered before a write, unless WRITE_MS have passed since the last one. */
+const WRITE_BYTES = 64 * 1024;
+const WRITE_MS = 50;
 /** The trailer that ends a stream with its resume cursor (README: Reconnecting). */
 export const CURSOR_TRAILER = 'x-logs-cursor';
 
@@ -134,12 +137,27 @@ export async function runStream(
   res.flushHeaders();
   const pacer = new Pacer();
   const ahead: Promise<Buffer>[] = [];
+  // Matched pieces are gathered into larger writes: a sparse filter finds a few lines per slice,
+  // and a write (a syscall, through the gateway too) per slice cost more than the search.
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  let flushedAt = performance.now();
+  const flush = async () => {
+    flushedAt = performance.now();
+    if (pendingBytes === 0 || controller.signal.aborted) return;
+    const out = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
+    pending = [];
+    pendingBytes = 0;
+    counters.bytesSent += out.length;
+    metrics?.logsStreamedBytes(out.length);
+    await writeLines(res, out, controller.signal);
+  };
   const writeNext = async () => {
     const piece = await ahead.shift()!;
     if (piece.length === 0 || controller.signal.aborted) return;
-    counters.bytesSent += piece.length;
-    metrics?.logsStreamedBytes(piece.length);
-    await writeLines(res, piece, controller.signal);
+    pending.push(piece);
+    pendingBytes += piece.length;
+    if (pendingBytes >= WRITE_BYTES || performance.now() - flushedAt >= WRITE_MS) await flush();
   };
   let lastId = options.after;
   let failed = false;
@@ -171,6 +189,7 @@ export async function runStream(
       // More to read: the slice under way carries on while the next chunks are read.
       if (more && !draining) continue;
       while (ahead.length > 0 && !controller.signal.aborted) await writeNext();
+      await flush();
       if (!follow || draining) break;
       // Register before re-checking, so an append between the check and the wait is not missed.
       const woken = deps.hub.wait(loggerId, FOLLOW_POLL_MS, waitSignal);
