@@ -119,12 +119,19 @@ function failureFor(error: Error): Failure {
  * AbortController, no `finished()` listeners; chunks go from undici's parser to `res.write`, and
  * `pause()`/`resume()` carry the client's back-pressure to the upstream socket.
  */
+/** Bodies up to this size are joined to the response head in one write (onResponseEnd). */
+const SMALL_BODY = 4 * 1024;
+
 class Exchange implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;
   /** Final response headers written to `res`. */
   private started = false;
-  /** A body chunk has been written (so the headers are on the wire). */
+  /** A body chunk has arrived (written, or held in `last`): the headers need no flush of their own. */
   private flowing = false;
+  /** The upstream's Content-Length, or -1 when it has none (chunked, close-delimited). */
+  private expected = -1;
+  /** The whole body when it came in one chunk, held for `end` (see onResponseData). */
+  private last: Buffer | null = null;
   /** The upstream side is over: completed or failed. */
   private done = false;
   private clientGone = false;
@@ -153,6 +160,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.restoreSocket();
     // Freshly parsed by undici for this response: ours to edit.
     stripHopByHop(headers);
+    const length = headers['content-length'];
+    this.expected = typeof length === 'string' ? Number(length) : -1;
     this.res.writeHead(statusCode, headers as OutgoingHttpHeaders);
     this.started = true;
     this.info?.onUpstreamHeaders?.(performance.now() - this.startedAt, statusCode);
@@ -166,6 +175,14 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.clientGone) return;
+    // The whole body in its first chunk (a small answer: the usual case) is held for `end`, which
+    // writes head and body at once; `write` would cork the socket, schedule its uncork and make a
+    // second pass through the response for `end`. Nothing can follow a complete body.
+    if (!this.flowing && chunk.length === this.expected) {
+      this.flowing = true;
+      this.last = chunk;
+      return;
+    }
     this.flowing = true;
     if (!this.res.write(chunk)) {
       controller.pause();
@@ -180,7 +197,13 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.done = true;
     this.restoreSocket();
     // Trailers are dropped: HTTP/1.1 clients rarely ask for them (`TE: trailers`).
-    if (!this.clientGone) this.res.end();
+    if (this.clientGone) return;
+    const last = this.last;
+    if (last === null) this.res.end();
+    // A small body goes as latin1 text (byte for byte), which Node appends to the head: one
+    // buffer, one write() instead of a writev() of head and body.
+    else if (last.length <= SMALL_BODY) this.res.end(last.toString('latin1'), 'latin1');
+    else this.res.end(last);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
@@ -242,7 +265,9 @@ export function createUpstreamProxy(baseUrl: string, options: UpstreamProxyOptio
   // undici derives TLS SNI from the Host header, which here is the client's (docdb.localhost…)
   // and would also reconnect whenever it changes: pin it to the upstream's own name.
   const hostname = url.hostname.replace(/^\[|\]$/g, '');
-  const servername = url.protocol === 'https:' && isIP(hostname) === 0 ? hostname : undefined;
+  // Over plain HTTP the name is never sent; pinning it still spares undici deriving it from each
+  // request's Host (an IP-address regex per request).
+  const servername = url.protocol === 'http:' || isIP(hostname) === 0 ? hostname : undefined;
 
   const dispatch = (exchange: Exchange, req: IncomingMessage, body: IncomingMessage | null): void => {
     const opts: Dispatcher.DispatchOptions & { servername?: string } = {
