@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -67,18 +67,56 @@ function post(
 interface Scenario {
   name: string;
   options: Omit<WrkOptions, 'seconds'>;
+  /** The proxying process whose CPU time per request is measured over the rounds (Linux /proc). */
+  cpuPid?: number;
+}
+
+/** A result with, for a scenario that names a process, that process's CPU time per request. */
+type Measured = LoadResult & { cpuMicrosPerRequest?: number };
+
+/** CPU seconds (user + system) a process has used so far; undefined where /proc cannot tell. */
+function cpuSeconds(pid: number): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+/** nginx's one worker (the master only forks it), by the master's children list. */
+function nginxWorker(masterPid: number | undefined): number | undefined {
+  if (masterPid === undefined) return undefined;
+  try {
+    const child = Number(readFileSync(`/proc/${masterPid}/task/${masterPid}/children`, 'utf8').trim().split(' ')[0]);
+    return Number.isInteger(child) && child > 0 ? child : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * wrk rounds in turn (A B C … A B C) after one warm-up each, so that a shared machine speeding up
  * or slowing down moves every scenario alike; rates are averaged, percentiles are the worst round's.
  */
-async function interleavedWrk(binary: string, scenarios: Scenario[]): Promise<LoadResult[]> {
+async function interleavedWrk(binary: string, scenarios: Scenario[]): Promise<Measured[]> {
   for (const s of scenarios) await wrk(binary, 'warm-up', { ...s.options, seconds: WARMUP_S });
   const rounds: LoadResult[][] = scenarios.map(() => []);
+  const cpu = scenarios.map(() => ({ seconds: 0, requests: 0, known: true }));
   const seconds = Math.max(1, Math.round(DURATION_S / ROUNDS));
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, s] of scenarios.entries()) rounds[i]!.push(await wrk(binary, s.name, { ...s.options, seconds }));
+    for (const [i, s] of scenarios.entries()) {
+      const before = s.cpuPid === undefined ? undefined : cpuSeconds(s.cpuPid);
+      const result = await wrk(binary, s.name, { ...s.options, seconds });
+      const after = s.cpuPid === undefined ? undefined : cpuSeconds(s.cpuPid);
+      rounds[i]!.push(result);
+      if (before === undefined || after === undefined) cpu[i]!.known = false;
+      else {
+        cpu[i]!.seconds += after - before;
+        cpu[i]!.requests += result.requestsPerSecond * seconds;
+      }
+    }
   }
   return rounds.map((results, i) => {
     const statuses: Record<string, number> = {};
@@ -92,6 +130,9 @@ async function interleavedWrk(binary: string, scenarios: Scenario[]): Promise<Lo
       errors: results.reduce((n, r) => n + r.errors, 0),
       non2xx: results.reduce((n, r) => n + r.non2xx, 0),
       statuses,
+      ...(scenarios[i]!.cpuPid !== undefined && cpu[i]!.known && cpu[i]!.requests > 0
+        ? { cpuMicrosPerRequest: Math.round((cpu[i]!.seconds / cpu[i]!.requests) * 1e6) }
+        : {}),
     };
   });
 }
@@ -157,8 +198,9 @@ export async function run(): Promise<void> {
     const { key, secret } = JSON.parse(created.body) as { key: string; secret: string };
 
     // wrk adds its own Host unless the script sets `Host` (capitalised): one Host header only.
-    const scenario = (name: string, port: number, headers: Record<string, string> = {}): Scenario => ({
+    const scenario = (name: string, port: number, headers: Record<string, string> = {}, cpuPid?: number): Scenario => ({
       name,
+      cpuPid,
       options: {
         url: `http://127.0.0.1:${port}/version`,
         headers: { Host: 'config.localhost', ...headers },
@@ -171,8 +213,10 @@ export async function run(): Promise<void> {
       scenario('(a) bare config app, GET /version', bare.port),
       scenario('(b) platform in process, anonymous', gateway.port),
       scenario('(c) platform in process, API key', gateway.port, { 'api-key': key, 'api-secret': secret }),
-      ...(proxyNginx ? [scenario(`(n) ${proxyNginx.version} proxy → upstream`, proxyNginx.port)] : []),
-      scenario('(d) Stratus front → remote upstream', front.port),
+      ...(proxyNginx
+        ? [scenario(`(n) ${proxyNginx.version} proxy → upstream`, proxyNginx.port, {}, nginxWorker(proxyNginx.pid))]
+        : []),
+      scenario('(d) Stratus front → remote upstream', front.port, {}, front.pid),
     ];
     const results = await interleavedWrk(binary, scenarios);
     const byTag = (tag: string) => results.find((r) => r.name.startsWith(`(${tag})`));
@@ -192,6 +236,7 @@ export async function run(): Promise<void> {
         'p99 ms': r.p99,
         'errors+non2xx': r.errors + r.non2xx,
         'ratio to (a)': (r.requestsPerSecond / a.requestsPerSecond).toFixed(3),
+        'proxy CPU µs/req': (r as Measured).cpuMicrosPerRequest ?? '',
         ...(nginx ? { 'ratio to nginx proxy': (r.requestsPerSecond / nginx.requestsPerSecond).toFixed(3) } : {}),
       })),
     );
@@ -251,7 +296,9 @@ export async function run(): Promise<void> {
         ...row,
         peer: peerOf(nginx, `${proxyNginx!.version} (1 worker) reverse proxy`),
         met,
-        ...(met ? {} : { note: GAP_NOTE }),
+        ...(met
+          ? {}
+          : { note: gapNote((remote as Measured).cpuMicrosPerRequest, (nginx as Measured).cpuMicrosPerRequest) }),
       });
       console.log(
         `remote upstream / nginx proxy: ${(remote.requestsPerSecond / nginx.requestsPerSecond).toFixed(2)}× (p99 ${round2(remote.p99)} vs ${round2(nginx.p99)} ms)`,
@@ -267,10 +314,15 @@ export async function run(): Promise<void> {
 }
 
 /**
- * Why the target is missed, from the front's profiles (perf and --cpu-prof, see the proxy's README
- * row): the front spends several times nginx's CPU per proxied request, spread over Node's HTTP
- * server, undici's client and the kernel's loopback TCP, with no single hotspot left; on a 2-core
- * machine wrk, the proxy and the upstream share the CPU, so the rate follows that cost.
+ * Why the target is missed, from the front's profiles (perf and --cpu-prof): the front spends
+ * several times nginx's CPU per proxied request, spread over Node's HTTP server, undici's client
+ * and the kernel's loopback TCP with no single hotspot left; on a 2-core machine wrk, the proxy
+ * and the upstream share the CPU, so the rate follows that cost. The CPU figures are this run's.
  */
-const GAP_NOTE =
-  "CPU per proxied request is several times nginx's (Node HTTP server + undici client + loopback TCP, no single hotspot); on 2 cores the proxy's CPU is taken from the upstream's";
+function gapNote(stratusMicros: number | undefined, nginxMicros: number | undefined): string {
+  const cost =
+    stratusMicros !== undefined && nginxMicros !== undefined
+      ? `the front used ${stratusMicros} µs CPU per request, nginx's worker ${nginxMicros} µs`
+      : "the front's CPU per request is several times nginx's";
+  return `${cost} (profile: Node's HTTP server, undici's client and loopback TCP, no single hotspot); on 2 cores the proxy's CPU is taken from the upstream's`;
+}
