@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { Pool, type Dispatcher } from 'undici';
 import { envelope } from '../core/errors.ts';
 import { hopByHopHeaderNames, type HeaderMap } from './headers.ts';
+import { LeanPool, requestHead } from './lean-client.ts';
 
 /**
  * Remote upstreams (README: Remote upstream URL, Upstream timeouts): the request is streamed to
@@ -281,34 +282,84 @@ export function createUpstreamProxy(baseUrl: string, options: UpstreamProxyOptio
     pool.dispatch(opts, exchange);
   };
 
+  // Bodiless requests to a plain-HTTP upstream (most of them) take the lean client (lean-client.ts).
+  const lean =
+    url.protocol === 'http:'
+      ? new LeanPool({
+          host: hostname,
+          port: Number(url.port || 80),
+          connections: options.connections ?? 128,
+          connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
+          headersTimeoutMs: options.headersTimeoutMs ?? 30_000,
+        })
+      : null;
+
+  const forwardLean = (req: IncomingMessage, res: ServerResponse, info: ForwardInfo | undefined): boolean => {
+    const head = requestHead(req.method ?? 'GET', req.url ?? '/', upstreamHeaders(req.headers), url.host);
+    if (head === null) return false;
+    const abort = lean!.request(head, req.method === 'HEAD', res, {
+      onHeaders: (elapsedMs, status) => info?.onUpstreamHeaders?.(elapsedMs, status),
+      onFailure: (error) => {
+        info?.onUpstreamError?.(error);
+        if (res.destroyed || res.writableEnded || res.headersSent) return;
+        const answer = failureFor(error);
+        res.writeHead(answer.status, answer.headers);
+        res.end(answer.body);
+      },
+      onError: (error) => {
+        info?.onUpstreamError?.(error);
+        // Too late for a status: a truncated body, as on the undici path.
+        res.destroy();
+      },
+    });
+    res.once('close', abort);
+    return true;
+  };
+
   let closing: Promise<void> | undefined;
   const closeGracefully = async (): Promise<void> => {
     // A graceful close waits for open streams, which may never end: cut them after a grace period.
+    lean?.close();
     let timer: NodeJS.Timeout | undefined;
-    const graceful = pool.close().then(
-      () => true,
-      () => true,
-    );
+    const leanSettled = async () => {
+      while (lean?.busy) await new Promise((resolve) => setTimeout(resolve, 20));
+    };
+    const graceful = Promise.all([
+      pool.close().then(
+        () => true,
+        () => true,
+      ),
+      leanSettled(),
+    ]).then(() => true);
     const expired = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS);
     });
     const closed = await Promise.race([graceful, expired]);
     clearTimeout(timer);
-    if (!closed) await pool.destroy();
+    if (!closed) {
+      lean?.destroy();
+      await pool.destroy();
+    }
   };
 
   return {
     forward(req, res, info) {
       return new Promise<void>((resolve) => {
         if (res.destroyed) return resolve();
-        const exchange = new Exchange(req, res, info);
-        res.once('close', () => {
-          exchange.onClientClose();
-          resolve();
-        });
+        res.once('close', () => resolve());
+        const go = (body: IncomingMessage | null): void => {
+          if (body === null && lean !== null && !lean.closed && forwardLean(req, res, info)) return;
+          const exchange = new Exchange(req, res, info);
+          res.once('close', () => exchange.onClientClose());
+          dispatch(exchange, req, body);
+        };
         const body = requestBody(req);
-        if (body !== undefined) dispatch(exchange, req, body);
-        else queueMicrotask(() => dispatch(exchange, req, req.complete && req.readableLength === 0 ? null : req));
+        if (body !== undefined) go(body);
+        else
+          queueMicrotask(() => {
+            // The client may have gone meanwhile: 'close' settles the promise.
+            if (!res.destroyed) go(req.complete && req.readableLength === 0 ? null : req);
+          });
       });
     },
 

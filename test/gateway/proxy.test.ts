@@ -716,7 +716,11 @@ describe('upstream proxy', () => {
           res.write(small.subarray(0, 100));
           setTimeout(() => res.end(small.subarray(100)), 20);
         } else if (req.url === '/empty') res.writeHead(204).end();
-        else res.end(small);
+        else {
+          // Two writes and no length: chunked framing.
+          res.write(small.subarray(0, 200));
+          setTimeout(() => res.end(small.subarray(200)), 20);
+        }
       });
       const { port, forwards } = await front(base);
       for (const [path, expected] of [
@@ -734,6 +738,67 @@ describe('upstream proxy', () => {
       const empty = await call(port, { path: '/empty' });
       assert.equal(empty.status, 204);
       assert.equal(empty.body.length, 0);
+      await within(Promise.all(forwards), 2_000, 'forward() to resolve');
+    },
+  );
+
+  it(
+    'reads every framing an upstream may use: chunked with extensions and trailers, 1xx first, close-delimited',
+    TEST_TIMEOUT,
+    async () => {
+      // A raw upstream, to write answers byte for byte. Each connection answers its requests in turn.
+      const answers: Record<string, string> = {
+        '/chunked':
+          'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n' +
+          '5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nx-trailer: t\r\n\r\n',
+        '/early': 'HTTP/1.1 103 Early Hints\r\nlink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok',
+        '/close': 'HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nuntil the end',
+        '/http10': 'HTTP/1.0 200 OK\r\n\r\nold style',
+        '/garbage': 'NOT HTTP AT ALL\r\n\r\n',
+        '/both': 'HTTP/1.1 200 OK\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n',
+      };
+      const connections: net.Socket[] = [];
+      const server = net.createServer((socket) => {
+        connections.push(socket);
+        let pending = '';
+        socket.on('data', (chunk: Buffer) => {
+          pending += chunk.toString('latin1');
+          for (let end = pending.indexOf('\r\n\r\n'); end >= 0; end = pending.indexOf('\r\n\r\n')) {
+            const path = pending.split(' ')[1] ?? '';
+            pending = pending.slice(end + 4);
+            const answer = answers[path] ?? 'HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n';
+            socket.write(answer);
+            if (path === '/close' || path === '/http10' || path === '/garbage') socket.end();
+          }
+        });
+        socket.on('error', () => undefined);
+      });
+      const port = await listen(server);
+      const { port: frontPort, forwards } = await front(`http://127.0.0.1:${port}`);
+      const chunked = await call(frontPort, { path: '/chunked' });
+      assert.equal(chunked.status, 200);
+      assert.equal(chunked.body.toString(), 'hello, world');
+      assert.equal(chunked.headers['x-trailer'], undefined);
+      const again = await call(frontPort, { path: '/chunked' });
+      assert.equal(again.body.toString(), 'hello, world');
+      assert.equal(connections.length, 1, 'a chunked answer read to its end leaves the connection reusable');
+      const early = await call(frontPort, { path: '/early' });
+      assert.equal(early.status, 200);
+      assert.equal(early.body.toString(), 'ok');
+      for (const [path, body] of [
+        ['/close', 'until the end'],
+        ['/http10', 'old style'],
+      ]) {
+        const answer = await call(frontPort, { path });
+        assert.equal(answer.status, 200, path);
+        assert.equal(answer.complete, true, path);
+        assert.equal(answer.body.toString(), body, path);
+      }
+      for (const path of ['/garbage', '/both']) {
+        const answer = await call(frontPort, { path });
+        assert.equal(answer.status, 502, path);
+        assert.equal((json(answer) as { error: { code: string } }).error.code, 'bad_gateway', path);
+      }
       await within(Promise.all(forwards), 2_000, 'forward() to resolve');
     },
   );
