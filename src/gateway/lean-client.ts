@@ -169,6 +169,10 @@ class LeanExchange {
   private done = false;
   private wroteBody = false;
   private headersTimer: NodeJS.Timeout | null = null;
+  /** On a kept-alive connection (which the upstream may have closed just as it was reused). */
+  private reused = false;
+  private retried = false;
+  private received = false;
   private connectTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -181,6 +185,7 @@ class LeanExchange {
 
   /** Called with a connection: write the request now or once connected. */
   start(conn: Connection, fresh: boolean): void {
+    this.reused = !fresh;
     this.conn = conn;
     conn.exchange = this;
     if (fresh && !conn.connected) {
@@ -211,6 +216,7 @@ class LeanExchange {
 
   onData(chunk: Buffer): void {
     if (this.done) return;
+    this.received = true;
     if (!this.headDone) {
       const buffer = this.buffer === null ? chunk : Buffer.concat([this.buffer, chunk]);
       this.buffer = null;
@@ -237,7 +243,7 @@ class LeanExchange {
       const { status, headers, http10 } = parsed;
       if (status < 200) {
         // 100 Continue, 103 Early Hints: the final answer follows. 101 needs an upgrade we never ask for.
-        if (status === 101) return this.protocolError('unexpected upgrade');
+        if (status === 101 || status < 100) return this.protocolError('unexpected status');
         continue;
       }
       this.startResponse(status, headers, http10);
@@ -266,10 +272,15 @@ class LeanExchange {
       this.body = this.left === 0 ? Body.None : Body.Length;
     } else this.body = Body.Close;
     if (this.body === Body.Close) this.keepAlive = false;
-    this.headDone = true;
     // Freshly parsed for this response: ours to edit.
     for (const name of hopByHopHeaderNames(headers)) delete headers[name];
-    this.res.writeHead(status, headers as OutgoingHttpHeaders);
+    try {
+      this.res.writeHead(status, headers as OutgoingHttpHeaders);
+    } catch {
+      // Node refused the head (it validates what parseHead may have let through): a bad answer.
+      return this.protocolError('response head not writable');
+    }
+    this.headDone = true;
     this.callbacks.onHeaders(performance.now() - this.startedAt, status);
     // Node holds the head back until the first body write so that both leave in one packet; a
     // body that comes later (SSE, NDJSON) must not hold it: flushed once this packet is parsed.
@@ -388,7 +399,6 @@ class LeanExchange {
     if (this.connectTimer !== null) clearTimeout(this.connectTimer);
     this.headersTimer = this.connectTimer = null;
     if (this.done) return;
-    this.done = true;
     const conn = this.conn;
     this.conn = null;
     if (conn !== null) {
@@ -396,6 +406,14 @@ class LeanExchange {
       conn.reusable = false;
       conn.socket.destroy();
     }
+    // A kept-alive connection the upstream closed as it was reused (its FIN not yet read): nothing
+    // was answered and the request has no body, so it is sent once more on a fresh connection.
+    if (this.reused && !this.retried && !this.received && conn !== null && isClosedConnection(error)) {
+      this.retried = true;
+      this.pool.retry(this);
+      return;
+    }
+    this.done = true;
     if (this.headDone) this.callbacks.onError(error);
     else this.callbacks.onFailure(error);
   }
@@ -418,6 +436,11 @@ class LeanExchange {
   private protocolError(message: string): void {
     this.onUpstreamError(codedError('HPE_INVALID', message));
   }
+}
+
+function isClosedConnection(error: Error): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE';
 }
 
 /** Status line and headers (lower-case names; repeated ones joined, Set-Cookie kept as a list). */
@@ -493,6 +516,12 @@ export class LeanPool {
     // A queued exchange takes the freed slot.
     const next = this.waiting.shift();
     if (next !== undefined) next.start(this.connect(), true);
+  }
+
+  /** Starts `exchange` again on a fresh connection (or first in the queue when at the limit). */
+  retry(exchange: LeanExchange): void {
+    if (this.open < this.options.connections) exchange.start(this.connect(), true);
+    else this.waiting.unshift(exchange);
   }
 
   dequeue(exchange: LeanExchange): void {

@@ -803,6 +803,37 @@ describe('upstream proxy', () => {
     },
   );
 
+  it(
+    'sends a bodiless request once more when a kept-alive connection closes as it is reused',
+    TEST_TIMEOUT,
+    async () => {
+      // Each connection answers its first request and drops the second unanswered, as an upstream
+      // that closed an idle connection just as the proxy wrote to it.
+      let connections = 0;
+      const server = net.createServer((socket) => {
+        connections++;
+        let requests = 0;
+        let pending = '';
+        socket.on('data', (chunk: Buffer) => {
+          pending += chunk.toString('latin1');
+          for (let end = pending.indexOf('\r\n\r\n'); end >= 0; end = pending.indexOf('\r\n\r\n')) {
+            pending = pending.slice(end + 4);
+            if (++requests === 1) socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
+            else socket.destroy();
+          }
+        });
+        socket.on('error', () => undefined);
+      });
+      const port = await listen(server);
+      const { port: frontPort } = await front(`http://127.0.0.1:${port}`);
+      assert.equal((await call(frontPort, { path: '/one' })).body.toString(), 'ok');
+      const second = await call(frontPort, { path: '/two' });
+      assert.equal(second.status, 200);
+      assert.equal(second.body.toString(), 'ok');
+      assert.equal(connections, 2);
+    },
+  );
+
   it('reuses pooled connections and answers 502 once closed', TEST_TIMEOUT, async () => {
     const sockets = new Set<unknown>();
     const base = await upstream((req, res) => {
