@@ -315,14 +315,15 @@ export async function run(): Promise<void> {
 
 /**
  * Why the target is missed, from the front's profiles (perf and --cpu-prof): the front spends
- * several times nginx's CPU per proxied request, spread over Node's HTTP server, undici's client
- * and the kernel's loopback TCP with no single hotspot left; on a 2-core machine wrk, the proxy
- * and the upstream share the CPU, so the rate follows that cost. The CPU figures are this run's.
+ * several times nginx's CPU per proxied request, spread over Node's HTTP server, the gateway's
+ * pipeline, V8 (GC, property access) and the kernel's loopback TCP, with no single hotspot left;
+ * on a 2-core machine wrk, the proxy and the upstream share the CPU, so the rate follows that
+ * cost. The CPU figures are this run's.
  */
 function gapNote(stratusMicros: number | undefined, nginxMicros: number | undefined): string {
   const cost =
     stratusMicros !== undefined && nginxMicros !== undefined
       ? `the front used ${stratusMicros} µs CPU per request, nginx's worker ${nginxMicros} µs`
       : "the front's CPU per request is several times nginx's";
-  return `${cost} (profile: Node's HTTP server, undici's client and loopback TCP, no single hotspot); on 2 cores the proxy's CPU is taken from the upstream's`;
+  return `${cost} (profile: Node's HTTP server, the gateway pipeline, V8 and loopback TCP, no single hotspot); on 2 cores the proxy's CPU is taken from the upstream's`;
 }
