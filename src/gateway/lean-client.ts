@@ -156,6 +156,8 @@ class Connection {
 }
 
 /** One proxied exchange on the lean path: writes the head, parses the answer into `res`. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
 class LeanExchange {
   conn: Connection | null = null;
   private readonly startedAt = performance.now();
@@ -181,6 +183,8 @@ class LeanExchange {
     private readonly isHead: boolean,
     private readonly res: ServerResponse,
     private readonly callbacks: LeanCallbacks,
+    /** An idempotent method (RFC 9110 §9.2.2): safe to send again if the upstream may have seen it. */
+    private readonly idempotent: boolean,
   ) {}
 
   /** Called with a connection: write the request now or once connected. */
@@ -407,8 +411,16 @@ class LeanExchange {
       conn.socket.destroy();
     }
     // A kept-alive connection the upstream closed as it was reused (its FIN not yet read): nothing
-    // was answered and the request has no body, so it is sent once more on a fresh connection.
-    if (this.reused && !this.retried && !this.received && conn !== null && isClosedConnection(error)) {
+    // was answered and the request has no body, so an idempotent one is sent once more on a fresh
+    // connection. A POST is not: the upstream may have acted on it before it went away.
+    if (
+      this.idempotent &&
+      this.reused &&
+      !this.retried &&
+      !this.received &&
+      conn !== null &&
+      isClosedConnection(error)
+    ) {
       this.retried = true;
       this.pool.retry(this);
       return;
@@ -478,8 +490,8 @@ export class LeanPool {
   constructor(readonly options: LeanPoolOptions) {}
 
   /** Starts an exchange; returns its abort (for when the client goes away). */
-  request(head: string, isHead: boolean, res: ServerResponse, callbacks: LeanCallbacks): () => void {
-    const exchange = new LeanExchange(this, head, isHead, res, callbacks);
+  request(method: string, head: string, res: ServerResponse, callbacks: LeanCallbacks): () => void {
+    const exchange = new LeanExchange(this, head, method === 'HEAD', res, callbacks, IDEMPOTENT.has(method));
     const conn = this.free.pop();
     if (conn !== undefined) {
       conn.clearIdle();

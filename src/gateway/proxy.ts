@@ -297,7 +297,7 @@ export function createUpstreamProxy(baseUrl: string, options: UpstreamProxyOptio
   const forwardLean = (req: IncomingMessage, res: ServerResponse, info: ForwardInfo | undefined): boolean => {
     const head = requestHead(req.method ?? 'GET', req.url ?? '/', upstreamHeaders(req.headers), url.host);
     if (head === null) return false;
-    const abort = lean!.request(head, req.method === 'HEAD', res, {
+    const abort = lean!.request(req.method ?? 'GET', head, res, {
       onHeaders: (elapsedMs, status) => info?.onUpstreamHeaders?.(elapsedMs, status),
       onFailure: (error) => {
         info?.onUpstreamError?.(error);
