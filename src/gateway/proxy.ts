@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { Pool, type Dispatcher } from 'undici';
 import { envelope } from '../core/errors.ts';
 import { hopByHopHeaderNames, type HeaderMap } from './headers.ts';
+import { LeanPool, requestHead } from './lean-client.ts';
 
 /**
  * Remote upstreams (README: Remote upstream URL, Upstream timeouts): the request is streamed to
@@ -119,12 +120,19 @@ function failureFor(error: Error): Failure {
  * AbortController, no `finished()` listeners; chunks go from undici's parser to `res.write`, and
  * `pause()`/`resume()` carry the client's back-pressure to the upstream socket.
  */
+/** Bodies up to this size are joined to the response head in one write (onResponseEnd). */
+const SMALL_BODY = 4 * 1024;
+
 class Exchange implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;
   /** Final response headers written to `res`. */
   private started = false;
-  /** A body chunk has been written (so the headers are on the wire). */
+  /** A body chunk has arrived (written, or held in `last`): the headers need no flush of their own. */
   private flowing = false;
+  /** The upstream's Content-Length, or -1 when it has none (chunked, close-delimited). */
+  private expected = -1;
+  /** The whole body when it came in one chunk, held for `end` (see onResponseData). */
+  private last: Buffer | null = null;
   /** The upstream side is over: completed or failed. */
   private done = false;
   private clientGone = false;
@@ -153,6 +161,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.restoreSocket();
     // Freshly parsed by undici for this response: ours to edit.
     stripHopByHop(headers);
+    const length = headers['content-length'];
+    this.expected = typeof length === 'string' ? Number(length) : -1;
     this.res.writeHead(statusCode, headers as OutgoingHttpHeaders);
     this.started = true;
     this.info?.onUpstreamHeaders?.(performance.now() - this.startedAt, statusCode);
@@ -166,6 +176,14 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.clientGone) return;
+    // The whole body in its first chunk (a small answer: the usual case) is held for `end`, which
+    // writes head and body at once; `write` would cork the socket, schedule its uncork and make a
+    // second pass through the response for `end`. Nothing can follow a complete body.
+    if (!this.flowing && chunk.length === this.expected) {
+      this.flowing = true;
+      this.last = chunk;
+      return;
+    }
     this.flowing = true;
     if (!this.res.write(chunk)) {
       controller.pause();
@@ -180,7 +198,13 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.done = true;
     this.restoreSocket();
     // Trailers are dropped: HTTP/1.1 clients rarely ask for them (`TE: trailers`).
-    if (!this.clientGone) this.res.end();
+    if (this.clientGone) return;
+    const last = this.last;
+    if (last === null) this.res.end();
+    // A small body goes as latin1 text (byte for byte), which Node appends to the head: one
+    // buffer, one write() instead of a writev() of head and body.
+    else if (last.length <= SMALL_BODY) this.res.end(last.toString('latin1'), 'latin1');
+    else this.res.end(last);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
@@ -242,7 +266,9 @@ export function createUpstreamProxy(baseUrl: string, options: UpstreamProxyOptio
   // undici derives TLS SNI from the Host header, which here is the client's (docdb.localhost…)
   // and would also reconnect whenever it changes: pin it to the upstream's own name.
   const hostname = url.hostname.replace(/^\[|\]$/g, '');
-  const servername = url.protocol === 'https:' && isIP(hostname) === 0 ? hostname : undefined;
+  // Over plain HTTP the name is never sent; pinning it still spares undici deriving it from each
+  // request's Host (an IP-address regex per request).
+  const servername = url.protocol === 'http:' || isIP(hostname) === 0 ? hostname : undefined;
 
   const dispatch = (exchange: Exchange, req: IncomingMessage, body: IncomingMessage | null): void => {
     const opts: Dispatcher.DispatchOptions & { servername?: string } = {
@@ -256,34 +282,84 @@ export function createUpstreamProxy(baseUrl: string, options: UpstreamProxyOptio
     pool.dispatch(opts, exchange);
   };
 
+  // Bodiless requests to a plain-HTTP upstream (most of them) take the lean client (lean-client.ts).
+  const lean =
+    url.protocol === 'http:'
+      ? new LeanPool({
+          host: hostname,
+          port: Number(url.port || 80),
+          connections: options.connections ?? 128,
+          connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
+          headersTimeoutMs: options.headersTimeoutMs ?? 30_000,
+        })
+      : null;
+
+  const forwardLean = (req: IncomingMessage, res: ServerResponse, info: ForwardInfo | undefined): boolean => {
+    const head = requestHead(req.method ?? 'GET', req.url ?? '/', upstreamHeaders(req.headers), url.host);
+    if (head === null) return false;
+    const abort = lean!.request(req.method ?? 'GET', head, res, {
+      onHeaders: (elapsedMs, status) => info?.onUpstreamHeaders?.(elapsedMs, status),
+      onFailure: (error) => {
+        info?.onUpstreamError?.(error);
+        if (res.destroyed || res.writableEnded || res.headersSent) return;
+        const answer = failureFor(error);
+        res.writeHead(answer.status, answer.headers);
+        res.end(answer.body);
+      },
+      onError: (error) => {
+        info?.onUpstreamError?.(error);
+        // Too late for a status: a truncated body, as on the undici path.
+        res.destroy();
+      },
+    });
+    res.once('close', abort);
+    return true;
+  };
+
   let closing: Promise<void> | undefined;
   const closeGracefully = async (): Promise<void> => {
     // A graceful close waits for open streams, which may never end: cut them after a grace period.
+    lean?.close();
     let timer: NodeJS.Timeout | undefined;
-    const graceful = pool.close().then(
-      () => true,
-      () => true,
-    );
+    const leanSettled = async () => {
+      while (lean?.busy) await new Promise((resolve) => setTimeout(resolve, 20));
+    };
+    const graceful = Promise.all([
+      pool.close().then(
+        () => true,
+        () => true,
+      ),
+      leanSettled(),
+    ]).then(() => true);
     const expired = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS);
     });
     const closed = await Promise.race([graceful, expired]);
     clearTimeout(timer);
-    if (!closed) await pool.destroy();
+    if (!closed) {
+      lean?.destroy();
+      await pool.destroy();
+    }
   };
 
   return {
     forward(req, res, info) {
       return new Promise<void>((resolve) => {
         if (res.destroyed) return resolve();
-        const exchange = new Exchange(req, res, info);
-        res.once('close', () => {
-          exchange.onClientClose();
-          resolve();
-        });
+        res.once('close', () => resolve());
+        const go = (body: IncomingMessage | null): void => {
+          if (body === null && lean !== null && !lean.closed && forwardLean(req, res, info)) return;
+          const exchange = new Exchange(req, res, info);
+          res.once('close', () => exchange.onClientClose());
+          dispatch(exchange, req, body);
+        };
         const body = requestBody(req);
-        if (body !== undefined) dispatch(exchange, req, body);
-        else queueMicrotask(() => dispatch(exchange, req, req.complete && req.readableLength === 0 ? null : req));
+        if (body !== undefined) go(body);
+        else
+          queueMicrotask(() => {
+            // The client may have gone meanwhile: 'close' settles the promise.
+            if (!res.destroyed) go(req.complete && req.readableLength === 0 ? null : req);
+          });
       });
     },
 
