@@ -7,6 +7,8 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { benchDatabaseUrl, flagFailures, load, startStratus } from './lib.ts';
 import { startPgBoss } from './scheduler-pgboss.ts';
+import { startGraphileWorker, type RateResult } from './scheduler-graphile.ts';
+import { recordResult } from './results.ts';
 
 const HOST = 'scheduler.localhost';
 const KEY = 'bench-key';
@@ -228,6 +230,9 @@ export async function run(): Promise<void> {
   // With DATABASE_URL the server runs on PostgreSQL, in a schema of its own dropped afterwards.
   const database = await benchDatabaseUrl();
   const peer = process.env.DATABASE_URL ? await startPgBoss(process.env.DATABASE_URL) : undefined;
+  const graphile = process.env.DATABASE_URL ? await startGraphileWorker(process.env.DATABASE_URL) : undefined;
+  if (!process.env.DATABASE_URL)
+    console.log('scheduler bench on SQLite: no PostgreSQL peers (pg-boss, graphile-worker need DATABASE_URL)');
   try {
     const dataDir = join(dir, 'data');
     const stratus = await startStratus(['--services', 'scheduler'], {
@@ -247,9 +252,12 @@ export async function run(): Promise<void> {
         connections: 50,
         duration: DURATION_S,
       });
+      // The peers' enqueue right after, from as many callers at once (in process: no HTTP).
+      const pgBossEnqueue = peer ? await peer.enqueue(50, DURATION_S) : undefined;
+      const graphileEnqueue = graphile ? await graphile.enqueue(50, DURATION_S) : undefined;
       // Reserve+ack at each pool size, pg-boss's fetch+complete right after at the same size.
       const tasks = await taskTable(database.url, dataDir);
-      const cycles = new Map<number, { stratus: CycleResult; pgBoss?: CycleResult }>();
+      const cycles = new Map<number, { stratus: CycleResult; pgBoss?: CycleResult; graphile?: RateResult }>();
       try {
         for (const size of POOLS) {
           await tasks.clear();
@@ -262,7 +270,8 @@ export async function run(): Promise<void> {
             cycle: () => stratusCycle(port),
           });
           const other = peer ? await measurePool(await peer.rounds(size, WORKERS, DURATION_S)) : undefined;
-          cycles.set(size, other ? { stratus: own, pgBoss: other } : { stratus: own });
+          const third = graphile ? await graphile.fetchComplete(size, WORKERS, DURATION_S) : undefined;
+          cycles.set(size, { stratus: own, ...(other && { pgBoss: other }), ...(third && { graphile: third }) });
         }
       } finally {
         await tasks.close();
@@ -307,20 +316,98 @@ export async function run(): Promise<void> {
           'ratio to baseline': '1.000',
         },
       ]);
-      if (peer) {
+      if (peer || graphile) {
         console.log(
-          `\nreserve+ack beside pg-boss fetch+complete (${WORKERS} workers, same database, pg-boss without HTTP, pool of 10 connections each)`,
+          `\nenqueue beside the PostgreSQL peers (50 at once; the peers in process without HTTP, pools of 10 connections)`,
+        );
+        console.table([
+          { system: 'Stratus (HTTP)', 'per second': Math.round(enqueue.requestsPerSecond), 'p50 ms': enqueue.p50 },
+          ...(pgBossEnqueue
+            ? [
+                {
+                  system: 'pg-boss send',
+                  'per second': Math.round(pgBossEnqueue.perSecond),
+                  'p50 ms': pgBossEnqueue.p50,
+                },
+              ]
+            : []),
+          ...(graphileEnqueue
+            ? [
+                {
+                  system: `${graphile!.name} addJob`,
+                  'per second': Math.round(graphileEnqueue.perSecond),
+                  'p50 ms': graphileEnqueue.p50,
+                },
+              ]
+            : []),
+        ]);
+        console.log(
+          `\nreserve+ack beside pg-boss fetch+complete and a graphile-worker runner (${WORKERS} workers / concurrency, same database, peers without HTTP, pools of 10 connections each)`,
         );
         console.table(
-          [...cycles].map(([size, { stratus: r, pgBoss: p }]) => ({
+          [...cycles].map(([size, { stratus: r, pgBoss: p, graphile: g }]) => ({
             pool: size.toLocaleString('en'),
             'Stratus /s': Math.round(r.perSecond),
             'Stratus p50 ms': r.p50,
-            'pg-boss /s': Math.round(p!.perSecond),
-            'pg-boss p50 ms': p!.p50,
-            'ratio to pg-boss': (r.perSecond / p!.perSecond).toFixed(3),
+            'pg-boss /s': p ? Math.round(p.perSecond) : '',
+            'pg-boss p50 ms': p ? p.p50 : '',
+            'ratio to pg-boss': p ? (r.perSecond / p.perSecond).toFixed(3) : '',
+            'graphile-worker /s': g ? Math.round(g.perSecond) : '',
           })),
         );
+      }
+      if (pgBossEnqueue)
+        recordResult({
+          bench: 'scheduler',
+          path: 'enqueue (HTTP, 50 connections) vs pg-boss send (in process, 50 at once)',
+          figure: enqueue.requestsPerSecond,
+          unit: 'tasks/s',
+          p50: enqueue.p50,
+          p99: enqueue.p99,
+          peer: { name: peer!.name, figure: pgBossEnqueue.perSecond, p50: pgBossEnqueue.p50, p99: pgBossEnqueue.p99 },
+          target: '≥ pg-boss',
+          met: enqueue.requestsPerSecond >= pgBossEnqueue.perSecond,
+        });
+      if (graphileEnqueue)
+        recordResult({
+          bench: 'scheduler',
+          path: 'enqueue (HTTP, 50 connections) vs graphile-worker addJob (in process, 50 at once)',
+          figure: enqueue.requestsPerSecond,
+          unit: 'tasks/s',
+          p50: enqueue.p50,
+          p99: enqueue.p99,
+          peer: {
+            name: graphile!.name,
+            figure: graphileEnqueue.perSecond,
+            p50: graphileEnqueue.p50,
+            p99: graphileEnqueue.p99,
+          },
+          note: 'informational',
+        });
+      for (const [size, { stratus: r, pgBoss: p, graphile: g }] of cycles) {
+        if (p)
+          recordResult({
+            bench: 'scheduler',
+            path: `reserve+ack (HTTP, ${WORKERS} workers, ${pool(size)}) vs pg-boss fetch+complete`,
+            figure: r.perSecond,
+            unit: 'cycles/s',
+            p50: r.p50,
+            p99: r.p99,
+            peer: { name: peer!.name, figure: p.perSecond, p50: p.p50, p99: p.p99 },
+            target: '≥ pg-boss',
+            met: r.perSecond >= p.perSecond,
+          });
+        if (g)
+          recordResult({
+            bench: 'scheduler',
+            path: `reserve+ack (HTTP, ${WORKERS} workers, ${pool(size)}) vs graphile-worker runner (concurrency ${WORKERS})`,
+            figure: r.perSecond,
+            unit: 'cycles/s',
+            p50: r.p50,
+            p99: r.p99,
+            peer: { name: graphile!.name, figure: g.perSecond },
+            note: 'informational; the peer counts job completions of a running worker, refills beside it',
+          });
       }
       const [smallest, largest] = [cycles.get(POOLS[0]!)!, cycles.get(POOLS[POOLS.length - 1]!)!];
       console.log(
@@ -343,6 +430,7 @@ export async function run(): Promise<void> {
   } finally {
     agent.destroy();
     await peer?.stop();
+    await graphile?.stop();
     await database.drop();
     rmSync(dir, { recursive: true, force: true });
   }
