@@ -83,6 +83,8 @@ const STATISTICS_AFTER_ROWS = 10_000;
  * traversal reaches it, so a batch holds at most READ_BATCH × INLINE_BODY_BYTES of documents.
  */
 const INLINE_BODY_BYTES = 16 * 1024;
+/** Batches of at most this many rows read their bodies sized without asking the collection's size. */
+const SIZED_AT_ONCE_ROWS = 16;
 
 function entryTable(index: IndexInfo): string {
   return index.unique ? 'docdb_unique_entries' : 'docdb_index_entries';
@@ -940,11 +942,17 @@ export class DocumentStore {
       const positionKey = afterKey;
       const positionSeq = afterSeq;
       const rows = await this.sql.read(function* () {
-        const stored = yield* first<{ bytes: number }>(
-          'select document_bytes as bytes from docdb_collections where id = ?',
-          collection.id,
-        );
-        const body = Number(stored?.bytes ?? 0) <= READ_BATCH * INLINE_BODY_BYTES ? plainBody : sizedBody;
+        // A small batch (a lookup) is read sized at once: one statement fewer than asking the
+        // collection's size first, and a large body among so few rows costs one read more at most.
+        const stored =
+          batchSize <= SIZED_AT_ONCE_ROWS
+            ? undefined
+            : yield* first<{ bytes: number }>(
+                'select document_bytes as bytes from docdb_collections where id = ?',
+                collection.id,
+              );
+        const body =
+          stored !== undefined && Number(stored.bytes ?? 0) <= READ_BATCH * INLINE_BODY_BYTES ? plainBody : sizedBody;
         if (source.kind === 'scan') {
           return yield* all<{ seq: number; body: string | null }>(
             `select seq, ${body('body')} from docdb_documents where collection_id = ? and seq > ? order by seq limit ?`,
