@@ -35,6 +35,7 @@ export async function startPgBoss(databaseUrl: string): Promise<{
   boss.on('error', (error: unknown) => failures.push(error));
   await boss.start();
   let made = 0;
+  let rounds = 0;
   const { version } = JSON.parse(
     readFileSync(new URL('../node_modules/pg-boss/package.json', import.meta.url), 'utf8'),
   ) as { version: string };
@@ -72,7 +73,8 @@ export async function startPgBoss(databaseUrl: string): Promise<{
       };
     },
     async rounds(size, workers, seconds) {
-      const queue = `bench-${size}`;
+      // A queue of its own each time: a second round at the same size starts from an empty pool.
+      const queue = `bench-${size}-${rounds++}`;
       await boss.createQueue(queue);
       return {
         size,

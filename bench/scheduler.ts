@@ -5,7 +5,7 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { benchDatabaseUrl, flagFailures, load, startStratus } from './lib.ts';
+import { benchDatabaseUrl, flagFailures, load, startStratus, type LoadResult } from './lib.ts';
 import { startPgBoss } from './scheduler-pgboss.ts';
 import { startGraphileWorker, type RateResult } from './scheduler-graphile.ts';
 import { recordResult } from './results.ts';
@@ -130,6 +130,42 @@ export async function measurePool(rounds: PoolRounds): Promise<CycleResult> {
   };
 }
 
+/** Alternating rounds of reserve+ack beside pg-boss at each pool size. */
+const PEER_ROUNDS = 2;
+
+/** Rounds of one scenario as one figure: the mean rate, the worst percentiles, every failure. */
+function sumStatuses(all: Record<string, number>[]): Record<string, number> {
+  const statuses: Record<string, number> = {};
+  for (const one of all)
+    for (const [label, count] of Object.entries(one)) statuses[label] = (statuses[label] ?? 0) + count;
+  return statuses;
+}
+
+function combined(results: CycleResult[]): CycleResult {
+  const statuses = sumStatuses(results.map((r) => r.statuses));
+  return {
+    perSecond: results.reduce((sum, r) => sum + r.perSecond, 0) / results.length,
+    cycles: results.reduce((sum, r) => sum + r.cycles, 0),
+    p50: Math.max(...results.map((r) => r.p50)),
+    p99: Math.max(...results.map((r) => r.p99)),
+    errors: results.reduce((sum, r) => sum + r.errors, 0),
+    statuses,
+  };
+}
+
+const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+
+/** A peer's enqueue rounds as one figure: the mean rate, the worst percentiles. */
+function combinedRate(results: RateResult[]): RateResult {
+  return {
+    perSecond: mean(results.map((r) => r.perSecond)),
+    count: results.reduce((sum, r) => sum + r.count, 0),
+    p50: Math.max(...results.map((r) => r.p50 ?? 0)),
+    p99: Math.max(...results.map((r) => r.p99 ?? 0)),
+    errors: results.reduce((sum, r) => sum + r.errors, 0),
+  };
+}
+
 /** Reserve + acknowledge under the lease, over HTTP. */
 async function stratusCycle(port: number): Promise<string | undefined> {
   const reserved = await call(port, 'POST', '/schedulers/bench/tasks/reserve', '{"worktime":"30s"}');
@@ -244,32 +280,62 @@ export async function run(): Promise<void> {
       const port = stratus.internalPort;
       const created = await call(port, 'POST', '/schedulers', '{"id":"bench","display_name":"bench"}');
       if (created.status !== 201) throw new Error(`create scheduler: ${created.status} ${created.body}`);
-      const enqueue = await load('enqueue over HTTP (50 connections)', {
-        url: `http://127.0.0.1:${port}/schedulers/bench/tasks`,
-        method: 'POST',
-        headers: { host: HOST, 'x-api-key': KEY, 'content-type': 'application/json' },
-        body: '{"payload":{"n":1},"labels":["kind:bench"]}',
-        connections: 50,
-        duration: DURATION_S,
-      });
-      // The peers' enqueue right after, from as many callers at once (in process: no HTTP).
-      const pgBossEnqueue = peer ? await peer.enqueue(50, DURATION_S) : undefined;
-      const graphileEnqueue = graphile ? await graphile.enqueue(50, DURATION_S) : undefined;
+      // Stratus's enqueue and the peers' (from as many callers at once, in process: no HTTP) in
+      // alternating rounds, so that a shared machine's swings move them alike.
+      const rounds = peer || graphile ? PEER_ROUNDS : 1;
+      const enqueues: LoadResult[] = [];
+      const pgBossEnqueues: RateResult[] = [];
+      const graphileEnqueues: RateResult[] = [];
+      for (let round = 0; round < rounds; round++) {
+        enqueues.push(
+          await load('enqueue over HTTP (50 connections)', {
+            url: `http://127.0.0.1:${port}/schedulers/bench/tasks`,
+            method: 'POST',
+            headers: { host: HOST, 'x-api-key': KEY, 'content-type': 'application/json' },
+            body: '{"payload":{"n":1},"labels":["kind:bench"]}',
+            connections: 50,
+            duration: DURATION_S / rounds,
+          }),
+        );
+        if (peer) pgBossEnqueues.push(await peer.enqueue(50, DURATION_S / rounds));
+        if (graphile) graphileEnqueues.push(await graphile.enqueue(50, DURATION_S / rounds));
+      }
+      const enqueue: LoadResult = {
+        name: enqueues[0]!.name,
+        requestsPerSecond: mean(enqueues.map((r) => r.requestsPerSecond)),
+        p50: Math.max(...enqueues.map((r) => r.p50)),
+        p99: Math.max(...enqueues.map((r) => r.p99)),
+        errors: enqueues.reduce((sum, r) => sum + r.errors, 0),
+        non2xx: enqueues.reduce((sum, r) => sum + r.non2xx, 0),
+        statuses: sumStatuses(enqueues.map((r) => r.statuses ?? {})),
+      };
+      const pgBossEnqueue = peer ? combinedRate(pgBossEnqueues) : undefined;
+      const graphileEnqueue = graphile ? combinedRate(graphileEnqueues) : undefined;
       // Reserve+ack at each pool size, pg-boss's fetch+complete right after at the same size.
       const tasks = await taskTable(database.url, dataDir);
       const cycles = new Map<number, { stratus: CycleResult; pgBoss?: CycleResult; graphile?: RateResult }>();
       try {
         for (const size of POOLS) {
-          await tasks.clear();
-          const own = await measurePool({
-            size,
-            workers: WORKERS,
-            seconds: DURATION_S,
-            fill: tasks.fill,
-            settle: tasks.settle,
-            cycle: () => stratusCycle(port),
-          });
-          const other = peer ? await measurePool(await peer.rounds(size, WORKERS, DURATION_S)) : undefined;
+          // Stratus and pg-boss in alternating rounds (A B A B), so that a shared machine's swings
+          // move both alike; each round starts from a fresh pool of `size`.
+          const owns: CycleResult[] = [];
+          const others: CycleResult[] = [];
+          for (let round = 0; round < PEER_ROUNDS; round++) {
+            await tasks.clear();
+            owns.push(
+              await measurePool({
+                size,
+                workers: WORKERS,
+                seconds: DURATION_S / PEER_ROUNDS,
+                fill: tasks.fill,
+                settle: tasks.settle,
+                cycle: () => stratusCycle(port),
+              }),
+            );
+            if (peer) others.push(await measurePool(await peer.rounds(size, WORKERS, DURATION_S / PEER_ROUNDS)));
+          }
+          const own = combined(owns);
+          const other = peer ? combined(others) : undefined;
           const third = graphile ? await graphile.fetchComplete(size, WORKERS, DURATION_S) : undefined;
           cycles.set(size, { stratus: own, ...(other && { pgBoss: other }), ...(third && { graphile: third }) });
         }
