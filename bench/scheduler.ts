@@ -5,8 +5,10 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { benchDatabaseUrl, flagFailures, load, startStratus } from './lib.ts';
+import { benchDatabaseUrl, flagFailures, load, startStratus, type LoadResult } from './lib.ts';
 import { startPgBoss } from './scheduler-pgboss.ts';
+import { startGraphileWorker, type RateResult } from './scheduler-graphile.ts';
+import { recordResult } from './results.ts';
 
 const HOST = 'scheduler.localhost';
 const KEY = 'bench-key';
@@ -128,6 +130,42 @@ export async function measurePool(rounds: PoolRounds): Promise<CycleResult> {
   };
 }
 
+/** Alternating rounds of reserve+ack beside pg-boss at each pool size. */
+const PEER_ROUNDS = 2;
+
+/** Rounds of one scenario as one figure: the mean rate, the worst percentiles, every failure. */
+function sumStatuses(all: Record<string, number>[]): Record<string, number> {
+  const statuses: Record<string, number> = {};
+  for (const one of all)
+    for (const [label, count] of Object.entries(one)) statuses[label] = (statuses[label] ?? 0) + count;
+  return statuses;
+}
+
+function combined(results: CycleResult[]): CycleResult {
+  const statuses = sumStatuses(results.map((r) => r.statuses));
+  return {
+    perSecond: results.reduce((sum, r) => sum + r.perSecond, 0) / results.length,
+    cycles: results.reduce((sum, r) => sum + r.cycles, 0),
+    p50: Math.max(...results.map((r) => r.p50)),
+    p99: Math.max(...results.map((r) => r.p99)),
+    errors: results.reduce((sum, r) => sum + r.errors, 0),
+    statuses,
+  };
+}
+
+const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+
+/** A peer's enqueue rounds as one figure: the mean rate, the worst percentiles. */
+function combinedRate(results: RateResult[]): RateResult {
+  return {
+    perSecond: mean(results.map((r) => r.perSecond)),
+    count: results.reduce((sum, r) => sum + r.count, 0),
+    p50: Math.max(...results.map((r) => r.p50 ?? 0)),
+    p99: Math.max(...results.map((r) => r.p99 ?? 0)),
+    errors: results.reduce((sum, r) => sum + r.errors, 0),
+  };
+}
+
 /** Reserve + acknowledge under the lease, over HTTP. */
 async function stratusCycle(port: number): Promise<string | undefined> {
   const reserved = await call(port, 'POST', '/schedulers/bench/tasks/reserve', '{"worktime":"30s"}');
@@ -228,6 +266,9 @@ export async function run(): Promise<void> {
   // With DATABASE_URL the server runs on PostgreSQL, in a schema of its own dropped afterwards.
   const database = await benchDatabaseUrl();
   const peer = process.env.DATABASE_URL ? await startPgBoss(process.env.DATABASE_URL) : undefined;
+  const graphile = process.env.DATABASE_URL ? await startGraphileWorker(process.env.DATABASE_URL) : undefined;
+  if (!process.env.DATABASE_URL)
+    console.log('scheduler bench on SQLite: no PostgreSQL peers (pg-boss, graphile-worker need DATABASE_URL)');
   try {
     const dataDir = join(dir, 'data');
     const stratus = await startStratus(['--services', 'scheduler'], {
@@ -239,30 +280,64 @@ export async function run(): Promise<void> {
       const port = stratus.internalPort;
       const created = await call(port, 'POST', '/schedulers', '{"id":"bench","display_name":"bench"}');
       if (created.status !== 201) throw new Error(`create scheduler: ${created.status} ${created.body}`);
-      const enqueue = await load('enqueue over HTTP (50 connections)', {
-        url: `http://127.0.0.1:${port}/schedulers/bench/tasks`,
-        method: 'POST',
-        headers: { host: HOST, 'x-api-key': KEY, 'content-type': 'application/json' },
-        body: '{"payload":{"n":1},"labels":["kind:bench"]}',
-        connections: 50,
-        duration: DURATION_S,
-      });
+      // Stratus's enqueue and the peers' (from as many callers at once, in process: no HTTP) in
+      // alternating rounds, so that a shared machine's swings move them alike.
+      const rounds = peer || graphile ? PEER_ROUNDS : 1;
+      const enqueues: LoadResult[] = [];
+      const pgBossEnqueues: RateResult[] = [];
+      const graphileEnqueues: RateResult[] = [];
+      for (let round = 0; round < rounds; round++) {
+        enqueues.push(
+          await load('enqueue over HTTP (50 connections)', {
+            url: `http://127.0.0.1:${port}/schedulers/bench/tasks`,
+            method: 'POST',
+            headers: { host: HOST, 'x-api-key': KEY, 'content-type': 'application/json' },
+            body: '{"payload":{"n":1},"labels":["kind:bench"]}',
+            connections: 50,
+            duration: DURATION_S / rounds,
+          }),
+        );
+        if (peer) pgBossEnqueues.push(await peer.enqueue(50, DURATION_S / rounds));
+        if (graphile) graphileEnqueues.push(await graphile.enqueue(50, DURATION_S / rounds));
+      }
+      const enqueue: LoadResult = {
+        name: enqueues[0]!.name,
+        requestsPerSecond: mean(enqueues.map((r) => r.requestsPerSecond)),
+        p50: Math.max(...enqueues.map((r) => r.p50)),
+        p99: Math.max(...enqueues.map((r) => r.p99)),
+        errors: enqueues.reduce((sum, r) => sum + r.errors, 0),
+        non2xx: enqueues.reduce((sum, r) => sum + r.non2xx, 0),
+        statuses: sumStatuses(enqueues.map((r) => r.statuses ?? {})),
+      };
+      const pgBossEnqueue = peer ? combinedRate(pgBossEnqueues) : undefined;
+      const graphileEnqueue = graphile ? combinedRate(graphileEnqueues) : undefined;
       // Reserve+ack at each pool size, pg-boss's fetch+complete right after at the same size.
       const tasks = await taskTable(database.url, dataDir);
-      const cycles = new Map<number, { stratus: CycleResult; pgBoss?: CycleResult }>();
+      const cycles = new Map<number, { stratus: CycleResult; pgBoss?: CycleResult; graphile?: RateResult }>();
       try {
         for (const size of POOLS) {
-          await tasks.clear();
-          const own = await measurePool({
-            size,
-            workers: WORKERS,
-            seconds: DURATION_S,
-            fill: tasks.fill,
-            settle: tasks.settle,
-            cycle: () => stratusCycle(port),
-          });
-          const other = peer ? await measurePool(await peer.rounds(size, WORKERS, DURATION_S)) : undefined;
-          cycles.set(size, other ? { stratus: own, pgBoss: other } : { stratus: own });
+          // Stratus and pg-boss in alternating rounds (A B A B), so that a shared machine's swings
+          // move both alike; each round starts from a fresh pool of `size`.
+          const owns: CycleResult[] = [];
+          const others: CycleResult[] = [];
+          for (let round = 0; round < PEER_ROUNDS; round++) {
+            await tasks.clear();
+            owns.push(
+              await measurePool({
+                size,
+                workers: WORKERS,
+                seconds: DURATION_S / PEER_ROUNDS,
+                fill: tasks.fill,
+                settle: tasks.settle,
+                cycle: () => stratusCycle(port),
+              }),
+            );
+            if (peer) others.push(await measurePool(await peer.rounds(size, WORKERS, DURATION_S / PEER_ROUNDS)));
+          }
+          const own = combined(owns);
+          const other = peer ? combined(others) : undefined;
+          const third = graphile ? await graphile.fetchComplete(size, WORKERS, DURATION_S) : undefined;
+          cycles.set(size, { stratus: own, ...(other && { pgBoss: other }), ...(third && { graphile: third }) });
         }
       } finally {
         await tasks.close();
@@ -307,20 +382,104 @@ export async function run(): Promise<void> {
           'ratio to baseline': '1.000',
         },
       ]);
-      if (peer) {
+      if (peer || graphile) {
         console.log(
-          `\nreserve+ack beside pg-boss fetch+complete (${WORKERS} workers, same database, pg-boss without HTTP, pool of 10 connections each)`,
+          `\nenqueue beside the PostgreSQL peers (50 at once; the peers in process without HTTP, pools of 10 connections)`,
+        );
+        console.table([
+          { system: 'Stratus (HTTP)', 'per second': Math.round(enqueue.requestsPerSecond), 'p50 ms': enqueue.p50 },
+          ...(pgBossEnqueue
+            ? [
+                {
+                  system: 'pg-boss send',
+                  'per second': Math.round(pgBossEnqueue.perSecond),
+                  'p50 ms': pgBossEnqueue.p50,
+                },
+              ]
+            : []),
+          ...(graphileEnqueue
+            ? [
+                {
+                  system: `${graphile!.name} addJob`,
+                  'per second': Math.round(graphileEnqueue.perSecond),
+                  'p50 ms': graphileEnqueue.p50,
+                },
+              ]
+            : []),
+        ]);
+        console.log(
+          `\nreserve+ack beside pg-boss fetch+complete and a graphile-worker runner (${WORKERS} workers / concurrency, same database, peers without HTTP, pools of 10 connections each)`,
         );
         console.table(
-          [...cycles].map(([size, { stratus: r, pgBoss: p }]) => ({
+          [...cycles].map(([size, { stratus: r, pgBoss: p, graphile: g }]) => ({
             pool: size.toLocaleString('en'),
             'Stratus /s': Math.round(r.perSecond),
             'Stratus p50 ms': r.p50,
-            'pg-boss /s': Math.round(p!.perSecond),
-            'pg-boss p50 ms': p!.p50,
-            'ratio to pg-boss': (r.perSecond / p!.perSecond).toFixed(3),
+            'pg-boss /s': p ? Math.round(p.perSecond) : '',
+            'pg-boss p50 ms': p ? p.p50 : '',
+            'ratio to pg-boss': p ? (r.perSecond / p.perSecond).toFixed(3) : '',
+            'graphile-worker /s': g ? Math.round(g.perSecond) : '',
           })),
         );
+      }
+      if (pgBossEnqueue)
+        recordResult({
+          bench: 'scheduler',
+          path: 'enqueue (HTTP, 50 connections) vs pg-boss send (in process, 50 at once)',
+          figure: enqueue.requestsPerSecond,
+          unit: 'tasks/s',
+          p50: enqueue.p50,
+          p99: enqueue.p99,
+          peer: { name: peer!.name, figure: pgBossEnqueue.perSecond, p50: pgBossEnqueue.p50, p99: pgBossEnqueue.p99 },
+          target: '≥ pg-boss',
+          met: enqueue.requestsPerSecond >= pgBossEnqueue.perSecond,
+          ...(enqueue.requestsPerSecond < pgBossEnqueue.perSecond && {
+            note: 'enqueues over HTTP, batched into one multi-row insert per commit; pg-boss sends in process, no HTTP',
+          }),
+        });
+      if (graphileEnqueue)
+        recordResult({
+          bench: 'scheduler',
+          path: 'enqueue (HTTP, 50 connections) vs graphile-worker addJob (in process, 50 at once)',
+          figure: enqueue.requestsPerSecond,
+          unit: 'tasks/s',
+          p50: enqueue.p50,
+          p99: enqueue.p99,
+          peer: {
+            name: graphile!.name,
+            figure: graphileEnqueue.perSecond,
+            p50: graphileEnqueue.p50,
+            p99: graphileEnqueue.p99,
+          },
+          note: 'informational',
+        });
+      for (const [size, { stratus: r, pgBoss: p, graphile: g }] of cycles) {
+        if (p)
+          recordResult({
+            bench: 'scheduler',
+            path: `reserve+ack (HTTP, ${WORKERS} workers, ${pool(size)}) vs pg-boss fetch+complete`,
+            figure: r.perSecond,
+            unit: 'cycles/s',
+            p50: r.p50,
+            p99: r.p99,
+            peer: { name: peer!.name, figure: p.perSecond, p50: p.p50, p99: p.p99 },
+            target: '≥ pg-boss',
+            met: r.perSecond >= p.perSecond,
+            ...(r.perSecond < p.perSecond && {
+              note: 'server mostly idle in its CPU profile: a cycle is two HTTP requests and two one-statement round trips (claim, delete) on unnamed statements, parsed and planned each time; pg-boss makes its two in process',
+            }),
+          });
+        if (g)
+          recordResult({
+            bench: 'scheduler',
+            path: `reserve+ack (HTTP, ${WORKERS} workers, ${pool(size)}) vs graphile-worker runner (concurrency ${WORKERS})`,
+            figure: r.perSecond,
+            unit: 'cycles/s',
+            p50: r.p50,
+            p99: r.p99,
+            peer: { name: graphile!.name, figure: g.perSecond },
+            note: 'informational; the peer counts job completions of a running worker, refills beside it',
+          });
       }
       const [smallest, largest] = [cycles.get(POOLS[0]!)!, cycles.get(POOLS[POOLS.length - 1]!)!];
       console.log(
@@ -343,6 +502,7 @@ export async function run(): Promise<void> {
   } finally {
     agent.destroy();
     await peer?.stop();
+    await graphile?.stop();
     await database.drop();
     rmSync(dir, { recursive: true, force: true });
   }

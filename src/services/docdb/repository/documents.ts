@@ -83,6 +83,8 @@ const STATISTICS_AFTER_ROWS = 10_000;
  * traversal reaches it, so a batch holds at most READ_BATCH × INLINE_BODY_BYTES of documents.
  */
 const INLINE_BODY_BYTES = 16 * 1024;
+/** Batches of at most this many rows read their bodies sized without asking the collection's size. */
+const SIZED_AT_ONCE_ROWS = 16;
 
 function entryTable(index: IndexInfo): string {
   return index.unique ? 'docdb_unique_entries' : 'docdb_index_entries';
@@ -166,6 +168,11 @@ interface Candidate {
   document: JsonObject | null;
   /** Its keys in each index, in index order, up to the index that refuses it (all when none does). */
   keys: Buffer[][];
+  /**
+   * The same keys as strings for unique indexes (null for the others), made once: the batch's
+   * unique checks look each key up three times (what is held, judge, hold).
+   */
+  keyTexts: (string[] | null)[];
   /** Why it cannot be stored, known without the database: not an object, too deep, a value an index refuses. */
   refused: HttpError | null;
 }
@@ -182,17 +189,21 @@ function prepareDocuments(
   stopOnError: boolean,
 ): Candidate[] {
   const candidates: Candidate[] = [];
+  // One sources object for the batch (applyDefaults calls `auto` synchronously), not a closure
+  // per document: under the loader every closure made also costs a property definition.
+  let current = 0;
+  const sources = { auto: () => current, now: unixNanoNow };
   for (const [i, value] of values.entries()) {
     if (!isJsonObject(value) || nestedDeeperThan(value, MAX_NESTING)) {
       const refused = isJsonObject(value) ? DocdbErrors.documentTooDeep(MAX_NESTING) : DocdbErrors.documentNotObject();
-      candidates.push({ document: null, keys: [], refused });
+      candidates.push({ document: null, keys: [], keyTexts: [], refused });
       if (stopOnError) break;
       continue;
     }
-    const current = counter + i + 1;
-    const document =
-      defaults === null ? value : applyDefaults(value, defaults, { auto: () => current, now: unixNanoNow });
+    current = counter + i + 1;
+    const document = defaults === null ? value : applyDefaults(value, defaults, sources);
     const keys: Buffer[][] = [];
+    const keyTexts: (string[] | null)[] = [];
     let refused: HttpError | null = null;
     for (const index of indexes) {
       const indexed = indexKeys(index, document);
@@ -201,8 +212,9 @@ function prepareDocuments(
         break;
       }
       keys.push(indexed);
+      keyTexts.push(index.unique ? indexed.map(keyString) : null);
     }
-    candidates.push({ document, keys, refused });
+    candidates.push({ document, keys, keyTexts, refused });
     if (refused && stopOnError) break;
   }
   return candidates;
@@ -223,7 +235,12 @@ function* heldUniqueKeys(
     const taken = new Set<string>();
     held.set(index.id, taken);
     const wanted = new Map<string, Buffer>();
-    for (const candidate of candidates) for (const key of candidate.keys[i] ?? []) wanted.set(keyString(key), key);
+    for (const candidate of candidates) {
+      const keys = candidate.keys[i];
+      if (keys === undefined) continue;
+      const texts = candidate.keyTexts[i]!;
+      for (let k = 0; k < keys.length; k++) wanted.set(texts[k]!, keys[k]!);
+    }
     const keys = [...wanted.values()].map((key) => [key]);
     for (const { source, params } of syntax.rowSources([KEY_COLUMN], keys)) {
       // One primary-key probe per key, whatever the size of the index: written as a subquery per
@@ -248,12 +265,13 @@ function* heldUniqueKeys(
 function judge(indexes: readonly IndexInfo[], candidate: Candidate, held: Map<number, Set<string>>): HttpError | null {
   const document = candidate.document;
   if (document === null) return candidate.refused;
-  for (const [i, keys] of candidate.keys.entries()) {
+  for (let i = 0; i < candidate.keys.length; i++) {
+    const texts = candidate.keyTexts[i];
+    if (!texts) continue;
     const index = indexes[i]!;
-    if (!index.unique) continue;
     const taken = held.get(index.id)!;
-    for (const [keyNumber, key] of keys.entries())
-      if (taken.has(keyString(key)))
+    for (let keyNumber = 0; keyNumber < texts.length; keyNumber++)
+      if (taken.has(texts[keyNumber]!))
         return DocdbErrors.indexRejectsDocument(index.name, conflictReason(index, document, keyNumber));
   }
   return candidate.refused;
@@ -261,9 +279,9 @@ function judge(indexes: readonly IndexInfo[], candidate: Candidate, held: Map<nu
 
 /** Marks an accepted candidate's unique keys as held, for the documents after it. */
 function hold(indexes: readonly IndexInfo[], candidate: Candidate, held: Map<number, Set<string>>): void {
-  for (const [i, keys] of candidate.keys.entries()) {
-    const index = indexes[i]!;
-    if (index.unique) for (const key of keys) held.get(index.id)!.add(keyString(key));
+  for (let i = 0; i < candidate.keys.length; i++) {
+    const texts = candidate.keyTexts[i];
+    if (texts) for (const text of texts) held.get(indexes[i]!.id)!.add(text);
   }
 }
 
@@ -924,11 +942,17 @@ export class DocumentStore {
       const positionKey = afterKey;
       const positionSeq = afterSeq;
       const rows = await this.sql.read(function* () {
-        const stored = yield* first<{ bytes: number }>(
-          'select document_bytes as bytes from docdb_collections where id = ?',
-          collection.id,
-        );
-        const body = Number(stored?.bytes ?? 0) <= READ_BATCH * INLINE_BODY_BYTES ? plainBody : sizedBody;
+        // A small batch (a lookup) is read sized at once: one statement fewer than asking the
+        // collection's size first, and a large body among so few rows costs one read more at most.
+        const stored =
+          batchSize <= SIZED_AT_ONCE_ROWS
+            ? undefined
+            : yield* first<{ bytes: number }>(
+                'select document_bytes as bytes from docdb_collections where id = ?',
+                collection.id,
+              );
+        const body =
+          stored !== undefined && Number(stored.bytes ?? 0) <= READ_BATCH * INLINE_BODY_BYTES ? plainBody : sizedBody;
         if (source.kind === 'scan') {
           return yield* all<{ seq: number; body: string | null }>(
             `select seq, ${body('body')} from docdb_documents where collection_id = ? and seq > ? order by seq limit ?`,
