@@ -91,17 +91,6 @@ export function keyOf(request: FastifyRequest): string {
 export const json = (reply: FastifyReply, text: string, status = 200) =>
   reply.code(status).type('application/json; charset=utf-8').send(text);
 
-/** An entry's JSON text, kept with the entry: the read cache hands out the same entry object again and again. */
-const entryTexts = new WeakMap<object, string>();
-export function cachedEntryJson(e: { key: string; value: string; version: number; updatedAt: number }): string {
-  let text = entryTexts.get(e);
-  if (text === undefined) {
-    text = entryJson(e);
-    entryTexts.set(e, text);
-  }
-  return text;
-}
-
 export function entryJson(e: { key: string; value: string; version: number; updatedAt: number }): string {
   return `{"key":${JSON.stringify(e.key)},"value":${e.value},"version":${e.version},"updatedAt":"${isoSeconds(e.updatedAt)}"}`;
 }

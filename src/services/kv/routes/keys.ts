@@ -4,7 +4,7 @@ import { isJsonObject, stringifyJson, type JsonValue } from '../../../core/json.
 import { unixSeconds } from '../commands.ts';
 import { KvErrors } from '../errors.ts';
 import { colParams, entry, errorBody, keyParams, presence, writeResult } from '../schemas.ts';
-import { cachedEntryJson, entryJson, json, keyOf, projectOf, type KvNode } from './common.ts';
+import { entryJson, json, keyOf, projectOf, type KvNode } from './common.ts';
 import { forward } from './forward.ts';
 import { SIGNED_IN, type RouteDocs } from '../../../core/openapi.ts';
 
@@ -106,7 +106,7 @@ export function registerKeyRoutes(app: ServiceApp, node: KvNode): void {
     if (found === null) throw KvErrors.keyNotFound();
     if ('collection' in found) throw KvErrors.collectionNotFound();
     counters.reads++;
-    return json(reply, cachedEntryJson(found));
+    return json(reply, entryJson(found));
   });
 
   app.post('/v1/collections/:col/keys/*', { schema: setSchema }, async (request, reply) => {
