@@ -327,6 +327,8 @@ export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'stratus-bench-kv-'));
   // The platform's own store: a schema of its own on PostgreSQL (DATABASE_URL), dropped afterwards.
   const database = await benchDatabaseUrl();
+  // The child is another node: on PostgreSQL a schema of its own (instances on one database are one node).
+  const childDatabase = await benchDatabaseUrl();
   const children: Child[] = [];
   try {
     // The node keeps its data in the platform store: SQLite in DATA_DIR, or PostgreSQL with DATABASE_URL.
@@ -478,7 +480,7 @@ export async function run(): Promise<void> {
     // (the child publishes a command only after applying it: visible there by then).
     const child = await startStratus(
       ['--services', 'kv', '--kv-node-name', 'bench-child', '--kv-parent', `http://127.0.0.1:${root.internalPort}`],
-      { DATA_DIR: join(dir, 'child'), DATABASE_URL: database.url },
+      { DATA_DIR: join(dir, 'child'), DATABASE_URL: childDatabase.url },
     );
     children.push(child);
     for (let ready = false; !ready;) {
@@ -507,6 +509,7 @@ export async function run(): Promise<void> {
   } finally {
     for (const child of children.reverse()) await child.stop();
     await database.drop();
+    await childDatabase.drop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
