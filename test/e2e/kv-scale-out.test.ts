@@ -97,6 +97,11 @@ describe('one key-value node served by several instances on one PostgreSQL datab
         const answer = written.json<{ seq: number; version: number }>();
         assert.equal(answer.version, i + 1, 'versions count the writes through both instances');
         seqs.push(answer.seq);
+        // Both instances answer the write at once: neither serves its cached copy of the key.
+        for (const instance of [a!, b!]) {
+          const read = (await call(instance, 'GET', '/v1/collections/users/keys/alice')).json<{ version: number }>();
+          assert.equal(read.version, i + 1, 'a read through either instance sees the write just acknowledged');
+        }
       }
       assert.deepEqual(
         seqs,

@@ -42,7 +42,8 @@ export function unixSeconds(ms = Date.now()): number {
 
 /** RFC 3339 UTC of a replication timestamp: `updatedAt` (second precision everywhere, so replicas agree). */
 export function isoSeconds(timestamp: number): string {
-  return new Date(timestamp * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  // toISOString always ends in `.sssZ`: cut the milliseconds without a regular expression.
+  return `${new Date(timestamp * 1000).toISOString().slice(0, -5)}Z`;
 }
 
 const q = JSON.stringify;

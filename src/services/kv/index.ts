@@ -51,7 +51,8 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
         exactJson: true,
       });
       const database = store.sql.database;
-      const repository = new KvRepository(database);
+      // The notifier keeps the read cache right across instances on a shared database.
+      const repository = new KvRepository(database, { feed: store.notifier });
       await importNodeFile(repository, join(settings.dataDir, 'kv', 'kv.db'), logger);
       const counters: KvCounters = { writes: 0, reads: 0, commandsSent: 0, commandsReceived: 0 };
       // Other instances write to the node only where the database is shared.
@@ -115,6 +116,7 @@ export function createKvService(options: KvOptions = {}): ServiceDefinition {
         clearInterval(trimTimer);
         await lease?.stop();
         feed.close();
+        repository.close();
       });
       return app;
     },

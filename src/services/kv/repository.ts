@@ -1,4 +1,6 @@
+import { SizedCache } from '../../store/cache.ts';
 import { openSqlite } from '../../store/db.ts';
+import { SharedCache, type ChangeFeed } from '../../store/shared-cache.ts';
 import { all, first, run, type Work } from '../../store/sql-work.ts';
 import type { SqlDatabase } from '../../store/sql/types.ts';
 import { encodeLine, type Command } from './commands.ts';
@@ -90,6 +92,26 @@ type KeyCommand = Extract<Command, { type: 'SET' | 'DELETE' }>;
 type KeyCommandDraft =
   Omit<Extract<Command, { type: 'SET' }>, 'seq'> | Omit<Extract<Command, { type: 'DELETE' }>, 'seq'>;
 
+/** The notifier topic a key write publishes its cache key on, so other instances drop their copy. */
+export const KV_KEYS_CHANGED_TOPIC = 'kv.keys';
+/** The read cache's bound: the characters of the keys and values it holds (plus a little per entry). */
+const READ_CACHE_CHARS = 64 * 1024 * 1024;
+const ENTRY_OVERHEAD_CHARS = 64;
+/**
+ * Cache keys longer than this are announced as a change of every key: a notification carries at
+ * most 7000 bytes (the store's notifier), and a character takes up to 3 UTF-8 bytes.
+ */
+const MAX_ANNOUNCED_CHARS = 2_000;
+
+/**
+ * The read cache's key of a project's collection's key. A project has no ':' (it matches
+ * `[A-Za-z0-9_-]*`) and the collection's length comes before it, so no two triples share one.
+ */
+const cacheKeyOf = (project: string, collection: string, key: string) =>
+  `${project}:${collection.length}:${collection}:${key}`;
+/** The key announced for a write of `cacheKey` (undefined: every key). */
+const announced = (cacheKey: string) => (cacheKey.length > MAX_ANNOUNCED_CHARS ? undefined : cacheKey);
+
 const COLLECTION_EXISTS = 'select 1 as present from kv_collections where project = ? and name = ?';
 const GET_LIVE_KEY =
   'select key, value, version, seq, updated_at from kv_keys where project = ? and collection = ? and key = ? and value is not null';
@@ -97,8 +119,76 @@ const GET_LIVE_KEY =
 export class KvRepository {
   /** `has_baseline` never goes back to 0: once this process saw it set, writes skip setting it. */
   private baselineKnown = false;
+  /**
+   * Live keys as last read or written, for `get` (a single-key read is most of a node's traffic):
+   * kept right across instances by the store's SharedCache. Only hits are kept; a miss is read
+   * each time. Absent without `options.feed` (then every read goes to the database).
+   */
+  private readonly cache: SharedCache<KeyEntry> | undefined;
 
-  constructor(private readonly database: SqlDatabase) {}
+  /**
+   * `options.feed`: the store's notifier, which turns the read cache on (required for it where
+   * other instances write the same database). Every write of keys through this class keeps the
+   * cache right; nothing else writes the node's tables.
+   */
+  constructor(
+    private readonly database: SqlDatabase,
+    options: { feed?: ChangeFeed } = {},
+  ) {
+    this.cache = options.feed
+      ? new SharedCache(
+          new SizedCache<KeyEntry>(
+            READ_CACHE_CHARS,
+            (entry) => entry.key.length + entry.value.length + ENTRY_OVERHEAD_CHARS,
+          ),
+          KV_KEYS_CHANGED_TOPIC,
+          database.soleWriter,
+          options.feed,
+        )
+      : undefined;
+  }
+
+  /** Stops listening for other instances' changes. */
+  close(): void {
+    this.cache?.close();
+  }
+
+  /** Runs a write of one key (of every key: `cacheKey` undefined), keeping the read cache right. */
+  private async changingKey<T>(
+    cacheKey: string | undefined,
+    write: () => Promise<T>,
+    /** The key's entry after the write, null when unknown or gone, 'unchanged' for a refused write. */
+    after: (outcome: T) => KeyEntry | null | 'unchanged' = () => null,
+  ): Promise<T> {
+    const cache = this.cache;
+    if (!cache) return write();
+    const key = cacheKey === undefined ? undefined : announced(cacheKey);
+    cache.writing(key);
+    const outcome = await write();
+    const entry = after(outcome);
+    // Settles once other instances are told (README: Storage): a client reading elsewhere next sees this write.
+    if (entry !== 'unchanged') await cache.written(key, key === undefined ? null : entry);
+    return outcome;
+  }
+
+  /** A replicated command's write: of its key, of every key of a dropped collection, or of none. */
+  private changingFor<T>(command: Command, write: () => Promise<T>): Promise<T> {
+    switch (command.type) {
+      case 'SET':
+      case 'DELETE':
+        return this.changingKey(cacheKeyOf(command.project, command.collection, command.key), write);
+      case 'DROP_COLLECTION':
+        return this.changingAll(write);
+      case 'CREATE_COLLECTION':
+        // A new collection has no keys: no live key changes.
+        return write();
+    }
+  }
+
+  /** A write that may change any number of keys (a drop, a baseline, an import). */
+  private changingAll<T>(write: () => Promise<T>): Promise<T> {
+    return this.changingKey(undefined, write);
+  }
 
   // ---- reads -------------------------------------------------------------------------------
 
@@ -142,6 +232,19 @@ export class KvRepository {
 
   /** A live key; `collection: false` when the collection does not exist. */
   get(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
+    const cache = this.cache;
+    if (!cache) return this.readKey(project, collection, key);
+    let miss: null | { collection: false } = null;
+    const hit = cache.read(cacheKeyOf(project, collection, key), async () => {
+      const found = await this.readKey(project, collection, key);
+      if (found !== null && !('collection' in found)) return found;
+      miss = found;
+      return null;
+    });
+    return hit.then((found) => found ?? miss);
+  }
+
+  private readKey(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
     // A collection's keys go with it, so a key row means the collection exists: a hit is one
     // statement, and only a miss asks about the collection. (One `union all` statement for both
     // cost SQLite more than the two lookups it replaced.)
@@ -293,15 +396,17 @@ export class KvRepository {
 
   /** Drops a collection and its keys; false when it did not exist. */
   dropCollection(project: string, name: string, timestamp: number): Promise<boolean> {
-    return this.database.write(
-      function* (this: KvRepository) {
-        const lastId = yield* this.lockLog();
-        if ((yield* first(COLLECTION_EXISTS, project, name)) === undefined) return false;
-        const command: Command = { type: 'DROP_COLLECTION', project, collection: name, timestamp };
-        yield* applyState(command);
-        yield* this.append(lastId, command);
-        return true;
-      }.bind(this),
+    return this.changingAll(() =>
+      this.database.write(
+        function* (this: KvRepository) {
+          const lastId = yield* this.lockLog();
+          if ((yield* first(COLLECTION_EXISTS, project, name)) === undefined) return false;
+          const command: Command = { type: 'DROP_COLLECTION', project, collection: name, timestamp };
+          yield* applyState(command);
+          yield* this.append(lastId, command);
+          return true;
+        }.bind(this),
+      ),
     );
   }
 
@@ -347,25 +452,41 @@ export class KvRepository {
     key: string,
     make: (current: { version: number; live: boolean } | null) => KeyCommandDraft | 'not_found',
   ): Promise<WriteOutcome | 'missing_collection' | 'not_found'> {
-    return this.database.write(
-      function* (this: KvRepository) {
-        const lastId = yield* this.lockLog();
-        if ((yield* first(COLLECTION_EXISTS, project, collection)) === undefined) return 'missing_collection' as const;
-        const row = yield* first<{ value: string | null; version: number }>(
-          'select value, version from kv_keys where project = ? and collection = ? and key = ?',
-          project,
-          collection,
-          key,
-        );
-        const current = row ? { version: Number(row.version), live: row.value !== null } : null;
-        const draft = make(current);
-        if (draft === 'not_found') return draft;
-        const seq = yield* this.nextSeq();
-        const command = { ...draft, seq } as KeyCommand;
-        yield* applyState(command, true);
-        yield* this.append(lastId, command);
-        return { seq, version: command.version, command };
-      }.bind(this),
+    const write = () =>
+      this.database.write(
+        function* (this: KvRepository) {
+          const lastId = yield* this.lockLog();
+          if ((yield* first(COLLECTION_EXISTS, project, collection)) === undefined)
+            return 'missing_collection' as const;
+          const row = yield* first<{ value: string | null; version: number }>(
+            'select value, version from kv_keys where project = ? and collection = ? and key = ?',
+            project,
+            collection,
+            key,
+          );
+          const current = row ? { version: Number(row.version), live: row.value !== null } : null;
+          const draft = make(current);
+          if (draft === 'not_found') return draft;
+          const seq = yield* this.nextSeq();
+          const command = { ...draft, seq } as KeyCommand;
+          yield* applyState(command, true);
+          yield* this.append(lastId, command);
+          return { seq, version: command.version, command };
+        }.bind(this),
+      );
+    // The primary's write always lands (its seq is the newest): a set leaves exactly this entry.
+    return this.changingKey(cacheKeyOf(project, collection, key), write, (outcome) =>
+      typeof outcome !== 'object'
+        ? 'unchanged'
+        : outcome.command.type === 'SET'
+          ? {
+              key,
+              value: outcome.command.value,
+              version: outcome.command.version,
+              seq: outcome.seq,
+              updatedAt: outcome.command.timestamp,
+            }
+          : null,
     );
   }
 
@@ -377,21 +498,23 @@ export class KvRepository {
    * children receive the stream unbroken. Throws `LeaseLostError` when `holder` lost the lease.
    */
   applyFromParent(command: Command, holder: string): Promise<void> {
-    return this.database.write(
-      function* (this: KvRepository) {
-        const lastId = yield* this.lockLog();
-        yield* this.checkLease(holder);
-        yield* applyState(command);
-        if (command.type === 'SET' || command.type === 'DELETE')
-          yield* run("update kv_meta set value = ? where name = 'last_seq' and value < ?", command.seq, command.seq);
-        yield* this.append(lastId, command);
-      }.bind(this),
+    return this.changingFor(command, () =>
+      this.database.write(
+        function* (this: KvRepository) {
+          const lastId = yield* this.lockLog();
+          yield* this.checkLease(holder);
+          yield* applyState(command);
+          if (command.type === 'SET' || command.type === 'DELETE')
+            yield* run("update kv_meta set value = ? where name = 'last_seq' and value < ?", command.seq, command.seq);
+          yield* this.append(lastId, command);
+        }.bind(this),
+      ),
     );
   }
 
   /** A write this replica forwarded and its parent accepted: seen here at once, not logged (the stream brings it). */
   applyForwarded(command: Command): Promise<void> {
-    return this.database.write(() => applyState(command));
+    return this.changingFor(command, () => this.database.write(() => applyState(command)));
   }
 
   // ---- baselines from the parent ---------------------------------------------------------------
@@ -422,6 +545,10 @@ export class KvRepository {
 
   /** A baseline key: its state at the snapshot, unless this node already holds a newer write. */
   baselineKey(command: Extract<Command, { type: 'SET' }>, mark: number): Promise<void> {
+    return this.changingFor(command, () => this.writeBaselineKey(command, mark));
+  }
+
+  private writeBaselineKey(command: Extract<Command, { type: 'SET' }>, mark: number): Promise<void> {
     return this.database.write(function* () {
       yield* run(
         `insert into kv_keys (project, collection, key, value, version, seq, updated_at, mark) values (?, ?, ?, ?, ?, ?, ?, ?)
@@ -445,9 +572,11 @@ export class KvRepository {
 
   /** `BASELINE_END`: keys of the collection that were not in its baseline go. */
   endBaselineCollection(project: string, name: string, mark: number): Promise<void> {
-    return this.database.write(function* () {
-      yield* run('delete from kv_keys where project = ? and collection = ? and mark <> ?', project, name, mark);
-    });
+    return this.changingAll(() =>
+      this.database.write(function* () {
+        yield* run('delete from kv_keys where project = ? and collection = ? and mark <> ?', project, name, mark);
+      }),
+    );
   }
 
   /**
@@ -457,6 +586,10 @@ export class KvRepository {
    * `snapshotSeq` null: the node's own last seq.
    */
   finishBaseline(snapshotSeq: number | null, mark: number, holder: string): Promise<number> {
+    return this.changingAll(() => this.writeFinishBaseline(snapshotSeq, mark, holder));
+  }
+
+  private writeFinishBaseline(snapshotSeq: number | null, mark: number, holder: string): Promise<number> {
     return this.database.write(
       function* (this: KvRepository) {
         const lastId = yield* this.lockLog();
@@ -585,7 +718,11 @@ export class KvRepository {
    * SQLite's autoincrement) into this node, in slices; false when this node already holds data.
    * A copy cut short is redone from the start (`kv_meta.importing`).
    */
-  async importFrom(source: SqlDatabase): Promise<boolean> {
+  importFrom(source: SqlDatabase): Promise<boolean> {
+    return this.changingAll(() => this.copyFrom(source));
+  }
+
+  private async copyFrom(source: SqlDatabase): Promise<boolean> {
     const SLICE = 1_000;
     const started = await this.database.write(
       function* (this: KvRepository) {

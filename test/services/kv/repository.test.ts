@@ -208,6 +208,82 @@ describe('kv repository', () => {
     }
   });
 
+  it('answers reads from its cache exactly as from the database, through every kind of write', async () => {
+    const database = await createTestDatabase();
+    databases.push(database);
+    const settings = {
+      ...loadSettings({}, {}, database.dataDir),
+      dataDir: database.dataDir,
+      databaseUrl: database.databaseUrl,
+      logLevel: 'silent' as const,
+    };
+    const store = await openStore(settings);
+    try {
+      await migrateStore(store, [kvMigrations]);
+      const cached = new KvRepository(store.sql.database, { feed: store.notifier });
+      const plain = new KvRepository(store.sql.database);
+      // Every read twice through the cache (a miss, then a hit) and once straight from the database.
+      const same = async (key: string, collection = 'c') => {
+        const first = await cached.get('p', collection, key);
+        assert.deepEqual(await cached.get('p', collection, key), first);
+        assert.deepEqual(first, await plain.get('p', collection, key));
+        return first;
+      };
+      assert.deepEqual(await same('a'), { collection: false });
+      await cached.createCollection('p', 'c', 1);
+      assert.equal(await same('a'), null);
+      await cached.set('p', 'c', 'a', '{"x":1}', 10);
+      assert.deepEqual(await same('a'), { key: 'a', value: '{"x":1}', version: 1, seq: 1, updatedAt: 10 });
+      await cached.set('p', 'c', 'a', '[2]', 11);
+      assert.deepEqual(await same('a'), { key: 'a', value: '[2]', version: 2, seq: 2, updatedAt: 11 });
+      await cached.delete('p', 'c', 'a', 12);
+      assert.equal(await same('a'), null);
+      // A replicated write (newer seq) and a late duplicate (older seq, ignored).
+      await cached.applyForwarded({
+        type: 'SET',
+        project: 'p',
+        collection: 'c',
+        key: 'a',
+        value: '3',
+        seq: 9,
+        version: 4,
+        timestamp: 13,
+      });
+      assert.deepEqual(await same('a'), { key: 'a', value: '3', version: 4, seq: 9, updatedAt: 13 });
+      await cached.applyForwarded({
+        type: 'SET',
+        project: 'p',
+        collection: 'c',
+        key: 'a',
+        value: '0',
+        seq: 5,
+        version: 3,
+        timestamp: 14,
+      });
+      assert.deepEqual(await same('a'), { key: 'a', value: '3', version: 4, seq: 9, updatedAt: 13 });
+      // Keys and collections that share characters stay apart.
+      await cached.createCollection('p', 'c:a', 1);
+      await cached.set('p', 'c:a', 'b', '"other"', 15);
+      await cached.set('p', 'c', 'a:b', '"mine"', 15);
+      assert.deepEqual(await same('b', 'c:a'), { key: 'b', value: '"other"', version: 1, seq: 4, updatedAt: 15 });
+      assert.deepEqual(await same('a:b'), { key: 'a:b', value: '"mine"', version: 1, seq: 5, updatedAt: 15 });
+      // A long key is announced as a change of every key.
+      const long = 'k'.repeat(5_000);
+      await cached.set('p', 'c', long, '1', 16);
+      assert.equal(await same(long).then((entry) => entry !== null && 'value' in entry && entry.value), '1');
+      await cached.set('p', 'c', long, '2', 17);
+      assert.equal(await same(long).then((entry) => entry !== null && 'value' in entry && entry.value), '2');
+      await cached.dropCollection('p', 'c', 18);
+      assert.deepEqual(await same('a'), { collection: false });
+      assert.deepEqual(await same(long), { collection: false });
+      await cached.createCollection('p', 'c', 19);
+      assert.equal(await same('a'), null, 'a dropped collection comes back empty');
+      cached.close();
+    } finally {
+      await store.close();
+    }
+  });
+
   it('bounds a prefix by the next code point', () => {
     assert.equal(prefixUpperBound('ab'), 'ac');
     assert.equal(prefixUpperBound('a\uD7FF'), 'a\uE000');

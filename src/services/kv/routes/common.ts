@@ -48,13 +48,27 @@ export function requirePresence(request: FastifyRequest): void {
   throw KvErrors.credentialsRequired();
 }
 
+/** Identity header text → its `project.id` ('' when none): callers send the same header again and again. */
+const identityProjects = new Map<string, string>();
+const MAX_IDENTITY_PROJECTS = 1_000;
+
+function identityProject(header: string | string[] | undefined): string {
+  if (typeof header !== 'string') return parseIdentity(header)?.project?.id ?? '';
+  let project = identityProjects.get(header);
+  if (project === undefined) {
+    project = parseIdentity(header)?.project?.id ?? '';
+    // Bounded: a flood of distinct identities only costs the parse each would have cost anyway.
+    if (identityProjects.size >= MAX_IDENTITY_PROJECTS) identityProjects.clear();
+    identityProjects.set(header, project);
+  }
+  return project;
+}
+
 /** The request's project: `X-Project-Id`, else the identity's `project.id`, else '' (the default one). */
 export function projectOf(request: FastifyRequest): string {
   const header = request.headers[PROJECT_HEADER];
   const project =
-    typeof header === 'string' && header !== ''
-      ? header
-      : (parseIdentity(request.headers[IDENTITY_HEADER])?.project?.id ?? '');
+    typeof header === 'string' && header !== '' ? header : identityProject(request.headers[IDENTITY_HEADER]);
   if (project !== '' && !PROJECT_ID.test(project)) throw KvErrors.invalidProject();
   return project;
 }
