@@ -14,6 +14,7 @@ import {
   stopper,
   type Child,
   type LoadResult,
+  cpuSeconds,
 } from './lib.ts';
 import { startNginx } from './nginx.ts';
 import { recordResult } from './results.ts';
@@ -74,17 +75,6 @@ interface Scenario {
 /** A result with, for a scenario that names a process, that process's CPU time per request. */
 type Measured = LoadResult & { cpuMicrosPerRequest?: number };
 
-/** CPU seconds (user + system) a process has used so far; undefined where /proc cannot tell. */
-function cpuSeconds(pid: number): number | undefined {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
-}
-
 /** nginx's one worker (the master only forks it), by the master's children list. */
 function nginxWorker(masterPid: number | undefined): number | undefined {
   if (masterPid === undefined) return undefined;
@@ -111,7 +101,8 @@ async function interleavedWrk(binary: string, scenarios: Scenario[]): Promise<Me
       const result = await wrk(binary, s.name, { ...s.options, seconds });
       const after = s.cpuPid === undefined ? undefined : cpuSeconds(s.cpuPid);
       rounds[i]!.push(result);
-      if (before === undefined || after === undefined) cpu[i]!.known = false;
+      if (before === undefined || after === undefined || Number.isNaN(before) || Number.isNaN(after))
+        cpu[i]!.known = false;
       else {
         cpu[i]!.seconds += after - before;
         cpu[i]!.requests += result.requestsPerSecond * seconds;

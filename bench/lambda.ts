@@ -8,7 +8,7 @@
 // → 429). The server is therefore started with a cap above the connection count, so the warm
 // scenario measures invocations and not refusals; any non-2xx answer fails the run (lib.ts).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
@@ -23,6 +23,7 @@ import {
   waitForPorts,
   type Child,
   type LoadResult,
+  cpuSeconds,
 } from './lib.ts';
 import { freePort } from './nginx.ts';
 import { npmPeer } from './peers.ts';
@@ -112,19 +113,8 @@ const WARM_HELLO_PROFILE =
   '14% lambda service JS (invoker, fairness, ongoing), 9% SQLite invocation-history rows, 7% node http, 4% gateway, 4% GC';
 
 /** CPU seconds (user + system) in a `/proc/.../stat` file (Linux), or NaN when it cannot be read. */
-function statSeconds(path: string): number {
-  try {
-    const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
-/** CPU seconds a process has used, all threads. */
-const cpuSeconds = (pid: number | undefined) => statSeconds(`/proc/${pid}/stat`);
 /** CPU seconds of a process's main thread (the event loop). */
-const mainThreadSeconds = (pid: number | undefined) => statSeconds(`/proc/${pid}/task/${pid}/stat`);
+const mainThreadSeconds = (pid: number | undefined) => cpuSeconds(pid, pid);
 
 /**
  * The same hello world in workerd (Cloudflare's runtime, from npm: the binary comes in the

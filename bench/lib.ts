@@ -1,4 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -336,4 +338,27 @@ export async function benchDatabaseUrl(): Promise<{ url: string | undefined; dro
   const url = new URL(base);
   url.searchParams.set('options', `-c search_path=${schema}`);
   return { url: url.toString(), drop: () => run(`drop schema ${schema} cascade`) };
+}
+
+/**
+ * CPU seconds (user + system) a process has used so far, all its threads, or with `thread` one
+ * thread's (`pid` itself: the main thread, a Node server's event loop); NaN where /proc cannot
+ * tell (not Linux, or the process is gone). On a shared machine wall-clock rates swing with the
+ * neighbours; what the server spent per request does not.
+ */
+export function cpuSeconds(pid: number | undefined, thread?: number): number {
+  try {
+    const path = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
+    const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** A process's resident memory in bytes (`VmRSS`), or another field of /proc/<pid>/status in kB. */
+export async function rssOf(pid: number, field = 'VmRSS'): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
 }

@@ -1,9 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { flagFailures, load, startStratus, type Child, type LoadResult } from './lib.ts';
+import { flagFailures, load, rssOf, startStratus, type Child, type LoadResult } from './lib.ts';
 import { recordResult } from './results.ts';
 
 // `npm run bench -- memory`: one `stratus serve` on the embedded store, its RSS idle, then a mixed
@@ -18,11 +17,6 @@ const LOG_MB = 200;
 const DOCUMENTS = 200_000;
 const IDENTITY = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-bench' } }) };
 const MiB = 1024 ** 2;
-
-async function rssOf(pid: number, field = 'VmRSS'): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
-}
 
 /** RSS split as the kernel counts it: anonymous memory, and file pages mapped in (SQLite's mmap). */
 async function rssSplit(pid: number): Promise<string> {

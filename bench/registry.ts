@@ -11,13 +11,13 @@
 // after one untimed push.
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { benchDatabaseUrl, startStratus, stopper, type Child } from './lib.ts';
+import { benchDatabaseUrl, cpuSeconds, startStratus, stopper, type Child } from './lib.ts';
 import { freePort } from './nginx.ts';
 import { debianPeer, versionOf } from './peers.ts';
 import { recordResult } from './results.ts';
@@ -189,19 +189,6 @@ async function checkManifest(port: number, repository: string, headers: Record<s
     headers: { accept: 'application/vnd.oci.image.manifest.v1+json', ...headers },
   });
   if (res.status !== 200) throw new Error(`HEAD /v2/${repository}/manifests/v1 answered ${res.status} after the push`);
-}
-
-/**
- * CPU seconds a process has used (user + system, all its threads; Linux), or NaN elsewhere. On a
- * shared machine the wall time of a push swings with the neighbours; what the server spent does not.
- */
-function cpuSeconds(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
 }
 
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
