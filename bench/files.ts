@@ -107,7 +107,8 @@ function uploadLarge(
         let text = '';
         res.on('data', (chunk: Buffer) => (text += chunk.toString()));
         res.on('end', () => {
-          if (res.statusCode !== 201)
+          // 201 the first round, 200 when a later round replaces the file.
+          if (res.statusCode !== 201 && res.statusCode !== 200)
             return reject(new Error(`large upload answered ${res.statusCode}: ${text.slice(0, 300)}`));
           const stored = JSON.parse(text) as { size: number };
           if (stored.size !== size) return reject(new Error(`large upload stored ${stored.size} bytes`));
@@ -406,6 +407,11 @@ export async function run(): Promise<void> {
           peer: { name: `node:http + fs.createReadStream (node ${process.versions.node})`, figure: node },
           target: '≥ 1 GB/s and ≥ 0.7× node streaming',
           met: down >= 1000 && down >= 0.7 * node,
+          ...(down < 1000 && down >= 0.7 * node
+            ? {
+                note: `the absolute bound only: the node:http peer itself reached ${Math.round(node)} MB/s on this machine in this run`,
+              }
+            : {}),
         },
         {
           bench: 'files',
@@ -425,6 +431,11 @@ export async function run(): Promise<void> {
           peer: { name: 'node:fs write + fsync (bench process)', figure: fsWrite },
           target: '≥ 0.8× fs write+fsync',
           met: up >= 0.8 * fsWrite,
+          ...(up < 0.8 * fsWrite
+            ? {
+                note: 'profile: most of the server CPU of an upload is hashing, SHA-256 (the content address) and MD5 (hash_md5) on the main thread; the fs baseline hashes nothing',
+              }
+            : {}),
         },
         {
           bench: 'files',
@@ -434,6 +445,11 @@ export async function run(): Promise<void> {
           lowerIsBetter: true,
           target: 'flat (growth < 64 MiB)',
           met: upGrowth < FLAT_RSS_BYTES,
+          ...(upGrowth >= FLAT_RSS_BYTES
+            ? {
+                note: "the request body's 64 KiB chunks (allocated by Node's HTTP parser) stay garbage until V8's next full collection, which external memory triggers about every 64 MiB",
+              }
+            : {}),
         },
         {
           bench: 'files',
