@@ -21,6 +21,11 @@ import {
 const TEMP_DIR = '.tmp';
 /** Bytes gathered before a write: few, large writes. */
 const WRITE_BATCH_BYTES = 1024 * 1024;
+/**
+ * Batches being written at once: a write waits for a thread of the pool and then for the kernel,
+ * which on a busy machine is milliseconds each time; several under way hide that wait.
+ */
+const WRITES_IN_FLIGHT = 4;
 /** A temp file this old belongs to a process that crashed mid-upload; safe to remove. */
 const STALE_TEMP_MS = 24 * 60 * 60 * 1000;
 
@@ -53,27 +58,28 @@ export function createDirectoryBlobStore(dir: string): BlobStore {
       const tempPath = join(tempDir, `${Date.now()}-${randomBytes(8).toString('hex')}`);
       let handle: FileHandle | undefined = await open(tempPath, 'wx', 0o644);
       let placed = false;
-      let writing: Promise<void> | undefined;
+      // Writes under way, oldest first: each at its own offset, so they may run side by side.
+      const writing: Promise<void>[] = [];
       try {
         const hash = createHash('sha256');
         let size = 0;
-        // Chunks are gathered into batches written with one writev each, one batch in flight
-        // while the next is read and hashed: the hashing overlaps the write instead of waiting
-        // for it, and no chunk is copied to be joined.
+        // Chunks are gathered into batches written with one writev each (no chunk is copied to
+        // be joined), a few batches under way while the next is read and hashed: the hashing
+        // overlaps the writes instead of waiting for each.
         let batch: Uint8Array[] = [];
         let batchBytes = 0;
         let written = 0;
         const file = handle;
         const flush = async () => {
-          await writing;
-          const parts = batch;
-          const at = written;
+          // The oldest write ends before another starts past the bound.
+          if (writing.length >= WRITES_IN_FLIGHT) await writing.shift();
+          const write = writeAllAt(file, batch, written);
+          // Surfaced when awaited (here or at the end); not an unhandled rejection meanwhile.
+          write.catch(() => {});
+          writing.push(write);
           written += batchBytes;
           batch = [];
           batchBytes = 0;
-          writing = writeAllAt(file, parts, at);
-          // Surfaced at the next flush or at the end; not an unhandled rejection meanwhile.
-          writing.catch(() => {});
         };
         for await (const chunk of readSource(source, signal)) {
           size += chunk.byteLength;
@@ -84,7 +90,7 @@ export function createDirectoryBlobStore(dir: string): BlobStore {
           if (batchBytes >= WRITE_BATCH_BYTES) await flush();
         }
         if (batchBytes > 0) await flush();
-        await writing;
+        for (let write = writing.shift(); write; write = writing.shift()) await write;
         const sha256 = hash.digest('hex');
         if (expectedSha256 !== undefined && sha256 !== expectedSha256) {
           throw new BlobDigestMismatchError(expectedSha256, sha256);
@@ -109,7 +115,7 @@ export function createDirectoryBlobStore(dir: string): BlobStore {
         return { sha256, size };
       } finally {
         // A write still in flight (the put failed meanwhile) ends before the file is closed and removed.
-        await writing?.catch(() => {});
+        await Promise.allSettled(writing);
         if (handle) await handle.close().catch(() => {});
         if (!placed) await unlink(tempPath).catch(() => {});
       }

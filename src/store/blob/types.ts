@@ -47,7 +47,8 @@ export interface BlobStore {
    * Streams `source` into the store, hashing as it goes; resolves once durable. Content-addressed:
    * the key is the lowercase hex SHA-256, and putting content that is already stored keeps the
    * existing blob. When `put` stops early (too large, aborted, error) it stops reading `source`
-   * and, like `for await`, ends its iterator (a Node stream is destroyed).
+   * and, like `for await`, ends its iterator (a Node stream is destroyed). The chunks are held
+   * (not copied) until written, past the next read: a source never refills a buffer it yielded.
    */
   put(source: AsyncIterable<Uint8Array> | NodeJS.ReadableStream, options?: BlobPutOptions): Promise<BlobInfo>;
   /** Size, or null when absent (or when `sha256` is not 64 lowercase hex characters). */
