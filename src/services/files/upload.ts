@@ -27,8 +27,6 @@ export function disconnectSignal(
 
 /** Bytes read ahead of the store: the socket keeps flowing while the store writes. */
 const READ_AHEAD_BYTES = 4 * 1024 * 1024;
-/** Largest piece handed to the store when several chunks are waiting (fewer write calls). */
-const MAX_PIECE_BYTES = 1024 * 1024;
 
 /**
  * The request body as chunks, each seen by `onChunk` as it is read (read ahead of the store, so
@@ -86,7 +84,8 @@ export async function receiveBody(
   };
   try {
     const info = await blobs.put(
-      readAhead(bodyOf(body, options.signal, onChunk), { aheadBytes: READ_AHEAD_BYTES, joinBytes: MAX_PIECE_BYTES }),
+      // Chunks pass as they came (no joining copy): the stores gather them into their own writes.
+      readAhead(bodyOf(body, options.signal, onChunk), { aheadBytes: READ_AHEAD_BYTES }),
       {
         maxBytes: options.maxBytes,
         signal: options.signal,

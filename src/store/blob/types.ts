@@ -1,3 +1,5 @@
+import type { FileHandle } from 'node:fs/promises';
+
 /** What the store knows about one blob: its content address and length in bytes. */
 export interface BlobInfo {
   sha256: string;
@@ -45,7 +47,8 @@ export interface BlobStore {
    * Streams `source` into the store, hashing as it goes; resolves once durable. Content-addressed:
    * the key is the lowercase hex SHA-256, and putting content that is already stored keeps the
    * existing blob. When `put` stops early (too large, aborted, error) it stops reading `source`
-   * and, like `for await`, ends its iterator (a Node stream is destroyed).
+   * and, like `for await`, ends its iterator (a Node stream is destroyed). The chunks are held
+   * (not copied) until written, past the next read: a source never refills a buffer it yielded.
    */
   put(source: AsyncIterable<Uint8Array> | NodeJS.ReadableStream, options?: BlobPutOptions): Promise<BlobInfo>;
   /** Size, or null when absent (or when `sha256` is not 64 lowercase hex characters). */
@@ -176,4 +179,33 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
       },
     );
   });
+}
+
+/**
+ * The open file behind a stream from `BlobStore.get`, when the store reads a local file: a consumer
+ * that sends the bytes itself (into reused buffers, instead of one new buffer per chunk, whose
+ * garbage costs a large heap a full collection every few dozen MiB) reads `[start, end]` from
+ * `handle` and then destroys the stream, which closes the handle. A consumer that reads the stream
+ * instead ignores it.
+ */
+export interface BlobFile {
+  readonly handle: FileHandle;
+  readonly start: number;
+  /** Inclusive. */
+  readonly end: number;
+}
+
+const BLOB_FILE = Symbol('stratus.blobFile');
+
+/** Marks `stream` as reading `file` (see BlobFile). */
+export function withBlobFile<S extends object>(stream: S, file: BlobFile): S {
+  Object.defineProperty(stream, BLOB_FILE, { value: file });
+  return stream;
+}
+
+/** The file behind a blob stream that has not been read yet, or undefined. */
+export function blobFileOf(stream: NodeJS.ReadableStream): BlobFile | undefined {
+  const file = (stream as { [BLOB_FILE]?: BlobFile })[BLOB_FILE];
+  const readable = stream as { readableDidRead?: boolean; destroyed?: boolean };
+  return file && !readable.readableDidRead && !readable.destroyed ? file : undefined;
 }

@@ -434,6 +434,36 @@ describe('conditional and range requests', () => {
     }
   });
 
+  test('a file of several MiB (read in pieces): whole, and ranges across piece boundaries', async () => {
+    const MIB = 1024 * 1024;
+    // Not a multiple of the piece size, with every byte position distinguishable.
+    const large = Buffer.alloc(5 * MIB + 12_345);
+    for (let i = 0; i + 4 <= large.length; i += 4) large.writeUInt32LE(i, i);
+    const stored = await upload(service, 'ranger', bucketId, 'large.bin', large);
+    assert.equal(stored.hash_sha256, sha256(large));
+    const whole = await call(service, 'GET', url(bucketId, 'large.bin'), as('ranger'));
+    assert.equal(whole.statusCode, 200);
+    assert.equal(whole.headers['content-length'], String(large.length));
+    assert.equal(whole.headers.etag, `"${stored.hash_sha256}"`);
+    assert.ok(whole.rawPayload.equals(large));
+    const ranges: [number, number][] = [
+      [MIB - 3, 3 * MIB + 7],
+      [0, 4 * MIB],
+      [5 * MIB - 1, large.length - 1],
+      [17, 17],
+    ];
+    for (const [start, end] of ranges) {
+      const part = await call(service, 'GET', url(bucketId, 'large.bin'), {
+        ...as('ranger'),
+        range: `bytes=${start}-${end}`,
+      });
+      assert.equal(part.statusCode, 206, `${start}-${end}`);
+      assert.equal(part.headers['content-range'], `bytes ${start}-${end}/${large.length}`);
+      assert.equal(part.headers['content-length'], String(end - start + 1));
+      assert.ok(part.rawPayload.equals(large.subarray(start, end + 1)), `${start}-${end}`);
+    }
+  });
+
   test('an empty file: any range is 416', async () => {
     await upload(service, 'ranger', bucketId, 'zero', '');
     const response = await call(service, 'GET', url(bucketId, 'zero'), { ...as('ranger'), range: 'bytes=0-' });

@@ -27,3 +27,13 @@ export function header(request: FastifyRequest, name: string): string | undefine
   const value = request.headers[name];
   return typeof value === 'string' ? value : undefined;
 }
+
+/**
+ * An answer sent before the request body was read to its end (413, 404, 400, a failed upload)
+ * closes the connection: the rest of the body must not be read as the next request.
+ */
+export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply): void {
+  const hasBody =
+    request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+  if (hasBody && !request.raw.readableEnded) reply.header('connection', 'close');
+}

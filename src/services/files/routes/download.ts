@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceApp } from '../../../core/app.ts';
 import { BINARY, type RouteDocs } from '../../../core/openapi.ts';
@@ -7,7 +8,9 @@ import { checkFilePath } from '../paths.ts';
 import type { FileRecord } from '../repository.ts';
 import { downloadQuery, errorBody, fileJson, fileSchema, pathDoc, pathParams, security } from '../schemas.ts';
 import { httpDate, nsToMs } from '../timestamps.ts';
-import { callerOf, header, sendJson } from './common.ts';
+import { blobFileOf } from '../../../store/blob/types.ts';
+import { readFirstPiece, sendBlobFile } from '../send.ts';
+import { callerOf, closeIfBodyUnread, header, sendJson } from './common.ts';
 import type { RouteDeps } from './deps.ts';
 
 const tags = ['files'];
@@ -106,6 +109,35 @@ export function registerDownload(raw: ServiceApp, { files, blobs, metrics }: Rou
     if (metrics && slice) {
       const bytes = slice.end - slice.start + 1;
       reply.raw.once('finish', () => metrics.files('out', bytes));
+    }
+    const blobFile = blobFileOf(stream);
+    if (blobFile) {
+      // A local file: sent from reused buffers (send.ts). The head is what Fastify would write;
+      // the first piece is read before committing to it, so a read error still answers 500.
+      let first;
+      try {
+        first = await readFirstPiece(blobFile);
+      } catch (error) {
+        (stream as Readable).destroy();
+        throw error;
+      }
+      reply.hijack();
+      closeIfBodyUnread(request, reply);
+      const res = reply.raw;
+      for (const [name, value] of Object.entries(reply.getHeaders()))
+        if (value !== undefined) res.setHeader(name, value);
+      res.statusCode = reply.statusCode;
+      try {
+        await sendBlobFile(res, blobFile, first);
+      } catch (error) {
+        // The head promised the full length: cutting the connection tells the client.
+        request.log.warn({ err: error }, 'file download failed after its head was sent');
+        res.destroy();
+      } finally {
+        // Closes the file handle (the stream was never read).
+        (stream as Readable).destroy();
+      }
+      return reply;
     }
     // Returned as a stream: Fastify pipes it with back-pressure and destroys it if the client leaves.
     return reply.send(stream);

@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ServiceApp } from '../../../core/app.ts';
 import { registerBucketRoutes } from './buckets.ts';
+import { closeIfBodyUnread } from './common.ts';
 import type { RouteDeps } from './deps.ts';
 import { registerDeleteFile } from './delete.ts';
 import { registerDownload } from './download.ts';
@@ -20,13 +21,7 @@ export async function registerFilesRoutes(app: ServiceApp, deps: RouteDeps): Pro
     // Raw-body scope: no parser reads the body; the request stream is handed over untouched.
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
-    // An answer sent before the body was read to its end (413, 404, 400, a failed upload)
-    // closes the connection: the rest of the body must not be read as the next request.
-    raw.addHook('onSend', async (request, reply) => {
-      const hasBody =
-        request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
-      if (hasBody && !request.raw.readableEnded) reply.header('connection', 'close');
-    });
+    raw.addHook('onSend', async (request, reply) => closeIfBodyUnread(request, reply));
 
     registerDownload(raw, deps);
     registerUpload(raw, deps);
