@@ -6,7 +6,16 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { benchDatabaseUrl, flagFailures, spawnServer, startStratus, stopper, waitForPorts, type Child } from './lib.ts';
+import {
+  benchDatabaseUrl,
+  flagFailures,
+  rssOf,
+  spawnServer,
+  startStratus,
+  stopper,
+  waitForPorts,
+  type Child,
+} from './lib.ts';
 import { startNginx } from './nginx.ts';
 import { recordResult, type ResultRow } from './results.ts';
 
@@ -28,11 +37,6 @@ const SMALL = 1024;
 const LARGE = Number(process.env.BENCH_FILES_LARGE ?? 1024 ** 3);
 const BLOCK = 1024 * 1024;
 const HOST = 'files.localhost';
-
-async function rssOf(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
-}
 
 /** Samples a process's RSS while `work` runs; resolves with the work's result and the growth in bytes. */
 async function withPeakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; growth: number }> {
