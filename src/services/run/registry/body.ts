@@ -65,43 +65,6 @@ export async function* coalesce(
   if (size > 0) yield held.length === 1 ? held[0]! : Buffer.concat(held, size);
 }
 
-/**
- * Like `coalesce`, but copies the chunks into one buffer of `bytes` allocated once and yields views
- * of it: each yielded chunk is valid only until the next one is requested. For a consumer that is
- * done with a chunk before it asks for the next (a blob store's `put`: it hashes and writes, or
- * copies, each chunk before reading on; never `readAhead`). Why: every fresh buffer is memory
- * outside V8's heap, and each ~64 MB of it allocated requests a full garbage collection; the
- * socket's own chunks already cost one per 64 MB, `Buffer.concat` for every group doubled that
- * (profile of a 200 MB `skopeo` push: a quarter of the server's CPU in the collector).
- */
-export async function* coalesceReused(
-  source: AsyncIterable<Uint8Array>,
-  bytes = COALESCE_BYTES,
-): AsyncGenerator<Uint8Array, void, undefined> {
-  let buffer: Buffer | undefined;
-  let size = 0;
-  for await (const chunk of source) {
-    if (chunk.byteLength >= bytes && size === 0) {
-      yield chunk;
-      continue;
-    }
-    // Allocated on the first small chunk: a body that arrives in large chunks needs none.
-    buffer ??= Buffer.allocUnsafeSlow(bytes);
-    let offset = 0;
-    while (offset < chunk.byteLength) {
-      const n = Math.min(bytes - size, chunk.byteLength - offset);
-      buffer.set(n === chunk.byteLength ? chunk : chunk.subarray(offset, offset + n), size);
-      size += n;
-      offset += n;
-      if (size === bytes) {
-        yield buffer;
-        size = 0;
-      }
-    }
-  }
-  if (size > 0) yield buffer!.subarray(0, size);
-}
-
 /** Whether the request carries a body (a length above zero, or chunked transfer). */
 export function hasBody(request: IncomingMessage): boolean {
   if (request.headers['transfer-encoding'] !== undefined) return true;

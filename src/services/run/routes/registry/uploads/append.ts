@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BlobPin } from '../../../../../store/blob/refs.ts';
 import type { Upload } from '../../../repository.ts';
-import { bodyChunks, coalesceReused, declaredLength, disconnectSignal, hasBody } from '../../../registry/body.ts';
+import { bodyChunks, coalesce, declaredLength, disconnectSignal, hasBody } from '../../../registry/body.ts';
 import { uploadUnknown } from '../../../registry/errors.ts';
 import type { RouteDeps } from '../../deps.ts';
 import {
@@ -47,7 +47,7 @@ export async function appendChunk(
     try {
       const remaining = deps.maxBlobBytes - upload.size;
       const sizeHint = declaredLength(request.raw);
-      part = await blobs.put(coalesceReused(bodyChunks(request.raw, deps.received)), {
+      part = await blobs.put(coalesce(bodyChunks(request.raw, deps.received)), {
         maxBytes: remaining,
         signal: disconnect.signal,
         ...(sizeHint === undefined ? {} : { sizeHint }),

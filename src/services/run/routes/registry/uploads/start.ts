@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { digestProblem } from '../../../names.ts';
-import { bodyChunks, coalesceReused } from '../../../registry/body.ts';
+import { bodyChunks, coalesce } from '../../../registry/body.ts';
 import { denied, digestInvalid } from '../../../registry/errors.ts';
 import type { RouteDeps } from '../../deps.ts';
 import { access, checkDeclaredSize, drain, pinBlob, storeBlob, storeError } from '../common.ts';
@@ -31,7 +31,7 @@ export async function startUpload(
       throw digestInvalid(problem);
     }
     checkDeclaredSize(deps, request, 0);
-    const info = await storeBlob(deps, coalesceReused(bodyChunks(request.raw, deps.received)), request, reply, digest);
+    const info = await storeBlob(deps, coalesce(bodyChunks(request.raw, deps.received)), request, reply, digest);
     const pin = await pinBlob(deps, info.sha256);
     const linked = await deps.repository.linkBlob(name, user, digest, info.size, pin).catch((error: unknown) => {
       throw storeError(error);
