@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import http from 'node:http';
 import type autocannon from 'autocannon';
 import { benchDatabaseUrl, interleaved, report, startBareServer, startStratus } from './lib.ts';
+import { recordResult } from './results.ts';
 
 const OBJECTS = 10_000;
 
@@ -122,6 +123,20 @@ export async function run(): Promise<void> {
       baseline!,
       [mixed!],
     );
+    recordResult({
+      bench: 'config',
+      path: 'config via the public port, 90% GET 10% PATCH (autocannon)',
+      figure: mixed!.requestsPerSecond,
+      unit: 'req/s',
+      p50: mixed!.p50,
+      p99: mixed!.p99,
+      peer: {
+        name: 'bare node:http, fixed JSON',
+        figure: baseline!.requestsPerSecond,
+        p50: baseline!.p50,
+        p99: baseline!.p99,
+      },
+    });
   } finally {
     await stratus.stop();
     await database.drop();
