@@ -341,6 +341,13 @@ export async function run(): Promise<void> {
       peer: { name: 'the same server idle', figure: idle / MiB },
       target: '≤ idle + 300 MiB',
       met,
+      note: `after the workload ${breakdown}; growth by step: ${steps
+        .slice(1)
+        .map(
+          (step, i) =>
+            `${step.after} ${step['RSS MiB'] - steps[i]!['RSS MiB'] >= 0 ? '+' : ''}${step['RSS MiB'] - steps[i]!['RSS MiB']} MiB`,
+        )
+        .join(', ')}`,
     });
     flagFailures(loads);
   } finally {

@@ -80,7 +80,7 @@ describe('bench results', () => {
     // A pipe in a cell is escaped, so the row keeps its columns.
     assert.match(
       rows[1]!,
-      /^\| kv \| set \\\| put \| 15,000 req\/s \|  \| skipped: etcd-server could not be installed \|/,
+      /^\| kv \| set \\\| put \| 15,000 req\/s \| {2}\| skipped: etcd-server could not be installed \|/,
     );
     assert.match(rows[1]!, /\| \*\*no\*\* \|$/);
     assert.match(markdown, /- Commit: abc1234/);
