@@ -15,6 +15,7 @@ import {
   type Child,
   type LoadResult,
   cpuSeconds,
+  combineRounds,
 } from './lib.ts';
 import { startNginx } from './nginx.ts';
 import { recordResult } from './results.ts';
@@ -110,17 +111,8 @@ async function interleavedWrk(binary: string, scenarios: Scenario[]): Promise<Me
     }
   }
   return rounds.map((results, i) => {
-    const statuses: Record<string, number> = {};
-    for (const r of results)
-      for (const [code, n] of Object.entries(r.statuses ?? {})) statuses[code] = (statuses[code] ?? 0) + n;
     return {
-      name: scenarios[i]!.name,
-      requestsPerSecond: results.reduce((n, r) => n + r.requestsPerSecond, 0) / results.length,
-      p50: Math.max(...results.map((r) => r.p50)),
-      p99: Math.max(...results.map((r) => r.p99)),
-      errors: results.reduce((n, r) => n + r.errors, 0),
-      non2xx: results.reduce((n, r) => n + r.non2xx, 0),
-      statuses,
+      ...combineRounds(scenarios[i]!.name, results),
       ...(scenarios[i]!.cpuPid !== undefined && cpu[i]!.known && cpu[i]!.requests > 0
         ? { cpuMicrosPerRequest: Math.round((cpu[i]!.seconds / cpu[i]!.requests) * 1e6) }
         : {}),

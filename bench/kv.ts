@@ -13,6 +13,7 @@ import {
   stopper,
   type Child,
   type LoadResult,
+  combineRounds,
 } from './lib.ts';
 import { freePort } from './nginx.ts';
 import { debianPeer, versionOf } from './peers.ts';
@@ -163,15 +164,7 @@ async function interleavedWrk(binary: string, scenarios: Scenario[]): Promise<Lo
   for (let round = 0; round < ROUNDS; round++)
     for (const [i, scenario] of scenarios.entries())
       rounds[i]!.push(await wrkPool(binary, scenario, DURATION_S / ROUNDS));
-  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-  return rounds.map((results, i) => ({
-    name: scenarios[i]!.name,
-    requestsPerSecond: mean(results.map((r) => r.requestsPerSecond)),
-    p50: Math.max(...results.map((r) => r.p50)),
-    p99: Math.max(...results.map((r) => r.p99)),
-    errors: results.reduce((n, r) => n + r.errors, 0),
-    non2xx: results.reduce((n, r) => n + r.non2xx, 0),
-  }));
+  return rounds.map((results, i) => combineRounds(scenarios[i]!.name, results));
 }
 
 function table(title: string, results: LoadResult[], baseline: LoadResult): void {

@@ -24,6 +24,7 @@ import {
   type Child,
   type LoadResult,
   cpuSeconds,
+  combineRounds,
 } from './lib.ts';
 import { freePort } from './nginx.ts';
 import { npmPeer } from './peers.ts';
@@ -236,15 +237,7 @@ async function versusWorkerd(stratus: Child, helloId: string, dir: string, child
     `CPU per request: Stratus ${stratusCpu.process} µs (main thread ${stratusCpu.main} µs)` +
       (workerdCpu !== undefined ? `, workerd ${workerdCpu} µs` : ''),
   );
-  const [ours, peer] = rounds.map((results) => ({
-    name: results[0]!.name,
-    requestsPerSecond: results.reduce((n, r) => n + r.requestsPerSecond, 0) / results.length,
-    p50: Math.max(...results.map((r) => r.p50)),
-    p99: Math.max(...results.map((r) => r.p99)),
-    errors: results.reduce((n, r) => n + r.errors, 0),
-    non2xx: results.reduce((n, r) => n + r.non2xx, 0),
-    statuses: Object.assign({}, ...results.map((r) => r.statuses ?? {})) as Record<string, number>,
-  }));
+  const [ours, peer] = rounds.map((results) => combineRounds(results[0]!.name, results));
   report(
     `lambda: warm hello-world, wrk ${CONNECTIONS} connections, 2 rounds of ${seconds} s, store ${stratus.store} (target ≥ 0.8× workerd and ≥ 12k req/s)`,
     peer ?? ours!,

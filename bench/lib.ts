@@ -146,16 +146,23 @@ export async function interleaved(
     for (const [i, scenario] of scenarios.entries())
       rounds[i]!.push(await load(scenario.name, { ...scenario.options, duration: options.roundSeconds }));
   }
-  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-  return rounds.map((results, i) => ({
-    name: scenarios[i]!.name,
-    requestsPerSecond: mean(results.map((r) => r.requestsPerSecond)),
+  return rounds.map((results, i) => combineRounds(scenarios[i]!.name, results));
+}
+
+/**
+ * One scenario's interleaved rounds as one result: the mean rate, the worst percentiles (a round
+ * that stalled shows), and every error and non-2xx answer counted.
+ */
+export function combineRounds(name: string, results: LoadResult[]): LoadResult {
+  return {
+    name,
+    requestsPerSecond: results.reduce((sum, r) => sum + r.requestsPerSecond, 0) / results.length,
     p50: Math.max(...results.map((r) => r.p50)),
     p99: Math.max(...results.map((r) => r.p99)),
     errors: results.reduce((n, r) => n + r.errors, 0),
     non2xx: results.reduce((n, r) => n + r.non2xx, 0),
     statuses: addStatuses(results),
-  }));
+  };
 }
 
 /**
