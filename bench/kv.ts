@@ -1,9 +1,8 @@
-import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import {
   benchDatabaseUrl,
@@ -18,7 +17,7 @@ import {
 import { freePort } from './nginx.ts';
 import { debianPeer, versionOf } from './peers.ts';
 import { recordResult } from './results.ts';
-import { parseWrk, wrkPath } from './wrk.ts';
+import { wrk, wrkPath } from './wrk.ts';
 
 // `npm run bench -- kv`: on one `stratus serve` (services kv and config), through its internal
 // port (the trusted network, presence-only auth), kv set and get, and a config read as the
@@ -41,8 +40,6 @@ const HOST = 'kv.localhost';
 const CONFIG_HOST = 'config.localhost';
 const IDENTITY = JSON.stringify({ user: { id: 'bench' } });
 const identity = { 'x-gateway-authentication': IDENTITY };
-
-const run_ = promisify(execFile);
 
 function call(
   port: number,
@@ -98,63 +95,15 @@ interface Scenario {
   requests: PoolRequest[];
 }
 
-/**
- * One wrk run cycling through a pool of requests (bench/wrk.ts sends one fixed request; random
- * keys need a Lua `request` function). Each request is formatted once, in `init`.
- */
-async function wrkPool(binary: string, scenario: Scenario, seconds: number): Promise<LoadResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'stratus-wrk-kv-'));
-  try {
-    const script = join(dir, 'pool.lua');
-    // wrk.format adds its own Host unless the table has "Host" (capitalised) already.
-    const headers = Object.entries(scenario.headers).map(
-      ([k, v]) => `[${JSON.stringify(k.toLowerCase() === 'host' ? 'Host' : k)}] = ${JSON.stringify(v)}`,
-    );
-    const rows = scenario.requests.map(
-      (r) =>
-        `{${JSON.stringify(r.method)}, ${JSON.stringify(r.path)}, ${r.body === undefined ? 'nil' : JSON.stringify(r.body)}}`,
-    );
-    writeFileSync(
-      script,
-      `local pool = {\n${rows.join(',\n')}\n}
-local headers = {${headers.join(', ')}}
-local formatted = {}
-local at = 0
-init = function(args)
-  for i, r in ipairs(pool) do
-    local h = {}
-    for k, v in pairs(headers) do h[k] = v end
-    formatted[i] = wrk.format(r[1], r[2], h, r[3])
-  end
-end
-request = function()
-  at = at % #formatted + 1
-  return formatted[at]
-end
-`,
-    );
-    const { stdout } = await run_(
-      binary,
-      [
-        '-t1',
-        `-c${CONNECTIONS}`,
-        `-d${Math.max(1, Math.round(seconds))}s`,
-        '--timeout',
-        '10s',
-        '--latency',
-        '-s',
-        script,
-        scenario.url,
-      ],
-      {
-        timeout: (seconds + 30) * 1000,
-        maxBuffer: 16 * 1024 * 1024,
-      },
-    );
-    return parseWrk(scenario.name, stdout);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+/** One wrk run cycling through the scenario's pool of requests (random keys). */
+function wrkPool(binary: string, scenario: Scenario, seconds: number): Promise<LoadResult> {
+  return wrk(binary, scenario.name, {
+    url: scenario.url,
+    headers: scenario.headers,
+    requests: scenario.requests,
+    connections: CONNECTIONS,
+    seconds,
+  });
 }
 
 /** Scenarios in alternating rounds after one warm-up each (lib.ts `interleaved`, with wrk). */

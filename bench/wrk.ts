@@ -13,6 +13,11 @@ export interface WrkOptions {
   method?: string;
   headers?: Record<string, string>;
   body?: string;
+  /**
+   * Or a pool of requests sent in turn (random keys), each formatted once in the script's `init`
+   * with `headers`; `method` and `body` are then ignored.
+   */
+  requests?: { method: string; path: string; body?: string }[];
   /** Open connections (default 50). */
   connections?: number;
   /** wrk threads (default 1: on a 2-core machine the other core belongs to the server). */
@@ -66,20 +71,15 @@ export async function wrk(wrkBinary: string, name: string, options: WrkOptions):
     const script = join(dir, 'request.lua');
     writeFileSync(
       script,
-      [
-        `wrk.method = ${JSON.stringify(options.method ?? 'GET')}`,
-        options.body !== undefined ? `wrk.body = ${JSON.stringify(options.body)}` : '',
-        ...Object.entries(options.headers ?? {}).map(
-          ([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`,
-        ),
-      ].join('\n'),
+      options.requests ? poolScript(options.requests, options.headers ?? {}) : fixedScript(options),
     );
     const { stdout } = await run(
       wrkBinary,
       [
         `-t${options.threads ?? 1}`,
         `-c${options.connections ?? 50}`,
-        `-d${options.seconds}s`,
+        // wrk takes whole seconds.
+        `-d${Math.max(1, Math.round(options.seconds))}s`,
         '--timeout',
         '10s',
         '--latency',
@@ -93,4 +93,43 @@ export async function wrk(wrkBinary: string, name: string, options: WrkOptions):
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** One fixed request: wrk's own `wrk.method`, `wrk.body` and `wrk.headers`. */
+function fixedScript(options: WrkOptions): string {
+  return [
+    `wrk.method = ${JSON.stringify(options.method ?? 'GET')}`,
+    options.body !== undefined ? `wrk.body = ${JSON.stringify(options.body)}` : '',
+    ...Object.entries(options.headers ?? {}).map(
+      ([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`,
+    ),
+  ].join('\n');
+}
+
+/** A pool of requests sent in turn, each formatted once in `init` (a Lua `request` function). */
+function poolScript(requests: NonNullable<WrkOptions['requests']>, headers: Record<string, string>): string {
+  // wrk.format adds its own Host unless the table has "Host" (capitalised) already.
+  const fields = Object.entries(headers).map(
+    ([k, v]) => `[${JSON.stringify(k.toLowerCase() === 'host' ? 'Host' : k)}] = ${JSON.stringify(v)}`,
+  );
+  const rows = requests.map(
+    (r) =>
+      `{${JSON.stringify(r.method)}, ${JSON.stringify(r.path)}, ${r.body === undefined ? 'nil' : JSON.stringify(r.body)}}`,
+  );
+  return `local pool = {\n${rows.join(',\n')}\n}
+local headers = {${fields.join(', ')}}
+local formatted = {}
+local at = 0
+init = function(args)
+  for i, r in ipairs(pool) do
+    local h = {}
+    for k, v in pairs(headers) do h[k] = v end
+    formatted[i] = wrk.format(r[1], r[2], h, r[3])
+  end
+end
+request = function()
+  at = at % #formatted + 1
+  return formatted[at]
+end
+`;
 }
