@@ -29,6 +29,14 @@ const THREADS = 1;
 /** The issue's target for the remote-upstream proxy. */
 const PROXY_TARGET = 0.9;
 
+/** bench/node-proxy.ts in a process of its own, forwarding to the upstream's internal port. */
+async function startNodeProxy(upstreamPort: number): Promise<Child> {
+  const script = fileURLToPath(new URL('./node-proxy.ts', import.meta.url));
+  const child = spawnServer(['--import', 'tsx', script, String(upstreamPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const match = await waitForPorts(child, /node proxy port (\d+)\n/);
+  return { port: Number(match[1]), internalPort: 0, pid: child.pid, stop: stopper(child) };
+}
+
 async function startStandalone(service: string, dataDir: string, databaseUrl: string | undefined): Promise<Child> {
   const script = fileURLToPath(new URL('./standalone-service.ts', import.meta.url));
   const child = spawnServer(['--no-node-snapshot', '--import', 'tsx', script, service, dataDir], {
@@ -174,6 +182,8 @@ export async function run(): Promise<void> {
     if (staticNginx) children.push(staticNginx);
     const proxyNginx = await startNginx({ proxyTo: upstream.internalPort });
     if (proxyNginx) children.push(proxyNginx);
+    const nodeProxy = await startNodeProxy(upstream.internalPort);
+    children.push(nodeProxy);
 
     const identity = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-bench' } }) };
     const created = await post(gateway.internalPort, 'apikeys.localhost', '/v0/apikeys', '{"name":"bench"}', identity);
@@ -199,6 +209,7 @@ export async function run(): Promise<void> {
       ...(proxyNginx
         ? [scenario(`(n) ${proxyNginx.version} proxy → upstream`, proxyNginx.port, {}, nginxWorker(proxyNginx.pid))]
         : []),
+      scenario('(m) bare node:http proxy → upstream', nodeProxy.port, {}, nodeProxy.pid),
       scenario('(d) Stratus front → remote upstream', front.port, {}, front.pid),
     ];
     const results = await interleavedWrk(binary, scenarios);
@@ -207,6 +218,7 @@ export async function run(): Promise<void> {
     const a = byTag('a')!;
     const nginx = byTag('n');
     const remote = byTag('d')!;
+    const nodeFloor = byTag('m')!;
 
     console.log(
       `\ngateway benchmark (store ${storeLabel(bare, gateway, upstream, front)}; wrk -t${THREADS} -c${CONNECTIONS}, ${DURATION_S} s each in ${ROUNDS} interleaved rounds; ratios to (a))`,
@@ -275,13 +287,22 @@ export async function run(): Promise<void> {
     if (nginx) {
       const met =
         remote.requestsPerSecond >= PROXY_TARGET * nginx.requestsPerSecond && remote.p99 <= nginx.p99 / PROXY_TARGET;
+      const nginxPeer = peerOf(nginx, `${proxyNginx!.version} (1 worker) reverse proxy`);
       recordResult({
         ...row,
-        peer: peerOf(nginx, `${proxyNginx!.version} (1 worker) reverse proxy`),
+        peer: nginxPeer,
         met,
-        ...(met
-          ? {}
-          : { note: gapNote((remote as Measured).cpuMicrosPerRequest, (nginx as Measured).cpuMicrosPerRequest) }),
+        ...(met ? {} : { note: gapNote(remote as Measured, nginx as Measured, nodeFloor as Measured) }),
+      });
+      recordResult({
+        bench: 'gateway',
+        path: "bare node:http reverse proxy (Node's floor for a proxy), GET /version",
+        figure: Math.round(nodeFloor.requestsPerSecond),
+        unit: 'req/s',
+        p50: nodeFloor.p50,
+        p99: nodeFloor.p99,
+        peer: nginxPeer,
+        note: `informational: node:http server and keep-alive agent, no gateway work${cpuText(nodeFloor as Measured)}`,
       });
       console.log(
         `remote upstream / nginx proxy: ${(remote.requestsPerSecond / nginx.requestsPerSecond).toFixed(2)}× (p99 ${round2(remote.p99)} vs ${round2(nginx.p99)} ms)`,
@@ -296,17 +317,22 @@ export async function run(): Promise<void> {
   }
 }
 
+const cpuText = (r: Measured) =>
+  r.cpuMicrosPerRequest === undefined ? '' : `; ${r.cpuMicrosPerRequest} µs CPU per request`;
+
 /**
  * Why the target is missed, from the front's profiles (perf and --cpu-prof): the front spends
  * several times nginx's CPU per proxied request, spread over Node's HTTP server, the gateway's
  * pipeline, V8 (GC, property access) and the kernel's loopback TCP, with no single hotspot left;
  * on a 2-core machine wrk, the proxy and the upstream share the CPU, so the rate follows that
- * cost. The CPU figures are this run's.
+ * cost. The bare node:http proxy beside it shows how much of the gap Node's own HTTP stack takes
+ * before any gateway work. The figures are this run's.
  */
-function gapNote(stratusMicros: number | undefined, nginxMicros: number | undefined): string {
+function gapNote(remote: Measured, nginx: Measured, nodeFloor: Measured): string {
   const cost =
-    stratusMicros !== undefined && nginxMicros !== undefined
-      ? `the front used ${stratusMicros} µs CPU per request, nginx's worker ${nginxMicros} µs`
+    remote.cpuMicrosPerRequest !== undefined && nginx.cpuMicrosPerRequest !== undefined
+      ? `the front used ${remote.cpuMicrosPerRequest} µs CPU per request, nginx's worker ${nginx.cpuMicrosPerRequest} µs`
       : "the front's CPU per request is several times nginx's";
-  return `${cost} (profile: Node's HTTP server, the gateway pipeline, V8 and loopback TCP, no single hotspot); on 2 cores the proxy's CPU is taken from the upstream's`;
+  const floor = `a bare node:http proxy reached ${(nodeFloor.requestsPerSecond / nginx.requestsPerSecond).toFixed(2)}× nginx${cpuText(nodeFloor)}`;
+  return `${cost}; ${floor} (profile: Node's HTTP server, the gateway pipeline, V8 and loopback TCP, no single hotspot); on 2 cores the proxy's CPU is taken from the upstream's`;
 }
