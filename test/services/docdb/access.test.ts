@@ -215,7 +215,7 @@ describe('key verification cache', () => {
   before(async () => {
     db = await createDatabase(service, 'cache-owner');
     key = await createApiKey(service, db.id, as('cache-owner'));
-    repository = new DatabaseRepository(service.store.sql);
+    repository = new DatabaseRepository(service.store.sql, service.store.notifier);
   });
 
   test('a success is cached: concurrent and repeated checks of a pair cost one bcrypt', async () => {
