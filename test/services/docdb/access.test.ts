@@ -233,6 +233,19 @@ describe('key verification cache', () => {
     }
   });
 
+  test('the database record is read once, and read again after any change made through any repository of the store', async () => {
+    const record = await repository.get(db.id);
+    assert.equal(await repository.get(db.id), record, 'served from the cache');
+    assert.ok(Object.isFrozen(record) && Object.isFrozen(record!.api_keys), 'shared records cannot be changed');
+    // Changed through the service's own repository: this one sees it at once.
+    const added = await createApiKey(service, db.id, as('cache-owner'), 'added');
+    const after = await repository.get(db.id);
+    assert.notEqual(after, record);
+    assert.ok(after!.api_keys.includes(added.key));
+    assert.ok(await repository.deleteKey(db.id, added.key));
+    assert.ok(!(await repository.get(db.id))!.api_keys.includes(added.key));
+  });
+
   test('failures are never cached; secrets that cannot be ours cost no bcrypt', async () => {
     const access = new DocdbAccess(repository, service.store.notifier);
     try {
