@@ -111,6 +111,10 @@ export class Authenticator {
     const apiSecret = single(req.headers['api-secret']);
     let hash: string | undefined;
     if (apiKey && apiSecret) {
+      // Another service's key (a docdb database key on every call to it) with no other credential:
+      // anonymous at once, as the lookup just made for it answered.
+      if (this.keys.knownUnknown(apiKey) && req.headers.authorization === undefined && req.headers.cookie === undefined)
+        return ANONYMOUS;
       hash = ApiKeyVerifier.pairHash(apiKey, apiSecret);
       const cached = this.keys.cached(hash);
       if (cached) {
@@ -192,6 +196,8 @@ export class Authenticator {
     address: string,
     hash = ApiKeyVerifier.pairHash(key, secret),
   ): Promise<AuthOutcome | null> {
+    // Looked up and not found a moment ago: unknown again, without a lookup or the guard's read.
+    if (this.keys.knownUnknown(key)) return null;
     // Where other instances revoke too, a cached success is confirmed by a notifier fence.
     const confirmed = await this.keys.confirmed(hash);
     if (confirmed) return this.keyOutcome(confirmed, scope, credential);

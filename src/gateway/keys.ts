@@ -20,6 +20,13 @@ export type KeyCheck = { status: 'unknown' } | { status: 'wrong_secret' } | { st
 type StoredKey = Pick<VerifiedKey, 'key' | 'owner' | 'scopes'>;
 
 const MAX_ENTRIES = 10_000;
+/**
+ * How long a key found nowhere is taken as unknown without a lookup. Such keys are mostly other
+ * services' own (a docdb database key, sent on every call to it). Platform keys are
+ * `crypto.randomUUID()` made at creation (apikeys README: Keys), so a key looked up before it
+ * existed could only be created later by a collision; the bound keeps even that window short.
+ */
+const UNKNOWN_TTL_MS = 10_000;
 
 /**
  * Checks `Api-Key` + `Api-Secret` pairs (root README.md, Signing in) with the shared checker
@@ -31,12 +38,16 @@ const MAX_ENTRIES = 10_000;
  */
 export class ApiKeyVerifier {
   private readonly checker: CredentialChecker<VerifiedKey, StoredKey>;
+  /** Keys a lookup did not find, with when that stops counting (insertion order: oldest first). */
+  private readonly unknownKeys = new Map<string, number>();
+  private readonly stopResync: () => void;
 
   constructor(
     private readonly connection: SqlConnection,
     notifier: Notifier,
     ttlMs = 60_000,
   ) {
+    this.stopResync = notifier.onResync(() => this.unknownKeys.clear());
     this.checker = new CredentialChecker<VerifiedKey, StoredKey>(notifier, {
       lookup: async (key) => {
         const stored = await findApiKey(this.connection, key);
@@ -80,7 +91,27 @@ export class ApiKeyVerifier {
   }
 
   async check(key: string, secret: string, hash = ApiKeyVerifier.pairHash(key, secret)): Promise<KeyCheck> {
-    return toKeyCheck(await this.checker.check(key, secret, hash));
+    const check = toKeyCheck(await this.checker.check(key, secret, hash));
+    if (check.status === 'unknown') this.rememberUnknown(key);
+    return check;
+  }
+
+  /**
+   * True when a lookup found no such key within the last few seconds: the caller treats it as
+   * unknown again without a lookup (nor a bcrypt, which an unknown key never costs).
+   */
+  knownUnknown(key: string): boolean {
+    const until = this.unknownKeys.get(key);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.unknownKeys.delete(key);
+    return false;
+  }
+
+  private rememberUnknown(key: string): void {
+    this.unknownKeys.delete(key);
+    if (this.unknownKeys.size >= MAX_ENTRIES) this.unknownKeys.delete(this.unknownKeys.keys().next().value!);
+    this.unknownKeys.set(key, Date.now() + UNKNOWN_TTL_MS);
   }
 
   private async withOwner(stored: StoredKey): Promise<VerifiedKey> {
@@ -99,10 +130,12 @@ export class ApiKeyVerifier {
 
   clear(): void {
     this.checker.forgetAll();
+    this.unknownKeys.clear();
   }
 
   close(): void {
     this.checker.close();
+    this.stopResync();
   }
 }
 

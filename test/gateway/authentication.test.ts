@@ -107,6 +107,25 @@ describe('gateway authentication (gateway.md §3, apikeys.md §2.3)', () => {
       assert.equal(required.status, 401);
     });
 
+    it('takes a key found nowhere as unknown for a while, without another lookup, and answers alike', async () => {
+      // Another service's key (a docdb database key) comes on every call to that service.
+      const headers = {
+        'api-key': '33333333-3333-4333-8333-333333333333',
+        'api-secret': '44444444-4444-4444-8444-444444444444',
+      };
+      assert.equal(h.keys.knownUnknown(headers['api-key']), false);
+      const first = await h.call({ path: '/v1/databases', host: 'docdb.localhost', headers });
+      assert.equal(first.status, 200);
+      assert.equal(h.keys.knownUnknown(headers['api-key']), true);
+      for (const res of [first, await h.call({ path: '/v1/databases', host: 'docdb.localhost', headers })]) {
+        assert.equal(res.status, 200);
+        assert.equal(h.seen(res).headers['x-gateway-authentication'], undefined);
+        assert.equal(h.seen(res).headers['api-key'], headers['api-key']);
+      }
+      assert.equal((await h.call({ path: '/v0/apikeys', host: 'api.localhost', headers })).status, 401);
+      assert.equal(h.keys.knownUnknown(key.key), false, 'a key that exists is never taken as unknown');
+    });
+
     it('treats only one of the two key headers as no credentials', async () => {
       const res = await h.call({ path: '/x', headers: { 'api-key': key.key } });
       assert.equal(res.status, 200);

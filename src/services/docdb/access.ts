@@ -26,8 +26,8 @@ const MAX_CACHED_CHECKS = 10_000;
  *
  * A successful key check is cached for at most 60 s under a SHA-256 of key and secret (never the
  * secret itself); failures never are, and concurrent checks of one pair share one bcrypt. A key
- * stops working at once everywhere: the database record read on every request lists the keys it
- * still has, so a deleted key of this database fails even on an instance whose cache still holds
+ * stops working at once everywhere: the database record checked on every request (cached, and
+ * current on every instance: repository/databases.ts) lists the keys it still has, so a deleted key of this database fails even on an instance whose cache still holds
  * it; a cached key of another database is looked up again before the 403; and the revocation
  * published on the notifier drops the cached checks on every instance (all of them after a
  * notifier reconnect, when messages may have been missed).

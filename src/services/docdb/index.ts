@@ -28,12 +28,13 @@ export const docdbService: ServiceDefinition = {
     // Integers above 2^53 stay exact in every body and every answer (README: Responses), not only
     // in documents: bodies are parsed (exactJson) and replies serialized by the exact JSON module.
     app.setReplySerializer((payload) => stringifyJson(payload as JsonValue));
-    const databases = new DatabaseRepository(store.sql);
+    const databases = new DatabaseRepository(store.sql, store.notifier);
     const access = new DocdbAccess(databases, store.notifier);
     const documents = new DocumentStore(store.sql, store.notifier);
     const filters = new DocumentFilters();
     app.addHook('onClose', async () => {
       access.close();
+      databases.close();
       documents.close();
       await filters.close();
     });

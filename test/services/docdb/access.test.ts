@@ -215,7 +215,7 @@ describe('key verification cache', () => {
   before(async () => {
     db = await createDatabase(service, 'cache-owner');
     key = await createApiKey(service, db.id, as('cache-owner'));
-    repository = new DatabaseRepository(service.store.sql);
+    repository = new DatabaseRepository(service.store.sql, service.store.notifier);
   });
 
   test('a success is cached: concurrent and repeated checks of a pair cost one bcrypt', async () => {
@@ -231,6 +231,19 @@ describe('key verification cache', () => {
     } finally {
       access.close();
     }
+  });
+
+  test('the database record is read once, and read again after any change made through any repository of the store', async () => {
+    const record = await repository.get(db.id);
+    assert.equal(await repository.get(db.id), record, 'served from the cache');
+    assert.ok(Object.isFrozen(record) && Object.isFrozen(record!.api_keys), 'shared records cannot be changed');
+    // Changed through the service's own repository: this one sees it at once.
+    const added = await createApiKey(service, db.id, as('cache-owner'), 'added');
+    const after = await repository.get(db.id);
+    assert.notEqual(after, record);
+    assert.ok(after!.api_keys.includes(added.key));
+    assert.ok(await repository.deleteKey(db.id, added.key));
+    assert.ok(!(await repository.get(db.id))!.api_keys.includes(added.key));
   });
 
   test('failures are never cached; secrets that cannot be ours cost no bcrypt', async () => {

@@ -6,7 +6,9 @@ import {
   type DeleteOwnerResult,
 } from '../../owners.ts';
 import { isUuidV4, newId, rfc3339 } from '../../../core/ids.ts';
+import { SizedCache } from '../../../store/cache.ts';
 import type { SqlConnection } from '../../../store/db.ts';
+import { SharedCache, type ChangeFeed } from '../../../store/shared-cache.ts';
 import { all, first, run } from '../../../store/sql-work.ts';
 import type { SqlDatabase } from '../../../store/sql/types.ts';
 
@@ -59,7 +61,22 @@ function toRecord(row: Omit<DatabaseRow, 'key'>, owners: string[], keys: string[
   };
 }
 
-/** Each database with its keys, one row per key (a database without keys: one row, `key` null). */
+/** Carries the id of a database whose record (name, owners, keys) changed, to every instance. */
+const DATABASES_CHANGED_TOPIC = 'docdb.databases.changed';
+/** Records cached, measured in characters of their ids, name and lists (a few hundred each). */
+const RECORD_CACHE_CHARS = 4 * 1024 * 1024;
+
+/** The record cache of each store, shared by the repositories on it. */
+const recordCaches = new WeakMap<SqlDatabase, { cache: SharedCache<DatabaseRecord>; users: number }>();
+
+function recordSize(record: DatabaseRecord): number {
+  let size = 64 + record.id.length + record.name.length + record.creation_date.length;
+  for (const owner of record.owners) size += owner.length + 8;
+  for (const key of record.api_keys) size += key.length + 8;
+  return size;
+}
+
+/** Each database with its keys (a database without keys: one row, `key` null). */
 const SELECT_RECORDS =
   'select d.id, d.name, d.created_at, d.owners, k.key from docdb_databases d left join docdb_api_keys k on k.database_id = d.id';
 
@@ -86,16 +103,59 @@ function groupRecords(rows: readonly DatabaseRow[]): DatabaseRecord[] {
  */
 export class DatabaseRepository {
   private readonly sql: SqlDatabase;
+  /**
+   * The record by id: it is read on every database-scoped request (access.ts), and every change
+   * to a database, its owners or its keys goes through this class, which drops the entry here and,
+   * where other instances write too, on every instance before a hit is trusted (SharedCache).
+   * Repositories on one store share one cache, so a second app in the same process (tests build
+   * two instances on one embedded store) sees the other's writes. Records handed out are frozen.
+   */
+  private readonly records: SharedCache<DatabaseRecord>;
+  private closed = false;
 
-  constructor(private readonly connection: SqlConnection) {
+  /** `feed` is required where the process is not the database's only writer. */
+  constructor(
+    private readonly connection: SqlConnection,
+    feed?: ChangeFeed,
+  ) {
     this.sql = connection.database;
+    let shared = recordCaches.get(this.sql);
+    if (!shared) {
+      const cache = new SizedCache(RECORD_CACHE_CHARS, recordSize);
+      shared = { cache: new SharedCache(cache, DATABASES_CHANGED_TOPIC, this.sql.soleWriter, feed), users: 0 };
+      recordCaches.set(this.sql, shared);
+    }
+    shared.users++;
+    this.records = shared.cache;
+  }
+
+  /** Releases the record cache (the last repository of the store stops listening for changes). */
+  close(): void {
+    const shared = recordCaches.get(this.sql);
+    if (this.closed || !shared) return;
+    this.closed = true;
+    if (--shared.users > 0) return;
+    shared.cache.close();
+    recordCaches.delete(this.sql);
   }
 
   async get(id: string): Promise<DatabaseRecord | null> {
     if (!isUuidV4(id)) return null;
-    // Read on every database-scoped request: synchronous on SQLite when the connection is free.
-    const rows = await this.sql.read(() => all<DatabaseRow>(`${SELECT_RECORDS} where d.id = ? order by k.seq`, id));
-    return groupRecords(rows)[0] ?? null;
+    return this.records.read(id, async () => {
+      const rows = await this.sql.read(() => all<DatabaseRow>(`${SELECT_RECORDS} where d.id = ? order by k.seq`, id));
+      const record = groupRecords(rows)[0];
+      return record ? frozen(record) : null;
+    });
+  }
+
+  /** Runs a write that changes database `id`'s record; the cached record is dropped around it. */
+  private async changing<T>(id: string, write: () => Promise<T>): Promise<T> {
+    this.records.writing(id);
+    try {
+      return await write();
+    } finally {
+      await this.records.written(id);
+    }
   }
 
   /** Every database `userId` owns, in creation order. */
@@ -137,7 +197,9 @@ export class DatabaseRepository {
   /** Renames the database; null when it does not exist. */
   async rename(id: string, name: string): Promise<DatabaseRecord | null> {
     if (!isUuidV4(id)) return null;
-    const changed = await this.sql.write(() => run('update docdb_databases set name = ? where id = ?', name, id));
+    const changed = await this.changing(id, () =>
+      this.sql.write(() => run('update docdb_databases set name = ? where id = ?', name, id)),
+    );
     if (changed === 0) return null;
     return this.get(id);
   }
@@ -148,10 +210,12 @@ export class DatabaseRepository {
    */
   async delete(id: string): Promise<{ id: string; name: string; creation_date: string } | null> {
     if (!isUuidV4(id)) return null;
-    const row = await this.sql.write(() =>
-      first<{ id: string; name: string; created_at: string }>(
-        'delete from docdb_databases where id = ? returning id, name, created_at',
-        id,
+    const row = await this.changing(id, () =>
+      this.sql.write(() =>
+        first<{ id: string; name: string; created_at: string }>(
+          'delete from docdb_databases where id = ? returning id, name, created_at',
+          id,
+        ),
       ),
     );
     return row ? { id: row.id, name: row.name, creation_date: row.created_at } : null;
@@ -160,14 +224,16 @@ export class DatabaseRepository {
   /** Stores a key (the secret already hashed); false when the database no longer exists. */
   async createKey(key: NewDatabaseKey): Promise<boolean> {
     try {
-      await this.sql.write(() =>
-        run(
-          'insert into docdb_api_keys (key, database_id, name, secret_hash, created_at) values (?, ?, ?, ?, ?)',
-          key.key,
-          key.databaseId,
-          key.name,
-          key.secretHash,
-          key.createdAt,
+      await this.changing(key.databaseId, () =>
+        this.sql.write(() =>
+          run(
+            'insert into docdb_api_keys (key, database_id, name, secret_hash, created_at) values (?, ?, ?, ?, ?)',
+            key.key,
+            key.databaseId,
+            key.name,
+            key.secretHash,
+            key.createdAt,
+          ),
         ),
       );
       return true;
@@ -181,8 +247,8 @@ export class DatabaseRepository {
   async deleteKey(databaseId: string, key: string): Promise<boolean> {
     if (!isUuidV4(databaseId) || !isUuidV4(key)) return false;
     return (
-      (await this.sql.write(() =>
-        run('delete from docdb_api_keys where key = ? and database_id = ?', key, databaseId),
+      (await this.changing(databaseId, () =>
+        this.sql.write(() => run('delete from docdb_api_keys where key = ? and database_id = ?', key, databaseId)),
       )) > 0
     );
   }
@@ -201,11 +267,20 @@ export class DatabaseRepository {
 
   /** Appends `owner` unless it is one already; the owners after the call, or null when the database does not exist. */
   async addOwner(id: string, owner: string): Promise<string[] | null> {
-    return isUuidV4(id) ? addStoredOwner(this.connection, 'docdb_databases', id, owner) : null;
+    return isUuidV4(id) ? this.changing(id, () => addStoredOwner(this.connection, 'docdb_databases', id, owner)) : null;
   }
 
   /** Removes `owner`; never the last one (a database always keeps an owner). */
   async deleteOwner(id: string, owner: string): Promise<DeleteOwnerResult> {
-    return isUuidV4(id) ? removeStoredOwner(this.connection, 'docdb_databases', id, owner) : { status: 'not_found' };
+    return isUuidV4(id)
+      ? this.changing(id, () => removeStoredOwner(this.connection, 'docdb_databases', id, owner))
+      : { status: 'not_found' };
   }
+}
+
+/** A record shared by every caller of `get`: frozen, so none can change another's copy. */
+function frozen(record: DatabaseRecord): DatabaseRecord {
+  Object.freeze(record.owners);
+  Object.freeze(record.api_keys);
+  return Object.freeze(record);
 }
