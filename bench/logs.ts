@@ -285,7 +285,7 @@ export async function run(): Promise<void> {
         : {
             note:
               store === 'SQLite'
-                ? 'the chunk insert and its commit (WAL write of every page, fsync) run synchronously on the event loop, so bodies are not received meanwhile'
+                ? 'most of the ingest the event loop is inside the chunk insert and its commit (a WAL frame per 4 KiB page, fsync, the checkpoint copying it again), so bodies wait; larger pages or a writer thread are store changes'
                 : 'each body crosses to PostgreSQL (lz4, WAL, fsync) in its insert; the event loop waits on the round trips',
           }),
     });
