@@ -368,6 +368,19 @@ export class LoggerRepository {
     }));
   }
 
+  /** Whether the logger has a chunk of `kind` after `afterId`: one index row, no blob read. */
+  async hasChunkAfter(loggerId: string, kind: 'raw' | 'event', afterId: number): Promise<boolean> {
+    const row = await this.sql.read(() =>
+      first<{ id: number }>(
+        'select id from logs_chunks where logger_id = ? and kind = ? and id > ? order by id limit 1',
+        loggerId,
+        kind,
+        afterId,
+      ),
+    );
+    return row !== undefined;
+  }
+
   /** Whether a stream should read its next batch while it matches the one it has (see `nextChunks`). */
   get readsAhead(): boolean {
     return !this.sql.queriesBlockTheProcess;

@@ -193,7 +193,7 @@ export async function runStream(
       if (!follow || draining) break;
       // Register before re-checking, so an append between the check and the wait is not missed.
       const woken = deps.hub.wait(loggerId, FOLLOW_POLL_MS, waitSignal);
-      if ((await deps.loggers.chunksAfter(loggerId, kind, lastId, 1)).length > 0) continue;
+      if (await deps.loggers.hasChunkAfter(loggerId, kind, lastId)) continue;
       if ((await deps.loggers.owners(loggerId)) === null) break;
       await woken;
     }

@@ -180,6 +180,19 @@ describe('raw ingest and filter', () => {
     assert.ok(performance.now() - deleted < 900, `ended after ${performance.now() - deleted} ms`);
   });
 
+  test('a line follower sends nothing for events ingested meanwhile, then the next line', async () => {
+    const logger = await createLogger(service, 'alice');
+    const key = await createKey(service, logger.id, 'alice');
+    const stream = await openStream(port, `/v1/loggers/${logger.id}/filter?follow`, as('alice'));
+    assert.equal(stream.status, 200);
+    // Events are chunks of the same logger: the follower's "is there more?" must only see lines.
+    const ndjson = '{"project_id":"p1","message":"an event"}\n';
+    assert.equal((await call(service, 'POST', '/v1/ingest/events', withKey(key), ndjson)).statusCode, 200);
+    await ingest(logger.id, 'a line\n');
+    await stream.waitFor((text) => text === 'a line\n', 2_000);
+    stream.close();
+  });
+
   test('a client that disconnects frees its stream, in catch-up and while following', async () => {
     const logger = await createLogger(service, 'alice');
     await ingest(logger.id, 'line\n'.repeat(100_000));
