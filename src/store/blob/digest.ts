@@ -23,8 +23,8 @@ export interface StreamDigest {
 
 export type DigestAlgorithm = 'sha256' | 'md5';
 
-/** Bytes per hand-off: ~1,000 messages per GiB, a few ms of messaging beside ~1 s of hashing. */
-const BATCH_BYTES = 1024 * 1024;
+/** Bytes per hand-off: ~2,000 messages per GiB; 4 in flight hold 2 MiB per stream. */
+const BATCH_BYTES = 512 * 1024;
 /** Batches one stream may have at the worker; past this `update` asks the caller to wait. */
 const BATCHES_IN_FLIGHT = 4;
 /** Batch buffers kept for reuse between streams, beyond which returned ones are dropped. */
