@@ -31,8 +31,8 @@ const READ_AHEAD_BYTES = 4 * 1024 * 1024;
 /**
  * The request body as chunks, each seen by `onChunk` as it is read (read ahead of the store, so
  * hashing overlaps the store's writes instead of waiting for them; `onChunk` throwing stops the
- * body, and a promise it returns is awaited before the next read). A body cut before its end fails with `bodyIncomplete` (or the abort reason once the
- * client's disconnect was noticed).
+ * body, and a promise it returns is awaited before the next read). A body cut before its end
+ * fails with `bodyIncomplete` (or the abort reason once the client's disconnect was noticed).
  *
  * Stopping early leaves the request alone instead of destroying it (which would destroy the
  * socket): the error response (413, 400) can still be written, with `Connection: close` so that
@@ -60,8 +60,8 @@ async function* bodyOf(
 
 /**
  * Streams the request body into the blob store: MD5 (off the main thread once large) and size
- * are computed as the bytes arrive (the store computes SHA-256) and the first 512 bytes are kept for sniffing. At most the
- * read-ahead is held: the socket is read only as fast as storage writes.
+ * are computed as the bytes arrive (the store computes SHA-256) and the first 512 bytes are kept
+ * for sniffing. At most the read-ahead is held: the socket is read only as fast as storage writes.
  * Over `maxBytes` → 413 with nothing stored; an abort stores nothing either.
  */
 export async function receiveBody(
