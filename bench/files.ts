@@ -355,7 +355,12 @@ export async function run(): Promise<void> {
         const up = await withPeakRss(pid, () => uploadLarge(stratusPort, `${base}/large.bin`, auth, LARGE, block));
         seconds.up += up.result;
         upGrowth = Math.max(upGrowth, up.growth);
-        seconds.fsWrite += await baselineWrite(peerFile, LARGE, block);
+        const fsWrite = await baselineWrite(peerFile, LARGE, block);
+        seconds.fsWrite += fsWrite;
+        // Per round: the first includes what the server starts once (the digest worker threads).
+        console.log(
+          `  round ${round + 1}: upload ${(LARGE / 1e6 / up.result).toFixed(0)} MB/s, fs write+fsync ${(LARGE / 1e6 / fsWrite).toFixed(0)} MB/s, server RSS growth ${(up.growth / 2 ** 20).toFixed(1)} MiB`,
+        );
         const down = await withPeakRss(pid, () => downloadLarge(stratusPort, `${base}/large.bin`, auth, LARGE));
         seconds.down += down.result;
         downGrowth = Math.max(downGrowth, down.growth);

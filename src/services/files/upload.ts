@@ -1,7 +1,7 @@
 import { disconnectSignal as disconnectSignalOf } from '../../core/stream.ts';
 import { readAhead } from '../../core/read-ahead.ts';
-import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { streamDigest } from '../../store/blob/digest.ts';
 import { BlobTooLargeError, type BlobInfo, type BlobStore } from '../../store/blob/types.ts';
 import { FilesErrors } from './errors.ts';
 import { SNIFF_LENGTH } from './sniff.ts';
@@ -31,8 +31,8 @@ const READ_AHEAD_BYTES = 4 * 1024 * 1024;
 /**
  * The request body as chunks, each seen by `onChunk` as it is read (read ahead of the store, so
  * hashing overlaps the store's writes instead of waiting for them; `onChunk` throwing stops the
- * body). A body cut before its end fails with `bodyIncomplete` (or the abort reason once the
- * client's disconnect was noticed).
+ * body, and a promise it returns is awaited before the next read). A body cut before its end
+ * fails with `bodyIncomplete` (or the abort reason once the client's disconnect was noticed).
  *
  * Stopping early leaves the request alone instead of destroying it (which would destroy the
  * socket): the error response (413, 400) can still be written, with `Connection: close` so that
@@ -41,13 +41,14 @@ const READ_AHEAD_BYTES = 4 * 1024 * 1024;
 async function* bodyOf(
   request: IncomingMessage,
   signal: AbortSignal,
-  onChunk: (chunk: Buffer) => void,
+  onChunk: (chunk: Buffer) => Promise<void> | undefined,
 ): AsyncGenerator<Buffer, void, undefined> {
   // An empty body read by nobody has not ended yet; one that already ended yields nothing more.
   if (request.readableEnded) return;
   try {
     for await (const chunk of request.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-      onChunk(chunk);
+      const behind = onChunk(chunk);
+      if (behind) await behind;
       yield chunk;
     }
   } catch (error) {
@@ -58,9 +59,9 @@ async function* bodyOf(
 }
 
 /**
- * Streams the request body into the blob store: MD5 and size are computed as the bytes arrive
- * (the store computes SHA-256) and the first 512 bytes are kept for sniffing. At most the
- * read-ahead is held: the socket is read only as fast as storage writes.
+ * Streams the request body into the blob store: MD5 (off the main thread once large) and size
+ * are computed as the bytes arrive (the store computes SHA-256) and the first 512 bytes are kept
+ * for sniffing. At most the read-ahead is held: the socket is read only as fast as storage writes.
  * Over `maxBytes` → 413 with nothing stored; an abort stores nothing either.
  */
 export async function receiveBody(
@@ -68,19 +69,19 @@ export async function receiveBody(
   blobs: BlobStore,
   options: { maxBytes: number; signal: AbortSignal; sizeHint?: number; candidateDueAt?: number },
 ): Promise<ReceivedBody> {
-  const md5 = createHash('md5');
+  const md5 = streamDigest('md5');
   const head = Buffer.alloc(SNIFF_LENGTH);
   let headLength = 0;
   let size = 0;
   const onChunk = (chunk: Buffer) => {
     size += chunk.byteLength;
     if (size > options.maxBytes) throw FilesErrors.payloadTooLarge(options.maxBytes);
-    md5.update(chunk);
     if (headLength < SNIFF_LENGTH) {
       const n = Math.min(SNIFF_LENGTH - headLength, chunk.byteLength);
       head.set(chunk.subarray(0, n), headLength);
       headLength += n;
     }
+    return md5.update(chunk);
   };
   try {
     const info = await blobs.put(
@@ -93,9 +94,11 @@ export async function receiveBody(
         ...(options.candidateDueAt === undefined ? {} : { candidateDueAt: options.candidateDueAt }),
       },
     );
-    return { stored: info, sha256: info.sha256, size, md5: md5.digest('hex'), head: head.subarray(0, headLength) };
+    return { stored: info, sha256: info.sha256, size, md5: await md5.digest(), head: head.subarray(0, headLength) };
   } catch (error) {
     if (error instanceof BlobTooLargeError) throw FilesErrors.payloadTooLarge(options.maxBytes);
     throw error;
+  } finally {
+    md5.dispose();
   }
 }

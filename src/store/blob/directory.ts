@@ -1,8 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { streamDigest } from './digest.ts';
 import {
   BlobDigestMismatchError,
   BlobTooLargeError,
@@ -60,8 +61,8 @@ export function createDirectoryBlobStore(dir: string): BlobStore {
       let placed = false;
       // Writes under way, oldest first: each at its own offset, so they may run side by side.
       const writing: Promise<void>[] = [];
+      const hash = streamDigest('sha256');
       try {
-        const hash = createHash('sha256');
         let size = 0;
         // Chunks are gathered into batches written with one writev each (no chunk is copied to
         // be joined), a few batches under way while the next is read and hashed: the hashing
@@ -84,14 +85,15 @@ export function createDirectoryBlobStore(dir: string): BlobStore {
         for await (const chunk of readSource(source, signal)) {
           size += chunk.byteLength;
           if (maxBytes !== undefined && size > maxBytes) throw new BlobTooLargeError(maxBytes);
-          hash.update(chunk);
+          const behind = hash.update(chunk);
+          if (behind) await behind;
           batch.push(chunk);
           batchBytes += chunk.byteLength;
           if (batchBytes >= WRITE_BATCH_BYTES) await flush();
         }
         if (batchBytes > 0) await flush();
         for (let write = writing.shift(); write; write = writing.shift()) await write;
-        const sha256 = hash.digest('hex');
+        const sha256 = await hash.digest();
         if (expectedSha256 !== undefined && sha256 !== expectedSha256) {
           throw new BlobDigestMismatchError(expectedSha256, sha256);
         }
@@ -114,6 +116,7 @@ export function createDirectoryBlobStore(dir: string): BlobStore {
         }
         return { sha256, size };
       } finally {
+        hash.dispose();
         // A write still in flight (the put failed meanwhile) ends before the file is closed and removed.
         await Promise.allSettled(writing);
         if (handle) await handle.close().catch(() => {});

@@ -1,8 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type pg from 'pg';
 import { GroupCommit, togetherThenAlone, type Settled } from '../group-commit.ts';
 import { reachable } from '../unreachable.ts';
+import { streamDigest } from './digest.ts';
 import {
   BlobDigestMismatchError,
   BlobNotFoundError,
@@ -152,8 +153,8 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
       // statement below, one commit instead of three.
       let registered = false;
       let committed = false;
+      const hash = streamDigest('sha256');
       try {
-        const hash = createHash('sha256');
         let size = 0;
         let seq = 0;
         // One reusable chunk buffer: the query has sent its parameters by the time it resolves.
@@ -178,7 +179,8 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
         for await (const chunk of readSource(source, signal)) {
           size += chunk.byteLength;
           if (maxBytes !== undefined && size > maxBytes) throw new BlobTooLargeError(maxBytes);
-          hash.update(chunk);
+          const behind = hash.update(chunk);
+          if (behind) await behind;
           let offset = 0;
           while (offset < chunk.byteLength) {
             const n = Math.min(chunkSize - filled, chunk.byteLength - offset);
@@ -192,7 +194,7 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
           }
         }
         if (seq === 0) {
-          const sha256 = hash.digest('hex');
+          const sha256 = await hash.digest();
           if (expectedSha256 !== undefined && sha256 !== expectedSha256) {
             throw new BlobDigestMismatchError(expectedSha256, sha256);
           }
@@ -204,7 +206,7 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
         }
         if (filled > 0) await flush(buffer.subarray(0, filled));
 
-        const sha256 = hash.digest('hex');
+        const sha256 = await hash.digest();
         if (expectedSha256 !== undefined && sha256 !== expectedSha256) {
           throw new BlobDigestMismatchError(expectedSha256, sha256);
         }
@@ -230,6 +232,7 @@ export function createPostgresBlobStore(pool: pg.Pool, options: PostgresBlobStor
         committed = true;
         return withCandidate({ sha256, size }, result.rows[0]?.candidate);
       } finally {
+        hash.dispose();
         if (!committed && registered) await discardUpload(pool, uploadId).catch(() => {});
       }
     },
