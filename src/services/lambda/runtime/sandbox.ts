@@ -79,6 +79,11 @@ interface SandboxContext {
   slot: { host: InvocationHost | null; utilityChars: number };
   calls: ivm.Reference;
   utilities: ivm.Reference;
+  /**
+   * `__stratus.callModule`, taken before any user code ran (null until then): a warm call is one
+   * apply, with no closure source to compile as an evalClosure would.
+   */
+  callModule: ivm.Reference | null;
 }
 
 export interface RuntimeOptions {
@@ -302,7 +307,7 @@ export class LambdaRuntime {
     // Module state belongs to one lambda: contexts are kept per lambda and code version.
     const moduleKey = options.contextKey === undefined ? undefined : `${options.contextKey}\u0000${key}`;
     const warm = moduleKey === undefined ? undefined : worker.modules.get(moduleKey);
-    if (moduleKey !== undefined && warm) {
+    if (moduleKey !== undefined && warm?.callModule) {
       // Module state lives on between calls of the same lambda and code version in this isolate,
       // as in a warm container; the request, output buffers and logs are per call.
       worker.modules.delete(moduleKey);
@@ -310,10 +315,7 @@ export class LambdaRuntime {
       onContext(warm, true);
       warm.slot.host = host;
       warm.slot.utilityChars = 0;
-      return await warm.context.evalClosure('return __stratus.callModule($0, $1)', [reqJson, ctxJson], {
-        timeout,
-        result: { promise: true },
-      });
+      return await warm.callModule.apply(undefined, [reqJson, ctxJson], { timeout, result: { promise: true } });
     }
     const context = await isolate.createContext();
     const slot: SandboxContext['slot'] = { host, utilityChars: 0 };
@@ -345,10 +347,14 @@ export class LambdaRuntime {
         return [`!${error instanceof Error ? error.message : String(error)}`, new ArrayBuffer(0)];
       }
     });
-    const sandbox: SandboxContext = { context, slot, calls, utilities };
+    const sandbox: SandboxContext = { context, slot, calls, utilities, callModule: null };
     onContext(sandbox, false);
     await worker.prelude.run(context, { timeout });
-    await context.evalClosure('__stratus.connect($0, $1)', [utilities, calls], { timeout });
+    sandbox.callModule = await context.evalClosure(
+      '__stratus.connect($0, $1); return __stratus.callModule',
+      [utilities, calls],
+      { timeout, result: { reference: true } },
+    );
     await context.evalClosure('__stratus.install($0, $1)', [reqJson, ctxJson], { timeout });
 
     const compiled = this.compiled.get(key) ?? (await this.compile(isolate, key, code));
@@ -626,6 +632,7 @@ function releaseSandbox(sandbox: SandboxContext): void {
   try {
     sandbox.calls.release();
     sandbox.utilities.release();
+    sandbox.callModule?.release();
     sandbox.context.release();
   } catch {
     /* isolate went away meanwhile */
