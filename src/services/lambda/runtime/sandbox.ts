@@ -206,7 +206,7 @@ export class LambdaRuntime {
 
   close(): void {
     this.closed = true;
-    for (const w of this.idle.splice(0)) disposeQuietly(w.isolate);
+    for (const w of this.idle.splice(0)) disposeWorker(w);
     this.live = 0;
     for (const c of this.compiled.values()) c.cachedData?.release();
     this.compiled.clear();
@@ -484,7 +484,7 @@ export class LambdaRuntime {
 
   private release(w: Worker, discard: boolean): void {
     if (discard || this.closed || w.isolate.isDisposed || w.uses >= this.maxUses) {
-      disposeQuietly(w.isolate);
+      disposeWorker(w);
       this.live--;
       // Replace a discarded isolate off the request path so the next call is still warm.
       if (!this.closed) {
@@ -500,7 +500,7 @@ export class LambdaRuntime {
     const next = this.waiting.shift();
     if (next) return next(w);
     if (this.idle.length >= this.maxIdle) {
-      disposeQuietly(w.isolate);
+      disposeWorker(w);
       this.live--;
       return;
     }
@@ -636,6 +636,28 @@ function releaseSandbox(sandbox: SandboxContext): void {
     sandbox.context.release();
   } catch {
     /* isolate went away meanwhile */
+  }
+}
+
+/**
+ * Retires a worker: its warm contexts' references (the host functions they hold among them) are
+ * released now rather than left to the garbage collector, which may only get to them while the
+ * process exits, after isolated-vm's own environment is gone; then the isolate goes.
+ */
+function disposeWorker(w: Worker): void {
+  for (const sandbox of w.modules.values()) releaseSandbox(sandbox);
+  w.modules.clear();
+  for (const script of w.scripts.values()) releaseQuietly(script);
+  w.scripts.clear();
+  releaseQuietly(w.prelude);
+  disposeQuietly(w.isolate);
+}
+
+function releaseQuietly(handle: { release(): void }): void {
+  try {
+    handle.release();
+  } catch {
+    /* its isolate went away meanwhile */
   }
 }
 
