@@ -147,6 +147,26 @@ interface Worker {
 
 class TimeoutSignal extends Error {}
 
+/** One invocation in flight: its worker, the context it runs in, and its wall-clock deadline. */
+interface Call {
+  worker: Worker;
+  sandbox: SandboxContext | undefined;
+  /** The context stays warm for the lambda's next call (it is not released when this one ends). */
+  keep: boolean;
+  timedOut: boolean;
+  /** Rejects the deadline the run races against. */
+  reject: ((reason: unknown) => void) | undefined;
+}
+
+/** The wall-clock limit of a call ran out: its isolate goes, which aborts whatever runs there. */
+function expire(call: Call): void {
+  call.timedOut = true;
+  disposeQuietly(call.worker.isolate);
+  call.reject?.(new TimeoutSignal());
+}
+
+const ignore = (): undefined => undefined;
+
 /**
  * Runs untrusted JavaScript in isolated-vm isolates (never node:vm). Each invocation gets an
  * isolate from a warm pool; a script gets a fresh context, a module the evaluated context of its
@@ -237,30 +257,20 @@ export class LambdaRuntime {
     const worker = await this.acquire();
     options.host?.start?.(Date.now() + this.timeoutMs);
     let discard = false;
-    let sandbox: SandboxContext | undefined;
-    let keep = false;
-    let timer: NodeJS.Timeout | undefined;
     // Host-side wall clock: covers awaits inside the sandbox (a promise that never settles) that
     // isolated-vm's own `timeout` option does not; disposing the isolate aborts whatever runs.
-    let timedOut = false;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        timedOut = true;
-        disposeQuietly(worker.isolate);
-        reject(new TimeoutSignal());
-      }, this.timeoutMs);
-    });
+    // One state object and module-level callbacks: no closures made per call on this path.
+    const call: Call = { worker, sandbox: undefined, keep: false, timedOut: false, reject: undefined };
+    const deadline = new Promise<never>((_, reject) => (call.reject = reject));
+    const timer = setTimeout(expire, this.timeoutMs, call);
     try {
-      const run = this.run(worker, key, code, request, options, (c, kept) => {
-        sandbox = c;
-        keep = kept;
-      });
-      run.catch(() => undefined); // settled by the race below; avoid an unhandled rejection
+      const run = this.run(call, key, code, request, options);
+      run.catch(ignore); // settled by the race below; avoid an unhandled rejection
       const raw = await Promise.race([run, deadline]);
       return decodeOutcome(raw, this.maxResponseBytes);
     } catch (err) {
       discard = true;
-      if (timedOut || err instanceof TimeoutSignal || isTimeoutError(err)) {
+      if (call.timedOut || err instanceof TimeoutSignal || isTimeoutError(err)) {
         return {
           kind: 'error',
           code: 'lambda_timeout',
@@ -283,22 +293,24 @@ export class LambdaRuntime {
       return { kind: 'error', code: 'lambda_error', message: clip(errorMessage(err), MAX_MESSAGE_CHARS), logs: [] };
     } finally {
       clearTimeout(timer);
+      const { sandbox } = call;
       if (sandbox) {
         sandbox.slot.host = null;
-        if (!keep) releaseSandbox(sandbox);
+        if (!call.keep) releaseSandbox(sandbox);
       }
       this.release(worker, discard);
     }
   }
 
+  /** The run in its isolate; `call` learns the context it used and whether that is kept warm. */
   private async run(
-    worker: Worker,
+    call: Call,
     key: string,
     code: string,
     request: LambdaRequest,
     options: InvokeOptions,
-    onContext: (c: SandboxContext, kept: boolean) => void,
   ): Promise<unknown> {
+    const { worker } = call;
     const { isolate } = worker;
     const timeout = this.timeoutMs;
     const reqJson = JSON.stringify(request);
@@ -312,7 +324,8 @@ export class LambdaRuntime {
       // as in a warm container; the request, output buffers and logs are per call.
       worker.modules.delete(moduleKey);
       worker.modules.set(moduleKey, warm);
-      onContext(warm, true);
+      call.sandbox = warm;
+      call.keep = true;
       warm.slot.host = host;
       warm.slot.utilityChars = 0;
       return await warm.callModule.apply(undefined, [reqJson, ctxJson], { timeout, result: { promise: true } });
@@ -348,7 +361,7 @@ export class LambdaRuntime {
       }
     });
     const sandbox: SandboxContext = { context, slot, calls, utilities, callModule: null };
-    onContext(sandbox, false);
+    call.sandbox = sandbox;
     await worker.prelude.run(context, { timeout });
     sandbox.callModule = await context.evalClosure(
       '__stratus.connect($0, $1); return __stratus.callModule',
@@ -372,7 +385,7 @@ export class LambdaRuntime {
       }
       if (moduleKey !== undefined) {
         // Keep the evaluated context for this lambda's next call (the caller must not release it).
-        onContext(sandbox, true);
+        call.keep = true;
         if (worker.modules.size >= MODULE_CONTEXTS_PER_ISOLATE) {
           const oldest = worker.modules.keys().next().value;
           if (oldest !== undefined) {
