@@ -528,28 +528,23 @@ export class LambdaRuntime {
  * `lambda_response_too_large`; console lines are capped again.
  */
 export function decodeOutcome(raw: unknown, maxResponseBytes: number): InvokeResult {
-  const invalid = (why: string, logs: LogLine[] = []): InvokeResult => ({
-    kind: 'error',
-    code: 'lambda_error',
-    message: `the lambda produced an invalid response: ${why}`,
-    logs,
-  });
-  const tooLarge = (logs: LogLine[]): InvokeResult => ({
-    kind: 'error',
-    code: 'lambda_response_too_large',
-    message: `the response body exceeds the limit of ${maxResponseBytes} bytes`,
-    logs,
-  });
   if (typeof raw !== 'string') return invalid('not a string');
-  if (raw.length > maxResponseBytes + MAX_META_CHARS + 16) return tooLarge([]);
+  if (raw.length > maxResponseBytes + MAX_META_CHARS + 16) return tooLarge(maxResponseBytes, []);
   const newline = raw.indexOf('\n');
   const head = newline > 0 && newline <= 8 ? raw.slice(0, newline) : '';
   if (!/^\d+$/.test(head)) return invalid('no metadata');
   const metaEnd = newline + 1 + Number(head);
   if (metaEnd > raw.length || Number(head) > MAX_META_CHARS) return invalid('truncated metadata');
+  const metaText = raw.slice(newline + 1, metaEnd);
+  // The common outcome, a JSON value and no console lines: its metadata is this very text (the
+  // prelude's encode), so the answer is what the general path below makes of it, without parsing.
+  if (metaText === QUIET_JSON_META) {
+    const json = raw.slice(metaEnd);
+    return textTooLarge(json, maxResponseBytes) ? tooLarge(maxResponseBytes, []) : { kind: 'json', json, logs: [] };
+  }
   let meta: unknown;
   try {
-    meta = JSON.parse(raw.slice(newline + 1, metaEnd));
+    meta = JSON.parse(metaText);
   } catch {
     return invalid('metadata is not JSON');
   }
@@ -557,20 +552,22 @@ export function decodeOutcome(raw: unknown, maxResponseBytes: number): InvokeRes
   const m = meta as Record<string, unknown>;
   const logs = cleanLogs(m.logs);
   const body = raw.slice(metaEnd);
-  const textTooLarge = (text: string) =>
-    text.length > maxResponseBytes || Buffer.byteLength(text, 'utf8') > maxResponseBytes;
   switch (m.kind) {
     case 'too_large':
-      return tooLarge(logs);
+      return tooLarge(maxResponseBytes, logs);
     case 'error': {
       const message =
         typeof m.message === 'string' && m.message !== '' ? clip(m.message, MAX_MESSAGE_CHARS) : 'lambda failed';
       return { kind: 'error', code: 'lambda_error', message, logs };
     }
     case 'json':
-      return textTooLarge(body) ? tooLarge(logs) : { kind: 'json', json: body, logs };
+      return textTooLarge(body, maxResponseBytes)
+        ? tooLarge(maxResponseBytes, logs)
+        : { kind: 'json', json: body, logs };
     case 'text':
-      return textTooLarge(body) ? tooLarge(logs) : { kind: 'text', text: body, logs };
+      return textTooLarge(body, maxResponseBytes)
+        ? tooLarge(maxResponseBytes, logs)
+        : { kind: 'text', text: body, logs };
     case 'response': {
       const status = m.status;
       if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599)
@@ -581,16 +578,39 @@ export function decodeOutcome(raw: unknown, maxResponseBytes: number): InvokeRes
       const headers = checkHeaders(m.headers);
       if (typeof headers === 'string') return invalid(headers, logs);
       if (m.binary === true) {
-        if (body.length > maxResponseBytes) return tooLarge(logs);
+        if (body.length > maxResponseBytes) return tooLarge(maxResponseBytes, logs);
         if (NOT_LATIN1.test(body)) return invalid('a byte body holds characters beyond one byte', logs);
         return { kind: 'response', status, headers, body: Buffer.from(body, 'latin1'), logs };
       }
       if (m.binary !== false && m.binary !== undefined) return invalid('malformed body flag', logs);
-      return textTooLarge(body) ? tooLarge(logs) : { kind: 'response', status, headers, body, logs };
+      return textTooLarge(body, maxResponseBytes)
+        ? tooLarge(maxResponseBytes, logs)
+        : { kind: 'response', status, headers, body, logs };
     }
     default:
       return invalid('unknown kind', logs);
   }
+}
+
+function invalid(why: string, logs: LogLine[] = []): InvokeResult {
+  return { kind: 'error', code: 'lambda_error', message: `the lambda produced an invalid response: ${why}`, logs };
+}
+
+function tooLarge(maxResponseBytes: number, logs: LogLine[]): InvokeResult {
+  return {
+    kind: 'error',
+    code: 'lambda_response_too_large',
+    message: `the response body exceeds the limit of ${maxResponseBytes} bytes`,
+    logs,
+  };
+}
+
+/** The metadata of a JSON outcome without console lines, as the prelude encodes it. */
+const QUIET_JSON_META = '{"kind":"json","logs":[]}';
+
+/** Whether a text body is over the limit, in characters or in UTF-8 bytes. */
+function textTooLarge(text: string, maxResponseBytes: number): boolean {
+  return text.length > maxResponseBytes || Buffer.byteLength(text, 'utf8') > maxResponseBytes;
 }
 
 /** Header pairs as [lower-case name, value]; a message when any is not a valid header. */
