@@ -106,14 +106,15 @@ async function setUp(
 const WORKERD_VERSION = '1.20261117.1';
 
 /**
- * Why the warm hello falls short, from a CPU profile of the server's main thread under this load
- * (BENCH_PROFILE, 2026-11): shares of its busy time per invocation.
+ * Why the warm hello falls short, from a profile of the server's main thread under this load
+ * (`perf record -g` with --perf-basic-prof, 2026-11-29, samples by their innermost known frame):
+ * shares of its busy time. The isolate side runs on isolated-vm's threads besides.
  */
 const WARM_HELLO_PROFILE =
-  'main-thread profile: 35% isolated-vm calls into the isolate (evalClosure), 21% the response write syscall, ' +
-  '14% lambda service JS (invoker, fairness, ongoing), 9% SQLite invocation-history rows, 7% node http, 4% gateway, 4% GC';
+  'main-thread profile: 25% node http/net (parsing, socket writes), 21% isolated-vm native (the call into the isolate ' +
+  'and its result back; ~80 µs a request more on its threads), 12% event-loop wake-ups (kernel), 14% lambda service JS ' +
+  '(4% the request and ctx JSON), 10% other native, 6% gateway, 5% fastify, 2% metrics, 1.5% SQLite';
 
-/** CPU seconds (user + system) in a `/proc/.../stat` file (Linux), or NaN when it cannot be read. */
 /** CPU seconds of a process's main thread (the event loop). */
 const mainThreadSeconds = (pid: number | undefined) => cpuSeconds(pid, pid);
 

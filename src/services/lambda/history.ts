@@ -160,8 +160,13 @@ export class InvocationHistory implements InvocationRecorder {
   private readonly waitingOf = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | undefined;
-  /** A drain is to write everything waiting, not only full batches. */
-  private whole = false;
+  /**
+   * The entries at the front of `pending` a drain is to write besides full batches: those that
+   * waited when a flush (a read, close, the delay run out) asked for it. Entries that arrive while
+   * it writes wait for their own delay: writing them at once would make a steady stream commit
+   * (an fsync on SQLite) once per write's worth of entries, tens of times a second.
+   */
+  private owed = 0;
   /** Entries dropped since the last report (too many waiting). */
   private dropped = 0;
   private closed = false;
@@ -203,14 +208,16 @@ export class InvocationHistory implements InvocationRecorder {
       const oldest = this.pending.findIndex((other) => other.lambda_id === entry.lambda_id);
       this.pendingChars -= sizeOf(this.pending[oldest]!);
       this.pending.splice(oldest, 1);
+      if (oldest < this.owed) this.owed -= 1;
     } else this.waitingOf.set(entry.lambda_id, waiting);
     this.pending.push(entry);
     this.pendingChars += chars;
     if (this.pending.length >= this.maxBatch) void this.drain(false);
-    else if (this.draining === undefined) this.schedule();
+    // Within `flushMs` of its arrival, even while a drain writes what waited before it.
+    else this.schedule();
   }
 
-  /** Writes everything waiting now (and whatever arrives meanwhile); never rejects. */
+  /** Writes everything waiting now; never rejects. */
   flush(): Promise<void> {
     return this.drain();
   }
@@ -234,6 +241,7 @@ export class InvocationHistory implements InvocationRecorder {
    * gone; a batch then inserts nothing more for it (the insert keeps only existing lambdas).
    */
   async deleteOf(lambdaId: string): Promise<void> {
+    this.owed = this.pending.slice(0, this.owed).filter((entry) => entry.lambda_id !== lambdaId).length;
     this.pending = this.pending.filter((entry) => entry.lambda_id !== lambdaId);
     this.pendingChars = this.pending.reduce((n, entry) => n + sizeOf(entry), 0);
     this.waitingOf.delete(lambdaId);
@@ -241,31 +249,33 @@ export class InvocationHistory implements InvocationRecorder {
     await this.database.write(() => run('delete from lambda_invocations where lambda_id = ?', lambdaId));
   }
 
-  /** Writes what waits and takes no more entries. */
+  /** Writes what waits, including what arrives meanwhile, and takes no more entries. */
   async close(): Promise<void> {
-    await this.drain();
+    do await this.drain();
+    while (this.pending.length > 0);
     this.closed = true;
   }
 
   /**
    * Writes full batches while there are, and with `whole` (a flush, a read, close, the delay run
-   * out) everything waiting; one drain at a time, joined by later callers. What is left waits for
-   * the delay: under a steady stream, writing each remainder at once would make a transaction (and
-   * on PostgreSQL a commit) per few entries.
+   * out) everything waiting at the time; one drain at a time, joined by later callers. What is
+   * left waits for the delay: under a steady stream, writing each remainder at once would make a
+   * transaction (and a commit) per few entries.
    */
   private drain(whole = true): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (whole) this.whole = true;
+    if (whole) this.owed = this.pending.length;
     if (this.draining) return this.draining;
     let settle!: () => void;
     const draining = new Promise<void>((resolve) => (settle = resolve));
     this.draining = draining;
     void (async () => {
       try {
-        // `whole` is read again after each write: a flush asked for meanwhile is honoured here.
-        while (this.pending.length >= this.maxBatch || (this.whole && this.pending.length > 0)) {
+        // `owed` is read again after each write: a flush asked for meanwhile is honoured here.
+        while (this.pending.length >= this.maxBatch || this.owed > 0) {
           const batch = this.pending.splice(0, this.maxBatch);
+          this.owed = Math.max(0, this.owed - batch.length);
           for (const entry of batch) {
             this.pendingChars -= sizeOf(entry);
             const left = (this.waitingOf.get(entry.lambda_id) ?? 1) - 1;
@@ -282,7 +292,7 @@ export class InvocationHistory implements InvocationRecorder {
           this.dropped = 0;
         }
       } finally {
-        this.whole = false;
+        this.owed = 0;
         this.draining = undefined;
         // In the turn the loop ended: what arrived meanwhile waits for the delay.
         if (this.pending.length > 0) this.schedule();

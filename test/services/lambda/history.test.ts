@@ -336,6 +336,41 @@ describe('lambda invocation history: the recorder', () => {
       )?.n ?? 0,
     );
 
+  it('under a steady stream writes about once per flush delay, not once per write of what came meanwhile', async () => {
+    const history = new InvocationHistory(connection, () => assert.fail('no warning expected'), {
+      keep: 1000,
+      flushMs: 100,
+    });
+    // Each write of the recorder is one database write (one commit): counted at the connection,
+    // and made to take 20 ms, as a commit can on a busy disk, so entries arrive while it writes.
+    const database = connection.database;
+    const write = database.write.bind(database);
+    let writes = 0;
+    database.write = async (make) => {
+      writes += 1;
+      const result = await write(make);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return result;
+    };
+    try {
+      // An entry every 2 ms for 600 ms: six delays' worth.
+      const until = Date.now() + 600;
+      let recorded = 0;
+      while (Date.now() < until) {
+        history.record(entry('lambda-a'));
+        recorded += 1;
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await history.close();
+      assert.ok(writes <= 12, `${writes} writes for ${recorded} entries in 600 ms with a 100 ms delay`);
+      assert.equal(history.waiting, 0);
+    } finally {
+      database.write = write;
+      // The next tests count this lambda's rows from none.
+      await database.write(() => run('delete from lambda_invocations where lambda_id = ?', 'lambda-a'));
+    }
+  });
+
   it('writes within the flush delay without anyone reading, and at once when a batch is full', async () => {
     const slow = new InvocationHistory(connection, () => assert.fail('no warning expected'), {
       keep: 100,

@@ -59,6 +59,16 @@ describe('decodeOutcome: the host trusts nothing the sandbox returns', () => {
     assert.ok(bytes.kind === 'response' && Buffer.isBuffer(bytes.body) && bytes.body.equals(Buffer.from([0, 255])));
   });
 
+  it('answers the quiet JSON form (no console lines) as the general decoding does', () => {
+    // The exact metadata the prelude writes, and the same meaning spelled differently (parsed).
+    for (const meta of ['{"kind":"json","logs":[]}', '{"logs":[],"kind":"json"}', '{ "kind": "json", "logs": [] }'])
+      for (const body of ['{"a":1}', '', 'é'.repeat(MAX / 2 + 1)]) {
+        const r = decodeOutcome(`${meta.length}\n${meta}${body}`, MAX);
+        if (body.length > MAX / 2) assert.equal(codeOf(r), 'lambda_response_too_large', meta);
+        else assert.deepEqual(r, { kind: 'json', json: body, logs: [] }, meta);
+      }
+  });
+
   it('answers anything malformed as lambda_error', () => {
     const malformed: unknown[] = [
       undefined,

@@ -125,6 +125,21 @@ describe('lambda runtime: pool', () => {
       small.close();
     }
   });
+
+  it('retires an isolate holding warm module contexts and serves the next calls from a fresh one', async () => {
+    const small = new LambdaRuntime({ maxIsolates: 1, prewarm: 0, timeoutMs: 1000, maxUsesPerIsolate: 3 });
+    const counter = 'let n = 0; export default () => ++n';
+    try {
+      const counts = [];
+      for (let i = 0; i < 7; i++) counts.push(json(await small.invoke(counter, req(), { contextKey: 'counter' })));
+      // Module state lives as long as its isolate: three calls each, then a new isolate starts at 1.
+      assert.deepEqual(counts, [1, 2, 3, 1, 2, 3, 1]);
+      // A warm call after the retirements still answers through its context's entry point.
+      assert.equal(json(await small.invoke('export default () => "other"', req(), { contextKey: 'other' })), 'other');
+    } finally {
+      small.close();
+    }
+  });
 });
 
 describe('lambda runtime: failures', () => {

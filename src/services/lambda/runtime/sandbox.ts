@@ -79,6 +79,11 @@ interface SandboxContext {
   slot: { host: InvocationHost | null; utilityChars: number };
   calls: ivm.Reference;
   utilities: ivm.Reference;
+  /**
+   * `__stratus.callModule`, taken before any user code ran (null until then): a warm call is one
+   * apply, with no closure source to compile as an evalClosure would.
+   */
+  callModule: ivm.Reference | null;
 }
 
 export interface RuntimeOptions {
@@ -142,6 +147,26 @@ interface Worker {
 
 class TimeoutSignal extends Error {}
 
+/** One invocation in flight: its worker, the context it runs in, and its wall-clock deadline. */
+interface Call {
+  worker: Worker;
+  sandbox: SandboxContext | undefined;
+  /** The context stays warm for the lambda's next call (it is not released when this one ends). */
+  keep: boolean;
+  timedOut: boolean;
+  /** Rejects the deadline the run races against. */
+  reject: ((reason: unknown) => void) | undefined;
+}
+
+/** The wall-clock limit of a call ran out: its isolate goes, which aborts whatever runs there. */
+function expire(call: Call): void {
+  call.timedOut = true;
+  disposeQuietly(call.worker.isolate);
+  call.reject?.(new TimeoutSignal());
+}
+
+const ignore = (): undefined => undefined;
+
 /**
  * Runs untrusted JavaScript in isolated-vm isolates (never node:vm). Each invocation gets an
  * isolate from a warm pool; a script gets a fresh context, a module the evaluated context of its
@@ -201,7 +226,7 @@ export class LambdaRuntime {
 
   close(): void {
     this.closed = true;
-    for (const w of this.idle.splice(0)) disposeQuietly(w.isolate);
+    for (const w of this.idle.splice(0)) disposeWorker(w);
     this.live = 0;
     for (const c of this.compiled.values()) c.cachedData?.release();
     this.compiled.clear();
@@ -232,30 +257,20 @@ export class LambdaRuntime {
     const worker = await this.acquire();
     options.host?.start?.(Date.now() + this.timeoutMs);
     let discard = false;
-    let sandbox: SandboxContext | undefined;
-    let keep = false;
-    let timer: NodeJS.Timeout | undefined;
     // Host-side wall clock: covers awaits inside the sandbox (a promise that never settles) that
     // isolated-vm's own `timeout` option does not; disposing the isolate aborts whatever runs.
-    let timedOut = false;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        timedOut = true;
-        disposeQuietly(worker.isolate);
-        reject(new TimeoutSignal());
-      }, this.timeoutMs);
-    });
+    // One state object and module-level callbacks: no closures made per call on this path.
+    const call: Call = { worker, sandbox: undefined, keep: false, timedOut: false, reject: undefined };
+    const deadline = new Promise<never>((_, reject) => (call.reject = reject));
+    const timer = setTimeout(expire, this.timeoutMs, call);
     try {
-      const run = this.run(worker, key, code, request, options, (c, kept) => {
-        sandbox = c;
-        keep = kept;
-      });
-      run.catch(() => undefined); // settled by the race below; avoid an unhandled rejection
+      const run = this.run(call, key, code, request, options);
+      run.catch(ignore); // settled by the race below; avoid an unhandled rejection
       const raw = await Promise.race([run, deadline]);
       return decodeOutcome(raw, this.maxResponseBytes);
     } catch (err) {
       discard = true;
-      if (timedOut || err instanceof TimeoutSignal || isTimeoutError(err)) {
+      if (call.timedOut || err instanceof TimeoutSignal || isTimeoutError(err)) {
         return {
           kind: 'error',
           code: 'lambda_timeout',
@@ -278,22 +293,24 @@ export class LambdaRuntime {
       return { kind: 'error', code: 'lambda_error', message: clip(errorMessage(err), MAX_MESSAGE_CHARS), logs: [] };
     } finally {
       clearTimeout(timer);
+      const { sandbox } = call;
       if (sandbox) {
         sandbox.slot.host = null;
-        if (!keep) releaseSandbox(sandbox);
+        if (!call.keep) releaseSandbox(sandbox);
       }
       this.release(worker, discard);
     }
   }
 
+  /** The run in its isolate; `call` learns the context it used and whether that is kept warm. */
   private async run(
-    worker: Worker,
+    call: Call,
     key: string,
     code: string,
     request: LambdaRequest,
     options: InvokeOptions,
-    onContext: (c: SandboxContext, kept: boolean) => void,
   ): Promise<unknown> {
+    const { worker } = call;
     const { isolate } = worker;
     const timeout = this.timeoutMs;
     const reqJson = JSON.stringify(request);
@@ -302,18 +319,16 @@ export class LambdaRuntime {
     // Module state belongs to one lambda: contexts are kept per lambda and code version.
     const moduleKey = options.contextKey === undefined ? undefined : `${options.contextKey}\u0000${key}`;
     const warm = moduleKey === undefined ? undefined : worker.modules.get(moduleKey);
-    if (moduleKey !== undefined && warm) {
+    if (moduleKey !== undefined && warm?.callModule) {
       // Module state lives on between calls of the same lambda and code version in this isolate,
       // as in a warm container; the request, output buffers and logs are per call.
       worker.modules.delete(moduleKey);
       worker.modules.set(moduleKey, warm);
-      onContext(warm, true);
+      call.sandbox = warm;
+      call.keep = true;
       warm.slot.host = host;
       warm.slot.utilityChars = 0;
-      return await warm.context.evalClosure('return __stratus.callModule($0, $1)', [reqJson, ctxJson], {
-        timeout,
-        result: { promise: true },
-      });
+      return await warm.callModule.apply(undefined, [reqJson, ctxJson], { timeout, result: { promise: true } });
     }
     const context = await isolate.createContext();
     const slot: SandboxContext['slot'] = { host, utilityChars: 0 };
@@ -345,10 +360,14 @@ export class LambdaRuntime {
         return [`!${error instanceof Error ? error.message : String(error)}`, new ArrayBuffer(0)];
       }
     });
-    const sandbox: SandboxContext = { context, slot, calls, utilities };
-    onContext(sandbox, false);
+    const sandbox: SandboxContext = { context, slot, calls, utilities, callModule: null };
+    call.sandbox = sandbox;
     await worker.prelude.run(context, { timeout });
-    await context.evalClosure('__stratus.connect($0, $1)', [utilities, calls], { timeout });
+    sandbox.callModule = await context.evalClosure(
+      '__stratus.connect($0, $1); return __stratus.callModule',
+      [utilities, calls],
+      { timeout, result: { reference: true } },
+    );
     await context.evalClosure('__stratus.install($0, $1)', [reqJson, ctxJson], { timeout });
 
     const compiled = this.compiled.get(key) ?? (await this.compile(isolate, key, code));
@@ -366,7 +385,7 @@ export class LambdaRuntime {
       }
       if (moduleKey !== undefined) {
         // Keep the evaluated context for this lambda's next call (the caller must not release it).
-        onContext(sandbox, true);
+        call.keep = true;
         if (worker.modules.size >= MODULE_CONTEXTS_PER_ISOLATE) {
           const oldest = worker.modules.keys().next().value;
           if (oldest !== undefined) {
@@ -478,7 +497,7 @@ export class LambdaRuntime {
 
   private release(w: Worker, discard: boolean): void {
     if (discard || this.closed || w.isolate.isDisposed || w.uses >= this.maxUses) {
-      disposeQuietly(w.isolate);
+      disposeWorker(w);
       this.live--;
       // Replace a discarded isolate off the request path so the next call is still warm.
       if (!this.closed) {
@@ -494,7 +513,7 @@ export class LambdaRuntime {
     const next = this.waiting.shift();
     if (next) return next(w);
     if (this.idle.length >= this.maxIdle) {
-      disposeQuietly(w.isolate);
+      disposeWorker(w);
       this.live--;
       return;
     }
@@ -509,28 +528,23 @@ export class LambdaRuntime {
  * `lambda_response_too_large`; console lines are capped again.
  */
 export function decodeOutcome(raw: unknown, maxResponseBytes: number): InvokeResult {
-  const invalid = (why: string, logs: LogLine[] = []): InvokeResult => ({
-    kind: 'error',
-    code: 'lambda_error',
-    message: `the lambda produced an invalid response: ${why}`,
-    logs,
-  });
-  const tooLarge = (logs: LogLine[]): InvokeResult => ({
-    kind: 'error',
-    code: 'lambda_response_too_large',
-    message: `the response body exceeds the limit of ${maxResponseBytes} bytes`,
-    logs,
-  });
   if (typeof raw !== 'string') return invalid('not a string');
-  if (raw.length > maxResponseBytes + MAX_META_CHARS + 16) return tooLarge([]);
+  if (raw.length > maxResponseBytes + MAX_META_CHARS + 16) return tooLarge(maxResponseBytes, []);
   const newline = raw.indexOf('\n');
   const head = newline > 0 && newline <= 8 ? raw.slice(0, newline) : '';
   if (!/^\d+$/.test(head)) return invalid('no metadata');
   const metaEnd = newline + 1 + Number(head);
   if (metaEnd > raw.length || Number(head) > MAX_META_CHARS) return invalid('truncated metadata');
+  const metaText = raw.slice(newline + 1, metaEnd);
+  // The common outcome, a JSON value and no console lines: its metadata is this very text (the
+  // prelude's encode), so the answer is what the general path below makes of it, without parsing.
+  if (metaText === QUIET_JSON_META) {
+    const json = raw.slice(metaEnd);
+    return textTooLarge(json, maxResponseBytes) ? tooLarge(maxResponseBytes, []) : { kind: 'json', json, logs: [] };
+  }
   let meta: unknown;
   try {
-    meta = JSON.parse(raw.slice(newline + 1, metaEnd));
+    meta = JSON.parse(metaText);
   } catch {
     return invalid('metadata is not JSON');
   }
@@ -538,20 +552,22 @@ export function decodeOutcome(raw: unknown, maxResponseBytes: number): InvokeRes
   const m = meta as Record<string, unknown>;
   const logs = cleanLogs(m.logs);
   const body = raw.slice(metaEnd);
-  const textTooLarge = (text: string) =>
-    text.length > maxResponseBytes || Buffer.byteLength(text, 'utf8') > maxResponseBytes;
   switch (m.kind) {
     case 'too_large':
-      return tooLarge(logs);
+      return tooLarge(maxResponseBytes, logs);
     case 'error': {
       const message =
         typeof m.message === 'string' && m.message !== '' ? clip(m.message, MAX_MESSAGE_CHARS) : 'lambda failed';
       return { kind: 'error', code: 'lambda_error', message, logs };
     }
     case 'json':
-      return textTooLarge(body) ? tooLarge(logs) : { kind: 'json', json: body, logs };
+      return textTooLarge(body, maxResponseBytes)
+        ? tooLarge(maxResponseBytes, logs)
+        : { kind: 'json', json: body, logs };
     case 'text':
-      return textTooLarge(body) ? tooLarge(logs) : { kind: 'text', text: body, logs };
+      return textTooLarge(body, maxResponseBytes)
+        ? tooLarge(maxResponseBytes, logs)
+        : { kind: 'text', text: body, logs };
     case 'response': {
       const status = m.status;
       if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599)
@@ -562,16 +578,39 @@ export function decodeOutcome(raw: unknown, maxResponseBytes: number): InvokeRes
       const headers = checkHeaders(m.headers);
       if (typeof headers === 'string') return invalid(headers, logs);
       if (m.binary === true) {
-        if (body.length > maxResponseBytes) return tooLarge(logs);
+        if (body.length > maxResponseBytes) return tooLarge(maxResponseBytes, logs);
         if (NOT_LATIN1.test(body)) return invalid('a byte body holds characters beyond one byte', logs);
         return { kind: 'response', status, headers, body: Buffer.from(body, 'latin1'), logs };
       }
       if (m.binary !== false && m.binary !== undefined) return invalid('malformed body flag', logs);
-      return textTooLarge(body) ? tooLarge(logs) : { kind: 'response', status, headers, body, logs };
+      return textTooLarge(body, maxResponseBytes)
+        ? tooLarge(maxResponseBytes, logs)
+        : { kind: 'response', status, headers, body, logs };
     }
     default:
       return invalid('unknown kind', logs);
   }
+}
+
+function invalid(why: string, logs: LogLine[] = []): InvokeResult {
+  return { kind: 'error', code: 'lambda_error', message: `the lambda produced an invalid response: ${why}`, logs };
+}
+
+function tooLarge(maxResponseBytes: number, logs: LogLine[]): InvokeResult {
+  return {
+    kind: 'error',
+    code: 'lambda_response_too_large',
+    message: `the response body exceeds the limit of ${maxResponseBytes} bytes`,
+    logs,
+  };
+}
+
+/** The metadata of a JSON outcome without console lines, as the prelude encodes it. */
+const QUIET_JSON_META = '{"kind":"json","logs":[]}';
+
+/** Whether a text body is over the limit, in characters or in UTF-8 bytes. */
+function textTooLarge(text: string, maxResponseBytes: number): boolean {
+  return text.length > maxResponseBytes || Buffer.byteLength(text, 'utf8') > maxResponseBytes;
 }
 
 /** Header pairs as [lower-case name, value]; a message when any is not a valid header. */
@@ -626,9 +665,32 @@ function releaseSandbox(sandbox: SandboxContext): void {
   try {
     sandbox.calls.release();
     sandbox.utilities.release();
+    sandbox.callModule?.release();
     sandbox.context.release();
   } catch {
     /* isolate went away meanwhile */
+  }
+}
+
+/**
+ * Retires a worker: its warm contexts' references (the host functions they hold among them) are
+ * released now rather than left to the garbage collector, which may only get to them while the
+ * process exits, after isolated-vm's own environment is gone; then the isolate goes.
+ */
+function disposeWorker(w: Worker): void {
+  for (const sandbox of w.modules.values()) releaseSandbox(sandbox);
+  w.modules.clear();
+  for (const script of w.scripts.values()) releaseQuietly(script);
+  w.scripts.clear();
+  releaseQuietly(w.prelude);
+  disposeQuietly(w.isolate);
+}
+
+function releaseQuietly(handle: { release(): void }): void {
+  try {
+    handle.release();
+  } catch {
+    /* its isolate went away meanwhile */
   }
 }
 
