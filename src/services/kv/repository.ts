@@ -3,7 +3,7 @@ import { openSqlite } from '../../store/db.ts';
 import { SharedCache, type ChangeFeed } from '../../store/shared-cache.ts';
 import { all, first, run, type Work } from '../../store/sql-work.ts';
 import type { SqlDatabase } from '../../store/sql/types.ts';
-import { encodeLine, type Command } from './commands.ts';
+import { encodeLine, entryJson, type Command } from './commands.ts';
 
 /**
  * The key-value node's durable state, through the platform's SQL port (tables in migrations.ts):
@@ -66,6 +66,14 @@ interface EntryRow {
   updated_at: number;
 }
 
+/** A live key in the read cache, with its GET answer once one was asked for (a hit then sends that text as it is). */
+interface CachedKey {
+  entry: KeyEntry;
+  json: string | undefined;
+}
+
+const cachedKey = (entry: KeyEntry): CachedKey => ({ entry, json: undefined });
+
 const entryOf = (row: EntryRow): KeyEntry => ({
   key: row.key,
   value: row.value,
@@ -94,9 +102,12 @@ type KeyCommandDraft =
 
 /** The notifier topic a key write publishes its cache key on, so other instances drop their copy. */
 export const KV_KEYS_CHANGED_TOPIC = 'kv.keys';
-/** The read cache's bound: the characters of the keys and values it holds (plus a little per entry). */
+/**
+ * The read cache's bound: the characters of the keys and values it holds, counted twice (an entry
+ * may come to hold its answer's JSON text too), plus a little per entry.
+ */
 const READ_CACHE_CHARS = 64 * 1024 * 1024;
-const ENTRY_OVERHEAD_CHARS = 64;
+const ENTRY_OVERHEAD_CHARS = 128;
 /**
  * Cache keys longer than this are announced as a change of every key: a notification carries at
  * most 7000 bytes (the store's notifier), and a character takes up to 3 UTF-8 bytes.
@@ -113,6 +124,14 @@ const cacheKeyOf = (project: string, collection: string, key: string) =>
 const announced = (cacheKey: string) => (cacheKey.length > MAX_ANNOUNCED_CHARS ? undefined : cacheKey);
 
 const COLLECTION_EXISTS = 'select 1 as present from kv_collections where project = ? and name = ?';
+/**
+ * A primary's set: the primary's seq is the newest, so the write always lands; the version counts
+ * on from the row's (a deleted key's row keeps its version), and is returned.
+ */
+const SET_KEY = `insert into kv_keys (project, collection, key, value, version, seq, updated_at) values (?, ?, ?, ?, 1, ?, ?)
+  on conflict (project, collection, key) do update set value = excluded.value, version = kv_keys.version + 1,
+    seq = excluded.seq, updated_at = excluded.updated_at
+  returning version`;
 const GET_LIVE_KEY =
   'select key, value, version, seq, updated_at from kv_keys where project = ? and collection = ? and key = ? and value is not null';
 
@@ -124,7 +143,7 @@ export class KvRepository {
    * kept right across instances by the store's SharedCache. Only hits are kept; a miss is read
    * each time. Absent without `options.feed` (then every read goes to the database).
    */
-  private readonly cache: SharedCache<KeyEntry> | undefined;
+  private readonly cache: SharedCache<CachedKey> | undefined;
 
   /**
    * `options.feed`: the store's notifier, which turns the read cache on (required for it where
@@ -137,9 +156,9 @@ export class KvRepository {
   ) {
     this.cache = options.feed
       ? new SharedCache(
-          new SizedCache<KeyEntry>(
+          new SizedCache<CachedKey>(
             READ_CACHE_CHARS,
-            (entry) => entry.key.length + entry.value.length + ENTRY_OVERHEAD_CHARS,
+            ({ entry }) => 2 * (entry.key.length + entry.value.length) + ENTRY_OVERHEAD_CHARS,
           ),
           KV_KEYS_CHANGED_TOPIC,
           database.soleWriter,
@@ -167,7 +186,7 @@ export class KvRepository {
     const outcome = await write();
     const entry = after(outcome);
     // Settles once other instances are told (README: Storage): a client reading elsewhere next sees this write.
-    if (entry !== 'unchanged') await cache.written(key, key === undefined ? null : entry);
+    if (entry !== 'unchanged') await cache.written(key, key === undefined || entry === null ? null : cachedKey(entry));
     return outcome;
   }
 
@@ -231,17 +250,35 @@ export class KvRepository {
   }
 
   /** A live key; `collection: false` when the collection does not exist. */
-  get(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
+  async get(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
+    const found = await this.lookup(project, collection, key);
+    return found === null || 'collection' in found ? found : found.entry;
+  }
+
+  /** A live key as its GET answer (`entryJson`), made once per cached entry; as `get` otherwise. */
+  async getJson(project: string, collection: string, key: string): Promise<string | null | { collection: false }> {
+    const found = await this.lookup(project, collection, key);
+    return found === null || 'collection' in found ? found : (found.json ??= entryJson(found.entry));
+  }
+
+  private async lookup(
+    project: string,
+    collection: string,
+    key: string,
+  ): Promise<CachedKey | null | { collection: false }> {
     const cache = this.cache;
-    if (!cache) return this.readKey(project, collection, key);
-    let miss: null | { collection: false } = null;
-    const hit = cache.read(cacheKeyOf(project, collection, key), async () => {
+    if (!cache) {
       const found = await this.readKey(project, collection, key);
-      if (found !== null && !('collection' in found)) return found;
+      return found === null || 'collection' in found ? found : cachedKey(found);
+    }
+    let miss: null | { collection: false } = null;
+    const hit = await cache.read(cacheKeyOf(project, collection, key), async () => {
+      const found = await this.readKey(project, collection, key);
+      if (found !== null && !('collection' in found)) return cachedKey(found);
       miss = found;
       return null;
     });
-    return hit.then((found) => found ?? miss);
+    return hit ?? miss;
   }
 
   private readKey(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
@@ -359,6 +396,14 @@ export class KvRepository {
     return Number(row?.value ?? 0);
   }
 
+  /** Takes the log lock by claiming the next log id (see the class comment); the caller appends with it. */
+  private *takeLogId(): Work<number> {
+    const row = yield* first<{ value: number }>(
+      "update kv_meta set value = value + 1 where name = 'last_log_id' returning value",
+    );
+    return Number(row!.value);
+  }
+
   /** Appends a command after `lastId` (from `lockLog`, in the same write). */
   private *append(lastId: number, command: Command): Work<void> {
     const id = lastId + 1;
@@ -410,6 +455,14 @@ export class KvRepository {
     );
   }
 
+  /**
+   * Sets a key as the primary. The most frequent write, so it takes five statements (each a round
+   * trip on PostgreSQL while the log lock is held) where the general `keyWrite` takes seven: the
+   * next log id (which takes the lock), the collection check, the next seq, one upsert that also
+   * counts the version up and returns it (a set does not depend on the key's row, unlike a
+   * delete), and the log entry. A missing collection gives its log id back in the same
+   * transaction, so a refused write leaves no hole.
+   */
   set(
     project: string,
     collection: string,
@@ -417,15 +470,35 @@ export class KvRepository {
     value: string,
     timestamp: number,
   ): Promise<WriteOutcome | 'missing_collection'> {
-    return this.keyWrite(project, collection, key, (current) => ({
-      type: 'SET',
-      project,
-      collection,
-      key,
-      value,
-      version: (current?.version ?? 0) + 1,
-      timestamp,
-    })) as Promise<WriteOutcome | 'missing_collection'>; // a set is never refused as not_found
+    const write = () =>
+      this.database.write(
+        function* (this: KvRepository) {
+          const id = yield* this.takeLogId();
+          if ((yield* first(COLLECTION_EXISTS, project, collection)) === undefined) {
+            yield* run("update kv_meta set value = ? where name = 'last_log_id'", id - 1);
+            return 'missing_collection' as const;
+          }
+          const seq = yield* this.nextSeq();
+          const row = yield* first<{ version: number }>(SET_KEY, project, collection, key, value, seq, timestamp);
+          const command: KeyCommand = {
+            type: 'SET',
+            project,
+            collection,
+            key,
+            value,
+            version: Number(row!.version),
+            seq,
+            timestamp,
+          };
+          yield* run('insert into kv_log (id, seq, line) values (?, ?, ?)', id, seq, encodeLine(command));
+          return { seq, version: command.version, command };
+        }.bind(this),
+      );
+    return this.changingKey(cacheKeyOf(project, collection, key), write, (outcome) =>
+      outcome === 'missing_collection'
+        ? 'unchanged'
+        : { key, value, version: outcome.version, seq: outcome.seq, updatedAt: timestamp },
+    );
   }
 
   delete(
