@@ -66,13 +66,21 @@ interface EntryRow {
   updated_at: number;
 }
 
-/** A live key in the read cache, with its GET answer once one was asked for (a hit then sends that text as it is). */
-interface CachedKey {
-  entry: KeyEntry;
-  json: string | undefined;
+/** A live key as `find` has it. */
+export interface FoundKey {
+  readonly entry: KeyEntry;
+  /** The key's GET answer (`entryJson`). */
+  answer(): string;
 }
 
-const cachedKey = (entry: KeyEntry): CachedKey => ({ entry, json: undefined });
+/** A live key in the read cache: its GET answer is made once, at the first read that asks for it. */
+class CachedKey implements FoundKey {
+  private json: string | undefined;
+  constructor(readonly entry: KeyEntry) {}
+  answer(): string {
+    return (this.json ??= entryJson(this.entry));
+  }
+}
 
 const entryOf = (row: EntryRow): KeyEntry => ({
   key: row.key,
@@ -186,7 +194,8 @@ export class KvRepository {
     const outcome = await write();
     const entry = after(outcome);
     // Settles once other instances are told (README: Storage): a client reading elsewhere next sees this write.
-    if (entry !== 'unchanged') await cache.written(key, key === undefined || entry === null ? null : cachedKey(entry));
+    if (entry !== 'unchanged')
+      await cache.written(key, key === undefined || entry === null ? null : new CachedKey(entry));
     return outcome;
   }
 
@@ -251,47 +260,23 @@ export class KvRepository {
 
   /** A live key; `collection: false` when the collection does not exist. */
   async get(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
-    const found = await this.lookup(project, collection, key);
-    return found === null || 'collection' in found ? found : found.entry;
+    const found = await this.find(project, collection, key);
+    if (found !== null) return found.entry;
+    return (await this.hasCollection(project, collection)) ? null : { collection: false };
   }
 
-  /** A live key as its GET answer (`entryJson`), made once per cached entry; as `get` otherwise. */
-  async getJson(project: string, collection: string, key: string): Promise<string | null | { collection: false }> {
-    const found = await this.lookup(project, collection, key);
-    return found === null || 'collection' in found ? found : (found.json ??= entryJson(found.entry));
-  }
-
-  private async lookup(
-    project: string,
-    collection: string,
-    key: string,
-  ): Promise<CachedKey | null | { collection: false }> {
-    const cache = this.cache;
-    if (!cache) {
-      const found = await this.readKey(project, collection, key);
-      return found === null || 'collection' in found ? found : cachedKey(found);
-    }
-    let miss: null | { collection: false } = null;
-    const hit = await cache.read(cacheKeyOf(project, collection, key), async () => {
-      const found = await this.readKey(project, collection, key);
-      if (found !== null && !('collection' in found)) return cachedKey(found);
-      miss = found;
-      return null;
-    });
-    return hit ?? miss;
-  }
-
-  private readKey(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
-    // A collection's keys go with it, so a key row means the collection exists: a hit is one
-    // statement, and only a miss asks about the collection. (One `union all` statement for both
-    // cost SQLite more than the two lookups it replaced.)
-    return this.database.read(function* () {
-      const found = yield* first<EntryRow>(GET_LIVE_KEY, project, collection, key);
-      if (found) return entryOf(found);
-      return (yield* first(COLLECTION_EXISTS, project, collection)) === undefined
-        ? { collection: false as const }
-        : null;
-    });
+  /**
+   * A live key, null when there is none (nor, maybe, its collection: `hasCollection` tells). A
+   * collection's keys go with it, so a key row means the collection exists: a hit is one lookup,
+   * and only a miss needs a second. The promise is the cache's own (a hit costs no more turns).
+   */
+  find(project: string, collection: string, key: string): Promise<FoundKey | null> {
+    const load = () =>
+      this.database.read(function* () {
+        const found = yield* first<EntryRow>(GET_LIVE_KEY, project, collection, key);
+        return found ? new CachedKey(entryOf(found)) : null;
+      });
+    return this.cache ? this.cache.read(cacheKeyOf(project, collection, key), load) : load();
   }
 
   /**

@@ -102,11 +102,14 @@ export function registerKeyRoutes(app: ServiceApp, node: KvNode): void {
   app.get('/v1/collections/:col/keys/*', { schema: getSchema }, async (request, reply) => {
     const project = projectOf(request);
     const key = keyOf(request);
-    const found = await repository.getJson(project, request.params.col, key);
-    if (found === null) throw KvErrors.keyNotFound();
-    if (typeof found !== 'string') throw KvErrors.collectionNotFound();
+    const collection = request.params.col;
+    const found = await repository.find(project, collection, key);
+    if (found === null)
+      throw (await repository.hasCollection(project, collection))
+        ? KvErrors.keyNotFound()
+        : KvErrors.collectionNotFound();
     counters.reads++;
-    return json(reply, found);
+    return json(reply, found.answer());
   });
 
   app.post('/v1/collections/:col/keys/*', { schema: setSchema }, async (request, reply) => {
