@@ -46,6 +46,11 @@ export function isoSeconds(timestamp: number): string {
   return `${new Date(timestamp * 1000).toISOString().slice(0, -5)}Z`;
 }
 
+/** A key's answer (a GET, an item of a list): `value` is exact JSON text, put in as it is. */
+export function entryJson(e: { key: string; value: string; version: number; updatedAt: number }): string {
+  return `{"key":${JSON.stringify(e.key)},"value":${e.value},"version":${e.version},"updatedAt":"${isoSeconds(e.updatedAt)}"}`;
+}
+
 const q = JSON.stringify;
 
 /** The NDJSON line of a command or marker, with its newline. */

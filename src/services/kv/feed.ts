@@ -87,6 +87,8 @@ export class ReplicationFeed {
   }
 
   private wakeAll(): void {
+    // Only subscribers hold the wake promise (taken before each read): with none, nothing to wake.
+    if (this.subscribers.size === 0) return;
     const woken = this.wake;
     this.wake = signal();
     woken.resolve();

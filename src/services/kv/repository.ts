@@ -3,7 +3,7 @@ import { openSqlite } from '../../store/db.ts';
 import { SharedCache, type ChangeFeed } from '../../store/shared-cache.ts';
 import { all, first, run, type Work } from '../../store/sql-work.ts';
 import type { SqlDatabase } from '../../store/sql/types.ts';
-import { encodeLine, type Command } from './commands.ts';
+import { encodeLine, entryJson, type Command } from './commands.ts';
 
 /**
  * The key-value node's durable state, through the platform's SQL port (tables in migrations.ts):
@@ -66,6 +66,22 @@ interface EntryRow {
   updated_at: number;
 }
 
+/** A live key as `find` has it. */
+export interface FoundKey {
+  readonly entry: KeyEntry;
+  /** The key's GET answer (`entryJson`). */
+  answer(): string;
+}
+
+/** A live key in the read cache: its GET answer is made once, at the first read that asks for it. */
+class CachedKey implements FoundKey {
+  private json: string | undefined;
+  constructor(readonly entry: KeyEntry) {}
+  answer(): string {
+    return (this.json ??= entryJson(this.entry));
+  }
+}
+
 const entryOf = (row: EntryRow): KeyEntry => ({
   key: row.key,
   value: row.value,
@@ -94,9 +110,12 @@ type KeyCommandDraft =
 
 /** The notifier topic a key write publishes its cache key on, so other instances drop their copy. */
 export const KV_KEYS_CHANGED_TOPIC = 'kv.keys';
-/** The read cache's bound: the characters of the keys and values it holds (plus a little per entry). */
+/**
+ * The read cache's bound: the characters of the keys and values it holds, counted twice (an entry
+ * may come to hold its answer's JSON text too), plus a little per entry.
+ */
 const READ_CACHE_CHARS = 64 * 1024 * 1024;
-const ENTRY_OVERHEAD_CHARS = 64;
+const ENTRY_OVERHEAD_CHARS = 128;
 /**
  * Cache keys longer than this are announced as a change of every key: a notification carries at
  * most 7000 bytes (the store's notifier), and a character takes up to 3 UTF-8 bytes.
@@ -113,6 +132,14 @@ const cacheKeyOf = (project: string, collection: string, key: string) =>
 const announced = (cacheKey: string) => (cacheKey.length > MAX_ANNOUNCED_CHARS ? undefined : cacheKey);
 
 const COLLECTION_EXISTS = 'select 1 as present from kv_collections where project = ? and name = ?';
+/**
+ * A primary's set: the primary's seq is the newest, so the write always lands; the version counts
+ * on from the row's (a deleted key's row keeps its version), and is returned.
+ */
+const SET_KEY = `insert into kv_keys (project, collection, key, value, version, seq, updated_at) values (?, ?, ?, ?, 1, ?, ?)
+  on conflict (project, collection, key) do update set value = excluded.value, version = kv_keys.version + 1,
+    seq = excluded.seq, updated_at = excluded.updated_at
+  returning version`;
 const GET_LIVE_KEY =
   'select key, value, version, seq, updated_at from kv_keys where project = ? and collection = ? and key = ? and value is not null';
 
@@ -124,7 +151,7 @@ export class KvRepository {
    * kept right across instances by the store's SharedCache. Only hits are kept; a miss is read
    * each time. Absent without `options.feed` (then every read goes to the database).
    */
-  private readonly cache: SharedCache<KeyEntry> | undefined;
+  private readonly cache: SharedCache<CachedKey> | undefined;
 
   /**
    * `options.feed`: the store's notifier, which turns the read cache on (required for it where
@@ -137,9 +164,9 @@ export class KvRepository {
   ) {
     this.cache = options.feed
       ? new SharedCache(
-          new SizedCache<KeyEntry>(
+          new SizedCache<CachedKey>(
             READ_CACHE_CHARS,
-            (entry) => entry.key.length + entry.value.length + ENTRY_OVERHEAD_CHARS,
+            ({ entry }) => 2 * (entry.key.length + entry.value.length) + ENTRY_OVERHEAD_CHARS,
           ),
           KV_KEYS_CHANGED_TOPIC,
           database.soleWriter,
@@ -167,7 +194,8 @@ export class KvRepository {
     const outcome = await write();
     const entry = after(outcome);
     // Settles once other instances are told (README: Storage): a client reading elsewhere next sees this write.
-    if (entry !== 'unchanged') await cache.written(key, key === undefined ? null : entry);
+    if (entry !== 'unchanged')
+      await cache.written(key, key === undefined || entry === null ? null : new CachedKey(entry));
     return outcome;
   }
 
@@ -231,30 +259,24 @@ export class KvRepository {
   }
 
   /** A live key; `collection: false` when the collection does not exist. */
-  get(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
-    const cache = this.cache;
-    if (!cache) return this.readKey(project, collection, key);
-    let miss: null | { collection: false } = null;
-    const hit = cache.read(cacheKeyOf(project, collection, key), async () => {
-      const found = await this.readKey(project, collection, key);
-      if (found !== null && !('collection' in found)) return found;
-      miss = found;
-      return null;
-    });
-    return hit.then((found) => found ?? miss);
+  async get(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
+    const found = await this.find(project, collection, key);
+    if (found !== null) return found.entry;
+    return (await this.hasCollection(project, collection)) ? null : { collection: false };
   }
 
-  private readKey(project: string, collection: string, key: string): Promise<KeyEntry | null | { collection: false }> {
-    // A collection's keys go with it, so a key row means the collection exists: a hit is one
-    // statement, and only a miss asks about the collection. (One `union all` statement for both
-    // cost SQLite more than the two lookups it replaced.)
-    return this.database.read(function* () {
-      const found = yield* first<EntryRow>(GET_LIVE_KEY, project, collection, key);
-      if (found) return entryOf(found);
-      return (yield* first(COLLECTION_EXISTS, project, collection)) === undefined
-        ? { collection: false as const }
-        : null;
-    });
+  /**
+   * A live key, null when there is none (nor, maybe, its collection: `hasCollection` tells). A
+   * collection's keys go with it, so a key row means the collection exists: a hit is one lookup,
+   * and only a miss needs a second. The promise is the cache's own (a hit costs no more turns).
+   */
+  find(project: string, collection: string, key: string): Promise<FoundKey | null> {
+    const load = () =>
+      this.database.read(function* () {
+        const found = yield* first<EntryRow>(GET_LIVE_KEY, project, collection, key);
+        return found ? new CachedKey(entryOf(found)) : null;
+      });
+    return this.cache ? this.cache.read(cacheKeyOf(project, collection, key), load) : load();
   }
 
   /**
@@ -359,6 +381,14 @@ export class KvRepository {
     return Number(row?.value ?? 0);
   }
 
+  /** Takes the log lock by claiming the next log id (see the class comment); the caller appends with it. */
+  private *takeLogId(): Work<number> {
+    const row = yield* first<{ value: number }>(
+      "update kv_meta set value = value + 1 where name = 'last_log_id' returning value",
+    );
+    return Number(row!.value);
+  }
+
   /** Appends a command after `lastId` (from `lockLog`, in the same write). */
   private *append(lastId: number, command: Command): Work<void> {
     const id = lastId + 1;
@@ -410,6 +440,14 @@ export class KvRepository {
     );
   }
 
+  /**
+   * Sets a key as the primary. The most frequent write, so it takes five statements (each a round
+   * trip on PostgreSQL while the log lock is held) where the general `keyWrite` takes seven: the
+   * next log id (which takes the lock), the collection check, the next seq, one upsert that also
+   * counts the version up and returns it (a set does not depend on the key's row, unlike a
+   * delete), and the log entry. A missing collection gives its log id back in the same
+   * transaction, so a refused write leaves no hole.
+   */
   set(
     project: string,
     collection: string,
@@ -417,15 +455,35 @@ export class KvRepository {
     value: string,
     timestamp: number,
   ): Promise<WriteOutcome | 'missing_collection'> {
-    return this.keyWrite(project, collection, key, (current) => ({
-      type: 'SET',
-      project,
-      collection,
-      key,
-      value,
-      version: (current?.version ?? 0) + 1,
-      timestamp,
-    })) as Promise<WriteOutcome | 'missing_collection'>; // a set is never refused as not_found
+    const write = () =>
+      this.database.write(
+        function* (this: KvRepository) {
+          const id = yield* this.takeLogId();
+          if ((yield* first(COLLECTION_EXISTS, project, collection)) === undefined) {
+            yield* run("update kv_meta set value = ? where name = 'last_log_id'", id - 1);
+            return 'missing_collection' as const;
+          }
+          const seq = yield* this.nextSeq();
+          const row = yield* first<{ version: number }>(SET_KEY, project, collection, key, value, seq, timestamp);
+          const command: KeyCommand = {
+            type: 'SET',
+            project,
+            collection,
+            key,
+            value,
+            version: Number(row!.version),
+            seq,
+            timestamp,
+          };
+          yield* run('insert into kv_log (id, seq, line) values (?, ?, ?)', id, seq, encodeLine(command));
+          return { seq, version: command.version, command };
+        }.bind(this),
+      );
+    return this.changingKey(cacheKeyOf(project, collection, key), write, (outcome) =>
+      outcome === 'missing_collection'
+        ? 'unchanged'
+        : { key, value, version: outcome.version, seq: outcome.seq, updatedAt: timestamp },
+    );
   }
 
   delete(

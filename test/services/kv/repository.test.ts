@@ -110,6 +110,27 @@ describe('kv repository', () => {
     assert.equal(k0.version, Math.ceil(200 / 7));
   });
 
+  it('refuses a set in a missing collection without a seq or a log id, and counts versions on through a delete', async () => {
+    const { repository } = await freshNode();
+    await repository.createCollection('', 'c', 1);
+    assert.equal(await repository.set('', 'nope', 'k', '1', 1), 'missing_collection');
+    const first = await repository.set('', 'c', 'k', '1', 1);
+    assert.ok(typeof first === 'object');
+    assert.deepEqual([first.seq, first.version], [1, 1]);
+    await repository.delete('', 'c', 'k', 2);
+    assert.equal(await repository.set('', 'nope', 'k', '1', 1), 'missing_collection');
+    const again = await repository.set('', 'c', 'k', '[2]', 3);
+    assert.ok(typeof again === 'object');
+    assert.deepEqual([again.seq, again.version], [3, 3]);
+    assert.deepEqual(
+      (await repository.logAfter(0, 10)).map((entry) => entry.id),
+      [1, 2, 3, 4],
+    );
+    assert.deepEqual(await repository.get('', 'c', 'k'), { key: 'k', value: '[2]', version: 3, seq: 3, updatedAt: 3 });
+    const state = await repository.state();
+    assert.deepEqual([state.lastSeq, state.lastLogId], [3, 4]);
+  });
+
   it('sorts keys by code point whatever the database collation', async () => {
     const { repository } = await freshNode();
     await repository.createCollection('', 'c', 1);

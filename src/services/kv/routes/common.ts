@@ -1,6 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { IDENTITY_HEADER, PROJECT_HEADER, parseIdentity } from '../../../core/identity.ts';
-import { isoSeconds } from '../commands.ts';
 import { KvErrors } from '../errors.ts';
 import type { ReplicationFeed } from '../feed.ts';
 import type { FollowerLease, ParentLink } from '../lease.ts';
@@ -75,13 +74,18 @@ export function projectOf(request: FastifyRequest): string {
 
 /** The key: everything after `/keys/` in the raw path, percent-decoded, slashes included. */
 export function keyOf(request: FastifyRequest): string {
-  const path = (request.raw.url ?? '').split('?')[0]!;
-  const at = path.indexOf('/keys/', '/v1/collections/'.length);
-  let key: string;
-  try {
-    key = decodeURIComponent(path.slice(at + '/keys/'.length));
-  } catch {
-    throw KvErrors.keyNotPercentEncoded();
+  const url = request.raw.url ?? '';
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  const raw = path.slice(path.indexOf('/keys/', '/v1/collections/'.length) + '/keys/'.length);
+  // Most keys have no escape: decoding them would give the same text back.
+  let key = raw;
+  if (raw.includes('%')) {
+    try {
+      key = decodeURIComponent(raw);
+    } catch {
+      throw KvErrors.keyNotPercentEncoded();
+    }
   }
   if (key === '') throw KvErrors.emptyKey();
   return key;
@@ -90,7 +94,3 @@ export function keyOf(request: FastifyRequest): string {
 /** Sends JSON text as it is: stored values are exact JSON text (integers beyond 2^53 included). */
 export const json = (reply: FastifyReply, text: string, status = 200) =>
   reply.code(status).type('application/json; charset=utf-8').send(text);
-
-export function entryJson(e: { key: string; value: string; version: number; updatedAt: number }): string {
-  return `{"key":${JSON.stringify(e.key)},"value":${e.value},"version":${e.version},"updatedAt":"${isoSeconds(e.updatedAt)}"}`;
-}

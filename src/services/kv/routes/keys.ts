@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
 import type { ServiceApp } from '../../../core/app.ts';
 import { isJsonObject, stringifyJson, type JsonValue } from '../../../core/json.ts';
-import { unixSeconds } from '../commands.ts';
+import { entryJson, unixSeconds } from '../commands.ts';
 import { KvErrors } from '../errors.ts';
 import { colParams, entry, errorBody, keyParams, presence, writeResult } from '../schemas.ts';
-import { entryJson, json, keyOf, projectOf, type KvNode } from './common.ts';
+import { json, keyOf, projectOf, type KvNode } from './common.ts';
 import { forward } from './forward.ts';
 import { SIGNED_IN, type RouteDocs } from '../../../core/openapi.ts';
 
@@ -102,11 +102,14 @@ export function registerKeyRoutes(app: ServiceApp, node: KvNode): void {
   app.get('/v1/collections/:col/keys/*', { schema: getSchema }, async (request, reply) => {
     const project = projectOf(request);
     const key = keyOf(request);
-    const found = await repository.get(project, request.params.col, key);
-    if (found === null) throw KvErrors.keyNotFound();
-    if ('collection' in found) throw KvErrors.collectionNotFound();
+    const collection = request.params.col;
+    const found = await repository.find(project, collection, key);
+    if (found === null)
+      throw (await repository.hasCollection(project, collection))
+        ? KvErrors.keyNotFound()
+        : KvErrors.collectionNotFound();
     counters.reads++;
-    return json(reply, entryJson(found));
+    return json(reply, found.answer());
   });
 
   app.post('/v1/collections/:col/keys/*', { schema: setSchema }, async (request, reply) => {
