@@ -137,6 +137,7 @@ async function main(argv: string[]): Promise<number> {
   const logger = createLogger(settings);
   const platform = await startPlatform(settings, logger);
   const stopReleasing = releaseMemoryWhenIdle({
+    intervalMs: settings.idleMemoryReleaseSeconds * 1000,
     onRelease: ({ rssBefore, rssAfter, pauseMs }) =>
       logger.debug({ rssBefore, rssAfter, pauseMs: Math.round(pauseMs) }, 'gave memory back after going idle'),
   });

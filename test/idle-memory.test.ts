@@ -7,7 +7,7 @@ import { releaseMemoryWhenIdle } from '../src/idle-memory.ts';
 const MiB = 1024 ** 2;
 
 describe('releaseMemoryWhenIdle', () => {
-  it('collects once idle after the RSS grew by the threshold, not while busy or before it grew', async () => {
+  it('collects when idle once the RSS grew by the threshold since the last release (or start), never while busy', async () => {
     let rss = 100 * MiB;
     let busy = 0.5;
     let collections = 0;
@@ -23,15 +23,18 @@ describe('releaseMemoryWhenIdle', () => {
     });
     try {
       await sleep(50);
-      assert.equal(collections, 0, 'nothing grew');
-      rss = 200 * MiB;
-      await sleep(50);
       assert.equal(collections, 0, 'busy: no pause under load');
       busy = 0;
       await sleep(50);
-      assert.equal(collections, 1, 'idle and grown: one collection');
+      assert.equal(collections, 1, 'idle: the first look releases what start-up left');
       await sleep(50);
       assert.equal(collections, 1, 'what remained after it is the new baseline');
+      rss = 130 * MiB;
+      await sleep(50);
+      assert.equal(collections, 1, 'grown less than the threshold');
+      rss = 150 * MiB;
+      await sleep(50);
+      assert.equal(collections, 2, 'grown by the threshold since the release');
     } finally {
       stop();
     }
