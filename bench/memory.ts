@@ -335,18 +335,22 @@ export async function run(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const idle = await rssOf(pid);
     let peak = idle;
+    // The peak within each step too: a transfer's garbage shows there, gone by the step's end.
+    let stepPeak = idle;
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        peak = Math.max(peak, await rssOf(pid).catch(() => 0));
+        stepPeak = Math.max(stepPeak, await rssOf(pid).catch(() => 0));
+        peak = Math.max(peak, stepPeak);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     })();
     let loads: LoadResult[];
-    const steps: { after: string; 'RSS MiB': number; split: string }[] = [];
+    const steps: { after: string; 'RSS MiB': number; 'step peak MiB': number; split: string }[] = [];
     steps.push({
       after: 'nothing (idle)',
       'RSS MiB': Math.round(idle / MiB),
+      'step peak MiB': Math.round(idle / MiB),
       split: `${await rssSplit(pid)}; ${await heapBreakdown(stratus.internalPort)}`,
     });
     try {
@@ -355,8 +359,10 @@ export async function run(): Promise<void> {
         steps.push({
           after: step,
           'RSS MiB': Math.round(rss / MiB),
+          'step peak MiB': Math.round(Math.max(stepPeak, rss) / MiB),
           split: `${await rssSplit(pid)}; ${await heapBreakdown(stratus!.internalPort)}`,
         });
+        stepPeak = rss;
       });
     } finally {
       sampling = false;
