@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,10 +19,40 @@ const DOCUMENTS = 200_000;
 const IDENTITY = { 'x-gateway-authentication': JSON.stringify({ user: { id: 'user-bench' } }) };
 const MiB = 1024 ** 2;
 
-/** RSS split as the kernel counts it: anonymous memory, and file pages mapped in (SQLite's mmap). */
+/**
+ * The RSS by kind of mapping, from /proc/<pid>/smaps: V8's pages (anonymous 256 KiB mappings: the
+ * main heap, the worker threads' and the lambda isolates' heaps, and the pages V8 keeps pooled
+ * after a heap shrank), glibc malloc's arenas (the brk heap and the 64 MiB-aligned thread arenas:
+ * SQLite's page caches, Buffers, and freed memory the allocator keeps), file-backed pages (the
+ * node binary, libraries) and the other anonymous mappings.
+ */
 async function rssSplit(pid: number): Promise<string> {
-  const [anon, file] = await Promise.all([rssOf(pid, 'RssAnon'), rssOf(pid, 'RssFile')]);
-  return `anonymous ${Math.round(anon / MiB)} MiB, file-backed ${Math.round(file / MiB)} MiB`;
+  const text = await readFile(`/proc/${pid}/smaps`, 'utf8');
+  const maps: { start: number; end: number; perm: string; name: string; rss: number }[] = [];
+  for (const line of text.split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head)
+      maps.push({ start: parseInt(head[1]!, 16), end: parseInt(head[2]!, 16), perm: head[3]!, name: head[4]!, rss: 0 });
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss && maps.length > 0) maps.at(-1)!.rss = Number(rss[1]) * 1024;
+  }
+  const ARENA = 64 * MiB;
+  const sums = { v8: 0, malloc: 0, file: 0, other: 0 };
+  maps.forEach((map, i) => {
+    const next = maps[i + 1];
+    // A thread arena: 64 MiB reserved at a 64 MiB boundary, its used part read-write.
+    const arena =
+      map.name === '' &&
+      map.start % ARENA === 0 &&
+      (map.end - map.start === ARENA ||
+        (next?.start === map.end && next.perm === '---p' && next.end - map.start === ARENA));
+    if (map.name === '[heap]' || arena) sums.malloc += map.rss;
+    else if (map.name.startsWith('/')) sums.file += map.rss;
+    else if (map.name === '' && map.perm === 'rw-p' && map.end - map.start === 256 * 1024) sums.v8 += map.rss;
+    else sums.other += map.rss;
+  });
+  const mib = (bytes: number) => `${Math.round(bytes / MiB)} MiB`;
+  return `V8 pages ${mib(sums.v8)}, malloc arenas ${mib(sums.malloc)}, file-backed ${mib(sums.file)}, other ${mib(sums.other)}`;
 }
 
 /** One request on the internal port as the bench user; streams `body` when it is a function. */
@@ -160,6 +191,17 @@ async function workload(stratus: Child, mark: (step: string) => Promise<void>): 
   // kv: sets, then gets.
   await ok(call(port, 'kv', 'POST', '/v1/collections', '{"name":"memory"}'), 'creating the kv collection');
   const kvHeaders = { host: 'kv.localhost', 'content-type': 'application/json', ...IDENTITY };
+  // Every key exists before the timed sets: a short run's sets may not reach them all, and the gets
+  // of the missing ones would answer 404.
+  for (let i = 0; i < 2_000; i += 100)
+    await Promise.all(
+      Array.from({ length: 100 }, (_, j) =>
+        ok(
+          call(port, 'kv', 'POST', `/v1/collections/memory/keys/key-${i + j}`, `{"value":{"n":${i + j}}}`),
+          'setting a key',
+        ),
+      ),
+    );
   loads.push(
     await load('kv sets', {
       url,
@@ -254,9 +296,9 @@ async function workload(stratus: Child, mark: (step: string) => Promise<void>): 
 }
 
 /**
- * Where the RSS is, by the server's own Prometheus metrics (prom-client's default ones): the V8
- * heap in use and allocated, external memory (Buffers, isolates' backing stores), and the rest
- * (native: SQLite's page cache, isolated-vm isolates, the allocator's retained pages).
+ * What the server's own Prometheus metrics say: the main thread's V8 heap in use and allocated,
+ * external memory (Buffers), and the lambda isolates alive (each a V8 heap of its own, with the
+ * worker threads' heaps and V8's page pool the part of rssSplit's V8 pages beyond the main heap).
  */
 async function heapBreakdown(port: number): Promise<string> {
   const { text } = await new Promise<{ text: string }>((resolve, reject) => {
@@ -271,11 +313,12 @@ async function heapBreakdown(port: number): Promise<string> {
   const metric = (name: string) =>
     Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+]+)$`, 'm').exec(text)?.[1] ?? NaN);
   const mib = (bytes: number) => `${Math.round(bytes / MiB)} MiB`;
-  const rss = metric('process_resident_memory_bytes');
+  const isolates = (state: string) =>
+    Number(new RegExp(`^stratus_lambda_isolates\\{[^}]*state="${state}"[^}]*\\} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
   const heapTotal = metric('nodejs_heap_size_total_bytes');
   const heapUsed = metric('nodejs_heap_size_used_bytes');
   const external = metric('nodejs_external_memory_bytes');
-  return `RSS ${mib(rss)}: V8 heap ${mib(heapUsed)} used of ${mib(heapTotal)}, external ${mib(external)}, the rest (native) ${mib(rss - heapTotal - external)}`;
+  return `main V8 heap ${mib(heapUsed)} used of ${mib(heapTotal)}, external ${mib(external)}, lambda isolates ${isolates('idle')} idle + ${isolates('busy')} busy`;
 }
 
 export async function run(): Promise<void> {
@@ -292,18 +335,22 @@ export async function run(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const idle = await rssOf(pid);
     let peak = idle;
+    // The peak within each step too: a transfer's garbage shows there, gone by the step's end.
+    let stepPeak = idle;
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        peak = Math.max(peak, await rssOf(pid).catch(() => 0));
+        stepPeak = Math.max(stepPeak, await rssOf(pid).catch(() => 0));
+        peak = Math.max(peak, stepPeak);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     })();
     let loads: LoadResult[];
-    const steps: { after: string; 'RSS MiB': number; split: string }[] = [];
+    const steps: { after: string; 'RSS MiB': number; 'step peak MiB': number; split: string }[] = [];
     steps.push({
       after: 'nothing (idle)',
       'RSS MiB': Math.round(idle / MiB),
+      'step peak MiB': Math.round(idle / MiB),
       split: `${await rssSplit(pid)}; ${await heapBreakdown(stratus.internalPort)}`,
     });
     try {
@@ -312,8 +359,10 @@ export async function run(): Promise<void> {
         steps.push({
           after: step,
           'RSS MiB': Math.round(rss / MiB),
+          'step peak MiB': Math.round(Math.max(stepPeak, rss) / MiB),
           split: `${await rssSplit(pid)}; ${await heapBreakdown(stratus!.internalPort)}`,
         });
+        stepPeak = rss;
       });
     } finally {
       sampling = false;
@@ -321,7 +370,7 @@ export async function run(): Promise<void> {
     }
     await new Promise((resolve) => setTimeout(resolve, SETTLE_S * 1000));
     const after = await rssOf(pid);
-    const breakdown = await heapBreakdown(stratus.internalPort);
+    const breakdown = `${await rssSplit(pid)}; ${await heapBreakdown(stratus.internalPort)}`;
     console.log(`\nmemory benchmark (store ${stratus.store}, the server's RSS)`);
     console.table(loads.map((r) => ({ load: r.name, 'req/s': Math.round(r.requestsPerSecond), 'p99 ms': r.p99 })));
     console.table(steps);
@@ -330,7 +379,7 @@ export async function run(): Promise<void> {
       { when: 'peak during the workload', 'RSS MiB': Math.round(peak / MiB) },
       { when: `${SETTLE_S} s after the workload`, 'RSS MiB': Math.round(after / MiB) },
     ]);
-    console.log(`after the workload, from the server's /metrics: ${breakdown}; ${await rssSplit(pid)}`);
+    console.log(`after the workload (smaps; the server's /metrics): ${breakdown}`);
     const met = after - idle <= 300 * MiB;
     recordResult({
       bench: 'memory',

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ARCHIVE_USAGE, runArchiveCommand } from './archive-cli.ts';
 import { loadSettings, SettingsError, type FlagValues } from './config.ts';
 import { VERSION } from './core/version.ts';
+import { releaseMemoryWhenIdle } from './idle-memory.ts';
 import { createLogger, migrateAll, startPlatform } from './platform.ts';
 import { runUsersCommand, USERS_OPTIONS } from './services/auth/index.ts';
 import { BACKUP_OPTIONS, runBackupCommand } from './store/backup.ts';
@@ -135,6 +136,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const logger = createLogger(settings);
   const platform = await startPlatform(settings, logger);
+  const stopReleasing = releaseMemoryWhenIdle({
+    intervalMs: settings.idleMemoryReleaseSeconds * 1000,
+    onRelease: ({ rssBefore, rssAfter, pauseMs }) =>
+      logger.debug({ rssBefore, rssAfter, pauseMs: Math.round(pauseMs) }, 'gave memory back after going idle'),
+  });
   // The first SIGTERM or SIGINT drains (README.md: Rolling restarts): readiness answers 503, the
   // ports stop accepting, streams end resumably, in-flight requests get SHUTDOWN_TIMEOUT seconds.
   // Later signals are ignored (bin/stratus.js forwards a terminal's Ctrl-C the child also got).
@@ -144,6 +150,7 @@ async function main(argv: string[]): Promise<number> {
     const stop = (signal: string) => {
       if (stopping) return void logger.info({ signal }, 'already shutting down');
       stopping = true;
+      stopReleasing();
       logger.info({ signal, timeoutSeconds: settings.shutdownTimeout }, 'shutting down');
       platform.close().then(resolve, (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');

@@ -75,6 +75,8 @@ export interface Settings {
   sqliteCacheBytes: number;
   /** How much of the SQLite database file is memory-mapped, in bytes; 0 = none (`SQLITE_MMAP`). */
   sqliteMmapBytes: number;
+  /** Seconds the event loop must be idle before memory a burst left is given back; 0 = never (`IDLE_MEMORY_RELEASE`). */
+  idleMemoryReleaseSeconds: number;
   /** Services that run in another process: name → base URL (`UPSTREAM_<NAME>` or `upstreams`). */
   upstreams: Partial<Record<ServiceName, string>>;
   /** Extra route policies (config file `gateway.routes`), checked before the built-in defaults. */
@@ -241,6 +243,12 @@ const SETTINGS: {
     env: 'SQLITE_MMAP',
     parse: (t, f) => (t.trim() === '0' ? 0 : byteSize(t, f)),
     fallback: 0,
+  },
+  // src/idle-memory.ts: the release costs one pause of a few hundred ms, taken only when idle.
+  idleMemoryReleaseSeconds: {
+    env: 'IDLE_MEMORY_RELEASE',
+    parse: (t, f) => nonNegativeInteger(t, f),
+    fallback: 5,
   },
   upstreamTimeoutSeconds: { env: 'UPSTREAM_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 30 },
   lambdaEgressAllow: { env: 'LAMBDA_EGRESS_ALLOW', parse: (t) => t.trim(), fallback: '' },

@@ -93,6 +93,13 @@ describe('settings', () => {
     assert.throws(() => loadSettings({}, { SQLITE_MMAP: '-1' }, dir), /SQLITE_MMAP: .* must be a positive size/);
   });
 
+  it('reads IDLE_MEMORY_RELEASE as whole seconds, 0 turning the release off', () => {
+    assert.equal(loadSettings({}, {}, dir).idleMemoryReleaseSeconds, 5);
+    assert.equal(loadSettings({}, { IDLE_MEMORY_RELEASE: '30' }, dir).idleMemoryReleaseSeconds, 30);
+    assert.equal(loadSettings({}, { IDLE_MEMORY_RELEASE: '0' }, dir).idleMemoryReleaseSeconds, 0);
+    assert.throws(() => loadSettings({}, { IDLE_MEMORY_RELEASE: '-1' }, dir), /IDLE_MEMORY_RELEASE/);
+  });
+
   it('reads the key-value node settings', () => {
     const defaults = loadSettings({}, {}, dir);
     assert.equal(defaults.kvParentUrl, undefined);
