@@ -332,9 +332,9 @@ export async function run(): Promise<void> {
       LAMBDA_OWNER_CONCURRENCY: '100',
     });
     const pid = stratus.pid!;
-    // Idle is read after the same settling as the end figure: the server gives its start-up's
-    // garbage back after its first idle interval (IDLE_MEMORY_RELEASE), and the end figure would
-    // otherwise gain that release over an idle figure read before it.
+    // Idle is read after the same settling as the end figure: with IDLE_MEMORY_RELEASE set the
+    // server gives its start-up's garbage back after its first idle interval, and the end figure
+    // would otherwise gain that release over an idle figure read before it.
     await new Promise((resolve) => setTimeout(resolve, SETTLE_S * 1000));
     const idle = await rssOf(pid);
     let peak = idle;

@@ -244,11 +244,12 @@ const SETTINGS: {
     parse: (t, f) => (t.trim() === '0' ? 0 : byteSize(t, f)),
     fallback: 0,
   },
-  // src/idle-memory.ts: the release costs one pause of a few hundred ms, taken only when idle.
+  // src/idle-memory.ts: off unless asked for. The last-resort collection also drops the compiled
+  // code, and the gateway bench measured the next bursts at about half the throughput (bench/README.md, Memory).
   idleMemoryReleaseSeconds: {
     env: 'IDLE_MEMORY_RELEASE',
     parse: (t, f) => nonNegativeInteger(t, f),
-    fallback: 5,
+    fallback: 0,
   },
   upstreamTimeoutSeconds: { env: 'UPSTREAM_TIMEOUT', parse: (t, f) => positiveNumber(t, f), fallback: 30 },
   lambdaEgressAllow: { env: 'LAMBDA_EGRESS_ALLOW', parse: (t) => t.trim(), fallback: '' },

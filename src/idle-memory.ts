@@ -44,7 +44,9 @@ export interface IdleMemoryOptions {
  * its workload. So when a whole interval passed with the event loop idle and the RSS has grown by
  * `growthBytes` since the last release, one last-resort collection (a few full collections in a
  * row: a pause of ~340 ms measured on a busy 2-core machine) runs. Under load it never runs: the
- * loop is not idle. Returns the stop.
+ * loop is not idle. The collection also drops compiled code, and the bursts after it ran at about
+ * half the throughput in the gateway bench, so `serve` turns it on only when asked
+ * (IDLE_MEMORY_RELEASE; bench/README.md, Memory). Returns the stop.
  */
 export function releaseMemoryWhenIdle(options: IdleMemoryOptions = {}): () => void {
   const intervalMs = options.intervalMs ?? 5_000;

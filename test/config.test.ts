@@ -94,7 +94,7 @@ describe('settings', () => {
   });
 
   it('reads IDLE_MEMORY_RELEASE as whole seconds, 0 turning the release off', () => {
-    assert.equal(loadSettings({}, {}, dir).idleMemoryReleaseSeconds, 5);
+    assert.equal(loadSettings({}, {}, dir).idleMemoryReleaseSeconds, 0, 'off unless asked for');
     assert.equal(loadSettings({}, { IDLE_MEMORY_RELEASE: '30' }, dir).idleMemoryReleaseSeconds, 30);
     assert.equal(loadSettings({}, { IDLE_MEMORY_RELEASE: '0' }, dir).idleMemoryReleaseSeconds, 0);
     assert.throws(() => loadSettings({}, { IDLE_MEMORY_RELEASE: '-1' }, dir), /IDLE_MEMORY_RELEASE/);
