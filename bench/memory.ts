@@ -296,9 +296,10 @@ async function workload(stratus: Child, mark: (step: string) => Promise<void>): 
 }
 
 /**
- * What the server's own Prometheus metrics say: the main thread's V8 heap in use and allocated,
- * external memory (Buffers), and the lambda isolates alive (each a V8 heap of its own, with the
- * worker threads' heaps and V8's page pool the part of rssSplit's V8 pages beyond the main heap).
+ * What the server's own Prometheus metrics say: the main thread's V8 heap in use and allocated (and
+ * how much of that is the young generation), external memory (Buffers), and the lambda isolates
+ * alive (each a V8 heap of its own, with the worker threads' heaps and V8's page pool the part of
+ * rssSplit's V8 pages beyond the main heap).
  */
 async function heapBreakdown(port: number): Promise<string> {
   const { text } = await new Promise<{ text: string }>((resolve, reject) => {
@@ -318,7 +319,9 @@ async function heapBreakdown(port: number): Promise<string> {
   const heapTotal = metric('nodejs_heap_size_total_bytes');
   const heapUsed = metric('nodejs_heap_size_used_bytes');
   const external = metric('nodejs_external_memory_bytes');
-  return `main V8 heap ${mib(heapUsed)} used of ${mib(heapTotal)}, external ${mib(external)}, lambda isolates ${isolates('idle')} idle + ${isolates('busy')} busy`;
+  // The young generation grows to its maximum under load (128 MiB measured on Node 24) and keeps it.
+  const young = Number(/^nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)$/m.exec(text)?.[1] ?? NaN);
+  return `main V8 heap ${mib(heapUsed)} used of ${mib(heapTotal)} (young generation ${mib(young)}), external ${mib(external)}, lambda isolates ${isolates('idle')} idle + ${isolates('busy')} busy`;
 }
 
 export async function run(): Promise<void> {

@@ -44,9 +44,12 @@ export interface IdleMemoryOptions {
  * its workload. So when a whole interval passed with the event loop idle and the RSS has grown by
  * `growthBytes` since the last release, one last-resort collection (a few full collections in a
  * row: a pause of ~340 ms measured on a busy 2-core machine) runs. Under load it never runs: the
- * loop is not idle. The collection also drops compiled code, and the bursts after it ran at about
- * half the throughput in the gateway bench, so `serve` turns it on only when asked
- * (IDLE_MEMORY_RELEASE; bench/README.md, Memory). Returns the stop.
+ * loop is not idle. The bursts after it ran at about half the throughput in the gateway bench, and
+ * cost 2–4× the CPU per request in 3 s kv bursts: the heap growing back (young generation, old
+ * generation limit) more than the compiled code it drops, as the same collection with bytecode
+ * flushing off cost as much, and a regular major or a minor collection in its place 1.5–3×. So
+ * `serve` turns it on only when asked (IDLE_MEMORY_RELEASE; bench/README.md, Memory). Returns the
+ * stop.
  */
 export function releaseMemoryWhenIdle(options: IdleMemoryOptions = {}): () => void {
   const intervalMs = options.intervalMs ?? 5_000;

@@ -97,6 +97,8 @@ export interface RuntimeOptions {
   maxIdle?: number;
   /** Isolates created at start so the first call does not pay for one (default 2). */
   prewarm?: number;
+  /** An idle isolate beyond the prewarmed ones is disposed after this long unused (default 10 s). */
+  idleRetireMs?: number;
   /** An isolate is retired after this many invocations to bound slow heap growth (default 2000). */
   maxUsesPerIsolate?: number;
   /** Largest response body in bytes (default 6 MiB); above → `lambda_response_too_large`. */
@@ -104,6 +106,12 @@ export interface RuntimeOptions {
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+/**
+ * A burst leaves up to maxIsolates warm isolates, each a V8 heap of its own with its native state
+ * (bench/memory.ts's 30 extra after its lambda load held ~14 MiB of RSS); the ones a steady load
+ * does not reuse go.
+ */
+export const DEFAULT_IDLE_RETIRE_MS = 10_000;
 export const DEFAULT_MEMORY_LIMIT_MIB = 128;
 export const DEFAULT_MAX_RESPONSE_BYTES = 6 * 1024 * 1024;
 /** Console output per invocation: characters of all lines together, and lines. */
@@ -143,6 +151,8 @@ interface Worker {
   /** Evaluated module contexts by lambda (context key) and code version, least recently used first. */
   modules: Map<string, SandboxContext>;
   uses: number;
+  /** When it last went back to the idle pool (performance.now()). */
+  idleSince: number;
 }
 
 class TimeoutSignal extends Error {}
@@ -183,6 +193,11 @@ export class LambdaRuntime {
   private readonly maxIdle: number;
   private readonly maxIsolates: number;
   private readonly maxUses: number;
+  private readonly idleRetireMs: number;
+  /** Idle isolates kept however long they wait: the prewarmed count. */
+  private readonly floor: number;
+  private retirer: NodeJS.Timeout | undefined;
+  /** Warm isolates, the longest idle first: calls take the last, so a steady load keeps reusing the same few. */
   private readonly idle: Worker[] = [];
   /** Calls waiting for an isolate when maxIsolates are busy, first come first served. */
   private readonly waiting: ((w: Worker) => void)[] = [];
@@ -209,8 +224,9 @@ export class LambdaRuntime {
     this.maxIsolates = Math.max(1, options.maxIsolates ?? 32);
     this.maxIdle = Math.min(options.maxIdle ?? this.maxIsolates, this.maxIsolates);
     this.maxUses = options.maxUsesPerIsolate ?? 2000;
-    const prewarm = Math.min(options.prewarm ?? 2, this.maxIdle);
-    for (let i = 0; i < prewarm; i++) this.idle.push(this.createWorker());
+    this.idleRetireMs = options.idleRetireMs ?? DEFAULT_IDLE_RETIRE_MS;
+    this.floor = Math.min(options.prewarm ?? 2, this.maxIdle);
+    for (let i = 0; i < this.floor; i++) this.idle.push(this.createWorker());
   }
 
   /** Number of warm isolates waiting (for tests and metrics). */
@@ -226,6 +242,7 @@ export class LambdaRuntime {
 
   close(): void {
     this.closed = true;
+    clearTimeout(this.retirer);
     for (const w of this.idle.splice(0)) disposeWorker(w);
     this.live = 0;
     for (const c of this.compiled.values()) c.cachedData?.release();
@@ -478,7 +495,7 @@ export class LambdaRuntime {
     this.live++;
     const isolate = new ivm.Isolate({ memoryLimit: this.memoryLimitMiB });
     const prelude = isolate.compileScriptSync(this.prelude, { filename: 'stratus-prelude.js' });
-    return { isolate, prelude, scripts: new Map(), modules: new Map(), uses: 0 };
+    return { isolate, prelude, scripts: new Map(), modules: new Map(), uses: 0, idleSince: performance.now() };
   }
 
   private acquire(): Promise<Worker> | Worker {
@@ -505,7 +522,7 @@ export class LambdaRuntime {
           if (this.closed || this.live >= this.maxIsolates) return;
           const next = this.waiting.shift();
           if (next) next(this.createWorker());
-          else if (this.idle.length < this.maxIdle) this.idle.push(this.createWorker());
+          else if (this.idle.length < this.maxIdle) this.makeIdle(this.createWorker());
         });
       }
       return;
@@ -517,7 +534,31 @@ export class LambdaRuntime {
       this.live--;
       return;
     }
+    this.makeIdle(w);
+  }
+
+  private makeIdle(w: Worker): void {
+    w.idleSince = performance.now();
     this.idle.push(w);
+    this.retireLater();
+  }
+
+  /** Disposes the isolates beyond the floor once they have been idle idleRetireMs, oldest first. */
+  private retireLater(): void {
+    if (this.retirer || this.closed || this.idle.length <= this.floor) return;
+    this.retirer = setTimeout(
+      () => {
+        this.retirer = undefined;
+        const cutoff = performance.now() - this.idleRetireMs;
+        while (this.idle.length > this.floor && this.idle[0]!.idleSince <= cutoff) {
+          disposeWorker(this.idle.shift()!);
+          this.live--;
+        }
+        this.retireLater();
+      },
+      Math.max(0, this.idle[0]!.idleSince + this.idleRetireMs - performance.now()),
+    );
+    this.retirer.unref();
   }
 }
 
