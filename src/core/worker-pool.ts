@@ -43,7 +43,8 @@ export function startWorker(base: string, file: string): Worker {
  * keep the process alive. A job that runs past its time limit has its worker terminated and fails
  * with WorkerTimeLimitError; a worker that dies fails its job and is replaced on the next one. A
  * worker idle for `idleMs` ends (each holds a V8 heap and its thread's malloc arena), and
- * starts again on the next job; a burst's workers then do not stay resident for good. Used by the document database's filters and the logs service's matching.
+ * starts again on the next job; a burst's workers then do not stay resident for good. Used by the
+ * document database's filters and the logs service's matching.
  */
 export class WorkerPool {
   private readonly slots: Slot[] = [];
