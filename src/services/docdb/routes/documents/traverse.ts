@@ -6,7 +6,7 @@ import { LineResponse } from '../../lines.ts';
 import { jsonEquals, mergePatch } from '../../query/merge-patch.ts';
 import type { WriteOutcome } from '../../repository/index.ts';
 import { existing, type ActionContext } from '../collections/common.ts';
-import { parseTraversal, traversalFields, traverse } from './pipeline.ts';
+import { parseTraversal, traversalFields, traversalKey, traverse } from './pipeline.ts';
 
 /**
  * `:find`, `:patch` and `:remove`: NDJSON of the selected documents (as found, after their patch,
@@ -35,6 +35,15 @@ export async function traversalAction(action: 'find' | 'patch' | 'remove', conte
   const seen = traversal.source.kind === 'btree' ? new Set<number>() : undefined;
   try {
     if (action === 'find') {
+      // A small answer is kept until the collection next changes (repository/answers.ts).
+      const query = traversalKey(traversal);
+      const answers = await documents.findAnswers(collection);
+      const cached = answers.byQuery.get(query);
+      if (cached !== undefined) {
+        out.pushLines(cached);
+        out.end();
+        return;
+      }
       await traverse(
         documents,
         filters,
@@ -50,6 +59,8 @@ export async function traversalAction(action: 'find' | 'patch' | 'remove', conte
         },
         { stopped: stop, skipSeqs: seen },
       );
+      const whole = out.unsent;
+      if (whole !== null && !stop()) documents.answers.remember(answers, query, whole);
     } else {
       const upToSeq = await documents.lastSeq();
       const change = (document: JsonObject): JsonObject | null => {
