@@ -6,7 +6,9 @@ const ANSWERS_CHANGED_TOPIC = 'docdb.answers.changed';
 /** All answers cached, in characters of their queries and texts (bookkeeping counted as 64 each). */
 const ANSWER_CACHE_CHARS = 16 * 1024 * 1024;
 /** Larger answers are not cached: they are few, and streamed rather than sent whole. */
-export const MAX_CACHED_ANSWER_CHARS = 64 * 1024;
+const MAX_CACHED_ANSWER_CHARS = 64 * 1024;
+/** Queries (request bodies) longer than this are not cached: a cache of long filters would hold little. */
+const MAX_CACHED_QUERY_CHARS = 4 * 1024;
 const ENTRY_OVERHEAD = 64;
 
 /** The cached answers of one collection, by query. Answers no longer held by the cache are not added to. */
@@ -64,13 +66,14 @@ class AnswerEntries implements CacheEntries<CollectionAnswers> {
 const answerCaches = new WeakMap<SqlDatabase, { cache: FindAnswers; users: number }>();
 
 /**
- * Answers of finds (the whole NDJSON text of a small answer) by collection and query, so a repeated
- * lookup costs no query. Every write to a collection (documents, defaults, indexes, the collection
- * itself) goes through `changing`, which drops the collection's answers around it: here at once, and
- * where other instances write too, on every instance before a hit is trusted (SharedCache's notifier
- * fence), so a client that wrote through one instance never reads an older answer through another.
- * A find that raced a change of its collection adds its answer to a dropped object, where nobody
- * reads it.
+ * Answers of finds (the whole NDJSON text of a small answer) by collection and query (the request
+ * body as sent), so a repeated lookup costs no query. Every change to a collection's documents, and
+ * the drop of one of its indexes or of the collection, goes through `changing`, which drops the
+ * collection's answers around it (new defaults apply to later inserts, a new index to later finds:
+ * neither changes an answer): here at once, and where other instances write too, on every instance
+ * before a hit is trusted (SharedCache's notifier fence), so a client that wrote through one
+ * instance never reads an older answer through another. A find that raced a change of its
+ * collection adds its answer to a dropped object, where nobody reads it.
  */
 export class FindAnswers {
   private readonly entries = new AnswerEntries();
@@ -105,7 +108,8 @@ export class FindAnswers {
 
   /** Keeps `text` as the answer to `query`, unless the collection changed since `answers` was read. */
   remember(answers: CollectionAnswers, query: string, text: string): void {
-    if (text.length <= MAX_CACHED_ANSWER_CHARS) this.entries.add(answers, query, text);
+    if (text.length <= MAX_CACHED_ANSWER_CHARS && query.length <= MAX_CACHED_QUERY_CHARS)
+      this.entries.add(answers, query, text);
   }
 
   /** Runs a write to `collection`; its answers are dropped around it (before its caller hears of it). */

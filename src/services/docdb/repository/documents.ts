@@ -494,8 +494,8 @@ export class DocumentStore {
   }
 
   /** The collection's cached find answers now (answers.ts). */
-  findAnswers(collection: CollectionInfo): Promise<CollectionAnswers> {
-    return this.answers.answers(collectionKey(collection.databaseId, collection.name));
+  findAnswers(databaseId: string, name: string): Promise<CollectionAnswers> {
+    return this.answers.answers(collectionKey(databaseId, name));
   }
 
   async listCollections(databaseId: string): Promise<CollectionRecord[]> {

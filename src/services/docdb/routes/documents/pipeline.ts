@@ -63,21 +63,6 @@ export function parseTraversal(body: JsonObject, collection: CollectionInfo): Tr
   return { source, filter, skip: Math.max(0, skip), limit };
 }
 
-/**
- * Everything a traversal's answer depends on besides the collection's documents, as a key of the
- * find answer cache (index ids are never used again, so an id stands for its definition).
- */
-export function traversalKey({ source, filter, skip, limit }: Traversal): string {
-  const latin1 = (key: Buffer | null) => key?.toString('latin1') ?? null;
-  const position =
-    source.kind === 'scan'
-      ? []
-      : source.kind === 'map'
-        ? [source.index.id, latin1(source.key)]
-        : [source.index.id, latin1(source.from), latin1(source.to), source.reverse];
-  return JSON.stringify([source.kind, ...position, skip, limit, filter?.json ?? null]);
-}
-
 /** Selected documents handed to `act` at once, in bytes of JSON (at least one document). */
 const ACT_BYTES = 1024 * 1024;
 /**

@@ -1,12 +1,12 @@
 import { HttpError } from '../../../../core/errors.ts';
 import { isJsonObject, type JsonObject } from '../../../../core/json.ts';
-import { readJsonBody, requireObject } from '../../body.ts';
+import { parseBody, readBodyText, requireObject } from '../../body.ts';
 import { DocdbErrors } from '../../errors.ts';
 import { LineResponse } from '../../lines.ts';
 import { jsonEquals, mergePatch } from '../../query/merge-patch.ts';
 import type { WriteOutcome } from '../../repository/index.ts';
 import { existing, type ActionContext } from '../collections/common.ts';
-import { parseTraversal, traversalFields, traversalKey, traverse } from './pipeline.ts';
+import { parseTraversal, traversalFields, traverse } from './pipeline.ts';
 
 /**
  * `:find`, `:patch` and `:remove`: NDJSON of the selected documents (as found, after their patch,
@@ -15,7 +15,20 @@ import { parseTraversal, traversalFields, traversalKey, traverse } from './pipel
  */
 export async function traversalAction(action: 'find' | 'patch' | 'remove', context: ActionContext): Promise<void> {
   const { reply, documents, filters } = context;
-  const body = requireObject(await readJsonBody(context.stream));
+  const text = await readBodyText(context.stream);
+  // A find asked before in the same words, its collection unchanged since, answers as it did
+  // (repository/answers.ts): that text passed every check below, and every change that could fail
+  // one (the collection or the index dropped) drops the answer.
+  const answers = action === 'find' ? await documents.findAnswers(context.databaseId, context.name) : null;
+  const cached = answers?.byQuery.get(text);
+  if (cached !== undefined) {
+    reply.hijack();
+    const out = new LineResponse(reply.raw, 200);
+    out.pushLines(cached);
+    out.end();
+    return;
+  }
+  const body = requireObject(parseBody(text));
   // Body types first, then the collection and index (404), then the filter (README: Traversal, step 1).
   traversalFields(body);
   let patch: JsonObject | null = null;
@@ -35,15 +48,6 @@ export async function traversalAction(action: 'find' | 'patch' | 'remove', conte
   const seen = traversal.source.kind === 'btree' ? new Set<number>() : undefined;
   try {
     if (action === 'find') {
-      // A small answer is kept until the collection next changes (repository/answers.ts).
-      const query = traversalKey(traversal);
-      const answers = await documents.findAnswers(collection);
-      const cached = answers.byQuery.get(query);
-      if (cached !== undefined) {
-        out.pushLines(cached);
-        out.end();
-        return;
-      }
       await traverse(
         documents,
         filters,
@@ -60,7 +64,7 @@ export async function traversalAction(action: 'find' | 'patch' | 'remove', conte
         { stopped: stop, skipSeqs: seen },
       );
       const whole = out.unsent;
-      if (whole !== null && !stop()) documents.answers.remember(answers, query, whole);
+      if (whole !== null && !stop()) documents.answers.remember(answers!, text, whole);
     } else {
       const upToSeq = await documents.lastSeq();
       const change = (document: JsonObject): JsonObject | null => {
