@@ -17,17 +17,51 @@ export const BODY_LIMIT = 10 * MiB;
  * Numbers beyond 2^53 stay exact (README: Responses).
  */
 export async function readJsonBody(stream: Readable): Promise<JsonValue | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of readChunks(stream)) {
-    size += chunk.length;
-    if (size > BODY_LIMIT) {
+  return parseBody(await readBodyText(stream));
+}
+
+/**
+ * A whole (non-streaming) body as text, up to 10 MiB: what `parseBody` reads. Read with listeners,
+ * not an async iterator: a small body (a find's) then costs a few microseconds less per request.
+ * A body that ends early (the client went away) rejects, as the iterator did.
+ */
+export function readBodyText(stream: Readable): Promise<string> {
+  return new Promise((resolve, reject) => {
+    if (stream.readableEnded) return resolve('');
+    if (stream.destroyed) return reject(new Error('request body closed before its end'));
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= BODY_LIMIT) return void chunks.push(chunk);
+      settle();
       discardRest(stream);
-      throw DocdbErrors.bodyTooLarge(BODY_LIMIT);
-    }
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+      reject(DocdbErrors.bodyTooLarge(BODY_LIMIT));
+    };
+    const onEnd = () => {
+      settle();
+      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8'));
+    };
+    const onError = (error: Error) => {
+      settle();
+      reject(error);
+    };
+    const onClose = () => onError(new Error('request body closed before its end'));
+    const settle = () => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+    };
+    stream.on('data', onData);
+    stream.on('end', onEnd);
+    stream.on('error', onError);
+    stream.on('close', onClose);
+  });
+}
+
+/** A body's JSON value; undefined for an empty or blank body. */
+export function parseBody(text: string): JsonValue | undefined {
   if (text.trim() === '') return undefined;
   let value: JsonValue;
   try {

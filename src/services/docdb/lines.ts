@@ -50,6 +50,16 @@ export class LineResponse {
     this.pending += '\n';
   }
 
+  /** Appends whole lines (each ending in `\n`) as `push` makes them: an answer kept from an earlier one. */
+  pushLines(text: string): void {
+    this.pending += text;
+  }
+
+  /** The whole answer so far while none of it has been sent, else null. */
+  get unsent(): string | null {
+    return this.started ? null : this.pending;
+  }
+
   /** Sends what is buffered (starting the response if needed) and waits while the client catches up. */
   async flush(force = false): Promise<void> {
     if (this.closed || this.ended) return;

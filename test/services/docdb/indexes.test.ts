@@ -806,6 +806,32 @@ describe('two instances on one store', () => {
     });
   });
 
+  it('an answer B keeps never outlives a write acknowledged by A (find answer cache)', async () => {
+    await seed(env, 'two-answers', [{ id: 'a', k: 'x', n: 1 }]);
+    await createIndex(env, 'two-answers', { name: 'by-k', type: 'map', field: 'k', unique: false });
+    const lookup = { index: 'by-k', value: 'x', limit: -1 };
+    const onBody = async () => (await onB('two-answers:find', lookup)).body;
+    await eventually(async () => assert.equal(await onBody(), '{"id":"a","k":"x","n":1}\n'));
+    // Asked again, B answers from what it kept; every write through A shows at once all the same.
+    assert.equal(await onBody(), '{"id":"a","k":"x","n":1}\n');
+    await insert(env, 'two-answers', [{ id: 'b', k: 'x', n: 2 }]);
+    assert.equal(await onBody(), '{"id":"a","k":"x","n":1}\n{"id":"b","k":"x","n":2}\n');
+    linesOf(await post(env, 'two-answers:patch', { ...lookup, filter: { id: 'a' }, patch: { n: 3 } }));
+    assert.equal(await onBody(), '{"id":"a","k":"x","n":3}\n{"id":"b","k":"x","n":2}\n');
+    linesOf(await post(env, 'two-answers:remove', { ...lookup, filter: { id: 'b' } }));
+    assert.equal(await onBody(), '{"id":"a","k":"x","n":3}\n');
+    // And B's own writes show in A's answers.
+    assert.equal((await post(env, 'two-answers:find', lookup)).body, '{"id":"a","k":"x","n":3}\n');
+    assert.equal((await onB('two-answers:insert', '{"id":"c","k":"x","n":4}')).statusCode, 201);
+    assert.equal(
+      (await post(env, 'two-answers:find', lookup)).body,
+      '{"id":"a","k":"x","n":3}\n{"id":"c","k":"x","n":4}\n',
+    );
+    // A dropped collection answers 404 on B, not its last answer.
+    assert.equal((await post(env, 'two-answers:dropCollection')).statusCode, 204);
+    errorOf(await onB('two-answers:find', lookup), 404, 'not_found');
+  });
+
   it('unique keys hold across instances under concurrency', async () => {
     await seed(env, 'two-race', []);
     await createIndex(env, 'two-race', { name: 'u', type: 'btree', fields: ['k'], unique: true });

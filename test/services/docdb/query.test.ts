@@ -406,3 +406,55 @@ describe('no value crashes a query', () => {
     jsonOf(await post(env, 'deep:size'));
   });
 });
+
+describe('answers kept between finds (repository/answers.ts)', () => {
+  it('a repeated find answers alike, and every change to the collection shows in the next one', async () => {
+    await seed(env, 'kept', [
+      { id: 'a', k: 'x', n: 1 },
+      { id: 'b', k: 'y', n: 2 },
+    ]);
+    await createIndex(env, 'kept', { name: 'by-k', type: 'map', field: 'k', unique: false });
+    const lookup = { index: 'by-k', value: 'x', limit: -1 };
+    const scan = { filter: { n: { $ge: 1 } }, limit: -1 };
+    const answer = async (body: object) => {
+      const response = await post(env, 'kept:find', body);
+      assert.equal(response.statusCode, 200);
+      assert.equal(response.headers['content-type'], 'application/json');
+      assert.equal(response.headers['content-length'], String(Buffer.byteLength(response.body)));
+      return response.body;
+    };
+    for (let i = 0; i < 2; i++) {
+      assert.equal(await answer(lookup), '{"id":"a","k":"x","n":1}\n');
+      assert.equal(await answer(scan), '{"id":"a","k":"x","n":1}\n{"id":"b","k":"y","n":2}\n');
+      assert.equal(await answer({ index: 'by-k', value: 'none' }), '');
+    }
+    linesOf(await post(env, 'kept:insert', '{"id":"c","k":"x","n":3}'), 201);
+    assert.equal(await answer(lookup), '{"id":"a","k":"x","n":1}\n{"id":"c","k":"x","n":3}\n');
+    linesOf(await post(env, 'kept:patch', { filter: { id: 'a' }, patch: { n: 4 } }));
+    assert.equal(await answer(lookup), '{"id":"a","k":"x","n":4}\n{"id":"c","k":"x","n":3}\n');
+    linesOf(await post(env, 'kept:remove', { filter: { id: 'c' } }));
+    assert.equal(await answer(lookup), '{"id":"a","k":"x","n":4}\n');
+    assert.equal(await answer(scan), '{"id":"a","k":"x","n":4}\n{"id":"b","k":"y","n":2}\n');
+    // Errors are never kept: a dropped index or collection answers 404 at once.
+    assert.equal((await post(env, 'kept:dropIndex', { name: 'by-k' })).statusCode, 204);
+    errorOf(await post(env, 'kept:find', lookup), 404, 'not_found');
+    assert.equal((await post(env, 'kept:dropCollection')).statusCode, 204);
+    errorOf(await post(env, 'kept:find', scan), 404, 'not_found');
+    // A collection made again under the name starts empty.
+    await seed(env, 'kept', [{ id: 'z', n: 9 }]);
+    assert.equal(await answer(scan), '{"id":"z","n":9}\n');
+  });
+
+  it('finds running beside writes never keep an answer older than an acknowledged write', async () => {
+    await seed(env, 'kept-race', [{ id: 'a', k: 'x', n: 0 }]);
+    await createIndex(env, 'kept-race', { name: 'by-k', type: 'map', field: 'k', unique: false });
+    const lookup = { index: 'by-k', value: 'x', limit: -1 };
+    for (let n = 1; n <= 20; n++) {
+      const finds = Array.from({ length: 5 }, () => post(env, 'kept-race:find', lookup));
+      const write = post(env, 'kept-race:patch', { ...lookup, patch: { n } });
+      await Promise.all([...finds, write]);
+      assert.equal((await write).statusCode, 200);
+      assert.equal((await post(env, 'kept-race:find', lookup)).body, `{"id":"a","k":"x","n":${n}}\n`);
+    }
+  });
+});

@@ -16,6 +16,7 @@ import {
 } from '../../../core/json.ts';
 import { encodeKey } from '../query/order.ts';
 import { all, first, run, type Work } from '../../../store/sql-work.ts';
+import { FindAnswers, type CollectionAnswers } from './answers.ts';
 import type { SqlColumn, SqlDatabase, SqlSyntax } from '../../../store/sql/types.ts';
 
 export interface IndexRecord {
@@ -383,12 +384,15 @@ export class DocumentStore {
   /** Bumped by every change and drop, so a load that raced one is not cached. */
   private collectionChanges = 0;
   private readonly unsubscribe: (() => void)[];
+  /** Answers of small finds, dropped by every write to their collection (answers.ts). */
+  readonly answers: FindAnswers;
 
   constructor(
     connection: SqlConnection,
     private readonly notifier: Notifier,
   ) {
     this.sql = connection.database;
+    this.answers = FindAnswers.of(this.sql, notifier);
     this.unsubscribe = [
       notifier.subscribe(COLLECTIONS_CHANGED_TOPIC, (message) => {
         try {
@@ -406,6 +410,12 @@ export class DocumentStore {
   close(): void {
     for (const stop of this.unsubscribe) stop();
     this.forgetCollections();
+    FindAnswers.release(this.sql);
+  }
+
+  /** Runs a write to the collection: its cached find answers are dropped around it (answers.ts). */
+  private changing<T>(databaseId: string, name: string, write: () => Promise<T>): Promise<T> {
+    return this.answers.changing(collectionKey(databaseId, name), write);
   }
 
   private forgetCollections(): void {
@@ -483,6 +493,11 @@ export class DocumentStore {
     return loaded;
   }
 
+  /** The collection's cached find answers now (answers.ts). */
+  findAnswers(databaseId: string, name: string): Promise<CollectionAnswers> {
+    return this.answers.answers(collectionKey(databaseId, name));
+  }
+
   async listCollections(databaseId: string): Promise<CollectionRecord[]> {
     return this.sql.read(function* () {
       const rows = yield* all<{ name: string; defaults: string | null; document_count: number; indexes: number }>(
@@ -542,9 +557,11 @@ export class DocumentStore {
   }
 
   async dropCollection(databaseId: string, name: string): Promise<boolean> {
-    const dropped = await this.sql.write(function* () {
-      return (yield* run('delete from docdb_collections where database_id = ? and name = ?', databaseId, name)) > 0;
-    });
+    const dropped = await this.changing(databaseId, name, () =>
+      this.sql.write(function* () {
+        return (yield* run('delete from docdb_collections where database_id = ? and name = ?', databaseId, name)) > 0;
+      }),
+    );
     if (dropped) await this.changed(databaseId, name);
     return dropped;
   }
@@ -663,9 +680,11 @@ export class DocumentStore {
   }
 
   async dropIndex(collection: CollectionInfo, name: string): Promise<boolean> {
-    const dropped = await this.sql.write(function* () {
-      return (yield* run('delete from docdb_indexes where collection_id = ? and name = ?', collection.id, name)) > 0;
-    });
+    const dropped = await this.changing(collection.databaseId, collection.name, () =>
+      this.sql.write(function* () {
+        return (yield* run('delete from docdb_indexes where collection_id = ? and name = ?', collection.id, name)) > 0;
+      }),
+    );
     if (dropped) await this.changed(collection.databaseId, collection.name);
     return dropped;
   }
@@ -776,7 +795,9 @@ export class DocumentStore {
       }
       return outcomes as WriteOutcome[];
     };
-    const outcomes = await this.sql.write(() => work.call(this));
+    const outcomes = await this.changing(collection.databaseId, collection.name, () =>
+      this.sql.write(() => work.call(this)),
+    );
     this.inserted(collection.id, outcomes.filter((outcome) => outcome.ok).length);
     return outcomes;
   }
@@ -843,7 +864,7 @@ export class DocumentStore {
       yield* total(outcomes, bytes);
       return outcomes;
     };
-    return this.sql.write(() => work.call(this));
+    return this.changing(collection.databaseId, collection.name, () => this.sql.write(() => work.call(this)));
   }
 
   /**
