@@ -137,6 +137,25 @@ const WINDOWS: WindowSizes = { count: 32_768, searchBytes: 1024 * 1024, probeRow
 const INFLIGHT = 'lease_id is not null and due_ms > ?';
 const SCHEDULED = '(lease_id is null or due_ms <= ?)';
 
+/** The insert of `enqueueMany` over one row source of TASK_COLUMNS (`v`). */
+const enqueueText = (source: string, forShare: string) =>
+  `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select v.scheduler_id, v.id, v.payload, v.labels, v.due_ms from ${source} where exists (select 1 from scheduler_schedulers s where s.id = v.scheduler_id${forShare}) order by v.n on conflict (scheduler_id, id) do nothing returning scheduler_id, id`;
+
+/** The statements of every reserve, acknowledge and delivery, in this database's syntax. */
+function hotStatements({ forUpdateSkipLocked, forShare }: SqlDatabase['syntax']) {
+  const claimed = `where seq = (select seq from scheduler_tasks where scheduler_id = ? and due_ms <= ? order by due_ms, seq limit 1${forUpdateSkipLocked})`;
+  return {
+    claim: `update scheduler_tasks set lease_id = ?, due_ms = ? ${claimed} returning id, payload, labels, due_ms`,
+    claimForDelivery: `update scheduler_tasks set lease_id = ?, due_ms = ?, attempts = attempts + 1 ${claimed} returning id, payload, labels, attempts`,
+    acknowledge: 'delete from scheduler_tasks where scheduler_id = ? and id = ?',
+    acknowledgeLeased: 'delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ? and due_ms > ?',
+    deliveryDone: 'delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ?',
+    nextDue: 'select due_ms from scheduler_tasks where scheduler_id = ? and due_ms > ? order by due_ms limit 1',
+    exists: 'select 1 as one from scheduler_schedulers where id = ?',
+    enqueueOne: `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?${forShare})`,
+  };
+}
+
 /** Whether a task's stored labels (a compact JSON array) hold `label` as a whole element (as the SQL test). */
 function hasLabel(labels: string, label: string): boolean {
   const quoted = JSON.stringify(label);
@@ -150,6 +169,7 @@ function hasLabel(labels: string, label: string): boolean {
  */
 export class SchedulerRepository {
   private readonly sql: SqlDatabase;
+  private readonly statements: ReturnType<typeof hotStatements>;
   private readonly enqueues: GroupCommit<TaskToEnqueue, EnqueueOutcome>;
 
   /** `windows`: the SQLite slice sizes (tests make them small). */
@@ -158,6 +178,13 @@ export class SchedulerRepository {
     private readonly windows: WindowSizes = WINDOWS,
   ) {
     this.sql = connection.database;
+    this.statements = hotStatements(this.sql.syntax);
+    // A batch's row source has one text whatever its rows where the database keeps statements (PostgreSQL).
+    const [batch] = this.sql.syntax.rowSources(TASK_COLUMNS, [[0, '', '', '', '', 0]]);
+    this.sql.keepPrepared?.([
+      ...Object.values(this.statements),
+      ...(batch ? [enqueueText(batch.source, this.sql.syntax.forShare)] : []),
+    ]);
     // Concurrent enqueues share one multi-row insert where each write would otherwise commit on its
     // own (PostgreSQL: one statement and one commit a batch, where one each held enqueues to a few
     // thousand a second); on SQLite they already share the commit, and each goes at once.
@@ -246,9 +273,7 @@ export class SchedulerRepository {
   }
 
   async exists(id: string): Promise<boolean> {
-    return (
-      (await this.sql.read(() => first('select 1 as one from scheduler_schedulers where id = ?', id))) !== undefined
-    );
+    return (await this.sql.read(() => first(this.statements.exists, id))) !== undefined;
   }
 
   /** False when the id is taken. `delivery`: the target and retry policy as stored (JSON), null for none. */
@@ -353,7 +378,7 @@ export class SchedulerRepository {
         // take their sequence numbers in the order the select gives them, so `order by v.n` keeps
         // enqueue order; a task id in use is skipped here.
         const returned = yield* all<{ scheduler_id: string; id: string }>(
-          `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select v.scheduler_id, v.id, v.payload, v.labels, v.due_ms from ${source} where exists (select 1 from scheduler_schedulers s where s.id = v.scheduler_id${syntax.forShare}) order by v.n on conflict (scheduler_id, id) do nothing returning scheduler_id, id`,
+          enqueueText(source, syntax.forShare),
           ...params,
         );
         for (const row of returned) created.add(taskKey(row.scheduler_id, row.id));
@@ -364,12 +389,11 @@ export class SchedulerRepository {
   }
 
   private async enqueueOne(task: TaskToEnqueue): Promise<EnqueueOutcome> {
-    const lock = this.sql.syntax.forShare;
     try {
       // One statement, atomic by itself: no transaction around it (one round trip on PostgreSQL).
       const inserted = await this.sql.writeEach(() =>
         run(
-          `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?${lock})`,
+          this.statements.enqueueOne,
           task.schedulerId,
           task.id,
           task.payload,
@@ -393,28 +417,15 @@ export class SchedulerRepository {
   async claim(schedulerId: string, now: number, worktimeMs: number): Promise<Claimed | undefined> {
     const leaseId = randomUUID();
     const expires = now + worktimeMs;
-    const lock = this.sql.syntax.forUpdateSkipLocked;
     const row = await this.sql.writeEach(() =>
-      first<Omit<Claimed, 'lease_id'>>(
-        `update scheduler_tasks set lease_id = ?, due_ms = ? where seq = (select seq from scheduler_tasks where scheduler_id = ? and due_ms <= ? order by due_ms, seq limit 1${lock}) returning id, payload, labels, due_ms`,
-        leaseId,
-        expires,
-        schedulerId,
-        now,
-      ),
+      first<Omit<Claimed, 'lease_id'>>(this.statements.claim, leaseId, expires, schedulerId, now),
     );
     return row ? { ...row, lease_id: leaseId } : undefined;
   }
 
   /** The next instant something in the scheduler comes due (a waiting task or a lease expiry). */
   async nextDue(schedulerId: string, now: number): Promise<number | undefined> {
-    const row = await this.sql.read(() =>
-      first<{ due_ms: number }>(
-        'select due_ms from scheduler_tasks where scheduler_id = ? and due_ms > ? order by due_ms limit 1',
-        schedulerId,
-        now,
-      ),
-    );
+    const row = await this.sql.read(() => first<{ due_ms: number }>(this.statements.nextDue, schedulerId, now));
     return row?.due_ms;
   }
 
@@ -436,18 +447,13 @@ export class SchedulerRepository {
     leaseId: string | undefined,
     now: number,
   ): Promise<AckOutcome> {
+    const statements = this.statements;
     // The delete is the write; what follows only reads why it matched nothing.
     return this.sql.writeEach(function* () {
       const changed =
         leaseId === undefined
-          ? yield* run('delete from scheduler_tasks where scheduler_id = ? and id = ?', schedulerId, taskId)
-          : yield* run(
-              'delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ? and due_ms > ?',
-              schedulerId,
-              taskId,
-              leaseId,
-              now,
-            );
+          ? yield* run(statements.acknowledge, schedulerId, taskId)
+          : yield* run(statements.acknowledgeLeased, schedulerId, taskId, leaseId, now);
       if (changed > 0) return 'done';
       return yield* missing(schedulerId, taskId, 'lease_mismatch');
     });
@@ -738,10 +744,9 @@ export class SchedulerRepository {
    */
   async claimForDelivery(schedulerId: string, now: number, leaseMs: number): Promise<DeliveryClaim | undefined> {
     const leaseId = randomUUID();
-    const lock = this.sql.syntax.forUpdateSkipLocked;
     const row = await this.sql.writeEach(() =>
       first<Omit<DeliveryClaim, 'lease_id'>>(
-        `update scheduler_tasks set lease_id = ?, due_ms = ?, attempts = attempts + 1 where seq = (select seq from scheduler_tasks where scheduler_id = ? and due_ms <= ? order by due_ms, seq limit 1${lock}) returning id, payload, labels, attempts`,
+        this.statements.claimForDelivery,
         leaseId,
         now + leaseMs,
         schedulerId,
@@ -756,14 +761,7 @@ export class SchedulerRepository {
    * so a match means nobody took the task since (an expired but untaken lease still acknowledges).
    */
   async deliveryDone(schedulerId: string, taskId: string, leaseId: string): Promise<boolean> {
-    const changed = await this.sql.writeEach(() =>
-      run(
-        'delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ?',
-        schedulerId,
-        taskId,
-        leaseId,
-      ),
-    );
+    const changed = await this.sql.writeEach(() => run(this.statements.deliveryDone, schedulerId, taskId, leaseId));
     return changed > 0;
   }
 
