@@ -453,5 +453,30 @@ export function runSqlContract(
       assert.equal(database.isUniqueViolation(error), false);
       assert.deepEqual(await database.read(() => all(`select id from ${child}`)), [{ id: 'c1' }]);
     });
+
+    it('keepPrepared: kept statements answer as others do, in reads, writes and transactions, errors included', async () => {
+      const t = await table('id text primary key, n integer not null');
+      const insert = `insert into ${t} (id, n) values (?, ?)`;
+      const select = `select id, n from ${t} where n >= ? order by n`;
+      database.keepPrepared?.([insert, select, insert]);
+      // More runs than PostgreSQL's five custom plans before it may switch to a generic one.
+      for (let n = 0; n < 8; n++) assert.equal(await database.writeEach(() => run(insert, `a${n}`, n)), 1);
+      assert.equal(
+        await database.write(function* () {
+          yield* run(insert, 'b', 100);
+          return (yield* all<{ id: string }>(select, 100)).length;
+        }),
+        1,
+      );
+      const error = await database.writeEach(() => run(insert, 'a1', 1)).catch((e: unknown) => e);
+      assert.equal(database.isUniqueViolation(error), true);
+      assert.deepEqual(await database.read(() => all(select, 6)), [
+        { id: 'a6', n: 6 },
+        { id: 'a7', n: 7 },
+        { id: 'b', n: 100 },
+      ]);
+      // A result that follows the table's columns could change type under a later schema change.
+      if (database.keepPrepared) assert.throws(() => database.keepPrepared!([`select * from ${t}`]));
+    });
   });
 }

@@ -89,6 +89,20 @@ export interface Claimed {
 
 export type EnqueueOutcome = 'created' | 'exists' | 'not_found';
 
+interface ClaimCall {
+  schedulerId: string;
+  now: number;
+  worktimeMs: number;
+  leaseId: string;
+}
+
+interface AcknowledgeCall {
+  schedulerId: string;
+  taskId: string;
+  leaseId: string;
+  now: number;
+}
+
 interface TaskToEnqueue {
   schedulerId: string;
   id: string;
@@ -137,6 +151,47 @@ const WINDOWS: WindowSizes = { count: 32_768, searchBytes: 1024 * 1024, probeRow
 const INFLIGHT = 'lease_id is not null and due_ms > ?';
 const SCHEDULED = '(lease_id is null or due_ms <= ?)';
 
+const CLAIM_COLUMNS: readonly SqlColumn[] = [
+  { name: 'n', type: 'bigint' },
+  { name: 'lease_id', type: 'text' },
+  { name: 'expires', type: 'bigint' },
+];
+
+const LEASE_COLUMNS: readonly SqlColumn[] = [
+  { name: 'id', type: 'text' },
+  { name: 'lease_id', type: 'text' },
+];
+
+/**
+ * The claim of `claimMany`: the `limit ?` earliest due tasks, numbered 1… in the order one claim
+ * after another would take them, leased under the lease of the same number in `source` (`v`).
+ */
+const claimManyText = (source: string, forUpdateSkipLocked: string) =>
+  `update scheduler_tasks set lease_id = v.lease_id, due_ms = v.expires from (select seq, row_number() over (order by due_ms, seq) as n from (select seq, due_ms from scheduler_tasks where scheduler_id = ? and due_ms <= ? order by due_ms, seq limit ?${forUpdateSkipLocked}) as due) as picked join ${source} on v.n = picked.n where scheduler_tasks.seq = picked.seq returning v.n, scheduler_tasks.id, scheduler_tasks.payload, scheduler_tasks.labels, scheduler_tasks.due_ms`;
+
+/** The acknowledge of `acknowledgeMany`: each task of `source` (`v`) under its own lease, unexpired. */
+const acknowledgeManyText = (source: string) =>
+  `delete from scheduler_tasks where scheduler_id = ? and due_ms > ? and (id, lease_id) in (select v.id, v.lease_id from ${source}) returning id`;
+
+/** The insert of `enqueueMany` over one row source of TASK_COLUMNS (`v`). */
+const enqueueText = (source: string, forShare: string) =>
+  `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select v.scheduler_id, v.id, v.payload, v.labels, v.due_ms from ${source} where exists (select 1 from scheduler_schedulers s where s.id = v.scheduler_id${forShare}) order by v.n on conflict (scheduler_id, id) do nothing returning scheduler_id, id`;
+
+/** The statements of every reserve, acknowledge and delivery, in this database's syntax. */
+function hotStatements({ forUpdateSkipLocked, forShare }: SqlDatabase['syntax']) {
+  const claimed = `where seq = (select seq from scheduler_tasks where scheduler_id = ? and due_ms <= ? order by due_ms, seq limit 1${forUpdateSkipLocked})`;
+  return {
+    claim: `update scheduler_tasks set lease_id = ?, due_ms = ? ${claimed} returning id, payload, labels, due_ms`,
+    claimForDelivery: `update scheduler_tasks set lease_id = ?, due_ms = ?, attempts = attempts + 1 ${claimed} returning id, payload, labels, attempts`,
+    acknowledge: 'delete from scheduler_tasks where scheduler_id = ? and id = ?',
+    acknowledgeLeased: 'delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ? and due_ms > ?',
+    deliveryDone: 'delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ?',
+    nextDue: 'select due_ms from scheduler_tasks where scheduler_id = ? and due_ms > ? order by due_ms limit 1',
+    exists: 'select 1 as one from scheduler_schedulers where id = ?',
+    enqueueOne: `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?${forShare})`,
+  };
+}
+
 /** Whether a task's stored labels (a compact JSON array) hold `label` as a whole element (as the SQL test). */
 function hasLabel(labels: string, label: string): boolean {
   const quoted = JSON.stringify(label);
@@ -150,7 +205,11 @@ function hasLabel(labels: string, label: string): boolean {
  */
 export class SchedulerRepository {
   private readonly sql: SqlDatabase;
+  private readonly statements: ReturnType<typeof hotStatements>;
   private readonly enqueues: GroupCommit<TaskToEnqueue, EnqueueOutcome>;
+  /** Concurrent reserves and acknowledges under a lease, where each write commits on its own (PostgreSQL). */
+  private readonly claims: GroupCommit<ClaimCall, Claimed | null> | undefined;
+  private readonly acknowledges: GroupCommit<AcknowledgeCall, AckOutcome> | undefined;
 
   /** `windows`: the SQLite slice sizes (tests make them small). */
   constructor(
@@ -158,6 +217,18 @@ export class SchedulerRepository {
     private readonly windows: WindowSizes = WINDOWS,
   ) {
     this.sql = connection.database;
+    this.statements = hotStatements(this.sql.syntax);
+    // A batch's row source has one text whatever its rows where the database keeps statements (PostgreSQL).
+    const { syntax } = this.sql;
+    const [batch] = syntax.rowSources(TASK_COLUMNS, [[0, '', '', '', '', 0]]);
+    const [claims] = syntax.rowSources(CLAIM_COLUMNS, [[0, '', 0]]);
+    const [leases] = syntax.rowSources(LEASE_COLUMNS, [['', '']]);
+    this.sql.keepPrepared?.([
+      ...Object.values(this.statements),
+      ...(batch ? [enqueueText(batch.source, syntax.forShare)] : []),
+      ...(claims ? [claimManyText(claims.source, syntax.forUpdateSkipLocked)] : []),
+      ...(leases ? [acknowledgeManyText(leases.source)] : []),
+    ]);
     // Concurrent enqueues share one multi-row insert where each write would otherwise commit on its
     // own (PostgreSQL: one statement and one commit a batch, where one each held enqueues to a few
     // thousand a second); on SQLite they already share the commit, and each goes at once.
@@ -166,6 +237,21 @@ export class SchedulerRepository {
       maxInFlight: this.sql.writesShareCommits ? Number.POSITIVE_INFINITY : 2,
       observe: (calls, seconds) => this.sql.commitObserver?.('scheduler_enqueue', calls, seconds),
     });
+    // Reserves and acknowledges of busy workers likewise share one statement and one commit (a
+    // worker's cycle is a reserve and an acknowledge, each its own commit otherwise). On SQLite they
+    // already share the commit and each goes alone, as before.
+    if (!this.sql.writesShareCommits) {
+      this.claims = new GroupCommit((calls) => this.claimBatch(calls), {
+        maxBatch: 64,
+        maxInFlight: 2,
+        observe: (calls, seconds) => this.sql.commitObserver?.('scheduler_reserve', calls, seconds),
+      });
+      this.acknowledges = new GroupCommit((calls) => this.acknowledgeBatch(calls), {
+        maxBatch: 64,
+        maxInFlight: 2,
+        observe: (calls, seconds) => this.sql.commitObserver?.('scheduler_acknowledge', calls, seconds),
+      });
+    }
   }
 
   // ---- schedulers ----
@@ -246,9 +332,7 @@ export class SchedulerRepository {
   }
 
   async exists(id: string): Promise<boolean> {
-    return (
-      (await this.sql.read(() => first('select 1 as one from scheduler_schedulers where id = ?', id))) !== undefined
-    );
+    return (await this.sql.read(() => first(this.statements.exists, id))) !== undefined;
   }
 
   /** False when the id is taken. `delivery`: the target and retry policy as stored (JSON), null for none. */
@@ -353,7 +437,7 @@ export class SchedulerRepository {
         // take their sequence numbers in the order the select gives them, so `order by v.n` keeps
         // enqueue order; a task id in use is skipped here.
         const returned = yield* all<{ scheduler_id: string; id: string }>(
-          `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select v.scheduler_id, v.id, v.payload, v.labels, v.due_ms from ${source} where exists (select 1 from scheduler_schedulers s where s.id = v.scheduler_id${syntax.forShare}) order by v.n on conflict (scheduler_id, id) do nothing returning scheduler_id, id`,
+          enqueueText(source, syntax.forShare),
           ...params,
         );
         for (const row of returned) created.add(taskKey(row.scheduler_id, row.id));
@@ -364,12 +448,11 @@ export class SchedulerRepository {
   }
 
   private async enqueueOne(task: TaskToEnqueue): Promise<EnqueueOutcome> {
-    const lock = this.sql.syntax.forShare;
     try {
       // One statement, atomic by itself: no transaction around it (one round trip on PostgreSQL).
       const inserted = await this.sql.writeEach(() =>
         run(
-          `insert into scheduler_tasks (scheduler_id, id, payload, labels, due_ms) select ?, ?, ?, ?, ? where exists (select 1 from scheduler_schedulers where id = ?${lock})`,
+          this.statements.enqueueOne,
           task.schedulerId,
           task.id,
           task.payload,
@@ -391,30 +474,57 @@ export class SchedulerRepository {
    * concurrent claims from any instance take different rows without waiting on each other.
    */
   async claim(schedulerId: string, now: number, worktimeMs: number): Promise<Claimed | undefined> {
-    const leaseId = randomUUID();
-    const expires = now + worktimeMs;
-    const lock = this.sql.syntax.forUpdateSkipLocked;
+    const call = { schedulerId, now, worktimeMs, leaseId: randomUUID() };
+    return (await (this.claims ? this.claims.submit(call) : this.claimOne(call))) ?? undefined;
+  }
+
+  private async claimOne({ schedulerId, now, worktimeMs, leaseId }: ClaimCall): Promise<Claimed | null> {
     const row = await this.sql.writeEach(() =>
-      first<Omit<Claimed, 'lease_id'>>(
-        `update scheduler_tasks set lease_id = ?, due_ms = ? where seq = (select seq from scheduler_tasks where scheduler_id = ? and due_ms <= ? order by due_ms, seq limit 1${lock}) returning id, payload, labels, due_ms`,
-        leaseId,
-        expires,
-        schedulerId,
+      first<Omit<Claimed, 'lease_id'>>(this.statements.claim, leaseId, now + worktimeMs, schedulerId, now),
+    );
+    return row ? { ...row, lease_id: leaseId } : null;
+  }
+
+  private claimBatch(calls: readonly ClaimCall[]): Promise<Settled<Claimed | null>[]> {
+    return togetherThenAlone(calls, {
+      key: (call) => call.leaseId,
+      together: (firsts) => inGroups(firsts, (group) => this.claimMany(group)),
+      alone: (call) => this.claimOne(call),
+    });
+  }
+
+  /**
+   * Claims of one scheduler in one statement: the earliest due tasks, the first to the first call
+   * and so on, as the calls one after another would have taken them. All are judged at the latest
+   * `now` of the calls (each of them still waiting then), each lease running from there for its
+   * own worktime. Fewer due tasks than calls: the last calls get none, as alone they would have.
+   */
+  private async claimMany(calls: readonly ClaimCall[]): Promise<(Claimed | null)[]> {
+    const now = Math.max(...calls.map((call) => call.now));
+    const { syntax } = this.sql;
+    const [source] = syntax.rowSources(
+      CLAIM_COLUMNS,
+      calls.map((call, i) => [i + 1, call.leaseId, now + call.worktimeMs]),
+    );
+    const claimed = await this.sql.writeEach(() =>
+      all<Omit<Claimed, 'lease_id'> & { n: number }>(
+        claimManyText(source!.source, syntax.forUpdateSkipLocked),
+        calls[0]!.schedulerId,
         now,
+        calls.length,
+        ...source!.params,
       ),
     );
-    return row ? { ...row, lease_id: leaseId } : undefined;
+    const byNumber = new Map(claimed.map(({ n, ...row }) => [Number(n), row]));
+    return calls.map((call, i) => {
+      const row = byNumber.get(i + 1);
+      return row ? { ...row, lease_id: call.leaseId } : null;
+    });
   }
 
   /** The next instant something in the scheduler comes due (a waiting task or a lease expiry). */
   async nextDue(schedulerId: string, now: number): Promise<number | undefined> {
-    const row = await this.sql.read(() =>
-      first<{ due_ms: number }>(
-        'select due_ms from scheduler_tasks where scheduler_id = ? and due_ms > ? order by due_ms limit 1',
-        schedulerId,
-        now,
-      ),
-    );
+    const row = await this.sql.read(() => first<{ due_ms: number }>(this.statements.nextDue, schedulerId, now));
     return row?.due_ms;
   }
 
@@ -436,18 +546,50 @@ export class SchedulerRepository {
     leaseId: string | undefined,
     now: number,
   ): Promise<AckOutcome> {
+    if (this.acknowledges && leaseId !== undefined)
+      return this.acknowledges.submit({ schedulerId, taskId, leaseId, now });
+    return this.acknowledgeOne(schedulerId, taskId, leaseId, now);
+  }
+
+  private acknowledgeBatch(calls: readonly AcknowledgeCall[]): Promise<Settled<AckOutcome>[]> {
+    return togetherThenAlone(calls, {
+      key: (call) => taskKey(call.schedulerId, call.taskId),
+      together: (firsts) => inGroups(firsts, (group) => this.acknowledgeMany(group)),
+      // Not deleted together (its lease expired or was never its, or it is gone): told apart alone.
+      alone: (call) => this.acknowledgeOne(call.schedulerId, call.taskId, call.leaseId, call.now),
+    });
+  }
+
+  /**
+   * Distinct tasks of one scheduler under their leases in one statement, judged at the latest `now`
+   * of the calls (each of them still waiting then): 'done' for those deleted, undefined for the rest.
+   */
+  private async acknowledgeMany(calls: readonly AcknowledgeCall[]): Promise<(AckOutcome | undefined)[]> {
+    const now = Math.max(...calls.map((call) => call.now));
+    const [source] = this.sql.syntax.rowSources(
+      LEASE_COLUMNS,
+      calls.map((call) => [call.taskId, call.leaseId]),
+    );
+    const deleted = await this.sql.writeEach(() =>
+      all<{ id: string }>(acknowledgeManyText(source!.source), calls[0]!.schedulerId, now, ...source!.params),
+    );
+    const done = new Set(deleted.map((row) => row.id));
+    return calls.map((call) => (done.has(call.taskId) ? 'done' : undefined));
+  }
+
+  private async acknowledgeOne(
+    schedulerId: string,
+    taskId: string,
+    leaseId: string | undefined,
+    now: number,
+  ): Promise<AckOutcome> {
+    const statements = this.statements;
     // The delete is the write; what follows only reads why it matched nothing.
     return this.sql.writeEach(function* () {
       const changed =
         leaseId === undefined
-          ? yield* run('delete from scheduler_tasks where scheduler_id = ? and id = ?', schedulerId, taskId)
-          : yield* run(
-              'delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ? and due_ms > ?',
-              schedulerId,
-              taskId,
-              leaseId,
-              now,
-            );
+          ? yield* run(statements.acknowledge, schedulerId, taskId)
+          : yield* run(statements.acknowledgeLeased, schedulerId, taskId, leaseId, now);
       if (changed > 0) return 'done';
       return yield* missing(schedulerId, taskId, 'lease_mismatch');
     });
@@ -738,10 +880,9 @@ export class SchedulerRepository {
    */
   async claimForDelivery(schedulerId: string, now: number, leaseMs: number): Promise<DeliveryClaim | undefined> {
     const leaseId = randomUUID();
-    const lock = this.sql.syntax.forUpdateSkipLocked;
     const row = await this.sql.writeEach(() =>
       first<Omit<DeliveryClaim, 'lease_id'>>(
-        `update scheduler_tasks set lease_id = ?, due_ms = ?, attempts = attempts + 1 where seq = (select seq from scheduler_tasks where scheduler_id = ? and due_ms <= ? order by due_ms, seq limit 1${lock}) returning id, payload, labels, attempts`,
+        this.statements.claimForDelivery,
         leaseId,
         now + leaseMs,
         schedulerId,
@@ -756,14 +897,7 @@ export class SchedulerRepository {
    * so a match means nobody took the task since (an expired but untaken lease still acknowledges).
    */
   async deliveryDone(schedulerId: string, taskId: string, leaseId: string): Promise<boolean> {
-    const changed = await this.sql.writeEach(() =>
-      run(
-        'delete from scheduler_tasks where scheduler_id = ? and id = ? and lease_id = ?',
-        schedulerId,
-        taskId,
-        leaseId,
-      ),
-    );
+    const changed = await this.sql.writeEach(() => run(this.statements.deliveryDone, schedulerId, taskId, leaseId));
     return changed > 0;
   }
 
@@ -911,6 +1045,30 @@ export class SchedulerRepository {
     if (!row) throw new Error('scheduler: generated key missing after insert');
     return { key: row.api_key, created: inserted > 0 };
   }
+}
+
+/**
+ * `write` for each scheduler's calls of `calls` (in their order), the schedulers at once; the
+ * outputs in the order of `calls`.
+ */
+async function inGroups<Call extends { schedulerId: string }, Out>(
+  calls: readonly Call[],
+  write: (group: readonly Call[]) => Promise<readonly Out[]>,
+): Promise<Out[]> {
+  const groups = new Map<string, number[]>();
+  calls.forEach((call, i) => {
+    const group = groups.get(call.schedulerId);
+    if (group) group.push(i);
+    else groups.set(call.schedulerId, [i]);
+  });
+  const outputs = new Array<Out>(calls.length);
+  await Promise.all(
+    [...groups.values()].map(async (indexes) => {
+      const written = await write(indexes.map((i) => calls[i]!));
+      indexes.forEach((i, k) => (outputs[i] = written[k]!));
+    }),
+  );
+  return outputs;
 }
 
 /** After a write matched no row: which 404, or the given state error. */

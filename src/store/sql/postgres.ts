@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { all, type Work } from '../sql-work.ts';
 import { reachable } from '../unreachable.ts';
@@ -59,14 +60,47 @@ function numbered(text: string): string {
   return text.replace(/\?/g, () => `$${++n}`);
 }
 
+/**
+ * How many statement texts a database keeps prepared (`keepPrepared`): each connection of the pool
+ * holds at most these, whatever the callers mark.
+ */
+const MAX_PREPARED = 64;
+
+/**
+ * A statement kept prepared: its numbered text under a name derived from that text, so that one
+ * name never stands for two texts (node-postgres refuses that) and every connection parses it once.
+ * Its text names only columns, never `*`: a schema change after it was prepared then cannot change
+ * its result type, which PostgreSQL would refuse to run.
+ */
+interface Prepared {
+  readonly name: string;
+  readonly text: string;
+}
+
+/** `select *`, `returning *`, `t.*`: a result whose columns follow the table's (not `count(*)`). */
+const ALL_COLUMNS = /\*\s*(?:from\b|,|$)|\.\*/i;
+
+function prepared(text: string): Prepared {
+  const numberedText = numbered(text);
+  return { name: `s${createHash('sha256').update(numberedText).digest('hex').slice(0, 32)}`, text: numberedText };
+}
+
 /** Drives `work` on one client (inside a transaction) or on the pool (each statement on any client). */
-async function drive<T>(work: Work<T>, client: pg.Pool | pg.PoolClient): Promise<T> {
+async function drive<T>(
+  work: Work<T>,
+  client: pg.Pool | pg.PoolClient,
+  kept: ReadonlyMap<string, Prepared>,
+): Promise<T> {
   let step = work.next();
   while (!step.done) {
     const { text, params, kind } = step.value;
     let result: unknown;
     try {
-      const output = await client.query(numbered(text), params as unknown[]);
+      const statement = kept.get(text);
+      const values = params as unknown[];
+      const output = await (statement
+        ? client.query({ name: statement.name, text: statement.text, values })
+        : client.query(numbered(text), values));
       result = kind === 'all' ? output.rows : kind === 'first' ? output.rows[0] : (output.rowCount ?? 0);
     } catch (error) {
       step = work.throw(error);
@@ -79,6 +113,7 @@ async function drive<T>(work: Work<T>, client: pg.Pool | pg.PoolClient): Promise
 
 /** The PostgreSQL adapter: each read on the pool, each write its own transaction on one client. */
 export function postgresDatabase(pool: pg.Pool): SqlDatabase {
+  const kept = new Map<string, Prepared>();
   const database: SqlDatabase = {
     dialect: 'postgres',
     syntax: postgresSyntax,
@@ -87,26 +122,32 @@ export function postgresDatabase(pool: pg.Pool): SqlDatabase {
     writesShareCommits: false,
     // What escapes a work because the database is away leaves as a StoreUnreachableError (503).
     read<T>(make: () => Work<T>): Promise<T> {
-      return reachable(drive(make(), pool));
+      return reachable(drive(make(), pool, kept));
     },
     readLarge<T>(text: string, params: readonly (string | number)[], columns: readonly SqlColumn[]): Promise<T[]> {
       return reachable(checkedOut(pool, (client) => copyOutRows<T>(client, text, params, columns)));
     },
     // Each statement on the pool, outside any transaction block: PostgreSQL commits it by itself.
     writeEach<T>(make: () => Work<T>): Promise<T> {
-      return reachable(drive(make(), pool));
+      return reachable(drive(make(), pool, kept));
     },
     write<T>(make: () => Work<T>): Promise<T> {
       const observer = database.commitObserver;
-      if (!observer) return reachable(transaction(pool, make));
+      if (!observer) return reachable(transaction(pool, make, kept));
       const started = performance.now();
-      return reachable(transaction(pool, make)).then((value) => {
+      return reachable(transaction(pool, make, kept)).then((value) => {
         observer('postgres_transaction', 1, (performance.now() - started) / 1000);
         return value;
       });
     },
     async analyze(tables: readonly string[]): Promise<void> {
       await reachable(pool.query(`analyze ${tables.join(', ')}`));
+    },
+    keepPrepared(texts: readonly string[]): void {
+      for (const text of texts) {
+        if (ALL_COLUMNS.test(text)) throw new Error(`keepPrepared: a kept statement names its columns: ${text}`);
+        if (kept.size < MAX_PREPARED && !kept.has(text)) kept.set(text, prepared(text));
+      }
     },
     lockName: (space: number, name: string): Work<void> => advisoryLocks([{ space, name }]),
     lockNames: advisoryLocks,
@@ -127,11 +168,11 @@ function* advisoryLocks(locks: readonly NamedLock[]): Work<void> {
 }
 
 /** `make`'s work in one transaction on one client of the pool. */
-function transaction<T>(pool: pg.Pool, make: () => Work<T>): Promise<T> {
+function transaction<T>(pool: pg.Pool, make: () => Work<T>, kept: ReadonlyMap<string, Prepared>): Promise<T> {
   return checkedOut(pool, async (client, breaks) => {
     await client.query('begin');
     try {
-      const value = await drive(make(), client);
+      const value = await drive(make(), client, kept);
       await client.query('commit');
       return value;
     } catch (error) {

@@ -149,6 +149,14 @@ export interface SqlDatabase {
    * no-op on SQLite, whose plans here come from the schema. Names are the caller's constants.
    */
   analyze(tables: readonly string[]): Promise<void>;
+  /**
+   * Statement texts run often enough to keep prepared (`?` placeholders; the caller's constants,
+   * never text built from data): PostgreSQL then parses and plans each once per connection instead
+   * of at every run (a scheduler claim took longer to plan than to execute). Absent on SQLite,
+   * which keeps every statement prepared already. Ignored past a bound, so that a connection holds
+   * few statements.
+   */
+  keepPrepared?(texts: readonly string[]): void;
   /** True for a unique or primary key violation thrown by this database. */
   isUniqueViolation(error: unknown): boolean;
   /** True for a foreign key violation (the referenced row is gone). */
