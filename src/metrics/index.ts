@@ -212,7 +212,7 @@ export class PlatformMetrics {
 
     this.commitBatch = new Histogram({
       name: 'stratus_sql_commit_batch_size',
-      help: 'Writes that shared one commit, by group: sqlite_transaction (the SQLite group commit), postgres_transaction (one write), and the batched writers (scheduler_enqueue, files_commit, blob_small_put).',
+      help: 'Writes that shared one commit, by group: sqlite_transaction (the SQLite group commit), postgres_transaction (one write), and the batched writers (scheduler_enqueue, scheduler_reserve and scheduler_acknowledge on PostgreSQL, files_commit, blob_small_put).',
       labelNames: ['group'],
       buckets: BATCH_BUCKETS,
       registers,
