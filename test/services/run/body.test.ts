@@ -35,3 +35,31 @@ describe('coalesce', () => {
     assert.deepEqual((await collect(coalesce(from([]), 3000))).sizes, []);
   });
 });
+
+describe('coalesce, socket-sized chunks', () => {
+  it('passes chunks of 16 KiB and more on as they are, joining only the small ones between them', async () => {
+    const data = randomBytes(64 * 1024 * 3 + 300);
+    const chunks = [
+      data.subarray(0, 100),
+      data.subarray(100, 200),
+      data.subarray(200, 200 + 64 * 1024),
+      data.subarray(200 + 64 * 1024, 200 + 128 * 1024),
+      data.subarray(200 + 128 * 1024, 300 + 128 * 1024),
+      data.subarray(300 + 128 * 1024),
+    ];
+    const passed: Uint8Array[] = [];
+    const copies: Buffer[] = [];
+    for await (const chunk of coalesce(from(chunks))) {
+      passed.push(chunk);
+      copies.push(Buffer.from(chunk));
+    }
+    assert.deepEqual(Buffer.concat(copies), data);
+    assert.deepEqual(
+      copies.map((c) => c.length),
+      [200, 64 * 1024, 64 * 1024, 100, 64 * 1024],
+    );
+    // No copy of the large chunks: the very buffers given.
+    assert.equal(passed[1], chunks[2]);
+    assert.equal(passed[4], chunks[5]);
+  });
+});
