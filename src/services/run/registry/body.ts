@@ -1,5 +1,6 @@
 import { disconnectSignal as disconnectSignalOf } from '../../../core/stream.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
 import { readSource } from '../../../store/blob/types.ts';
 import { RegistryError, sizeInvalid } from './errors.ts';
 
@@ -34,6 +35,15 @@ async function* counted(
     received(chunk.byteLength);
     yield chunk;
   }
+}
+
+/**
+ * Whether the body's chunks are the reader's to keep (`BlobPutOptions.giveChunks`): Node's HTTP
+ * parser copies each body chunk out of the socket's reads into a buffer of its own. A request
+ * made in process (Fastify's inject) carries the caller's own buffers instead.
+ */
+export function ownsBodyChunks(request: IncomingMessage): boolean {
+  return request.socket instanceof Socket;
 }
 
 const COALESCE_BYTES = 1024 * 1024;
