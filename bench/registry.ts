@@ -302,9 +302,8 @@ export async function run(): Promise<void> {
         ? {
             note:
               `server CPU per push ${cpuPerPush.toFixed(2)} s beside ${peerCpuPerPush.toFixed(2)} s: by profile and ` +
-              '--trace-gc, V8 collections started by off-heap memory pressure (one per 64 MiB of new buffers: the ' +
-              "HTTP parser's body chunks and the hash batches coming back from the digest worker), a third of the " +
-              "main thread's time plus 0.1-0.4 s on V8's helper threads, then the hash hand-off and the writes",
+              "--trace-gc, V8 collections started by off-heap memory pressure (one per 64 MiB of the HTTP parser's " +
+              'body chunks), SHA-256 on the digest thread and the writes',
           }
         : {}),
     });
