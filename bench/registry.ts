@@ -301,9 +301,9 @@ export async function run(): Promise<void> {
       ...(met === false
         ? {
             note:
-              `server CPU per push ${cpuPerPush.toFixed(2)} s beside ${peerCpuPerPush.toFixed(2)} s, on one Node thread: ` +
-              'by profile, full collections requested by the off-heap body chunks the HTTP parser allocates ' +
-              '(one per ~64 MB), SHA-256 and the writes; distribution spreads the same work over several threads',
+              `server CPU per push ${cpuPerPush.toFixed(2)} s beside ${peerCpuPerPush.toFixed(2)} s: by profile and ` +
+              "--trace-gc, V8 collections started by off-heap memory pressure (one per 64 MiB of the HTTP parser's " +
+              'body chunks), SHA-256 on the digest thread and the writes',
           }
         : {}),
     });

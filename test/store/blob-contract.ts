@@ -167,6 +167,43 @@ export function runBlobStoreContract(
       await assert.rejects(store.put(pieces(Buffer.from('x')), { maxBytes: 0 }), BlobTooLargeError);
     });
 
+    it('a put refused past maxBytes stops reading its source and ends it, as `for await` would', async () => {
+      // An HTTP request body the put leaves unended keeps its reader attached, so the rest of the
+      // body is never discarded and the keep-alive connection stalls (the registry's 413).
+      const content = randomBytes(8 * chunk);
+      let read = 0;
+      let ended = false;
+      async function* source(): AsyncGenerator<Uint8Array> {
+        try {
+          for await (const piece of pieces(content)) {
+            read += piece.byteLength;
+            yield piece;
+          }
+        } finally {
+          ended = true;
+        }
+      }
+      await assert.rejects(store.put(source(), { maxBytes: 2 * chunk }), BlobTooLargeError);
+      // The source is ended without being awaited (a stuck one might never settle): a turn later.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.ok(ended, 'the source should be ended');
+      assert.ok(read < content.length, `the source should not be read to its end (${read} bytes)`);
+      assert.equal(await store.stat(sha256Of(content)), null);
+    });
+
+    it('giveChunks: a source that gives its chunks away stores the same content under the same digest', async () => {
+      const content = randomBytes(5 * chunk + 333);
+      // Whole buffers of their own (a store may move them), then a view into a larger one.
+      async function* given(): AsyncGenerator<Uint8Array> {
+        for (let offset = 0; offset < content.length - 333; offset += 64 * 1024)
+          yield new Uint8Array(content.subarray(offset, Math.min(offset + 64 * 1024, content.length - 333)));
+        yield Buffer.concat([content.subarray(content.length - 333), Buffer.alloc(10)]).subarray(0, 333);
+      }
+      const info = await store.put(given(), { giveChunks: true, expectedSha256: sha256Of(content) });
+      assert.deepEqual(info.size, content.length);
+      assert.deepEqual(await get(info.sha256), content);
+    });
+
     it('rejects content whose digest differs from expectedSha256 and stores nothing', async () => {
       const content = randomBytes(3000);
       const claimed = sha256Of(randomBytes(16));

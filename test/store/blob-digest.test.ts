@@ -86,4 +86,37 @@ describe('streamDigest', () => {
       digest.dispose();
     }
   });
+
+  it('give moves whole buffers to the worker and copies the rest, in order with update', async () => {
+    const data = randomBytes(3 * MiB + 777);
+    // Whole buffers of their own (moved), views into one buffer and small ones (copied), mixed
+    // with plain updates.
+    const whole = (start: number, end: number) => new Uint8Array(data.subarray(start, end));
+    const pieces: { chunk: Uint8Array; give: boolean }[] = [
+      { chunk: whole(0, 100), give: true },
+      { chunk: whole(100, 64 * 1024), give: true },
+      { chunk: data.subarray(64 * 1024, 200 * 1024), give: true },
+      { chunk: whole(200 * 1024, MiB), give: false },
+      { chunk: whole(MiB, 2 * MiB), give: true },
+      ...Array.from({ length: 16 }, (_, i) => ({
+        chunk: whole(2 * MiB + i * 64 * 1024, 2 * MiB + (i + 1) * 64 * 1024),
+        give: true,
+      })),
+      { chunk: whole(3 * MiB, 3 * MiB + 777), give: true },
+    ];
+    const digest = streamDigest('sha256');
+    try {
+      for (const { chunk, give } of pieces) {
+        const behind = give ? digest.give(chunk) : digest.update(chunk);
+        if (behind) await behind;
+      }
+      assert.equal(await digest.digest(), expected('sha256', [data]));
+    } finally {
+      digest.dispose();
+    }
+    assert.equal(pieces[1]!.chunk.byteLength, 0, 'a whole buffer is moved (detached)');
+    assert.equal(pieces[4]!.chunk.byteLength, 0);
+    assert.equal(pieces[2]!.chunk.byteLength, 136 * 1024, 'a view is copied');
+    assert.equal(pieces[0]!.chunk.byteLength, 100, 'a small chunk is copied');
+  });
 });

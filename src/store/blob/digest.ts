@@ -15,6 +15,14 @@ export interface StreamDigest {
    * before the next chunk, which keeps the bytes held bounded.
    */
   update(chunk: Uint8Array): Promise<void> | undefined;
+  /**
+   * Like `update`, but a chunk that is a whole buffer of its own (at least 16 KiB) is moved to the
+   * worker, not copied: it is detached, and the caller must not use it again. Smaller chunks and
+   * views into a larger buffer are copied. A moved buffer is freed by the worker: no copy here, and
+   * no buffer coming back, which V8 would count as new off-heap memory (its collections start
+   * every 64 MiB of that).
+   */
+  give(chunk: Uint8Array): Promise<void> | undefined;
   /** The lowercase hex digest of everything added. Call once, after the last update. */
   digest(): Promise<string>;
   /** Forgets the stream (a put that failed); harmless after `digest`. */
@@ -25,8 +33,12 @@ export type DigestAlgorithm = 'sha256' | 'md5';
 
 /** Bytes per hand-off: ~2,000 messages per GiB; 4 in flight hold 2 MiB per stream. */
 const BATCH_BYTES = 512 * 1024;
-/** Batches one stream may have at the worker; past this `update` asks the caller to wait. */
-const BATCHES_IN_FLIGHT = 4;
+/**
+ * Bytes one stream may have at the worker (4 batches); past this `update` asks the caller to wait.
+ */
+const BYTES_IN_FLIGHT = 4 * BATCH_BYTES;
+/** Given chunks below this are copied: a message costs more than copying a few KiB. */
+const GIVE_MIN_BYTES = 16 * 1024;
 /** Batch buffers kept for reuse between streams, beyond which returned ones are dropped. */
 const SPARE_BATCHES = 8;
 /**
@@ -47,7 +59,8 @@ parentPort.on('message', (message) => {
     let hash = hashes.get(id);
     if (hash === undefined) hashes.set(id, (hash = createHash(message.algorithm)));
     hash.update(new Uint8Array(message.buffer, 0, message.length));
-    parentPort.postMessage({ kind: 'free', id, buffer: message.buffer }, [message.buffer]);
+    if (message.given) parentPort.postMessage({ kind: 'free', id, bytes: message.length });
+    else parentPort.postMessage({ kind: 'free', id, bytes: message.length, buffer: message.buffer }, [message.buffer]);
   } else if (kind === 'end') {
     const hash = hashes.get(id) ?? createHash(message.algorithm);
     hashes.delete(id);
@@ -58,10 +71,11 @@ parentPort.on('message', (message) => {
 });
 `;
 
-type FromWorker = { kind: 'free'; id: number; buffer: ArrayBuffer } | { kind: 'digest'; id: number; hex: string };
+type FromWorker =
+  { kind: 'free'; id: number; bytes: number; buffer?: ArrayBuffer } | { kind: 'digest'; id: number; hex: string };
 
 interface Job {
-  freed(buffer: ArrayBuffer): void;
+  freed(bytes: number, buffer: ArrayBuffer | undefined): void;
   done(hex: string): void;
   failed(error: unknown): void;
 }
@@ -95,8 +109,8 @@ function startWorker(slot: number): HashWorker {
   worker.on('message', (message: FromWorker) => {
     const job = entry.jobs.get(message.id);
     if (message.kind === 'free') {
-      if (job) job.freed(message.buffer);
-      else release(message.buffer);
+      if (job) job.freed(message.bytes, message.buffer);
+      else if (message.buffer) release(message.buffer);
     } else {
       removeJob(entry, message.id);
       job?.done(message.hex);
@@ -143,16 +157,16 @@ export function streamDigest(algorithm: DigestAlgorithm): StreamDigest {
   let batch: Uint8Array | undefined;
   let filled = 0;
   let remote: { entry: HashWorker; id: number } | undefined;
-  let inFlight = 0;
+  let bytesInFlight = 0;
   let failure: { error: unknown } | undefined;
   let waiting: { resolve(): void; reject(error: unknown): void } | undefined;
   let result: { resolve(hex: string): void; reject(error: unknown): void } | undefined;
   let disposed = false;
 
   const job: Job = {
-    freed(buffer) {
-      inFlight -= 1;
-      release(buffer);
+    freed(bytes, buffer) {
+      bytesInFlight -= bytes;
+      if (buffer) release(buffer);
       const wake = waiting;
       waiting = undefined;
       wake?.resolve();
@@ -168,19 +182,38 @@ export function streamDigest(algorithm: DigestAlgorithm): StreamDigest {
     },
   };
 
-  const send = () => {
+  const worker = () => {
     if (failure) throw failure.error;
     if (remote === undefined) {
       const entry = pickWorker();
       remote = { entry, id: nextId++ };
       addJob(entry, remote.id, job);
     }
+    return remote;
+  };
+
+  const send = () => {
+    const { entry, id } = worker();
     const buffer = batch!.buffer as ArrayBuffer;
-    remote.entry.worker.postMessage({ kind: 'data', id: remote.id, algorithm, buffer, length: filled }, [buffer]);
-    inFlight += 1;
+    entry.worker.postMessage({ kind: 'data', id, algorithm, buffer, length: filled }, [buffer]);
+    bytesInFlight += filled;
     batch = undefined;
     filled = 0;
   };
+
+  /** Sends what is held or half-batched, so that a given chunk follows it in order. */
+  const sendPending = () => {
+    const parts = held;
+    held = [];
+    heldBytes = 0;
+    for (const part of parts) copy(part);
+    if (filled > 0) send();
+  };
+
+  const behind = () =>
+    bytesInFlight < BYTES_IN_FLIGHT
+      ? undefined
+      : new Promise<void>((resolve, reject) => (waiting = { resolve, reject }));
 
   const copy = (chunk: Uint8Array) => {
     let offset = 0;
@@ -194,23 +227,51 @@ export function streamDigest(algorithm: DigestAlgorithm): StreamDigest {
     }
   };
 
-  return {
-    update(chunk) {
-      if (failure) throw failure.error;
-      if (remote === undefined && batch === undefined) {
-        if (heldBytes + chunk.byteLength < BATCH_BYTES) {
-          held.push(chunk);
-          heldBytes += chunk.byteLength;
-          return undefined;
-        }
-        const parts = held;
-        held = [];
-        heldBytes = 0;
-        for (const part of parts) copy(part);
+  const update = (chunk: Uint8Array): Promise<void> | undefined => {
+    if (failure) throw failure.error;
+    // A write that ends after its put failed may still hand its chunks over: nothing to do.
+    if (disposed) return undefined;
+    if (remote === undefined && batch === undefined) {
+      if (heldBytes + chunk.byteLength < BATCH_BYTES) {
+        held.push(chunk);
+        heldBytes += chunk.byteLength;
+        return undefined;
       }
-      copy(chunk);
-      if (inFlight < BATCHES_IN_FLIGHT) return undefined;
-      return new Promise<void>((resolve, reject) => (waiting = { resolve, reject }));
+      const parts = held;
+      held = [];
+      heldBytes = 0;
+      for (const part of parts) copy(part);
+    }
+    copy(chunk);
+    return behind();
+  };
+
+  return {
+    update,
+
+    give(chunk) {
+      if (failure) throw failure.error;
+      const buffer = chunk.buffer;
+      if (
+        disposed ||
+        chunk.byteLength < GIVE_MIN_BYTES ||
+        chunk.byteOffset !== 0 ||
+        chunk.byteLength !== buffer.byteLength ||
+        !(buffer instanceof ArrayBuffer)
+      )
+        return update(chunk);
+      sendPending();
+      const { entry, id } = worker();
+      try {
+        entry.worker.postMessage({ kind: 'data', id, algorithm, buffer, length: chunk.byteLength, given: true }, [
+          buffer,
+        ]);
+      } catch {
+        // Not transferable (a pooled buffer): copied instead.
+        return update(chunk);
+      }
+      bytesInFlight += chunk.byteLength;
+      return behind();
     },
 
     digest() {

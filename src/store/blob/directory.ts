@@ -50,7 +50,7 @@ export function createDirectoryBlobStore(dir: string): BlobStore {
   return {
     async put(source, options: BlobPutOptions = {}): Promise<BlobInfo> {
       checkPutOptions(options);
-      const { maxBytes, expectedSha256, signal } = options;
+      const { maxBytes, expectedSha256, signal, giveChunks = false } = options;
       signal?.throwIfAborted();
       await mkdir(tempDir, { recursive: true });
       swept ??= sweepStaleTemps(tempDir);
@@ -71,10 +71,20 @@ export function createDirectoryBlobStore(dir: string): BlobStore {
         let batchBytes = 0;
         let written = 0;
         const file = handle;
+        // Given chunks are hashed once written (they are moved to the hashing thread), in order.
+        let hashed: Promise<void> = Promise.resolve();
         const flush = async () => {
           // The oldest write ends before another starts past the bound.
           if (writing.length >= WRITES_IN_FLIGHT) await writing.shift();
-          const write = writeAllAt(file, batch, written);
+          const parts = batch;
+          let write = writeAllAt(file, parts, written);
+          if (giveChunks) {
+            const wrote = write;
+            write = hashed = (async () => {
+              await Promise.all([hashed, wrote]);
+              for (const part of parts) await hash.give(part);
+            })();
+          }
           // Surfaced when awaited (here or at the end); not an unhandled rejection meanwhile.
           write.catch(() => {});
           writing.push(write);
@@ -85,8 +95,10 @@ export function createDirectoryBlobStore(dir: string): BlobStore {
         for await (const chunk of readSource(source, signal)) {
           size += chunk.byteLength;
           if (maxBytes !== undefined && size > maxBytes) throw new BlobTooLargeError(maxBytes);
-          const behind = hash.update(chunk);
-          if (behind) await behind;
+          if (!giveChunks) {
+            const behind = hash.update(chunk);
+            if (behind) await behind;
+          }
           batch.push(chunk);
           batchBytes += chunk.byteLength;
           if (batchBytes >= WRITE_BATCH_BYTES) await flush();
@@ -116,9 +128,9 @@ export function createDirectoryBlobStore(dir: string): BlobStore {
         }
         return { sha256, size };
       } finally {
-        hash.dispose();
         // A write still in flight (the put failed meanwhile) ends before the file is closed and removed.
         await Promise.allSettled(writing);
+        hash.dispose();
         if (handle) await handle.close().catch(() => {});
         if (!placed) await unlink(tempPath).catch(() => {});
       }

@@ -91,9 +91,11 @@ export function withInlineSmallBlobs(
       }
       if (!ended) {
         // Too big for here: the wrapped store gets what was read and the rest of the source.
+        // `yield*` hands an early stop of the wrapped store (too large, aborted) on to the source:
+        // a loop over `iterator.next()` left it unreturned, and a request body half-read.
         async function* rest(): AsyncGenerator<Uint8Array> {
           yield* head;
-          for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+          yield* { [Symbol.asyncIterator]: () => iterator };
         }
         return large.put(rest(), putOptions);
       }

@@ -26,6 +26,13 @@ export interface BlobPutOptions {
    */
   sizeHint?: number;
   /**
+   * The source's chunks are the put's to keep: the source never reads nor writes a chunk again
+   * once it has yielded it (an HTTP request body: each chunk a buffer of its own). A store may
+   * then hand a written chunk to the hashing thread instead of copying it there, which detaches
+   * it. Stores that copy the content anyway ignore it.
+   */
+  giveChunks?: boolean;
+  /**
    * For a store that keeps its blob rows in the database the references live in (PostgreSQL):
    * when the put stores content that was not there (and no tombstone names it), it also registers
    * the blob as a deletion candidate due at this instant (ms), in the same statement, and answers

@@ -1,7 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BlobPin } from '../../../../../store/blob/refs.ts';
 import type { Upload } from '../../../repository.ts';
-import { bodyChunks, coalesce, declaredLength, disconnectSignal, hasBody } from '../../../registry/body.ts';
+import {
+  bodyChunks,
+  coalesce,
+  declaredLength,
+  disconnectSignal,
+  hasBody,
+  ownsBodyChunks,
+} from '../../../registry/body.ts';
 import { uploadUnknown } from '../../../registry/errors.ts';
 import type { RouteDeps } from '../../deps.ts';
 import {
@@ -50,6 +57,7 @@ export async function appendChunk(
       part = await blobs.put(coalesce(bodyChunks(request.raw, deps.received)), {
         maxBytes: remaining,
         signal: disconnect.signal,
+        giveChunks: ownsBodyChunks(request.raw),
         ...(sizeHint === undefined ? {} : { sizeHint }),
       });
     } catch (error) {
