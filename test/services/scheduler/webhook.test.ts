@@ -127,7 +127,8 @@ describe('scheduler webhook delivery', () => {
 
   it('retries a non-2xx with backoff, shows attempt and last_error, then dead-letters it; retry by hand delivers', async () => {
     status = 503;
-    await hooked('flaky', 'Flaky', { max_attempts: 3, base: '100ms', factor: 2, cap: '1s' });
+    // A 400 ms wait after the first attempt: long enough for the list below to see it under load.
+    await hooked('flaky', 'Flaky', { max_attempts: 3, base: '400ms', factor: 2, cap: '1s' });
     const before = hook.received.length;
     await h.enqueue('flaky', { id: 'f1', payload: 1, labels: ['a:b'] });
     // Between attempts the task waits, with its attempt count and error in the list.
