@@ -142,13 +142,14 @@ describe('lambda runtime: pool', () => {
   });
 
   it('disposes the isolates a burst left idle beyond the prewarmed ones, and starts them again on demand', async () => {
-    const small = new LambdaRuntime({ maxIsolates: 4, prewarm: 1, timeoutMs: 1000, idleRetireMs: 150 });
+    // Retirement long beside an isolate's start on a loaded machine, so the burst's are all still there.
+    const small = new LambdaRuntime({ maxIsolates: 4, prewarm: 1, timeoutMs: 1000, idleRetireMs: 1_000 });
     const slow = 'export default async () => { let x = 0; for (let i = 0; i < 2e6; i++) x += i; return x > 0; }';
     try {
       const burst = await Promise.all(Array.from({ length: 4 }, () => small.invoke(slow, req())));
       assert.deepEqual(burst.map(json), [true, true, true, true]);
       assert.deepEqual(small.poolState(), { idle: 4, busy: 0, waiting: 0 });
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      await new Promise((resolve) => setTimeout(resolve, 1_800));
       // The prewarmed count stays warm however long the pool waits.
       assert.deepEqual(small.poolState(), { idle: 1, busy: 0, waiting: 0 });
       const again = await Promise.all(Array.from({ length: 3 }, () => small.invoke(slow, req())));
@@ -160,10 +161,11 @@ describe('lambda runtime: pool', () => {
   });
 
   it('keeps the isolates a steady load keeps using', async () => {
-    const small = new LambdaRuntime({ maxIsolates: 4, prewarm: 1, timeoutMs: 1000, idleRetireMs: 200 });
+    const small = new LambdaRuntime({ maxIsolates: 4, prewarm: 1, timeoutMs: 1000, idleRetireMs: 600 });
     try {
       await Promise.all(Array.from({ length: 2 }, () => small.invoke('export default () => 1', req())));
-      const until = Date.now() + 500;
+      // Twice the retirement time of calls 20 ms apart.
+      const until = Date.now() + 1_200;
       while (Date.now() < until) {
         await Promise.all(Array.from({ length: 2 }, () => small.invoke('export default () => 1', req())));
         await new Promise((resolve) => setTimeout(resolve, 20));
