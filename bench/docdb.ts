@@ -383,7 +383,7 @@ export async function run(): Promise<void> {
       target: '≥ 0.5× config read',
       met: mapFind!.requestsPerSecond >= 0.5 * configRead!.requestsPerSecond,
       ...(mapFind!.requestsPerSecond < 0.5 * configRead!.requestsPerSecond && {
-        note: "a find asked before answers from the collection's kept answers (repository/answers.ts, dropped by every write to it): server CPU ~105–120 µs per find vs ~45–55 µs per config read (same run); a key not asked since the collection last changed also costs its SQLite lookup (~65 µs of ~270 µs per find before the cache); the rest is the socket write, the POST body, Fastify routing and the access step (a SHA-256 of key and secret)",
+        note: "a find asked before answers from the collection's kept answers (repository/answers.ts, dropped by every write to it): server CPU (from /proc, in a separate A/B measurement) ~105–165 µs per find vs ~45–100 µs per config read; a key not asked since the collection last changed also costs its SQLite lookup (~65 µs of ~270 µs per find before the cache); the rest is the socket write, the POST body, Fastify routing and the access step (a SHA-256 of key and secret)",
       }),
     });
     recordResult({

@@ -11,6 +11,13 @@ import { recordResult } from './results.ts';
 // get, logs ingest and filters, a large file up and down, warm lambda calls), its peak RSS, and its
 // RSS once the load has stopped and the server has sat idle for SETTLE_S — the figure issue 26
 // bounds: within 300 MiB of idle, and no growth with the size of a transfer.
+
+/**
+ * Why the figure can stay above the target, from heap snapshots, smaps and V8's heap statistics
+ * (bench/README.md: Memory).
+ */
+const UNMET_NOTE =
+  "heap snapshots before and after a step differ by ~1.4 MB and live data grows ~5 MiB over the whole workload: what stays is V8's young generation at its grown size, pages V8 keeps pooled after the docdb insert's peak, and freed memory glibc keeps; only a memory-reducing collection returns them (IDLE_MEMORY_RELEASE, off by default: the next burst then cost 2-4x the CPU per request)";
 const LOAD_S = Number(process.env.BENCH_DURATION ?? 10) / 2;
 const SETTLE_S = 15;
 const LARGE = Number(process.env.BENCH_FILES_LARGE ?? 512 * 1024 ** 2);
@@ -402,7 +409,7 @@ export async function run(): Promise<void> {
           (step, i) =>
             `${step.after} ${step['RSS MiB'] - steps[i]!['RSS MiB'] >= 0 ? '+' : ''}${step['RSS MiB'] - steps[i]!['RSS MiB']} MiB`,
         )
-        .join(', ')}`,
+        .join(', ')}${met ? '' : `; ${UNMET_NOTE}`}`,
     });
     flagFailures(loads);
   } finally {
