@@ -106,6 +106,19 @@ export class SharedCache<V> {
   }
 
   /**
+   * Runs `write`, a write of `key`: `writing` before it and `written` (the entry dropped) after it,
+   * however it ends, so its caller hears of it only once every instance will read it afresh.
+   */
+  async around<T>(key: string, write: () => Promise<T>): Promise<T> {
+    this.writing(key);
+    try {
+      return await write();
+    } finally {
+      await this.written(key);
+    }
+  }
+
+  /**
    * After a committed write of `key` (`value` null: deleted, or unknown; `key` undefined: any
    * number of keys). Settles once the change has been announced to every instance.
    */
@@ -127,5 +140,33 @@ export class SharedCache<V> {
   /** Stops listening for other instances' changes. */
   close(): void {
     for (const stop of this.unsubscribe.splice(0)) stop();
+  }
+}
+
+/**
+ * One cache per store, shared by the repositories on it: several apps in one process on one store
+ * (the tests' instances on one embedded store) then see each other's writes. Each repository
+ * `take`s it once and `release`s it once; the last release closes it.
+ */
+export class PerStore<T> {
+  private readonly held = new WeakMap<object, { value: T; users: number }>();
+
+  constructor(private readonly close: (value: T) => void) {}
+
+  take(store: object, make: () => T): T {
+    let shared = this.held.get(store);
+    if (!shared) {
+      shared = { value: make(), users: 0 };
+      this.held.set(store, shared);
+    }
+    shared.users++;
+    return shared.value;
+  }
+
+  release(store: object): void {
+    const shared = this.held.get(store);
+    if (!shared || --shared.users > 0) return;
+    this.close(shared.value);
+    this.held.delete(store);
   }
 }

@@ -201,12 +201,17 @@ export function streamDigest(algorithm: DigestAlgorithm): StreamDigest {
     filled = 0;
   };
 
-  /** Sends what is held or half-batched, so that a given chunk follows it in order. */
-  const sendPending = () => {
+  /** Copies the chunks held so far into batches (the first hand-off of the stream). */
+  const copyHeld = () => {
     const parts = held;
     held = [];
     heldBytes = 0;
     for (const part of parts) copy(part);
+  };
+
+  /** Sends what is held or half-batched, so that a given chunk follows it in order. */
+  const sendPending = () => {
+    copyHeld();
     if (filled > 0) send();
   };
 
@@ -237,10 +242,7 @@ export function streamDigest(algorithm: DigestAlgorithm): StreamDigest {
         heldBytes += chunk.byteLength;
         return undefined;
       }
-      const parts = held;
-      held = [];
-      heldBytes = 0;
-      for (const part of parts) copy(part);
+      copyHeld();
     }
     copy(chunk);
     return behind();

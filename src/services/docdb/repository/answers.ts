@@ -1,5 +1,5 @@
 import type { SqlDatabase } from '../../../store/sql/types.ts';
-import { SharedCache, type CacheEntries, type ChangeFeed } from '../../../store/shared-cache.ts';
+import { PerStore, SharedCache, type CacheEntries, type ChangeFeed } from '../../../store/shared-cache.ts';
 
 /** Carries the key of a collection whose documents or definition changed, to every instance. */
 const ANSWERS_CHANGED_TOPIC = 'docdb.answers.changed';
@@ -63,7 +63,7 @@ class AnswerEntries implements CacheEntries<CollectionAnswers> {
 }
 
 /** The cache of each store, shared by the document stores on it (tests run two apps on one embedded store). */
-const answerCaches = new WeakMap<SqlDatabase, { cache: FindAnswers; users: number }>();
+const answerCaches = new PerStore<FindAnswers>((answers) => answers.close());
 
 /**
  * Answers of finds (the whole NDJSON text of a small answer) by collection and query (the request
@@ -85,20 +85,16 @@ export class FindAnswers {
 
   /** The cache of `sql`'s store; `release` it when done. */
   static of(sql: SqlDatabase, feed: ChangeFeed): FindAnswers {
-    let shared = answerCaches.get(sql);
-    if (!shared) {
-      shared = { cache: new FindAnswers(sql.soleWriter, feed), users: 0 };
-      answerCaches.set(sql, shared);
-    }
-    shared.users++;
-    return shared.cache;
+    return answerCaches.take(sql, () => new FindAnswers(sql.soleWriter, feed));
   }
 
   static release(sql: SqlDatabase): void {
-    const shared = answerCaches.get(sql);
-    if (!shared || --shared.users > 0) return;
-    shared.cache.shared.close();
-    answerCaches.delete(sql);
+    answerCaches.release(sql);
+  }
+
+  /** Stops listening for other instances' changes (the last document store of the store closed). */
+  close(): void {
+    this.shared.close();
   }
 
   /** The collection's answers now (possibly a fresh, empty set), to look `query` up in and `remember` into. */
@@ -113,12 +109,7 @@ export class FindAnswers {
   }
 
   /** Runs a write to `collection`; its answers are dropped around it (before its caller hears of it). */
-  async changing<T>(collection: string, write: () => Promise<T>): Promise<T> {
-    this.shared.writing(collection);
-    try {
-      return await write();
-    } finally {
-      await this.shared.written(collection);
-    }
+  changing<T>(collection: string, write: () => Promise<T>): Promise<T> {
+    return this.shared.around(collection, write);
   }
 }

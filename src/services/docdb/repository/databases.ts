@@ -8,7 +8,7 @@ import {
 import { isUuidV4, newId, rfc3339 } from '../../../core/ids.ts';
 import { SizedCache } from '../../../store/cache.ts';
 import type { SqlConnection } from '../../../store/db.ts';
-import { SharedCache, type ChangeFeed } from '../../../store/shared-cache.ts';
+import { PerStore, SharedCache, type ChangeFeed } from '../../../store/shared-cache.ts';
 import { all, first, run } from '../../../store/sql-work.ts';
 import type { SqlDatabase } from '../../../store/sql/types.ts';
 
@@ -67,7 +67,7 @@ const DATABASES_CHANGED_TOPIC = 'docdb.databases.changed';
 const RECORD_CACHE_CHARS = 4 * 1024 * 1024;
 
 /** The record cache of each store, shared by the repositories on it. */
-const recordCaches = new WeakMap<SqlDatabase, { cache: SharedCache<DatabaseRecord>; users: number }>();
+const recordCaches = new PerStore<SharedCache<DatabaseRecord>>((cache) => cache.close());
 
 function recordSize(record: DatabaseRecord): number {
   let size = 64 + record.id.length + record.name.length + record.creation_date.length;
@@ -119,24 +119,18 @@ export class DatabaseRepository {
     feed?: ChangeFeed,
   ) {
     this.sql = connection.database;
-    let shared = recordCaches.get(this.sql);
-    if (!shared) {
-      const cache = new SizedCache(RECORD_CACHE_CHARS, recordSize);
-      shared = { cache: new SharedCache(cache, DATABASES_CHANGED_TOPIC, this.sql.soleWriter, feed), users: 0 };
-      recordCaches.set(this.sql, shared);
-    }
-    shared.users++;
-    this.records = shared.cache;
+    const { soleWriter } = this.sql;
+    this.records = recordCaches.take(
+      this.sql,
+      () => new SharedCache(new SizedCache(RECORD_CACHE_CHARS, recordSize), DATABASES_CHANGED_TOPIC, soleWriter, feed),
+    );
   }
 
   /** Releases the record cache (the last repository of the store stops listening for changes). */
   close(): void {
-    const shared = recordCaches.get(this.sql);
-    if (this.closed || !shared) return;
+    if (this.closed) return;
     this.closed = true;
-    if (--shared.users > 0) return;
-    shared.cache.close();
-    recordCaches.delete(this.sql);
+    recordCaches.release(this.sql);
   }
 
   async get(id: string): Promise<DatabaseRecord | null> {
@@ -149,13 +143,8 @@ export class DatabaseRepository {
   }
 
   /** Runs a write that changes database `id`'s record; the cached record is dropped around it. */
-  private async changing<T>(id: string, write: () => Promise<T>): Promise<T> {
-    this.records.writing(id);
-    try {
-      return await write();
-    } finally {
-      await this.records.written(id);
-    }
+  private changing<T>(id: string, write: () => Promise<T>): Promise<T> {
+    return this.records.around(id, write);
   }
 
   /** Every database `userId` owns, in creation order. */
