@@ -221,10 +221,16 @@ describe('lambda runtime: failures', () => {
   });
 
   it('stops a memory bomb at the memory limit and keeps working afterwards', async () => {
-    const f = failure(await runtime.invoke('const a = []; while (true) a.push(new Array(1000000).fill(1))', req()));
-    assert.equal(f.code, 'lambda_memory');
-    assert.match(f.message, /32 MiB/);
-    assert.equal(json(await runtime.invoke('export default () => 7', req())), 7);
+    // A wall-clock limit far above the bomb's time: on a loaded machine 500 ms ran out before 32 MiB did.
+    const bombed = new LambdaRuntime({ timeoutMs: 10_000, memoryLimitMiB: 32, prewarm: 1 });
+    try {
+      const f = failure(await bombed.invoke('const a = []; while (true) a.push(new Array(1000000).fill(1))', req()));
+      assert.equal(f.code, 'lambda_memory');
+      assert.match(f.message, /32 MiB/);
+      assert.equal(json(await bombed.invoke('export default () => 7', req())), 7);
+    } finally {
+      bombed.close();
+    }
   });
 });
 
